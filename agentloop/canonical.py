@@ -51,7 +51,7 @@ MAX_DEPTH = 64
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_encode_string: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_encode_string: Callable[[str], str] = json.encoder.encode_basestring
 
 
 def json_path(parent: str, key: object) -> str:
