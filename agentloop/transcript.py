@@ -1,0 +1,409 @@
+"""The transcript: an append-only JSONL file whose records form a SHA-256 chain.
+
+Format ``agentloop/1``
+---------------------
+* One record per line, UTF-8, each line terminated by ``\\n``.
+* A record is exactly ``{"hash", "kind", "payload", "prev", "seq"}`` and its
+  line is the RFC 8785 serialisation of that object
+  (:mod:`agentloop.canonical`).
+* ``hash`` is the lowercase hex SHA-256 of the RFC 8785 bytes of the record
+  *without* its ``hash`` member; ``seq`` counts from 0; ``prev`` is the previous
+  record's ``hash``, 64 zeros for record 0.
+* Record 0 is a ``task`` record whose payload carries ``"format": "agentloop/1"``.
+
+Because ``"hash"`` sorts first among the five keys, a canonical line is
+``{"hash":"<64 hex>",`` followed by the hashed bytes minus their opening brace;
+the writer builds lines that way and encodes each record once.
+
+What the chain proves and what it does not: it detects modification,
+reordering and removal of records *that are followed by others*.  It cannot
+see that records are missing from the end -- the surviving prefix is itself a
+valid chain -- and whoever can write the file can recompute every hash.  Both
+need an anchor kept elsewhere (an expected count or head hash).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
+
+from .canonical import canonical_bytes
+from .errors import TranscriptExistsError, UnrecordableError
+
+__all__ = [
+    "FORMAT",
+    "GENESIS",
+    "FIELDS",
+    "FAULT_KINDS",
+    "Fault",
+    "VerifyResult",
+    "TranscriptWriter",
+    "verify_records",
+    "verify_file",
+    "iter_file",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+#: The format marker record 0 carries in its payload.
+FORMAT = "agentloop/1"
+#: ``prev`` of record 0.
+GENESIS = "0" * 64
+#: The five members of every record, in canonical order.
+FIELDS = ("hash", "kind", "payload", "prev", "seq")
+
+#: Every fault kind verification can report.
+FAULT_KINDS = (
+    # per record
+    "not_an_object",  # the record is not a JSON object
+    "missing_fields",  # one of the five members is absent
+    "unexpected_fields",  # a member outside the five (the hash does not cover it)
+    "seq_gap",  # seq is not the expected position
+    "prev_mismatch",  # prev is not the previous record's hash
+    "hash_mismatch",  # hash is not the SHA-256 of the record's other members
+    "unserialisable_payload",  # the record holds a value RFC 8785/I-JSON cannot encode
+    "not_canonical",  # the line's bytes are not the RFC 8785 form of its record
+    "unknown_format",  # record 0 is not an agentloop/1 task record
+    # against an outside expectation (verify_file's expect_count / expect_head)
+    "count_mismatch",  # not the expected number of records: a missing tail, or extra records
+    "head_mismatch",  # the last record's hash is not the expected one
+    # per file
+    "bad_json",  # a line that is not a JSON text (torn last line, bad UTF-8, ...)
+    "unreadable",  # the file cannot be opened or read
+)
+
+_HEX = frozenset("0123456789abcdef")
+_HEAD = b'{"hash":"'  # every canonical record line starts so
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One thing wrong with a transcript.
+
+    ``index`` is the 0-based position of the record among the records read
+    (``None`` for a line that is not a record, or a file-level fault); ``line``
+    is the 1-based line number in a file (``None`` for :func:`verify_records`
+    and for a file that could not be opened).
+    """
+
+    index: Optional[int]
+    line: Optional[int]
+    kind: str
+    detail: str
+
+    def where(self) -> str:
+        """``record 3 (line 4)``, ``line 7`` or ``file``: the place, in words."""
+        if self.index is not None and self.line is not None:
+            return "record %d (line %d)" % (self.index, self.line)
+        if self.index is not None:
+            return "record %d" % (self.index,)
+        if self.line is not None:
+            return "line %d" % (self.line,)
+        return "file"
+
+    def __str__(self) -> str:
+        return "%s: %s: %s" % (self.where(), self.kind, self.detail)
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """The verdict on one transcript file.
+
+    ``count`` is the number of records read (lines that parse as JSON) and
+    ``head`` the last record's ``hash`` member (``None`` when there is none).
+    ``complete`` says whether the last record is a ``stop`` record; it is
+    information, not a verdict, since a chain cannot prove its own tail.
+    """
+
+    ok: bool
+    count: int
+    head: Optional[str]
+    faults: Tuple[Fault, ...] = field(default=())
+    complete: bool = False
+
+
+def _is_hex_hash(value: object) -> bool:
+    return isinstance(value, str) and len(value) == 64 and _HEX.issuperset(value)
+
+
+def _short(value: object) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, str):
+        return value[:12] + ("..." if len(value) > 12 else "")
+    return "%r (%s)" % (value, type(value).__name__)
+
+
+class _Chain:
+    """The per-record checks, shared by :func:`verify_records` and :func:`verify_file`.
+
+    It keeps O(1) state: the expected ``seq``, the expected ``prev`` and the
+    last record seen, so verification streams in flat memory.
+    """
+
+    def __init__(self) -> None:
+        self.index = 0
+        self.expected_seq = 0
+        self.expected_prev: Optional[str] = GENESIS
+        self.head: Optional[str] = None
+        self.last_kind: object = None
+
+    def check(self, record: object, line: Optional[int], raw: Optional[bytes]) -> List[Fault]:
+        """Check one record (and, when ``raw`` is given, its line bytes).
+
+        1. the record is an object with exactly the five members;
+        2. record 0 is an ``agentloop/1`` task record;
+        3. ``seq`` is the expected position;
+        4. ``prev`` is the previous record's ``hash``;
+        5. the record is encodable, and its line is its RFC 8785 form;
+        6. ``hash`` is the SHA-256 of the record without ``hash``.
+        """
+        index = self.index
+        self.index += 1
+        faults: List[Fault] = []
+
+        def fault(kind: str, detail: str) -> None:
+            faults.append(Fault(index, line, kind, detail))
+
+        # 1. shape
+        if not isinstance(record, dict):
+            fault("not_an_object", "record is a %s, not an object" % (_json_type(record),))
+            self.expected_seq += 1
+            self.expected_prev = None
+            self.head = None
+            self.last_kind = None
+            return faults
+        missing = [name for name in FIELDS if name not in record]
+        if missing:
+            fault("missing_fields", "missing %s" % (", ".join(repr(m) for m in missing),))
+        extra = sorted(key for key in record if key not in FIELDS)
+        if extra:
+            fault("unexpected_fields", "unexpected %s" % (", ".join(repr(k) for k in extra),))
+
+        # 2. format marker
+        if index == 0:
+            payload = record.get("payload")
+            fmt = payload.get("format") if isinstance(payload, dict) else None
+            if record.get("kind") != "task" or fmt != FORMAT:
+                fault(
+                    "unknown_format",
+                    "record 0 must be a 'task' record with payload.format %r, got kind %s, format %s"
+                    % (FORMAT, _short(record.get("kind")), _short(fmt)),
+                )
+
+        # 3. seq
+        seq = record.get("seq")
+        if "seq" in record:
+            if isinstance(seq, bool) or not isinstance(seq, int) or seq != self.expected_seq:
+                fault("seq_gap", "seq is %s, expected %d" % (_short(seq), self.expected_seq))
+        self.expected_seq = seq + 1 if isinstance(seq, int) and not isinstance(seq, bool) else self.expected_seq + 1
+
+        # 4. prev
+        prev = record.get("prev")
+        if "prev" in record and self.expected_prev is not None and prev != self.expected_prev:
+            fault("prev_mismatch", "prev is %s, expected %s" % (_short(prev), _short(self.expected_prev)))
+
+        # 5. encodable, canonical
+        stored = record.get("hash")
+        computed: Optional[str] = None
+        rest = {name: record[name] for name in FIELDS[1:] if name in record}
+        try:
+            body = canonical_bytes(rest)
+        except UnrecordableError as exc:
+            fault("unserialisable_payload", str(exc))
+        else:
+            computed = hashlib.sha256(body).hexdigest()
+            if raw is not None and not missing and not extra and _is_hex_hash(stored):
+                expected_line = _HEAD + str(stored).encode("ascii") + b'",' + body[1:]
+                if raw != expected_line:
+                    fault("not_canonical", _first_difference(raw, expected_line))
+
+        # 6. hash
+        if "hash" in record and computed is not None and stored != computed:
+            fault("hash_mismatch", "stored %s, computed %s" % (_short(stored), _short(computed)))
+
+        self.expected_prev = stored if _is_hex_hash(stored) else computed
+        self.head = stored if isinstance(stored, str) else None
+        self.last_kind = record.get("kind")
+        return faults
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return type(value).__name__
+
+
+def _first_difference(raw: bytes, expected: bytes) -> str:
+    at = next(
+        (i for i, (a, b) in enumerate(zip(raw, expected)) if a != b),
+        min(len(raw), len(expected)),
+    )
+    return "line is not the RFC 8785 form of its record: first difference at byte %d" % (at,)
+
+
+def verify_records(records: Iterable[object]) -> List[Fault]:
+    """Return every fault of a sequence of already-parsed records.
+
+    The records are JSON values as :func:`json.loads` returns them.  Faults
+    carry ``index`` (the position) and ``line=None``.  Never raises.
+    """
+    chain = _Chain()
+    faults: List[Fault] = []
+    for record in records:
+        faults.extend(chain.check(record, None, None))
+    return faults
+
+
+def iter_file(path: PathLike) -> Iterator[Tuple[int, Optional[object], Optional[Fault]]]:
+    """Yield ``(line_number, record, fault)`` for each line of a transcript.
+
+    Exactly one of ``record`` and ``fault`` is set: ``fault`` is a ``bad_json``
+    fault for a line that is not a complete JSON text (no terminating newline,
+    invalid UTF-8, a syntax error, nesting too deep to parse).  An ``OSError``
+    opening or reading the file propagates.
+    """
+    handle: BinaryIO
+    with open(os.fspath(path), "rb") as handle:
+        number = 0
+        for raw in handle:
+            number += 1
+            yield (number,) + _parse_line(number, raw)
+
+
+def _parse_line(number: int, raw: bytes) -> Tuple[Optional[object], Optional[Fault]]:
+    if not raw.endswith(b"\n"):
+        return None, Fault(None, number, "bad_json", "torn line: no terminating newline")
+    try:
+        text = raw[:-1].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, Fault(None, number, "bad_json", "invalid UTF-8 at byte %d" % (exc.start,))
+    try:
+        return json.loads(text), None
+    except RecursionError:
+        return None, Fault(None, number, "bad_json", "nesting too deep to parse")
+    except ValueError as exc:
+        return None, Fault(None, number, "bad_json", "not JSON: %s" % (exc,))
+
+
+def verify_file(
+    path: PathLike, *, expect_count: Optional[int] = None, expect_head: Optional[str] = None
+) -> VerifyResult:
+    """Verify a transcript file, streaming it in flat memory.
+
+    Every line that parses as JSON is a record and goes through the same
+    checks as :func:`verify_records`, plus a check that the line's bytes are
+    its record's RFC 8785 form.  Lines that do not parse are ``bad_json``; a
+    file that cannot be opened or read is ``unreadable``.  Never raises on
+    any file content.
+
+    The chain alone cannot show a missing tail.  ``expect_count`` and
+    ``expect_head``, an anchor held outside the file, can: a different count
+    is ``count_mismatch``, a different last hash ``head_mismatch``.
+    """
+    chain = _Chain()
+    faults: List[Fault] = []
+    line = 0
+    try:
+        with open(os.fspath(path), "rb") as handle:
+            for raw in handle:
+                line += 1
+                record, bad = _parse_line(line, raw)
+                if bad is not None:
+                    faults.append(bad)
+                    continue
+                faults.extend(chain.check(record, line, raw[:-1]))
+    except OSError as exc:
+        faults.append(Fault(None, line or None, "unreadable", "%s: %s" % (type(exc).__name__, exc.strerror or exc)))
+    except MemoryError:
+        faults.append(Fault(None, line + 1, "unreadable", "line too large to read into memory"))
+    head = chain.head if chain.index else None
+    if expect_count is not None and chain.index != expect_count:
+        faults.append(
+            Fault(None, None, "count_mismatch", "expected %d records, found %d" % (expect_count, chain.index))
+        )
+    if expect_head is not None and head != expect_head:
+        faults.append(Fault(None, None, "head_mismatch", "expected head %s, found %s" % (expect_head, head)))
+    return VerifyResult(
+        ok=not faults,
+        count=chain.index,
+        head=head,
+        faults=tuple(faults),
+        complete=chain.last_kind == "stop",
+    )
+
+
+class TranscriptWriter:
+    """Append records to a new transcript file, one whole line per ``write``.
+
+    Each record is encoded completely before anything is written, so a value
+    that cannot be recorded raises :class:`~agentloop.errors.UnrecordableError`
+    and leaves the file as it was.  Each line goes to the operating system in
+    one ``write`` as soon as it is appended (``fsync=True`` also forces it to
+    the disk), so a process that dies leaves every earlier record complete.
+
+    The file must not exist unless ``overwrite=True``: a transcript is
+    evidence and is never replaced by accident.
+    """
+
+    def __init__(self, path: PathLike, *, overwrite: bool = False, fsync: bool = False) -> None:
+        self.path = os.fspath(path)
+        self._fsync = fsync
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
+        flags |= getattr(os, "O_BINARY", 0)
+        try:
+            self._fd: Optional[int] = os.open(self.path, flags, 0o644)
+        except FileExistsError:
+            raise TranscriptExistsError(self.path) from None
+        self._seq = 0
+        self._head = GENESIS
+
+    @property
+    def count(self) -> int:
+        """How many records have been written."""
+        return self._seq
+
+    @property
+    def head(self) -> str:
+        """The hash of the last record written (64 zeros before the first)."""
+        return self._head
+
+    def append(self, kind: str, payload: Mapping[str, Any]) -> str:
+        """Encode and write one record; return its hash."""
+        if self._fd is None:
+            raise ValueError("transcript %s is closed" % (self.path,))
+        record: Dict[str, Any] = {"kind": kind, "payload": payload, "prev": self._head, "seq": self._seq}
+        body = canonical_bytes(record)
+        digest = hashlib.sha256(body).hexdigest()
+        data = memoryview(_HEAD + digest.encode("ascii") + b'",' + body[1:] + b"\n")
+        while data:
+            written = os.write(self._fd, data)
+            data = data[written:]
+        if self._fsync:
+            os.fsync(self._fd)
+        self._seq += 1
+        self._head = digest
+        return digest
+
+    def close(self) -> None:
+        """Close the file; further appends raise ``ValueError``."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+    def __enter__(self) -> "TranscriptWriter":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
