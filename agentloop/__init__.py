@@ -1,0 +1,77 @@
+"""agentloop: a budgeted agent tool loop with a hash-chained, verifiable transcript.
+
+Run a model (any callable ``(messages, manifest) -> ModelReply``) against a
+task with tools, under hard step and token budgets, and get an append-only
+JSONL transcript (format ``agentloop/1``: RFC 8785 lines, SHA-256 chained)
+that anyone can verify afterwards with :func:`verify_file` or
+``python3 -m agentloop verify``.
+"""
+
+from __future__ import annotations
+
+from .canonical import MAX_DEPTH, canonical_bytes
+from .errors import (
+    AgentloopError,
+    DuplicateToolError,
+    RunConfigError,
+    SchemaError,
+    ScriptExhaustedError,
+    ToolDefinitionError,
+    TranscriptExistsError,
+    UnrecordableError,
+    ValidationError,
+)
+from .loop import STOP_REASONS, Message, Model, ModelReply, RunResult, ToolCall, estimate_tokens, run
+from .schema import check_schema, validate
+from .scripted import ScriptedModel
+from .tools import Tool, ToolRegistry
+from .transcript import (
+    FAULT_KINDS,
+    FORMAT,
+    Fault,
+    TranscriptWriter,
+    VerifyResult,
+    verify_file,
+    verify_records,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "__version__",
+    # the loop
+    "run",
+    "RunResult",
+    "ModelReply",
+    "ToolCall",
+    "Model",
+    "Message",
+    "STOP_REASONS",
+    "estimate_tokens",
+    "ScriptedModel",
+    # tools
+    "Tool",
+    "ToolRegistry",
+    "validate",
+    "check_schema",
+    # the transcript
+    "FORMAT",
+    "FAULT_KINDS",
+    "Fault",
+    "VerifyResult",
+    "TranscriptWriter",
+    "verify_file",
+    "verify_records",
+    "canonical_bytes",
+    "MAX_DEPTH",
+    # errors
+    "AgentloopError",
+    "SchemaError",
+    "ValidationError",
+    "UnrecordableError",
+    "ToolDefinitionError",
+    "DuplicateToolError",
+    "RunConfigError",
+    "TranscriptExistsError",
+    "ScriptExhaustedError",
+]

@@ -1,0 +1,215 @@
+"""The command line: ``agentloop verify`` and ``agentloop show``.
+
+Exit codes (every subcommand):
+
+* 0 -- every file verified (and matched ``--expect-count``/``--expect-head``);
+* 1 -- a fault was found in some file (an unreadable file is a fault);
+* 2 -- usage error: bad arguments, nothing was verified.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import unicodedata
+from typing import Any, Dict, List, Optional, Sequence, TextIO
+
+from . import __version__
+from .errors import AgentloopError
+from .transcript import Fault, VerifyResult, iter_file, verify_file
+
+__all__ = ["main", "format_record"]
+
+_LISTED_FAULTS = 10
+_SHOWN_CHARS = 160
+_HEX = frozenset("0123456789abcdef")
+
+
+def _quote(value: object) -> str:
+    """JSON text of ``value`` with every control/format character escaped.
+
+    Model and tool output is untrusted: ``json.dumps`` escapes C0 controls;
+    C1 controls, bidi overrides and other format characters are escaped here
+    so that a transcript cannot drive the terminal.
+    """
+    text = json.dumps(value, ensure_ascii=False)
+    if len(text) > _SHOWN_CHARS:
+        text = text[: _SHOWN_CHARS - 3] + "..."
+    return "".join(
+        "\\u%04x" % ord(ch) if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp") else ch
+        for ch in text
+    )
+
+
+def _dict(value: object) -> Dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> List[Any]:
+    return value if isinstance(value, list) else []
+
+
+def format_record(record: object) -> str:
+    """One line summarising a record, as ``agentloop show`` prints it."""
+    if not isinstance(record, dict):
+        return "seq=? (not an object: %s)" % (_quote(record),)
+    seq = record.get("seq", "?")
+    kind = record.get("kind")
+    payload = record.get("payload")
+    p = _dict(payload)
+    if kind == "tool":
+        name = p.get("name")
+        name_text = name if isinstance(name, str) else _quote(name)
+        ok = p.get("ok")
+        outcome = "value=%s" % _quote(p.get("value")) if ok is True else "error=%s" % _quote(p.get("error"))
+        return "seq=%s %-8s ok=%-5s %s" % (seq, _quote(name_text)[1:-1], ok, outcome)
+    if kind == "task":
+        budgets = _dict(p.get("budgets"))
+        tools = _list(p.get("tools"))
+        names = ",".join(str(t.get("name")) for t in tools if isinstance(t, dict))
+        return "seq=%s task     max_steps=%s max_tokens=%s tools=%s task=%s" % (
+            seq,
+            budgets.get("max_steps"),
+            budgets.get("max_tokens"),
+            _quote(names or "-")[1:-1],
+            _quote(p.get("task")),
+        )
+    if kind == "assistant":
+        calls = _list(p.get("tool_calls"))
+        names = ",".join(str(c.get("name")) for c in calls if isinstance(c, dict))
+        return "seq=%s assistant step=%s tokens=%s total=%s calls=%s text=%s" % (
+            seq,
+            p.get("step"),
+            p.get("tokens"),
+            p.get("total_tokens"),
+            _quote(names or "-")[1:-1],
+            _quote(p.get("text")),
+        )
+    if kind == "stop":
+        return "seq=%s stop     reason=%s steps=%s tokens=%s detail=%s" % (
+            seq,
+            _quote(p.get("reason"))[1:-1],
+            p.get("steps"),
+            p.get("tokens"),
+            _quote(p.get("detail")),
+        )
+    return "seq=%s %s payload=%s" % (seq, _quote(kind), _quote(payload))
+
+
+def _fault_json(fault: Fault) -> Dict[str, Any]:
+    return {"index": fault.index, "line": fault.line, "kind": fault.kind, "detail": fault.detail}
+
+
+def _report(path: str, result: VerifyResult, out: TextIO) -> None:
+    if result.ok:
+        tail = "" if result.complete else " (no stop record: the run did not finish, or its tail is missing)"
+        print("%s: ok, %d records, head %s%s" % (path, result.count, result.head, tail), file=out)
+        return
+    first = result.faults[0]
+    print("%s: FAILED at %s: %s: %s" % (path, first.where(), first.kind, first.detail), file=out)
+    for fault in result.faults[1:_LISTED_FAULTS]:
+        print("  also %s" % (fault,), file=out)
+    if len(result.faults) > _LISTED_FAULTS:
+        print("  (+%d more faults)" % (len(result.faults) - _LISTED_FAULTS,), file=out)
+
+
+def _cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
+    results: List[Dict[str, Any]] = []
+    failed = False
+    for path in args.files:
+        result = verify_file(path, expect_count=args.expect_count, expect_head=args.expect_head)
+        failed = failed or not result.ok
+        if args.json:
+            results.append(
+                {
+                    "file": path,
+                    "ok": result.ok,
+                    "count": result.count,
+                    "head": result.head,
+                    "complete": result.complete,
+                    "faults": [_fault_json(f) for f in result.faults],
+                }
+            )
+        else:
+            _report(path, result, out)
+    if args.json:
+        print(json.dumps(results, indent=2, ensure_ascii=False), file=out)
+    elif not failed and args.expect_count is None and args.expect_head is None:
+        print(
+            "note: a hash chain cannot show records missing from its end; "
+            "pass --expect-count/--expect-head from a copy kept elsewhere to check that",
+            file=out,
+        )
+    return 1 if failed else 0
+
+
+def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        for line, record, fault in iter_file(args.file):
+            print(format_record(record) if fault is None else "line %d: %s: %s" % (line, fault.kind, fault.detail), file=out)
+    except OSError:
+        pass  # verify_file below reports it as ``unreadable``
+    result = verify_file(args.file)
+    _report(args.file, result, out)
+    return 0 if result.ok else 1
+
+
+def _hash(text: str) -> str:
+    if len(text) != 64 or not _HEX.issuperset(text):
+        raise argparse.ArgumentTypeError("must be 64 lowercase hex digits")
+    return text
+
+
+def _count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError("must be a non-negative integer")
+    return int(text)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agentloop",
+        description="Verify and inspect agentloop transcripts (format agentloop/1).",
+        epilog="exit status: 0 verified, 1 a fault was found, 2 usage error",
+    )
+    parser.add_argument("--version", action="version", version="agentloop " + __version__)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    verify = sub.add_parser("verify", help="check the hash chain of one or more transcripts")
+    verify.add_argument("files", nargs="+", metavar="FILE")
+    verify.add_argument("--expect-count", type=_count, metavar="N", help="the record count kept elsewhere (one FILE)")
+    verify.add_argument("--expect-head", type=_hash, metavar="HASH", help="the last hash kept elsewhere (one FILE)")
+    verify.add_argument("--json", action="store_true", help="print the results as JSON")
+    verify.set_defaults(handler=_cmd_verify)
+
+    show = sub.add_parser("show", help="list a transcript one line per record, then verify it")
+    show.add_argument("file", metavar="FILE")
+    show.set_defaults(handler=_cmd_show)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None, out: Optional[TextIO] = None) -> int:
+    """Run the command line; return the exit status instead of exiting."""
+    stream = sys.stdout if out is None else out
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits on --help, --version and usage errors
+        return exc.code if isinstance(exc.code, int) else 2
+    if args.command == "verify" and len(args.files) > 1 and (
+        args.expect_count is not None or args.expect_head is not None
+    ):
+        print("agentloop verify: error: --expect-count/--expect-head take exactly one FILE", file=sys.stderr)
+        return 2
+    try:
+        return int(args.handler(args, stream))
+    except AgentloopError as exc:
+        print("agentloop: error: %s" % (exc,), file=sys.stderr)
+        return 2
+
+
+def console() -> None:
+    """The ``agentloop`` console script."""
+    sys.exit(main())
