@@ -1,0 +1,196 @@
+"""The gate: ``python3 check.py``.  Its exit status is the verdict.
+
+Legs:
+
+1. ``suite``  -- the unittest suite under ``tests/``;
+2. ``tamper`` -- independent of the suite: writes a real transcript, derives
+   what verification must say from the file's own bytes (using only
+   ``hashlib`` and ``json``), then mutates the file at every record and checks
+   that ``verify_file`` names the right record each time;
+3. ``demo``   -- runs ``demo.py`` in a fresh folder and verifies its files.
+
+Exit status: 0 every leg passed, 1 a leg found a fault, 2 a leg could not be
+graded (it could not run, or ran nothing).  The last line is
+``check: N passed, M failed``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+Record = Dict[str, Any]
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, ROOT)
+
+PASS, FAIL, UNGRADED = "pass", "fail", "ungraded"
+Verdict = Tuple[str, str]
+
+
+def leg_suite() -> Verdict:
+    proc = subprocess.run(
+        [sys.executable, "-m", "unittest", "discover", "-s", "tests", "-t", "."],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        universal_newlines=True,
+    )
+    ran = re.search(r"^Ran (\d+) tests? in", proc.stdout, re.M)
+    if ran is None or int(ran.group(1)) == 0:
+        sys.stdout.write(proc.stdout[-3000:])
+        return UNGRADED, "the suite ran no tests"
+    summary = proc.stdout.strip().splitlines()[-1]
+    if proc.returncode != 0:
+        sys.stdout.write(proc.stdout[-6000:])
+        return FAIL, "Ran %s tests: %s" % (ran.group(1), summary)
+    return PASS, "Ran %s tests: %s" % (ran.group(1), summary)
+
+
+# --- tamper leg: expectations from the bytes, by hashlib + json alone -------
+
+
+def _canonical(obj: object) -> bytes:
+    # The demo transcript holds only ASCII keys, strings and small integers,
+    # for which RFC 8785 is exactly this json.dumps configuration.
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _rehash(record: Record) -> Record:
+    body = {k: v for k, v in record.items() if k != "hash"}
+    return dict(record, hash=hashlib.sha256(_canonical(body)).hexdigest())
+
+
+def _line(record: Record) -> bytes:
+    return _canonical(record) + b"\n"
+
+
+def leg_tamper() -> Verdict:
+    from agentloop import run, verify_file  # the code under test
+    from demo import demo_tools, recover_model
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "t.jsonl")
+        run("tamper leg", recover_model(), demo_tools(), transcript=path, max_steps=8, max_tokens=2000)
+        with open(path, "rb") as handle:
+            lines = handle.read().splitlines(keepends=True)
+        records = [json.loads(line) for line in lines]
+        n = len(records)
+
+        # The untouched file, judged from its bytes: canonical lines, each hash
+        # the SHA-256 of the record without it, each prev the hash before.
+        prev = "0" * 64
+        for i, (line, record) in enumerate(zip(lines, records)):
+            if _line(record) != line or _rehash(record)["hash"] != record["hash"]:
+                return FAIL, "line %d of a fresh transcript is not canonical or its hash is wrong" % (i + 1)
+            if record["prev"] != prev or record["seq"] != i:
+                return FAIL, "line %d of a fresh transcript breaks the chain" % (i + 1)
+            prev = record["hash"]
+        clean = verify_file(path)
+        if not (clean.ok and clean.count == n and clean.head == prev):
+            return FAIL, "an intact transcript did not verify as %d records ending %s: %s" % (n, prev[:12], clean)
+
+        def write(data: List[bytes]) -> str:
+            target = os.path.join(tmp, "m.jsonl")
+            with open(target, "wb") as handle:
+                handle.write(b"".join(data))
+            return target
+
+        def edit(i: int, change: Callable[[Record], Record]) -> List[bytes]:
+            return lines[:i] + [_line(change(dict(records[i])))] + lines[i + 1 :]
+
+        # (name, mutated lines, the record index the first fault must name, or
+        #  None for "some fault, at a line, must be reported")
+        cases: List[Tuple[str, List[bytes], Optional[int]]] = []
+        for i in range(n):
+            cases.append(("rewrite payload of record %d" % i, edit(i, lambda r: dict(r, payload={"tampered": True})), i))
+            cases.append(("change kind of record %d" % i, edit(i, lambda r: dict(r, kind="forged")), i))
+            cases.append(("flip a hash digit of record %d" % i, edit(i, lambda r: dict(r, hash=("1" if r["hash"][0] == "0" else "0") + r["hash"][1:])), i))
+            cases.append(("renumber record %d" % i, edit(i, lambda r: dict(r, seq=r["seq"] + 1)), i))
+            if i + 1 < n:
+                forged = edit(i, lambda r: _rehash(dict(r, payload=dict(r["payload"], forged=True))))
+                cases.append(("forge record %d with a recomputed hash" % i, forged, i + 1))
+                cases.append(("delete record %d" % i, lines[:i] + lines[i + 1 :], i))
+                swapped = lines[:i] + [lines[i + 1], lines[i]] + lines[i + 2 :]
+                cases.append(("swap records %d and %d" % (i, i + 1), swapped, i))
+        cases.append(("tear the last line", lines[:-1] + [lines[-1][:-5]], None))
+        cases.append(("junk line in the middle", lines[:3] + [b"not json\n"] + lines[3:], None))
+
+        missed: List[str] = []
+        for name, data, expect_index in cases:
+            result = verify_file(write(data))
+            if result.ok or not result.faults:
+                missed.append("%s: VERIFIED" % name)
+                continue
+            first = result.faults[0]
+            if expect_index is not None and first.index != expect_index:
+                missed.append("%s: first fault at %s, expected record %d" % (name, first.where(), expect_index))
+            if expect_index is None and first.line is None:
+                missed.append("%s: the fault names no line" % name)
+
+        # The documented limit: a clean cut at a line boundary still verifies,
+        # and only an outside count exposes it.
+        cut = write(lines[:-1])
+        if not verify_file(cut).ok or verify_file(cut, expect_count=n).ok:
+            missed.append("a tail cut should verify alone and fail against the external count")
+
+    if missed:
+        for problem in missed:
+            print("    " + problem)
+        return FAIL, "%d of %d mutations not caught as expected" % (len(missed), len(cases) + 1)
+    return PASS, "%d mutations over %d records, each named at the right record" % (len(cases) + 1, n)
+
+
+def leg_demo() -> Verdict:
+    from agentloop import verify_file
+
+    expected = {"demo-answer.jsonl": 5, "demo-recover.jsonl": 11, "demo-budget.jsonl": 9}
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run(
+            [sys.executable, os.path.join(ROOT, "demo.py"), "--out", tmp],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            universal_newlines=True,
+        )
+        if proc.returncode != 0:
+            sys.stdout.write(proc.stdout[-4000:])
+            return FAIL, "demo.py exited %d" % proc.returncode
+        problems = []
+        for name, count in sorted(expected.items()):
+            result = verify_file(os.path.join(tmp, name))
+            if not (result.ok and result.count == count and result.complete):
+                problems.append("%s: ok=%s count=%d (expected %d)" % (name, result.ok, result.count, count))
+    if problems:
+        return FAIL, "; ".join(problems)
+    return PASS, "demo.py exit 0; " + ", ".join("%s %d" % kv for kv in sorted(expected.items())) + " records, all verify"
+
+
+LEGS = [("suite", leg_suite), ("tamper", leg_tamper), ("demo", leg_demo)]
+
+
+def main() -> int:
+    verdicts = []
+    for name, leg in LEGS:
+        try:
+            status, detail = leg()
+        except Exception as exc:  # a leg that crashes could not grade anything
+            status, detail = UNGRADED, "the leg crashed: %s: %s" % (type(exc).__name__, exc)
+        verdicts.append(status)
+        word = {PASS: "ok", FAIL: "FAILED", UNGRADED: "COULD NOT GRADE"}[status]
+        print("leg %-6s %s -- %s" % (name, word, detail), flush=True)
+    passed = verdicts.count(PASS)
+    print("check: %d passed, %d failed" % (passed, len(verdicts) - passed))
+    if FAIL in verdicts:
+        return 1
+    return 2 if UNGRADED in verdicts else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

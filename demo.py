@@ -1,0 +1,202 @@
+"""Three end-to-end runs of agentloop, each written to a verified transcript.
+
+    python3 demo.py [--out DIR]
+
+writes ``demo-answer.jsonl`` (5 records), ``demo-recover.jsonl`` (11) and
+``demo-budget.jsonl`` (9) into DIR (default: the current folder), prints each
+listing and its verification, and exits 0 only if every claim held.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from agentloop import (
+    ModelReply,
+    RunResult,
+    ScriptedModel,
+    Tool,
+    ToolCall,
+    ToolRegistry,
+    run,
+    verify_file,
+)
+from agentloop.cli import format_record
+
+Message = Dict[str, Any]
+
+
+def _add(a: int, b: int) -> Dict[str, int]:
+    return {"sum": a + b}
+
+
+def _echo(text: str) -> Dict[str, str]:
+    return {"text": text}
+
+
+def _fail() -> None:
+    raise RuntimeError("the tool is broken on purpose")
+
+
+def _greet(name: str) -> Dict[str, str]:
+    return {"greeting": "Hello, %s!" % (name,)}
+
+
+def demo_tools() -> ToolRegistry:
+    """The four demo tools: add, echo, fail, greet."""
+    return ToolRegistry(
+        [
+            Tool(
+                "add",
+                "Add two integers.",
+                {
+                    "type": "object",
+                    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                    "required": ["a", "b"],
+                    "additionalProperties": False,
+                },
+                _add,
+            ),
+            Tool(
+                "echo",
+                "Repeat a text back.",
+                {
+                    "type": "object",
+                    "properties": {"text": {"type": "string", "maxLength": 200}},
+                    "required": ["text"],
+                    "additionalProperties": False,
+                },
+                _echo,
+            ),
+            Tool("fail", "A tool that always raises.", {"type": "object", "additionalProperties": False}, _fail),
+            Tool(
+                "greet",
+                "Greet someone by name.",
+                {
+                    "type": "object",
+                    "properties": {"name": {"type": "string", "minLength": 1}},
+                    "required": ["name"],
+                    "additionalProperties": False,
+                },
+                _greet,
+            ),
+        ]
+    )
+
+
+def _answer_from_last_result(messages: List[Message], manifest: List[Dict[str, Any]]) -> ModelReply:
+    """A reply that reads the last tool result, as a real model would."""
+    result = json.loads(messages[-1]["content"])
+    return ModelReply(text="40 + 2 = %d." % (result["sum"],))
+
+
+def answer_model() -> ScriptedModel:
+    return ScriptedModel(
+        [
+            ModelReply("I will add the numbers.", [ToolCall("add", {"a": 40, "b": 2})]),
+            _answer_from_last_result,
+        ]
+    )
+
+
+def recover_model() -> ScriptedModel:
+    return ScriptedModel(
+        [
+            ModelReply("Multiplying first.", [ToolCall("multiply", {"a": 6, "b": 7})]),
+            ModelReply("Then adding.", [ToolCall("add", {"a": "40", "b": 2})]),
+            ModelReply("Trying the other tool.", [ToolCall("fail", {})]),
+            ModelReply("Adding with integers.", [ToolCall("add", {"a": 40, "b": 2})]),
+            ModelReply("The answer is 42."),
+        ]
+    )
+
+
+def budget_model(messages: List[Message], manifest: List[Dict[str, Any]]) -> ModelReply:
+    """A model that never finishes: every turn asks for one more echo, 11
+    estimated tokens a turn, so ``max_tokens=40`` stops it in turn 4."""
+    turn = sum(1 for m in messages if m["role"] == "assistant") + 1
+    return ModelReply("Still working (turn %d)." % turn, [ToolCall("echo", {"text": "turn %d" % turn})])
+
+
+Check = Tuple[str, bool]
+
+
+def _payloads(path: str) -> List[Dict[str, Any]]:
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle]
+
+
+def _claims_answer(result: RunResult, records: List[Dict[str, Any]]) -> List[Check]:
+    return [
+        ("5 records", len(records) == 5),
+        ("stops on no_tool_calls after 2 steps", (result.stop_reason, result.steps) == ("no_tool_calls", 2)),
+        ("add returned {'sum': 42}", records[2]["payload"].get("value") == {"sum": 42}),
+        ("the final text uses the tool's result", records[3]["payload"]["text"] == "40 + 2 = 42."),
+    ]
+
+
+RECOVER_EXPECTED = [
+    (2, "multiply", False, "no tool named 'multiply' (have: add, echo, fail, greet)"),
+    (4, "add", False, "invalid arguments: $.add.a: expected type integer, got str"),
+    (6, "fail", False, "tool 'fail' raised RuntimeError: the tool is broken on purpose"),
+    (8, "add", True, {"sum": 42}),
+]
+
+
+def _claims_recover(result: RunResult, records: List[Dict[str, Any]]) -> List[Check]:
+    checks: List[Check] = [("11 records", len(records) == 11)]
+    for seq, name, ok, outcome in RECOVER_EXPECTED:
+        p = records[seq]["payload"] if seq < len(records) else {}
+        got = p.get("value") if ok else p.get("error")
+        checks.append(("seq=%d %s ok=%s %s" % (seq, name, ok, outcome), (p.get("name"), p.get("ok"), got) == (name, ok, outcome)))
+    checks.append(("stops on no_tool_calls after 5 steps", (result.stop_reason, result.steps) == ("no_tool_calls", 5)))
+    return checks
+
+
+def _claims_budget(result: RunResult, records: List[Dict[str, Any]]) -> List[Check]:
+    assistants = sum(1 for r in records if r["kind"] == "assistant")
+    return [
+        ("9 records", len(records) == 9),
+        ("stops on token_budget (44 > max_tokens 40)", (result.stop_reason, result.tokens) == ("token_budget", 44)),
+        ("steps == assistant records == 4", result.steps == 4 == assistants),
+        ("the over-budget turn is recorded, its echo is not run", [r["kind"] for r in records[-2:]] == ["assistant", "stop"]),
+    ]
+
+
+Demo = Tuple[str, str, Callable[[], Any], Dict[str, Any], Callable[[RunResult, List[Dict[str, Any]]], List[Check]]]
+
+DEMOS: List[Demo] = [
+    ("demo-answer.jsonl", "What is 40 + 2? Use the add tool.", answer_model, {"max_steps": 8, "max_tokens": 2000}, _claims_answer),
+    ("demo-recover.jsonl", "What is 6 * 7? Recover from tool failures.", recover_model, {"max_steps": 8, "max_tokens": 2000}, _claims_recover),
+    ("demo-budget.jsonl", "Echo forever; the budget must stop you.", lambda: budget_model, {"max_steps": 8, "max_tokens": 40}, _claims_budget),
+]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description="Run the three agentloop demos.")
+    parser.add_argument("--out", default=".", help="folder for the demo-*.jsonl files (default: .)")
+    args = parser.parse_args(argv)
+    failed = 0
+    for filename, task, make_model, budgets, claims in DEMOS:
+        path = os.path.join(args.out, filename)
+        result = run(task, make_model(), demo_tools(), transcript=path, overwrite=True, **budgets)
+        print("== %s" % (path,))
+        records = _payloads(path)
+        for record in records:
+            print("  " + format_record(record))
+        verdict = verify_file(path, expect_count=result.records, expect_head=result.head)
+        checks = [("verifies from disk (count and head as the run reported)", verdict.ok)] + claims(result, records)
+        for label, held in checks:
+            failed += not held
+            print("  [%s] %s" % ("ok" if held else "FAILED", label))
+        print()
+    print("demo: %d claims failed" % failed if failed else "demo: every claim held")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
