@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Callable, List
+from typing import Any, Callable, List, Tuple, Union
 
 from .errors import UnrecordableError
 
@@ -38,6 +38,12 @@ __all__ = [
     "MAX_SAFE_INTEGER",
     "canonical_bytes",
     "canonical_text",
+    "snapshot",
+    "describe_integer",
+    "json_depth",
+    "parse_int",
+    "UnparsedInteger",
+    "is_canonical_line",
     "format_number",
     "json_path",
 ]
@@ -125,6 +131,47 @@ def _type_name(value: object) -> str:
     return type(value).__name__
 
 
+def describe_integer(value: int) -> str:
+    """``123`` for an integer up to 300 digits, ``of about 5001 digits`` beyond.
+
+    Python 3.11+ refuses to print integers of more than 4300 digits, and a
+    message must never fail to form (nor grow without bound).
+    """
+    if -(10**300) < value < 10**300:
+        return str(value)
+    return "of about %d digits" % (int(abs(value).bit_length() * 0.30103) + 1,)
+
+
+def _key_problem(key: object) -> str:
+    # Keys are named by type (and by value only when that is a plain scalar),
+    # never by repr(): an arbitrary object's repr can hold a memory address
+    # or a hash-seed-dependent order, and the message goes into transcripts.
+    if key is None or isinstance(key, (bool, float)):
+        return "object key %s is a %s, not a string" % (key, _type_name(key))
+    if isinstance(key, int):
+        return "object key %s is a %s, not a string" % (describe_integer(int(key)), _type_name(key))
+    return "object key of type %s is not a string" % (_type_name(key),)
+
+
+class UnparsedInteger:
+    """Stands, in a parsed line, for an integer too long for ``int()`` to read.
+
+    Python 3.11+ refuses to convert more than 4300 digits; such a number is
+    far outside I-JSON anyway, and the encoder reports it as unrecordable.
+    """
+
+    def __init__(self, digits: str) -> None:
+        self.digits = len(digits.lstrip("-"))
+
+
+def parse_int(digits: str) -> Union[int, UnparsedInteger]:
+    """A ``json.loads`` ``parse_int`` hook that never raises on long integers."""
+    try:
+        return int(digits)
+    except ValueError:
+        return UnparsedInteger(digits)
+
+
 def _encode(value: Any, path: str, depth: int, out: List[str]) -> None:
     # bool before int: isinstance(True, int) holds in Python, not in JSON.
     if value is None:
@@ -136,18 +183,20 @@ def _encode(value: Any, path: str, depth: int, out: List[str]) -> None:
     elif isinstance(value, str):
         out.append(_encode_string(_check_string(value, path)))
     elif isinstance(value, int):
-        if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        number = int(value)  # an int subclass's own value, checked as written
+        if not -MAX_SAFE_INTEGER <= number <= MAX_SAFE_INTEGER:
             raise UnrecordableError(
-                path, "integer %d is outside the I-JSON range +/-(2**53-1)" % (value,)
+                path, "integer %s is outside the I-JSON range +/-(2**53-1)" % (describe_integer(number),)
             )
-        out.append(str(int(value)))
+        out.append(str(number))
     elif isinstance(value, float):
-        if value != value or value in (math.inf, -math.inf):
-            raise UnrecordableError(path, "%s is not a JSON number" % (float(value),))
-        out.append(format_number(float(value)))
+        real = float(value)
+        if real != real or real in (math.inf, -math.inf):
+            raise UnrecordableError(path, "%s is not a JSON number" % (real,))
+        out.append(format_number(real))
     elif isinstance(value, (dict, list)):
         if depth >= MAX_DEPTH:
-            raise UnrecordableError(path, "nesting deeper than %d levels" % (MAX_DEPTH,))
+            raise UnrecordableError(path, "nesting deeper than the %d levels a record may hold" % (MAX_DEPTH,))
         if isinstance(value, list):
             out.append("[")
             for index, item in enumerate(value):
@@ -158,9 +207,7 @@ def _encode(value: Any, path: str, depth: int, out: List[str]) -> None:
             return
         for key in value:
             if not isinstance(key, str):
-                raise UnrecordableError(
-                    path, "object key %r is a %s, not a string" % (key, _type_name(key))
-                )
+                raise UnrecordableError(path, _key_problem(key))
             _check_string(key, json_path(path, key))
         out.append("{")
         for index, key in enumerate(sorted(value, key=_sort_key)):
@@ -170,21 +217,141 @@ def _encode(value: Any, path: str, depth: int, out: List[str]) -> None:
             out.append(":")
             _encode(value[key], json_path(path, key), depth + 1, out)
         out.append("}")
+    elif isinstance(value, UnparsedInteger):
+        raise UnrecordableError(
+            path, "integer of %d digits is outside the I-JSON range +/-(2**53-1)" % (value.digits,)
+        )
     else:
         raise UnrecordableError(path, "a %s is not a JSON value" % (_type_name(value),))
 
 
-def canonical_text(value: Any, path: str = "$") -> str:
+def canonical_text(value: Any, path: str = "$", depth: int = 0) -> str:
     """Return the RFC 8785 serialisation of ``value`` as a ``str``.
 
     Raises :class:`~agentloop.errors.UnrecordableError` when ``value`` is not
-    recordable; its ``path`` is rooted at ``path``.
+    recordable; its ``path`` is rooted at ``path``.  ``depth`` is how many
+    arrays/objects of a record enclose ``value`` (a tool's result sits at 2,
+    in ``record.payload``): :data:`MAX_DEPTH` bounds the whole record.
     """
     out: List[str] = []
-    _encode(value, path, 0, out)
+    _encode(value, path, depth, out)
     return "".join(out)
 
 
-def canonical_bytes(value: Any, path: str = "$") -> bytes:
+def snapshot(value: Any, path: str = "$", depth: int = 0) -> Tuple[Any, str]:
+    """Encode ``value`` once; return ``(a plain-JSON copy, its RFC 8785 text)``.
+
+    The copy is what gets recorded and shown, so a value that reads
+    differently each time (a dict subclass, a mutable object) is fixed at the
+    moment it is taken.  Any exception while reading ``value`` becomes an
+    :class:`~agentloop.errors.UnrecordableError` naming ``path``.
+    """
+    try:
+        text = canonical_text(value, path, depth)
+    except UnrecordableError:
+        raise
+    except RecursionError:
+        raise UnrecordableError(path, "could not be read: nesting too deep") from None
+    except Exception as exc:
+        raise UnrecordableError(path, "could not be read: %s" % (type(exc).__name__,)) from None
+    return json.loads(text), text
+
+
+def canonical_bytes(value: Any, path: str = "$", depth: int = 0) -> bytes:
     """Return the RFC 8785 serialisation of ``value`` as UTF-8 bytes."""
-    return canonical_text(value, path).encode("utf-8")
+    return canonical_text(value, path, depth).encode("utf-8")
+
+
+# --- Proving a parsed line canonical, fast ----------------------------------
+#
+# CPython's C JSON encoder, with sorted keys, no whitespace and no ASCII
+# escaping, writes exactly the RFC 8785 form of a parsed JSON value except
+# where the two differ:
+#
+# * floats: ``repr`` layout instead of ECMAScript's.  The digits are the same
+#   (both shortest round-trip); the layouts differ only where ``repr`` writes
+#   ``e-05``/``e-06`` (ECMAScript: fixed ``0.00001``), ``e-07``..``e-09``
+#   (ECMAScript: ``e-7``..``e-9``), ``e+16``..``e+20`` (ECMAScript: fixed), or
+#   a trailing ``.0`` (ECMAScript: an integer).  See :func:`_float_layouts_agree`.
+# * key order: code points instead of UTF-16 code units.  They can only
+#   disagree when a key holds a character in U+E000..U+FFFF and another one
+#   beyond U+FFFF, so a text with no U+E000..U+FFFF character sorts the same;
+# * lone surrogates, integers beyond 2**53 - 1 and nesting past MAX_DEPTH,
+#   which RFC 8785/I-JSON refuse and the C encoder writes.
+#
+# ``is_canonical_line`` answers ``True`` only when none of these can matter,
+# and ``False`` otherwise -- "not proven", never "invalid": the caller then
+# decides with the exact encoder above.
+
+# check_circular=False: a value fresh from json.loads has no cycles.
+_C_ENCODER = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False, check_circular=False
+)
+_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_SIXTEEN_DIGITS = b"0" * 16
+# 16 digits not continuing a number's fraction: a possible integer >= 10**15.
+_LONG_INTEGER = re.compile(rb"(?<![0-9.])[0-9]{16}")
+_SHORT_NEGATIVE_EXPONENT = re.compile(r"e-0([7-9])")
+# After e-0[7-9] -> e-[7-9], the repr layouts that still differ from ECMAScript.
+_LAYOUT_DIFFERS = ("e-0", "e+1", "e+20", ".0,", ".0]", ".0}")
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def _float_layouts_agree(written: str) -> str:
+    """Rewrite ``repr`` float layouts to ECMAScript's where that is a pure
+    exponent change, then return the text, or ``""`` if some layout may still
+    differ.
+
+    Applied to a C-encoder output.  The substrings looked for can also occur
+    inside strings; then the answer is merely a needless ``""``, or a rewritten
+    string that can no longer equal the line it is compared with.
+    """
+    if "e-0" in written:
+        written = _SHORT_NEGATIVE_EXPONENT.sub(r"e-\1", written)
+    for marker in _LAYOUT_DIFFERS:
+        if marker in written:
+            return ""
+    return written
+
+
+def json_depth(text: str) -> int:
+    """The deepest array/object nesting of a JSON text (brackets in strings excluded)."""
+    depth = peak = 0
+    for bracket in _BRACKET.findall(_JSON_STRING.sub("", text)):
+        if bracket in "[{":
+            depth += 1
+            peak = max(peak, depth)
+        else:
+            depth -= 1
+    return peak
+
+
+def is_canonical_line(value: Any, text: str, raw: bytes) -> bool:
+    """Whether ``raw`` (the UTF-8 of ``text``) is provably the RFC 8785 form of ``value``.
+
+    ``value`` is what ``json.loads(text)`` returned.  ``False`` means "not
+    proven here": the caller must decide with :func:`canonical_bytes`.
+
+    1. no character in U+E000..U+FFFF (UTF-8 lead bytes EE, EF), so code point
+       and UTF-16 key order agree;
+    2. no run of 16 digits outside a fraction, so no integer beyond 2**53 - 1;
+    3. nesting within MAX_DEPTH (counted exactly only when the brackets,
+       strings included, could exceed it);
+    4. the C encoder's output (``NaN`` refused), with its float layouts made
+       ECMAScript's by :func:`_float_layouts_agree`, is exactly ``text``.
+       Those rewrites touch only runs of ``[0-9e-]``, so equality leaves the
+       structure, every string and every integer as the C encoder wrote them,
+       which is canonical, and every float in ECMAScript form.
+    """
+    if b"\xee" in raw or b"\xef" in raw:
+        return False
+    if _SIXTEEN_DIGITS in raw.translate(_DIGITS_TO_ZERO) and _LONG_INTEGER.search(raw):
+        return False
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and json_depth(text) > MAX_DEPTH:
+        return False
+    try:
+        written = _C_ENCODER.encode(value)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return written == text or _float_layouts_agree(written) == text

@@ -30,13 +30,17 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
 
-from .canonical import canonical_bytes
+from .canonical import MAX_DEPTH, canonical_bytes, describe_integer, is_canonical_line, json_depth, parse_int
 from .errors import TranscriptExistsError, UnrecordableError
 
 __all__ = [
     "FORMAT",
     "GENESIS",
     "FIELDS",
+    "KINDS",
+    "MAX_LINE_BYTES",
+    "MAX_RECORD_BYTES",
+    "is_hash",
     "FAULT_KINDS",
     "Fault",
     "VerifyResult",
@@ -54,6 +58,19 @@ FORMAT = "agentloop/1"
 GENESIS = "0" * 64
 #: The five members of every record, in canonical order.
 FIELDS = ("hash", "kind", "payload", "prev", "seq")
+#: The record kinds of format agentloop/1.
+KINDS = ("task", "assistant", "tool", "stop")
+#: Lines longer than this are not read by default (``bad_json``), so one
+#: hostile line cannot exhaust memory; ``verify_file(max_line_bytes=...)``.
+MAX_LINE_BYTES = 16 * 1024 * 1024
+#: Lines nesting deeper than this are ``bad_json`` whatever the Python's own
+#: parser limit (which differs between 3.8 and 3.13); deeper than MAX_DEPTH
+#: but within this is a record with an ``unserialisable_payload``.
+PARSE_DEPTH = 512
+#: The default largest record, in bytes with its newline, a writer accepts.
+MAX_RECORD_BYTES = 1024 * 1024
+#: The smallest ``max_record_bytes`` allowed (room for any error record).
+MIN_RECORD_BYTES = 64 * 1024
 
 #: Every fault kind verification can report.
 FAULT_KINDS = (
@@ -67,6 +84,7 @@ FAULT_KINDS = (
     "unserialisable_payload",  # the record holds a value RFC 8785/I-JSON cannot encode
     "not_canonical",  # the line's bytes are not the RFC 8785 form of its record
     "unknown_format",  # record 0 is not an agentloop/1 task record
+    "unexpected_kind",  # a kind outside task/assistant/tool/stop, a second task, a record after stop
     # against an outside expectation (verify_file's expect_count / expect_head)
     "count_mismatch",  # not the expected number of records: a missing tail, or extra records
     "head_mismatch",  # the last record's hash is not the expected one
@@ -77,6 +95,9 @@ FAULT_KINDS = (
 
 _HEX = frozenset("0123456789abcdef")
 _HEAD = b'{"hash":"'  # every canonical record line starts so
+_BODY_AT = len(_HEAD) + 66  # after '{"hash":"<64 hex>",' the hashed bytes resume
+_FIELD_SET = frozenset(FIELDS)
+_LATER_KINDS = frozenset(("assistant", "tool", "stop"))
 
 
 @dataclass(frozen=True)
@@ -125,16 +146,28 @@ class VerifyResult:
     complete: bool = False
 
 
-def _is_hex_hash(value: object) -> bool:
+def is_hash(value: object) -> bool:
+    """Whether ``value`` is a lowercase hex SHA-256, as ``hash`` and ``prev`` are."""
     return isinstance(value, str) and len(value) == 64 and _HEX.issuperset(value)
 
 
+_is_hex_hash = is_hash
+
+
 def _short(value: object) -> str:
+    """A value from a record, for a fault detail: bounded, ASCII, never raising.
+
+    Details are printed to terminals and written into reports, and the record
+    is untrusted: strings are cut and JSON-escaped (no control characters,
+    no lone surrogates), other values are named by their type.
+    """
     if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
+        shown = describe_integer(int(value))
+        return shown if shown[:1] != "o" else "an integer " + shown
     if isinstance(value, str):
-        return value[:12] + ("..." if len(value) > 12 else "")
-    return "%r (%s)" % (value, type(value).__name__)
+        cut = value[:12] + ("..." if len(value) > 12 else "")
+        return json.dumps(cut) if not is_hash(value) and not _HEX.issuperset(value) else cut
+    return "a %s" % (_json_type(value),)
 
 
 class _Chain:
@@ -151,8 +184,58 @@ class _Chain:
         self.head: Optional[str] = None
         self.last_kind: object = None
 
-    def check(self, record: object, line: Optional[int], raw: Optional[bytes]) -> List[Fault]:
+    def _kind_problem(self, index: int, kind: object) -> str:
+        if self.last_kind == "stop":
+            return "a %s record after the stop record" % (_short(kind),)
+        if kind not in KINDS:
+            return "kind %s is not one of task, assistant, tool, stop" % (_short(kind),)
+        if kind == "task" and index != 0:
+            return "a second task record"
+        return ""
+
+    def _sound(self, record: object, text: str, raw: bytes) -> bool:
+        """The common case, cheaply: a record with no fault at all.
+
+        True only if every check of :meth:`check` would pass; then the state
+        advances exactly as :meth:`check` would advance it.  The line is
+        proven canonical by :func:`~agentloop.canonical.is_canonical_line`,
+        so the hashed bytes are the line minus its ``"hash"`` member.
+        """
+        if type(record) is not dict or record.keys() != _FIELD_SET:
+            return False
+        seq, stored = record["seq"], record["hash"]
+        if type(seq) is not int or seq != self.expected_seq or record["prev"] != self.expected_prev:
+            return False
+        kind = record["kind"]
+        if self.index == 0:
+            payload = record["payload"]
+            if kind != "task" or not isinstance(payload, dict) or payload.get("format") != FORMAT:
+                return False
+        elif kind not in _LATER_KINDS or self.last_kind == "stop":
+            return False
+        if not _is_hex_hash(stored) or not is_canonical_line(record, text, raw):
+            return False
+        if hashlib.sha256(b"{" + raw[_BODY_AT:]).hexdigest() != stored:
+            return False
+        self.index += 1
+        self.expected_seq = seq + 1
+        self.expected_prev = self.head = stored
+        self.last_kind = kind
+        return True
+
+    def check(
+        self,
+        record: object,
+        line: Optional[int],
+        raw: Optional[bytes],
+        text: Optional[str] = None,
+    ) -> List[Fault]:
         """Check one record (and, when ``raw`` is given, its line bytes).
+
+        With ``text``, the decoded line, a sound record is accepted by
+        :meth:`_sound` alone.
+        Anything else, and every record from :func:`verify_records`, goes
+        through the full checks, which name every fault:
 
         1. the record is an object with exactly the five members;
         2. record 0 is an ``agentloop/1`` task record;
@@ -161,6 +244,8 @@ class _Chain:
         5. the record is encodable, and its line is its RFC 8785 form;
         6. ``hash`` is the SHA-256 of the record without ``hash``.
         """
+        if text is not None and raw is not None and self._sound(record, text, raw):
+            return []
         index = self.index
         self.index += 1
         faults: List[Fault] = []
@@ -170,7 +255,7 @@ class _Chain:
 
         # 1. shape
         if not isinstance(record, dict):
-            fault("not_an_object", "record is a %s, not an object" % (_json_type(record),))
+            fault("not_an_object", "record is %s, not an object" % (_a(_json_type(record)),))
             self.expected_seq += 1
             self.expected_prev = None
             self.head = None
@@ -179,9 +264,9 @@ class _Chain:
         missing = [name for name in FIELDS if name not in record]
         if missing:
             fault("missing_fields", "missing %s" % (", ".join(repr(m) for m in missing),))
-        extra = sorted(key for key in record if key not in FIELDS)
+        extra = sorted(_short(key) for key in record if key not in FIELDS)
         if extra:
-            fault("unexpected_fields", "unexpected %s" % (", ".join(repr(k) for k in extra),))
+            fault("unexpected_fields", "unexpected %s" % (", ".join(extra),))
 
         # 2. format marker
         if index == 0:
@@ -193,6 +278,13 @@ class _Chain:
                     "record 0 must be a 'task' record with payload.format %r, got kind %s, format %s"
                     % (FORMAT, _short(record.get("kind")), _short(fmt)),
                 )
+
+        # 2b. kind grammar: task only first, nothing after a stop
+        kind = record.get("kind")
+        if "kind" in record:
+            problem = self._kind_problem(index, kind)
+            if problem:
+                fault("unexpected_kind", problem)
 
         # 3. seq
         seq = record.get("seq")
@@ -227,7 +319,7 @@ class _Chain:
 
         self.expected_prev = stored if _is_hex_hash(stored) else computed
         self.head = stored if isinstance(stored, str) else None
-        self.last_kind = record.get("kind")
+        self.last_kind = kind
         return faults
 
 
@@ -242,7 +334,13 @@ def _json_type(value: object) -> str:
         return "string"
     if isinstance(value, list):
         return "array"
+    if isinstance(value, dict):
+        return "object"
     return type(value).__name__
+
+
+def _a(noun: str) -> str:
+    return ("an " if noun[:1] in "aeiou" else "a ") + noun
 
 
 def _first_difference(raw: bytes, expected: bytes) -> str:
@@ -257,13 +355,105 @@ def verify_records(records: Iterable[object]) -> List[Fault]:
     """Return every fault of a sequence of already-parsed records.
 
     The records are JSON values as :func:`json.loads` returns them.  Faults
-    carry ``index`` (the position) and ``line=None``.  Never raises.
+    carry ``index`` (the position) and ``line=None``.  Never raises: a value
+    that cannot even be inspected (an object whose methods raise) is an
+    ``unserialisable_payload`` at its index.
     """
     chain = _Chain()
     faults: List[Fault] = []
-    for record in records:
-        faults.extend(chain.check(record, None, None))
-    return faults
+    try:
+        iterator = iter(records)
+    except TypeError:
+        return [Fault(None, None, "not_an_object", "records is %s, not a sequence" % (_a(type(records).__name__),))]
+    while True:
+        try:
+            record = next(iterator)
+        except StopIteration:
+            return faults
+        except Exception as exc:
+            faults.append(Fault(chain.index, None, "unserialisable_payload", "reading the records raised %s" % (type(exc).__name__,)))
+            return faults
+        index = chain.index
+        try:
+            faults.extend(chain.check(record, None, None))
+        except Exception as exc:  # hostile Python objects only; parsed JSON cannot raise here
+            chain.index = index + 1
+            chain.expected_prev = None
+            faults.append(Fault(index, None, "unserialisable_payload", "inspecting the record raised %s" % (type(exc).__name__,)))
+
+
+def _read_lines(handle: BinaryIO, limit: int) -> Iterator[Tuple[bytes, bool]]:
+    """Yield ``(line, whole)`` with memory bounded by ``limit``.
+
+    A line longer than ``limit`` bytes is yielded as its first ``limit``
+    bytes with ``whole=False``; the rest of it is read and dropped in
+    ``limit``-sized pieces.
+    """
+    while True:
+        raw = handle.readline(limit + 1)
+        if not raw:
+            return
+        if len(raw) <= limit or raw.endswith(b"\n") and len(raw) == limit + 1:
+            yield raw, True
+            continue
+        yield raw[:limit], False
+        while not raw.endswith(b"\n"):
+            raw = handle.readline(limit)
+            if not raw:
+                return
+
+
+def _parse_line(number: int, raw: bytes, whole: bool = True) -> Tuple[object, Optional[Fault], str]:
+    """``(record, None, text)`` for a complete JSON line, else ``(None, bad_json fault, "")``.
+
+    The same on every Python 3.8-3.13: integers too long for ``int()`` parse
+    (as :class:`~agentloop.canonical.UnparsedInteger`), and nesting beyond
+    :data:`PARSE_DEPTH` is refused before the parser's own limit is met.
+    """
+    if not whole:
+        return None, Fault(None, number, "bad_json", "line longer than %d bytes, not read" % (len(raw),)), ""
+    if not raw.endswith(b"\n"):
+        return None, Fault(None, number, "bad_json", "torn line: no terminating newline"), ""
+    try:
+        text = raw[:-1].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, Fault(None, number, "bad_json", "invalid UTF-8 at byte %d" % (exc.start,)), ""
+    if raw.count(b"[") + raw.count(b"{") > PARSE_DEPTH and json_depth(text) > PARSE_DEPTH:
+        return None, Fault(None, number, "bad_json", "nesting deeper than %d levels" % (PARSE_DEPTH,)), ""
+    try:
+        try:
+            return json.loads(text), None, text
+        except ValueError:
+            return json.loads(text, parse_int=parse_int), None, text
+    except RecursionError:
+        return None, Fault(None, number, "bad_json", "nesting too deep to parse"), ""
+    except ValueError as exc:
+        return None, Fault(None, number, "bad_json", "not JSON: %s" % (exc,)), ""
+
+
+def _scan(
+    path: PathLike, limit: int = MAX_LINE_BYTES
+) -> Iterator[Tuple[int, object, List[Fault], "_Chain"]]:
+    """Read a transcript once, yielding ``(line, record, faults, chain)`` per line.
+
+    ``record`` is ``None`` for a line that is not a record (its ``bad_json``
+    fault is in ``faults``).  An ``OSError`` becomes one ``unreadable`` fault,
+    yielded with line ``0`` and record ``None``.
+    """
+    chain = _Chain()
+    line = 0
+    try:
+        with open(os.fspath(path), "rb") as handle:
+            for raw, whole in _read_lines(handle, limit):
+                line += 1
+                record, bad, text = _parse_line(line, raw, whole)
+                if bad is not None:
+                    yield line, None, [bad], chain
+                else:
+                    yield line, record, chain.check(record, line, raw[:-1], text), chain
+    except OSError as exc:
+        reason = "%s: %s" % (type(exc).__name__, exc.strerror or exc)
+        yield 0, None, [Fault(None, line or None, "unreadable", reason)], chain
 
 
 def iter_file(path: PathLike) -> Iterator[Tuple[int, Optional[object], Optional[Fault]]]:
@@ -271,40 +461,31 @@ def iter_file(path: PathLike) -> Iterator[Tuple[int, Optional[object], Optional[
 
     Exactly one of ``record`` and ``fault`` is set: ``fault`` is a ``bad_json``
     fault for a line that is not a complete JSON text (no terminating newline,
-    invalid UTF-8, a syntax error, nesting too deep to parse).  An ``OSError``
-    opening or reading the file propagates.
+    invalid UTF-8, a syntax error, nesting too deep to parse, too long).  An
+    ``OSError`` opening or reading the file propagates.
     """
     handle: BinaryIO
     with open(os.fspath(path), "rb") as handle:
         number = 0
-        for raw in handle:
+        for raw, whole in _read_lines(handle, MAX_LINE_BYTES):
             number += 1
-            yield (number,) + _parse_line(number, raw)
-
-
-def _parse_line(number: int, raw: bytes) -> Tuple[Optional[object], Optional[Fault]]:
-    if not raw.endswith(b"\n"):
-        return None, Fault(None, number, "bad_json", "torn line: no terminating newline")
-    try:
-        text = raw[:-1].decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return None, Fault(None, number, "bad_json", "invalid UTF-8 at byte %d" % (exc.start,))
-    try:
-        return json.loads(text), None
-    except RecursionError:
-        return None, Fault(None, number, "bad_json", "nesting too deep to parse")
-    except ValueError as exc:
-        return None, Fault(None, number, "bad_json", "not JSON: %s" % (exc,))
+            record, fault, _ = _parse_line(number, raw, whole)
+            yield number, record, fault
 
 
 def verify_file(
-    path: PathLike, *, expect_count: Optional[int] = None, expect_head: Optional[str] = None
+    path: PathLike,
+    *,
+    expect_count: Optional[int] = None,
+    expect_head: Optional[str] = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> VerifyResult:
     """Verify a transcript file, streaming it in flat memory.
 
     Every line that parses as JSON is a record and goes through the same
     checks as :func:`verify_records`, plus a check that the line's bytes are
-    its record's RFC 8785 form.  Lines that do not parse are ``bad_json``; a
+    its record's RFC 8785 form.  Lines that do not parse are ``bad_json``, and
+    so are lines longer than ``max_line_bytes`` (not read into memory); a
     file that cannot be opened or read is ``unreadable``.  Never raises on
     any file content.
 
@@ -314,27 +495,15 @@ def verify_file(
     """
     chain = _Chain()
     faults: List[Fault] = []
-    line = 0
-    try:
-        with open(os.fspath(path), "rb") as handle:
-            for raw in handle:
-                line += 1
-                record, bad = _parse_line(line, raw)
-                if bad is not None:
-                    faults.append(bad)
-                    continue
-                faults.extend(chain.check(record, line, raw[:-1]))
-    except OSError as exc:
-        faults.append(Fault(None, line or None, "unreadable", "%s: %s" % (type(exc).__name__, exc.strerror or exc)))
-    except MemoryError:
-        faults.append(Fault(None, line + 1, "unreadable", "line too large to read into memory"))
+    for _, _, found, chain in _scan(path, max_line_bytes):
+        faults.extend(found)
     head = chain.head if chain.index else None
     if expect_count is not None and chain.index != expect_count:
         faults.append(
             Fault(None, None, "count_mismatch", "expected %d records, found %d" % (expect_count, chain.index))
         )
     if expect_head is not None and head != expect_head:
-        faults.append(Fault(None, None, "head_mismatch", "expected head %s, found %s" % (expect_head, head)))
+        faults.append(Fault(None, None, "head_mismatch", "expected head %s, found %s" % (expect_head, _short(head))))
     return VerifyResult(
         ok=not faults,
         count=chain.index,
@@ -357,9 +526,17 @@ class TranscriptWriter:
     evidence and is never replaced by accident.
     """
 
-    def __init__(self, path: PathLike, *, overwrite: bool = False, fsync: bool = False) -> None:
+    def __init__(
+        self,
+        path: PathLike,
+        *,
+        overwrite: bool = False,
+        fsync: bool = False,
+        max_record_bytes: Optional[int] = MAX_RECORD_BYTES,
+    ) -> None:
         self.path = os.fspath(path)
         self._fsync = fsync
+        self._limit = max_record_bytes
         flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
         flags |= getattr(os, "O_BINARY", 0)
         try:
@@ -387,6 +564,10 @@ class TranscriptWriter:
         body = canonical_bytes(record)
         digest = hashlib.sha256(body).hexdigest()
         data = memoryview(_HEAD + digest.encode("ascii") + b'",' + body[1:] + b"\n")
+        if self._limit is not None and len(data) > self._limit:
+            raise UnrecordableError(
+                "$", "%s record of %d bytes exceeds max_record_bytes %d" % (_a(kind), len(data), self._limit)
+            )
         while data:
             written = os.write(self._fd, data)
             data = data[written:]

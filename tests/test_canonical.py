@@ -168,7 +168,7 @@ class TestDepth(unittest.TestCase):
         self.assertTrue(canonical_text(self.nested(MAX_DEPTH)).startswith("[" * MAX_DEPTH))
         with self.assertRaises(UnrecordableError) as caught:
             canonical_text(self.nested(MAX_DEPTH + 1))
-        self.assertIn("nesting deeper than %d levels" % MAX_DEPTH, str(caught.exception))
+        self.assertIn("nesting deeper than the %d levels a record may hold" % MAX_DEPTH, str(caught.exception))
 
     def test_hostile_depth_is_refused_without_recursion_error(self) -> None:
         with self.assertRaises(UnrecordableError):

@@ -152,13 +152,13 @@ class TestTamperDetection(TamperBase):
         records[7]["note"] = "added later"
         faults = verify_records(records)
         self.assertEqual(kinds_at(faults), {(7, "unexpected_fields")})
-        self.assertEqual(faults[0].detail, "unexpected 'note'")
+        self.assertEqual(faults[0].detail, 'unexpected "note"')
 
     def test_a_record_that_is_not_an_object(self) -> None:
         records = self.mutated()
         records[1] = ["not", "a", "record"]
         faults = verify_records(records)
-        self.assertEqual(faults[0], Fault(1, None, "not_an_object", "record is a array, not an object"))
+        self.assertEqual(faults[0], Fault(1, None, "not_an_object", "record is an array, not an object"))
 
     def test_deleted_record_is_caught_at_its_position(self) -> None:
         records = self.mutated()
@@ -359,3 +359,75 @@ class TestStreaming(TempDir):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestVerifierHardening(TempDir):
+    """Inputs found by attacking the verifier; none may raise, all are named."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.recover_run()
+        self.lines = read_lines(self.path())
+
+    def test_kinds_follow_the_run_grammar(self) -> None:
+        records = read_records(self.path())
+        cases = [
+            (3, "banana", "kind \"banana\" is not one of task, assistant, tool, stop"),
+            (3, "task", "a second task record"),
+        ]
+        for index, kind, detail in cases:
+            with self.subTest(kind):
+                mutated = copy.deepcopy(records)
+                mutated[index] = rehash(dict(mutated[index], kind=kind))
+                faults = [f for f in verify_records(mutated) if f.kind == "unexpected_kind"]
+                self.assertEqual([(f.index, f.detail) for f in faults], [(index, detail)])
+        after = records + [rehash(dict(records[9], seq=11, prev=records[10]["hash"]))]
+        faults = verify_records(after)
+        self.assertEqual([(f.index, f.kind, f.detail) for f in faults], [(11, "unexpected_kind", 'a "assistant" record after the stop record')])
+
+    def test_integers_too_long_for_int_are_records_with_an_unserialisable_payload(self) -> None:
+        line = self.lines[1].replace(b'"step":1', b'"step":' + b"9" * 5000)
+        faults = list(verify_file(self.write_bytes(b"".join(self.lines[:1] + [line] + self.lines[2:]))).faults)
+        self.assertEqual([(f.index, f.line, f.kind) for f in faults], [(1, 2, "unserialisable_payload")])
+        self.assertIn("integer of 5000 digits", faults[0].detail)
+
+    def test_nesting_beyond_the_parse_depth_is_bad_json_on_every_python(self) -> None:
+        deep = b'{"seq":' + b"[" * 995 + b"]" * 995 + b"}\n"
+        faults = list(verify_file(self.write_bytes(b"".join(self.lines[:2] + [deep]))).faults)
+        self.assertEqual([(f.line, f.kind, f.detail) for f in faults], [(3, "bad_json", "nesting deeper than 512 levels")])
+
+    def test_an_overlong_line_is_not_read_and_later_records_still_verify(self) -> None:
+        long_line = b'{"junk":"' + b"x" * 3_000_000 + b'"}\n'
+        path = self.write_bytes(b"".join(self.lines[:4] + [long_line] + self.lines[4:]))
+        tracemalloc.start()
+        try:
+            verdict = verify_file(path, max_line_bytes=100_000)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        self.assertEqual([(f.line, f.kind) for f in verdict.faults], [(5, "bad_json")])
+        self.assertEqual(verdict.faults[0].detail, "line longer than 100000 bytes, not read")
+        self.assertEqual(verdict.count, 11)
+        self.assertLess(peak, 1_000_000)
+
+    def test_details_are_ascii_and_never_raise_on_hostile_values(self) -> None:
+        records = read_records(self.path())
+        records[0] = rehash(dict(records[0], kind="\x1b[31mRED\x07"))
+        records[1]["kind"] = "\ud800"
+        faults = verify_records(records)
+        self.assertEqual({f.kind for f in faults}, {"unknown_format", "unexpected_kind", "unserialisable_payload", "prev_mismatch"})
+        self.assertTrue(all(f.detail.isascii() and "\x1b" not in f.detail for f in faults))
+        deep: Any = 0
+        for _ in range(100_000):
+            deep = [deep]
+        for hostile in (None, 5, [{1: 2, "a": 3}], [{"seq": deep}], [{"seq": 10**5000}], [{"hash": "\udc00"}]):
+            with self.subTest(type(hostile).__name__):
+                self.assertTrue(all(f.kind in FAULT_KINDS for f in verify_records(hostile)))  # type: ignore[arg-type]
+
+    def test_objects_whose_methods_raise_are_reported_not_raised(self) -> None:
+        class Raising(dict):  # type: ignore[type-arg]
+            def get(self, *args: Any) -> Any:
+                raise RuntimeError("no")
+
+        faults = verify_records([Raising(seq=0)])
+        self.assertEqual([(f.index, f.kind) for f in faults], [(0, "unserialisable_payload")])
