@@ -22,14 +22,15 @@ run).  ``model_error`` ends a turn that could not be recorded at all.
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .canonical import canonical_text, json_path
+from .canonical import MAX_SAFE_INTEGER, canonical_bytes, canonical_text, describe_integer, json_path, snapshot
 from .errors import RunConfigError, UnrecordableError, ValidationError
 from .schema import validate
 from .tools import Tool, ToolRegistry
-from .transcript import FORMAT, PathLike, TranscriptWriter
+from .transcript import FORMAT, MAX_RECORD_BYTES, MIN_RECORD_BYTES, PathLike, TranscriptWriter
 
 __all__ = [
     "ToolCall",
@@ -71,6 +72,8 @@ class ToolCall:
             raise TypeError(
                 "ToolCall.arguments must be a mapping, got %s" % (type(self.arguments).__name__,)
             )
+        if not isinstance(self.arguments, dict):
+            object.__setattr__(self, "arguments", dict(self.arguments))
         if not isinstance(self.id, str):
             raise TypeError("ToolCall.id must be a str, got %s" % (type(self.id).__name__,))
 
@@ -85,6 +88,10 @@ class ModelReply:
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
             raise TypeError("ModelReply.text must be a str, got %s" % (type(self.text).__name__,))
+        if isinstance(self.tool_calls, (str, bytes)) or not isinstance(self.tool_calls, Iterable):
+            raise TypeError(
+                "ModelReply.tool_calls must be a sequence of ToolCall, got %s" % (type(self.tool_calls).__name__,)
+            )
         calls = tuple(self.tool_calls)
         for call in calls:
             if not isinstance(call, ToolCall):
@@ -117,6 +124,23 @@ def estimate_tokens(emitted: str) -> int:
     return max(1, len(emitted) // 4)
 
 
+#: Exception messages and other error texts are cut to this many characters.
+MAX_ERROR_CHARS = 2000
+#: How deep a tool's arguments and its result sit inside their records
+#: (record > payload > tool_calls > call > arguments; record > payload > value):
+#: :data:`~agentloop.canonical.MAX_DEPTH` bounds the whole record.
+ARGUMENTS_DEPTH = 4
+RESULT_DEPTH = 2
+# Room kept in a record for everything but the text and arguments.
+_RECORD_OVERHEAD = 4096
+
+
+def _bounded(text: str) -> str:
+    if len(text) <= MAX_ERROR_CHARS:
+        return text
+    return "%s... (%d characters cut)" % (text[:MAX_ERROR_CHARS], len(text) - MAX_ERROR_CHARS)
+
+
 def _describe(exc: BaseException) -> str:
     """``RuntimeError: message``, safe to record whatever the exception holds."""
     try:
@@ -128,28 +152,68 @@ def _describe(exc: BaseException) -> str:
 
 
 def _check_config(
-    task: object, model: object, max_steps: object, max_tokens: object, stop_sentinel: object
+    task: object,
+    model: object,
+    max_steps: object,
+    max_tokens: object,
+    stop_sentinel: object,
+    flags: Mapping[str, object],
+    max_record_bytes: object,
 ) -> None:
     if not isinstance(task, str):
         raise RunConfigError("task", "must be a str, got %s" % (type(task).__name__,))
-    try:
-        canonical_text(task, "$.task")
-    except UnrecordableError as exc:
-        raise RunConfigError("task", str(exc)) from None
     if not callable(model):
         raise RunConfigError("model", "must be callable (messages, manifest) -> ModelReply")
     for name, value in (("max_steps", max_steps), ("max_tokens", max_tokens)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise RunConfigError(name, "must be a non-negative int, got %r" % (value,))
-    if stop_sentinel is not None:
-        if not isinstance(stop_sentinel, str) or stop_sentinel == "":
-            raise RunConfigError(
-                "stop_sentinel", "must be None or a non-empty str (every text contains %r)" % (stop_sentinel,)
-            )
-        try:
-            canonical_text(stop_sentinel, "$.stop_sentinel")
-        except UnrecordableError as exc:
-            raise RunConfigError("stop_sentinel", str(exc)) from None
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SAFE_INTEGER:
+            raise RunConfigError(name, "must be an int from 0 to 2**53-1, got %s" % (_shown(value),))
+    if stop_sentinel is not None and (not isinstance(stop_sentinel, str) or stop_sentinel == ""):
+        raise RunConfigError(
+            "stop_sentinel", "must be None or a non-empty str (every text contains %s)" % (_shown(stop_sentinel),)
+        )
+    for name, flag in flags.items():
+        if not isinstance(flag, bool):
+            raise RunConfigError(name, "must be True or False, got %s" % (_shown(flag),))
+    if isinstance(max_record_bytes, bool) or not isinstance(max_record_bytes, int) or max_record_bytes < MIN_RECORD_BYTES:
+        raise RunConfigError("max_record_bytes", "must be an int of at least %d, got %s" % (MIN_RECORD_BYTES, _shown(max_record_bytes)))
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, (bool, float)) or value is None:
+        return repr(value)
+    if isinstance(value, int):
+        shown = describe_integer(value)
+        return shown if shown[:1] != "o" else "an integer " + shown
+    if isinstance(value, str):
+        return json.dumps(value[:40])
+    return "a %s" % (type(value).__name__,)
+
+
+def _reply_problem(reply: object) -> str:
+    """Why ``reply`` cannot be taken as a turn ("" when it can).
+
+    ``ModelReply`` checks itself when built, but a subclass or
+    ``object.__setattr__`` can bypass that, so the loop checks again.
+    """
+    if not isinstance(reply, ModelReply):
+        return "model returned %s, not ModelReply" % (type(reply).__name__,)
+    if not isinstance(reply.text, str):
+        return "model reply text is %s, not a str" % (type(reply.text).__name__,)
+    if not isinstance(reply.tool_calls, tuple):
+        return "model reply tool_calls is %s, not a tuple" % (type(reply.tool_calls).__name__,)
+    for position, call in enumerate(reply.tool_calls):
+        if not isinstance(call, ToolCall):
+            return "model reply tool_calls[%d] is %s, not a ToolCall" % (position, type(call).__name__)
+        if not isinstance(call.name, str) or not isinstance(call.id, str) or not isinstance(call.arguments, dict):
+            return "model reply tool_calls[%d] has a name, id or arguments of the wrong type" % (position,)
+    try:
+        canonical_text(reply.text, "$.text")
+        for position, call in enumerate(reply.tool_calls):
+            canonical_text(call.name, "$.tool_calls[%d].name" % position)
+            canonical_text(call.id, "$.tool_calls[%d].id" % position)
+    except UnrecordableError as exc:
+        return "model reply is not recordable: %s" % (exc,)
+    return ""
 
 
 def run(
@@ -163,89 +227,111 @@ def run(
     stop_sentinel: Optional[str] = None,
     overwrite: bool = False,
     fsync: bool = False,
+    max_record_bytes: int = MAX_RECORD_BYTES,
 ) -> RunResult:
     """Run ``model`` on ``task`` with ``tools`` and write the transcript.
 
     The transcript file must not exist unless ``overwrite=True``.  Records are
-    written as they happen; ``fsync=True`` also forces each to disk.
+    written as they happen; ``fsync=True`` also forces each to disk.  No
+    record may exceed ``max_record_bytes``: a tool result that would is
+    refused as data, a model reply that would is a ``model_error``.
     ``KeyboardInterrupt`` and ``SystemExit`` propagate, leaving a verifiable
     prefix; every ``Exception`` from the model or a tool becomes data.
+    Developer mistakes raise before the transcript file is touched.
     """
-    _check_config(task, model, max_steps, max_tokens, stop_sentinel)
-    registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+    _check_config(
+        task, model, max_steps, max_tokens, stop_sentinel, {"overwrite": overwrite, "fsync": fsync}, max_record_bytes
+    )
+    # The tools of this run are fixed here: registering more during the run
+    # changes nothing, so the recorded manifest stays the whole truth.
+    registry = ToolRegistry(list(tools))
     manifest = registry.manifest()
     have = ", ".join(registry.names) or "none"
+    task_payload = {
+        "format": FORMAT,
+        "task": task,
+        "budgets": {"max_steps": max_steps, "max_tokens": max_tokens, "stop_sentinel": stop_sentinel},
+        "tools": manifest,
+    }
+    try:  # everything the task record holds, checked before the file is opened
+        size = len(canonical_bytes(task_payload, "$.payload", depth=1))
+    except UnrecordableError as exc:
+        raise RunConfigError("task", str(exc)) from None
+    if size > max_record_bytes - 256:
+        raise RunConfigError("task", "the task record (%d bytes) exceeds max_record_bytes %d" % (size, max_record_bytes))
 
-    with TranscriptWriter(transcript, overwrite=overwrite, fsync=fsync) as out:
-        out.append(
-            "task",
-            {
-                "format": FORMAT,
-                "task": task,
-                "budgets": {"max_steps": max_steps, "max_tokens": max_tokens, "stop_sentinel": stop_sentinel},
-                "tools": manifest,
-            },
-        )
+    with TranscriptWriter(transcript, overwrite=overwrite, fsync=fsync, max_record_bytes=max_record_bytes) as out:
+        out.append("task", task_payload)
         messages: List[Message] = [{"role": "user", "content": task}]
         steps = tokens = 0
 
         def stop(reason: str, detail: str) -> RunResult:
-            out.append("stop", {"reason": reason, "steps": steps, "tokens": tokens, "detail": detail})
-            return RunResult(reason, steps, tokens, out.count, out.head, detail)
+            out.append("stop", {"reason": reason, "steps": steps, "tokens": tokens, "detail": _bounded(detail)})
+            return RunResult(reason, steps, tokens, out.count, out.head, _bounded(detail))
 
         while True:
             # 1. The step budget is checked before the turn is spent.
             if steps >= max_steps:
                 return stop("step_budget", "max_steps of %d reached (steps=%d)" % (max_steps, steps))
 
-            # 2. One model turn; an Exception or a non-ModelReply is a model_error.
+            # 2. One model turn; an Exception, a non-ModelReply or a reply that
+            #    cannot be recorded is a model_error.
             try:
                 reply = model(messages, manifest)
             except Exception as exc:
                 return stop("model_error", "model raised %s" % (_describe(exc),))
-            if not isinstance(reply, ModelReply):
-                return stop("model_error", "model returned %s, not ModelReply" % (type(reply).__name__,))
-            try:
-                canonical_text(reply.text, "$.text")
-                for position, call in enumerate(reply.tool_calls):
-                    canonical_text(call.name, "$.tool_calls[%d].name" % position)
-                    canonical_text(call.id, "$.tool_calls[%d].id" % position)
-            except UnrecordableError as exc:
-                return stop("model_error", "model reply is not recordable: %s" % (exc,))
+            problem = _reply_problem(reply)
+            if problem:
+                return stop("model_error", problem)
 
-            # 3. Record the turn.  Arguments that cannot be recorded are kept
-            #    out of the record (``arguments: null`` plus the reason).
-            steps += 1
-            calls: List[Tuple[str, str, Optional[Mapping[str, Any]], str]] = []
+            # 3. Record the turn.  Each argument object is read once into a
+            #    plain-JSON snapshot that the record, the model and the tool
+            #    all share; arguments that cannot be recorded are kept out of
+            #    the record (``arguments: null`` plus the reason).
+            calls: List[Tuple[str, str, Optional[Dict[str, Any]], str]] = []
             recorded_calls: List[Dict[str, Any]] = []
             emitted = [reply.text]
+            seen_ids = set()
+            # Arguments are kept in the record while they fit in it, in order.
+            room = max_record_bytes - len(reply.text.encode("utf-8")) - _RECORD_OVERHEAD
             for position, call in enumerate(reply.tool_calls):
-                call_id = call.id or "call_%d_%d" % (steps, position)
+                call_id = call.id or "call_%d_%d" % (steps + 1, position)
+                problem = "call id %s is used twice in this turn" % (json.dumps(call_id),) if call_id in seen_ids else ""
+                seen_ids.add(call_id)
+                arguments: Optional[Dict[str, Any]] = None
                 try:
-                    arguments_text = canonical_text(call.arguments, json_path("$", call.name))
+                    arguments, arguments_text = snapshot(call.arguments, json_path("$", call.name), ARGUMENTS_DEPTH)
+                    size = len(arguments_text.encode("utf-8")) + len(call.name) + len(call_id)
+                    if size > room:
+                        arguments = None
+                        raise UnrecordableError(
+                            json_path("$", call.name),
+                            "arguments of %d bytes do not fit max_record_bytes %d" % (size, max_record_bytes),
+                        )
+                    room -= size
+                    emitted.append(call.name + arguments_text)
                 except UnrecordableError as exc:
-                    problem = "unrecordable arguments: %s" % (exc,)
-                    calls.append((call_id, call.name, None, problem))
-                    recorded_calls.append(
-                        {"id": call_id, "name": call.name, "arguments": None, "arguments_error": problem}
-                    )
+                    problem = problem or "unrecordable arguments: %s" % (exc,)
                     emitted.append(call.name)
-                    continue
-                calls.append((call_id, call.name, call.arguments, ""))
-                recorded_calls.append({"id": call_id, "name": call.name, "arguments": call.arguments})
-                emitted.append(call.name + arguments_text)
+                entry: Dict[str, Any] = {"id": call_id, "name": call.name, "arguments": arguments}
+                if arguments is None:
+                    entry["arguments_error"] = problem
+                calls.append((call_id, call.name, arguments, problem))
+                recorded_calls.append(entry)
             turn_tokens = estimate_tokens("".join(emitted))
+            payload = {
+                "step": steps + 1,
+                "text": reply.text,
+                "tool_calls": recorded_calls,
+                "tokens": turn_tokens,
+                "total_tokens": tokens + turn_tokens,
+            }
+            try:
+                out.append("assistant", payload)
+            except UnrecordableError as exc:  # only a reply over max_record_bytes
+                return stop("model_error", "model reply is not recordable: %s" % (exc,))
+            steps += 1
             tokens += turn_tokens
-            out.append(
-                "assistant",
-                {
-                    "step": steps,
-                    "text": reply.text,
-                    "tool_calls": recorded_calls,
-                    "tokens": turn_tokens,
-                    "total_tokens": tokens,
-                },
-            )
             messages.append(
                 {
                     "role": "assistant",
@@ -256,7 +342,7 @@ def run(
 
             # 4. The stops a recorded turn can trigger, in their fixed order.
             if stop_sentinel is not None and stop_sentinel in reply.text:
-                return stop("sentinel", "the assistant's text contains the stop sentinel %r" % (stop_sentinel,))
+                return stop("sentinel", "the assistant's text contains the stop sentinel %s" % (_shown(stop_sentinel),))
             if not calls:
                 return stop("no_tool_calls", "the assistant asked for no tools")
             if tokens > max_tokens:
@@ -268,17 +354,25 @@ def run(
 
             # 5. Run the calls in order; every failure is a result the model sees.
             for call_id, name, arguments, problem in calls:
-                ok, value = _call_tool(registry, have, name, arguments, problem)
-                payload: Dict[str, Any] = {"step": steps, "id": call_id, "name": name, "ok": ok}
-                payload["value" if ok else "error"] = value
-                out.append("tool", payload)
+                if problem:
+                    ok, value = False, problem
+                else:
+                    ok, value = _call_tool(registry, have, name, arguments, problem)
+                result: Dict[str, Any] = {"step": steps, "id": call_id, "name": name, "ok": ok}
+                result["value" if ok else "error"] = value if ok else _bounded(value)
+                try:
+                    out.append("tool", result)
+                except UnrecordableError as exc:  # a result over max_record_bytes
+                    ok, value = False, "tool %r returned an unrecordable result: %s" % (name, exc)
+                    result = {"step": steps, "id": call_id, "name": name, "ok": ok, "error": value}
+                    out.append("tool", result)
                 messages.append(
                     {
                         "role": "tool",
                         "tool_call_id": call_id,
                         "name": name,
                         "ok": ok,
-                        "content": canonical_text(value) if ok else value,
+                        "content": canonical_text(value) if ok else result["error"],
                     }
                 )
 
@@ -301,7 +395,7 @@ def _call_tool(
     except Exception as exc:
         return False, "tool %r raised %s" % (name, _describe(exc))
     try:
-        canonical_text(value)
+        recorded, _ = snapshot(value, "$", RESULT_DEPTH)
     except UnrecordableError as exc:
         return False, "tool %r returned an unrecordable result: %s" % (name, exc)
-    return True, value
+    return True, recorded

@@ -27,6 +27,11 @@ class ScriptedModel:
 
     def __init__(self, script: Iterable[ScriptEntry]) -> None:
         self.script: List[ScriptEntry] = list(script)
+        for position, entry in enumerate(self.script):
+            if not isinstance(entry, ModelReply) and not callable(entry):
+                raise TypeError(
+                    "script[%d] is a %s, not a ModelReply or a callable" % (position, type(entry).__name__)
+                )
         self.turns = 0
 
     def __call__(self, messages: List[Message], manifest: List[Dict[str, Any]]) -> ModelReply:

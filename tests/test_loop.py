@@ -209,13 +209,80 @@ class TestToolFailuresAreData(TempDir):
         self.assertEqual(errors[:2], ["unrecordable arguments: $.add.a: nan is not a JSON number",
                                       "unrecordable arguments: $.add.a: integer 1208925819614629174706176 is outside the I-JSON range +/-(2**53-1)"])
         self.assertTrue(errors[2].startswith("unrecordable arguments: $.echo.text"))
-        self.assertIn("nesting deeper than 64 levels", errors[2])
+        self.assertIn("nesting deeper than the 64 levels a record may hold", errors[2])
         self.assertEqual(self.tool_records()[3]["value"], {"sum": 3})
         self.assertTrue(verify_file(self.path()).ok)
 
+    def test_depth_is_counted_where_the_value_sits_in_its_record(self) -> None:
+        def nest(depth: int) -> Any:
+            value: Any = 0
+            for _ in range(depth):
+                value = [value]
+            return value
+
+        # A result sits 2 levels deep in its record, arguments 4: 62 and 60 levels fit, one more does not.
+        tools = [Tool("deep%d" % d, "", {"type": "object"}, (lambda d: lambda **kw: nest(d))(d)) for d in (62, 63)]
+        calls = [ToolCall("deep62", {"a": nest(59)}), ToolCall("deep63", {"a": nest(59)}), ToolCall("deep62", {"a": nest(60)})]
+        result = run("t", ScriptedModel([ModelReply("", calls), ModelReply("end")]), tools, transcript=self.path(),
+                     max_steps=3, max_tokens=10**6)
+        self.assertEqual(result.stop_reason, "no_tool_calls")
+        outcomes = [(p["ok"], p.get("error", "")[:40]) for p in self.tool_records()]
+        self.assertEqual(outcomes, [(True, ""), (False, "tool 'deep63' returned an unrecordable r"),
+                                    (False, "unrecordable arguments: $.deep62.a[0][0]")])
+        self.assertTrue(verify_file(self.path()).ok)
+
+    def test_integers_too_long_to_print_are_refused_as_data(self) -> None:
+        tool = Tool("huge", "", {"type": "object"}, lambda **kw: 10**5000)
+        run("t", ScriptedModel([ModelReply("", [ToolCall("huge", {"a": 10**5000})]), ModelReply("", [ToolCall("huge")]), ModelReply("end")]),
+            [tool], transcript=self.path(), max_steps=4, max_tokens=10**6)
+        self.assertEqual([p["error"] for p in self.tool_records()], [
+            "unrecordable arguments: $.huge.a: integer of about 5001 digits is outside the I-JSON range +/-(2**53-1)",
+            "tool 'huge' returned an unrecordable result: $: integer of about 5001 digits is outside the I-JSON range +/-(2**53-1)"])
+        self.assertTrue(verify_file(self.path()).ok)
+
+    def test_values_that_read_differently_each_time_are_recorded_as_the_model_saw_them(self) -> None:
+        class Shifty(dict):  # type: ignore[type-arg]
+            reads = 0
+
+            def __getitem__(self, key: str) -> Any:
+                Shifty.reads += 1
+                return Shifty.reads
+
+        class Raising(dict):  # type: ignore[type-arg]
+            def __getitem__(self, key: str) -> Any:
+                raise RuntimeError("no")
+
+        tools = [Tool("shifty", "", {"type": "object"}, lambda: Shifty(a=0)), Tool("raising", "", {"type": "object"}, lambda: Raising(a=0))]
+        seen: List[Any] = []
+        script = [ModelReply("", [ToolCall("shifty"), ToolCall("raising")]),
+                  lambda m, t: seen.append([x.get("content") for x in m[2:]]) or ModelReply("end")]
+        run("t", ScriptedModel(script), tools, transcript=self.path(), max_steps=3, max_tokens=10**6)
+        records = self.tool_records()
+        self.assertEqual(seen[0][0], canonical_text(records[0]["value"]))
+        self.assertEqual(records[1]["error"], "tool 'raising' returned an unrecordable result: $: could not be read: RuntimeError")
+        self.assertTrue(verify_file(self.path()).ok)
+
     def test_a_huge_argument_is_an_error_result_not_a_crash(self) -> None:
-        self.scripted_run([ModelReply("", [ToolCall("echo", {"text": "x" * 5_000_000})]), ModelReply("end")], max_tokens=10**7)
-        self.assertEqual(self.tool_records()[0]["error"], "invalid arguments: $.echo.text: string of length 5000000 is longer than maxLength 200")
+        huge = [ModelReply("", [ToolCall("echo", {"text": "x" * 5_000_000}), ToolCall("echo", {"text": "ok"})]), ModelReply("end")]
+        self.scripted_run(huge, max_tokens=10**7)
+        # Over max_record_bytes (1 MiB by default): kept out of the record, the call fails as data.
+        self.assertEqual([p.get("error", p.get("value")) for p in self.tool_records()], [
+            "unrecordable arguments: $.echo: arguments of 5000023 bytes do not fit max_record_bytes 1048576",
+            {"text": "ok"}])
+        self.assertTrue(verify_file(self.path()).ok)
+        self.scripted_run(huge, name="big.jsonl", max_tokens=10**7, max_record_bytes=16 * 2**20)
+        errors = [r["payload"].get("error") for r in read_records(self.path("big.jsonl")) if r["kind"] == "tool"]
+        self.assertEqual(errors[0], "invalid arguments: $.echo.text: string of length 5000000 is longer than maxLength 200")
+
+    def test_a_huge_result_is_refused_as_data_and_a_huge_text_is_a_model_error(self) -> None:
+        big = Tool("big", "", {"type": "object"}, lambda: "y" * 2_000_000)
+        script = ScriptedModel([ModelReply("", [ToolCall("big")]), ModelReply("z" * 2_000_000)])
+        result = run("t", script, [big], transcript=self.path(), max_steps=5, max_tokens=10**7)
+        self.assertEqual(self.tool_records()[0]["error"],
+                         "tool 'big' returned an unrecordable result: $: a tool record of 2000243 bytes exceeds max_record_bytes 1048576")
+        self.assertEqual((result.stop_reason, result.steps), ("model_error", 1))
+        self.assertEqual(result.detail, "model reply is not recordable: $: an assistant record of 2000262 bytes exceeds max_record_bytes 1048576")
+        self.assertTrue(verify_file(self.path()).ok)
 
     def test_an_exception_whose_str_raises_is_still_recorded(self) -> None:
         class Nasty(Exception):
@@ -337,6 +404,88 @@ class TestMisuse(TempDir):
         with self.assertRaises(TypeError):
             ToolCall("add", '{"a": 1}')  # type: ignore[arg-type]
         self.assertEqual(ModelReply("x", [ToolCall("a")]).tool_calls, (ToolCall("a", {}, ""),))
+
+
+class TestHardening(TempDir):
+    """Cases found by attacking the loop as a hostile user would."""
+
+    def test_setup_mistakes_never_touch_an_existing_transcript(self) -> None:
+        self.recover_run()
+        before = read_lines(self.path())
+        for kwargs in ({"max_tokens": 2**60}, {"overwrite": "no"}, {"fsync": 1}, {"max_record_bytes": 100}):
+            budgets: Dict[str, Any] = {"max_steps": 3, "max_tokens": 100, "overwrite": True}
+            budgets.update(kwargs)
+            with self.subTest(kwargs), self.assertRaises(RunConfigError):
+                run("t", ScriptedModel([]), demo_tools(), transcript=self.path(), **budgets)
+        deep: Any = 0
+        for _ in range(58):  # fits in a schema, not at the depth the task record holds schemas
+            deep = [deep]
+        schema_tool = Tool("deep", "", {"type": "object", "properties": {"a": {"const": deep}}}, lambda a: a)
+        with self.assertRaises(RunConfigError) as caught:
+            run("t", ScriptedModel([]), [schema_tool], transcript=self.path(), max_steps=1, max_tokens=1, overwrite=True)
+        self.assertIn("$.payload.tools[0].parameters.properties.a.const", str(caught.exception))
+        self.assertEqual(read_lines(self.path()), before)
+
+    def test_a_reply_that_bypassed_its_own_checks_is_a_model_error(self) -> None:
+        class Sneaky(ModelReply):
+            def __post_init__(self) -> None:
+                pass
+
+        for reply, detail in [
+            (Sneaky(None), "model reply text is NoneType, not a str"),  # type: ignore[arg-type]
+            (Sneaky("x", [ToolCall("a")]), "model reply tool_calls is list, not a tuple"),
+            (Sneaky("x", ({"name": "a"},)), "model reply tool_calls[0] is dict, not a ToolCall"),  # type: ignore[arg-type]
+        ]:
+            with self.subTest(detail):
+                name = "s%d.jsonl" % len(detail)
+                result = run("t", lambda m, t, r=reply: r, [], transcript=self.path(name), max_steps=2, max_tokens=10)
+                self.assertEqual((result.stop_reason, result.detail), ("model_error", detail))
+                self.assertTrue(verify_file(self.path(name)).ok)
+
+    def test_mapping_arguments_become_a_dict(self) -> None:
+        from types import MappingProxyType
+
+        call = ToolCall("echo", MappingProxyType({"text": "hi"}))
+        self.assertEqual(type(call.arguments), dict)
+        self.scripted_run([ModelReply("", [call]), ModelReply("end")])
+        self.assertEqual(read_records(self.path())[2]["payload"]["value"], {"text": "hi"})
+
+    def test_duplicate_call_ids_in_a_turn_fail_as_data(self) -> None:
+        calls = [ToolCall("echo", {"text": "a"}, id="c"), ToolCall("echo", {"text": "b"}, id="c"),
+                 ToolCall("echo", {"text": "d"}, id="call_1_3"), ToolCall("echo", {"text": "e"})]
+        self.scripted_run([ModelReply("", calls), ModelReply("end")])
+        tools = [r["payload"] for r in read_records(self.path()) if r["kind"] == "tool"]
+        self.assertEqual([(t["id"], t["ok"]) for t in tools], [("c", True), ("c", False), ("call_1_3", True), ("call_1_3", False)])
+        self.assertEqual(tools[1]["error"], 'call id "c" is used twice in this turn')
+
+    def test_tools_registered_during_a_run_are_not_callable_in_it(self) -> None:
+        from agentloop import ToolRegistry
+
+        registry = ToolRegistry()
+
+        def sneak() -> str:
+            registry.register(Tool("secret", "", {"type": "object"}, lambda: "leaked"))
+            return "done"
+
+        registry.register(Tool("sneak", "", {"type": "object"}, sneak))
+        script = ScriptedModel([ModelReply("", [ToolCall("sneak")]), ModelReply("", [ToolCall("secret")]), ModelReply("end")])
+        run("t", script, registry, transcript=self.path(), max_steps=4, max_tokens=100)
+        tools = [r["payload"] for r in read_records(self.path()) if r["kind"] == "tool"]
+        self.assertEqual(tools[1]["error"], "no tool named 'secret' (have: sneak)")
+
+    def test_error_texts_are_bounded(self) -> None:
+        def loud() -> None:
+            raise ValueError("x" * 10_000_000)
+
+        run("t", ScriptedModel([ModelReply("", [ToolCall("loud")]), ModelReply("end")]), [Tool("loud", "", {"type": "object"}, loud)],
+            transcript=self.path(), max_steps=3, max_tokens=100)
+        error = [r["payload"] for r in read_records(self.path()) if r["kind"] == "tool"][0]["error"]
+        self.assertTrue(error.endswith("... (9998031 characters cut)"), error[-60:])
+        self.assertLess(os.path.getsize(self.path()), 10_000)
+
+    def test_a_script_entry_that_is_not_a_reply_is_refused_when_built(self) -> None:
+        with self.assertRaises(TypeError):
+            ScriptedModel([42])  # type: ignore[list-item]
 
 
 DETERMINISM_SCRIPT = textwrap.dedent(
