@@ -72,7 +72,7 @@ def _line(record: Record) -> bytes:
 
 
 def leg_tamper() -> Verdict:
-    from agentloop import run, verify_file  # the code under test
+    from agentloop import run, verify_file, verify_records  # the code under test
     from demo import demo_tools, recover_model
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -129,6 +129,16 @@ def leg_tamper() -> Verdict:
                 missed.append("%s: VERIFIED" % name)
                 continue
             first = result.faults[0]
+            # verify_records must agree on every mutation whose lines all parse.
+            try:
+                parsed = [json.loads(line) for line in data]
+            except ValueError:
+                parsed = None
+            if parsed is not None:
+                from_records = {(f.index, f.kind) for f in verify_records(parsed)}
+                from_file = {(f.index, f.kind) for f in result.faults if f.kind != "not_canonical"}
+                if from_records != from_file:
+                    missed.append("%s: verify_records says %s, verify_file %s" % (name, sorted(from_records), sorted(from_file)))
             if expect_index is not None and first.index != expect_index:
                 missed.append("%s: first fault at %s, expected record %d" % (name, first.where(), expect_index))
             if expect_index is None and first.line is None:
