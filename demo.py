@@ -3,8 +3,9 @@
     python3 demo.py [--out DIR]
 
 writes ``demo-answer.jsonl`` (5 records), ``demo-recover.jsonl`` (11) and
-``demo-budget.jsonl`` (9) into DIR (default: the current folder), prints each
-listing and its verification, and exits 0 only if every claim held.
+``demo-budget.jsonl`` (9) into DIR (default: the current folder), and next to
+each its HTML report (``demo-answer.html``, ...; open one in a browser), prints
+each listing and its verification, and exits 0 only if every claim held.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from agentloop import (
     verify_file,
 )
 from agentloop.cli import format_record
+from agentloop.report import default_report_path, write_report
 
 Message = Dict[str, Any]
 
@@ -178,7 +180,7 @@ DEMOS: List[Demo] = [
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description="Run the three agentloop demos.")
-    parser.add_argument("--out", default=".", help="folder for the demo-*.jsonl files (default: .)")
+    parser.add_argument("--out", default=".", help="folder for the demo-*.jsonl and demo-*.html files (default: .)")
     args = parser.parse_args(argv)
     failed = 0
     for filename, task, make_model, budgets, claims in DEMOS:
@@ -190,6 +192,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print("  " + format_record(record))
         verdict = verify_file(path, expect_count=result.records, expect_head=result.head)
         checks = [("verifies from disk (count and head as the run reported)", verdict.ok)] + claims(result, records)
+        page, shown = write_report(path, default_report_path(path))
+        with open(page, encoding="utf-8") as handle:
+            says_verified = "<strong>\u2713 VERIFIED</strong>" in handle.read()
+        checks.append(("report written to %s, and it says verified" % (page,), shown.ok and says_verified))
         for label, held in checks:
             failed += not held
             print("  [%s] %s" % ("ok" if held else "FAILED", label))

@@ -1,29 +1,39 @@
-"""The command line: ``agentloop verify`` and ``agentloop show``.
+"""The command line: ``agentloop verify``, ``agentloop show`` and ``agentloop report``.
 
 Exit codes (every subcommand):
 
 * 0 -- every file verified (and matched ``--expect-count``/``--expect-head``);
 * 1 -- a fault was found in some file (an unreadable file is a fault);
-* 2 -- usage error: bad arguments, nothing was verified.
+* 2 -- usage error: bad arguments, nothing was verified (for ``report``: or
+  the page could not be written).
+
+``show`` colours its listing (green ok, red errors and faults, yellow stops)
+only when writing to a terminal, ``NO_COLOR`` is unset or empty, and
+``--no-color`` is not given.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import unicodedata
-from typing import Any, Dict, List, Optional, Sequence, TextIO
+from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO
 
 from . import __version__
 from .errors import AgentloopError
-from .transcript import Fault, VerifyResult, iter_file, verify_file
+from .report import default_report_path, write_report
+from .transcript import Fault, VerifyResult, is_hash, iter_file, verify_file
 
 __all__ = ["main", "format_record"]
 
 _LISTED_FAULTS = 10
 _SHOWN_CHARS = 160
-_HEX = frozenset("0123456789abcdef")
+_COLORS = {"ok": "\x1b[32m", "bad": "\x1b[31m", "stop": "\x1b[1;33m", "head": "\x1b[1m"}
+_RESET = "\x1b[0m"
+
+Paint = Callable[[str, Optional[str]], str]
 
 
 def _quote(value: object) -> str:
@@ -33,13 +43,25 @@ def _quote(value: object) -> str:
     C1 controls, bidi overrides and other format characters are escaped here
     so that a transcript cannot drive the terminal.
     """
-    text = json.dumps(value, ensure_ascii=False)
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=lambda v: "<%s>" % (type(v).__name__,))
+    except (TypeError, ValueError, RecursionError):
+        text = "<%s that cannot be shown>" % (type(value).__name__,)
     if len(text) > _SHOWN_CHARS:
         text = text[: _SHOWN_CHARS - 3] + "..."
     return "".join(
         "\\u%04x" % ord(ch) if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp") else ch
         for ch in text
     )
+
+
+def _field(value: object) -> str:
+    """A scalar field as ``show`` prints it: numbers and booleans bare, anything else quoted."""
+    if value is None or isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return _quote(value) if not -(10**20) < value < 10**20 else str(value)
+    return _quote(value)
 
 
 def _dict(value: object) -> Dict[str, Any]:
@@ -54,7 +76,7 @@ def format_record(record: object) -> str:
     """One line summarising a record, as ``agentloop show`` prints it."""
     if not isinstance(record, dict):
         return "seq=? (not an object: %s)" % (_quote(record),)
-    seq = record.get("seq", "?")
+    seq = _field(record.get("seq", "?"))
     kind = record.get("kind")
     payload = record.get("payload")
     p = _dict(payload)
@@ -63,15 +85,15 @@ def format_record(record: object) -> str:
         name_text = name if isinstance(name, str) else _quote(name)
         ok = p.get("ok")
         outcome = "value=%s" % _quote(p.get("value")) if ok is True else "error=%s" % _quote(p.get("error"))
-        return "seq=%s %-8s ok=%-5s %s" % (seq, _quote(name_text)[1:-1], ok, outcome)
+        return "seq=%s %-8s ok=%-5s %s" % (seq, _quote(name_text)[1:-1], _field(ok), outcome)
     if kind == "task":
         budgets = _dict(p.get("budgets"))
         tools = _list(p.get("tools"))
         names = ",".join(str(t.get("name")) for t in tools if isinstance(t, dict))
         return "seq=%s task     max_steps=%s max_tokens=%s tools=%s task=%s" % (
             seq,
-            budgets.get("max_steps"),
-            budgets.get("max_tokens"),
+            _field(budgets.get("max_steps")),
+            _field(budgets.get("max_tokens")),
             _quote(names or "-")[1:-1],
             _quote(p.get("task")),
         )
@@ -80,9 +102,9 @@ def format_record(record: object) -> str:
         names = ",".join(str(c.get("name")) for c in calls if isinstance(c, dict))
         return "seq=%s assistant step=%s tokens=%s total=%s calls=%s text=%s" % (
             seq,
-            p.get("step"),
-            p.get("tokens"),
-            p.get("total_tokens"),
+            _field(p.get("step")),
+            _field(p.get("tokens")),
+            _field(p.get("total_tokens")),
             _quote(names or "-")[1:-1],
             _quote(p.get("text")),
         )
@@ -90,8 +112,8 @@ def format_record(record: object) -> str:
         return "seq=%s stop     reason=%s steps=%s tokens=%s detail=%s" % (
             seq,
             _quote(p.get("reason"))[1:-1],
-            p.get("steps"),
-            p.get("tokens"),
+            _field(p.get("steps")),
+            _field(p.get("tokens")),
             _quote(p.get("detail")),
         )
     return "seq=%s %s payload=%s" % (seq, _quote(kind), _quote(payload))
@@ -101,17 +123,33 @@ def _fault_json(fault: Fault) -> Dict[str, Any]:
     return {"index": fault.index, "line": fault.line, "kind": fault.kind, "detail": fault.detail}
 
 
-def _report(path: str, result: VerifyResult, out: TextIO) -> None:
+def _plain(text: str, tone: Optional[str]) -> str:
+    return text
+
+
+def _ansi(text: str, tone: Optional[str]) -> str:
+    return text if tone is None else _COLORS[tone] + text + _RESET
+
+
+def _painter(args: argparse.Namespace, out: TextIO) -> Paint:
+    """ANSI colour only for a terminal, without ``NO_COLOR`` and ``--no-color``."""
+    if getattr(args, "no_color", False) or os.environ.get("NO_COLOR"):
+        return _plain
+    isatty = getattr(out, "isatty", None)
+    return _ansi if callable(isatty) and isatty() else _plain
+
+
+def _report(path: str, result: VerifyResult, out: TextIO, paint: Paint = _plain) -> None:
     if result.ok:
         tail = "" if result.complete else " (no stop record: the run did not finish, or its tail is missing)"
-        print("%s: ok, %d records, head %s%s" % (path, result.count, result.head, tail), file=out)
+        print(paint("%s: ok, %d records, head %s%s" % (path, result.count, result.head, tail), "ok"), file=out)
         return
     first = result.faults[0]
-    print("%s: FAILED at %s: %s: %s" % (path, first.where(), first.kind, first.detail), file=out)
+    print(paint("%s: FAILED at %s: %s: %s" % (path, first.where(), first.kind, first.detail), "bad"), file=out)
     for fault in result.faults[1:_LISTED_FAULTS]:
-        print("  also %s" % (fault,), file=out)
+        print(paint("  also %s" % (fault,), "bad"), file=out)
     if len(result.faults) > _LISTED_FAULTS:
-        print("  (+%d more faults)" % (len(result.faults) - _LISTED_FAULTS,), file=out)
+        print(paint("  (+%d more faults)" % (len(result.faults) - _LISTED_FAULTS,), "bad"), file=out)
 
 
 def _cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
@@ -144,19 +182,68 @@ def _cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
     return 1 if failed else 0
 
 
+def _tone(record: object, faulty: bool) -> Optional[str]:
+    if faulty:
+        return "bad"
+    p = _dict(record)
+    if p.get("kind") == "stop":
+        return "stop"
+    if p.get("kind") == "tool":
+        return "ok" if _dict(p.get("payload")).get("ok") is True else "bad"
+    return None
+
+
 def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
+    result = verify_file(args.file)
+    faulty = {f.line for f in result.faults if f.line is not None}
+    paint = _painter(args, out)
+    in_turn = False
     try:
         for line, record, fault in iter_file(args.file):
-            print(format_record(record) if fault is None else "line %d: %s: %s" % (line, fault.kind, fault.detail), file=out)
+            text = format_record(record) if fault is None else "line %d: %s: %s" % (line, fault.kind, fault.detail)
+            tone = _tone(record, line in faulty)
+            if args.turns:
+                kind = _dict(record).get("kind")
+                if kind == "assistant":
+                    step = _dict(_dict(record).get("payload")).get("step")
+                    number = step if isinstance(step, int) and not isinstance(step, bool) else _quote(step)
+                    print(paint("step %s" % (number,), "head"), file=out)
+                    text, in_turn = "  " + text, True
+                elif kind in ("task", "stop"):
+                    in_turn = False
+                elif in_turn:
+                    text = "    " + text
+            print(paint(text, tone), file=out)
     except OSError:
-        pass  # verify_file below reports it as ``unreadable``
-    result = verify_file(args.file)
+        pass  # verify_file above reports it as ``unreadable``
+    _report(args.file, result, out, paint)
+    return 0 if result.ok else 1
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def _cmd_report(args: argparse.Namespace, out: TextIO) -> int:
+    target = default_report_path(args.file) if args.output is None else args.output
+    if _same_file(args.file, target):
+        print("agentloop report: error: the report would replace the transcript %s" % (args.file,), file=sys.stderr)
+        return 2
+    try:
+        written, result = write_report(args.file, target)
+    except OSError as exc:
+        print("agentloop report: error: cannot write %s: %s" % (target, exc.strerror or exc), file=sys.stderr)
+        return 2
     _report(args.file, result, out)
+    print("report: %s" % (written,), file=out)
     return 0 if result.ok else 1
 
 
 def _hash(text: str) -> str:
-    if len(text) != 64 or not _HEX.issuperset(text):
+    if not is_hash(text):
         raise argparse.ArgumentTypeError("must be 64 lowercase hex digits")
     return text
 
@@ -186,7 +273,16 @@ def _parser() -> argparse.ArgumentParser:
 
     show = sub.add_parser("show", help="list a transcript one line per record, then verify it")
     show.add_argument("file", metavar="FILE")
+    show.add_argument("--turns", action="store_true", help="group the records by turn")
+    show.add_argument("--no-color", action="store_true", help="never colour (also: NO_COLOR=1)")
     show.set_defaults(handler=_cmd_show)
+
+    report = sub.add_parser("report", help="write a self-contained HTML page of a transcript, then verify it")
+    report.add_argument("file", metavar="FILE")
+    report.add_argument(
+        "-o", "--output", metavar="OUT.html", help="where to write the page (default: FILE with .jsonl replaced by .html)"
+    )
+    report.set_defaults(handler=_cmd_report)
     return parser
 
 

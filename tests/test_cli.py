@@ -6,10 +6,12 @@ import contextlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
+from agentloop import ModelReply, ToolCall
 from agentloop.cli import main
 
 from .helpers import TempDir, read_lines
@@ -130,3 +132,149 @@ class TestProcess(CliCase):
         proc = subprocess.run([sys.executable, "-m", "agentloop", "verify"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
         self.assertEqual(proc.returncode, 2)
+
+
+class FakeTerminal(io.StringIO):
+    """A text stream that says it is a terminal, so ``show`` may colour."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+class TestShowColourAndTurns(CliCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.recover_run()
+        saved = os.environ.pop("NO_COLOR", None)
+        self.addCleanup(self.restore_no_color, saved)
+
+    @staticmethod
+    def restore_no_color(saved: Optional[str]) -> None:
+        os.environ.pop("NO_COLOR", None)
+        if saved is not None:
+            os.environ["NO_COLOR"] = saved
+
+    def tty(self, *argv: str) -> Tuple[int, str]:
+        out = FakeTerminal()
+        status = main(list(argv), out=out)
+        return status, out.getvalue()
+
+    def test_a_terminal_gets_green_ok_red_errors_and_yellow_stop(self) -> None:
+        status, out = self.tty("show", self.path())
+        lines = out.splitlines()
+        self.assertEqual(status, 0)
+        self.assertEqual(lines[2], '\x1b[31mseq=2 multiply ok=False error="no tool named \'multiply\' (have: add, echo, fail, greet)"\x1b[0m')
+        self.assertEqual(lines[8], '\x1b[32mseq=8 add      ok=True  value={"sum": 42}\x1b[0m')
+        self.assertTrue(lines[10].startswith("\x1b[1;33mseq=10 stop     reason=no_tool_calls"))
+        self.assertTrue(lines[11].startswith("\x1b[32m") and ": ok, 11 records" in lines[11])
+        self.assertEqual(lines[1], lines[1].replace("\x1b", ""))  # an assistant line stays plain
+        stripped = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in lines]
+        self.assertEqual(stripped, self.cli("show", self.path())[1].splitlines())
+
+    def test_no_color_and_the_flag_turn_colour_off(self) -> None:
+        plain = self.cli("show", self.path())[1]
+        self.assertEqual(self.tty("show", "--no-color", self.path())[1], plain)
+        os.environ["NO_COLOR"] = "1"
+        self.assertEqual(self.tty("show", self.path())[1], plain)
+        os.environ["NO_COLOR"] = ""  # an empty NO_COLOR does not count (no-color.org)
+        self.assertIn("\x1b[32m", self.tty("show", self.path())[1])
+        self.assertNotIn("\x1b", plain)
+
+    def test_faults_are_red_and_transcript_escapes_stay_escaped_in_colour(self) -> None:
+        self.scripted_run([ModelReply("bold \x1b[1m and \x1b[0m", [ToolCall("echo", {"text": "\x1b[32mfake ok"})]),
+                           ModelReply("done")], name="hostile.jsonl")
+        lines = read_lines(self.path("hostile.jsonl"))
+        lines[2] = lines[2].replace(b"fake ok", b"fake OK")
+        status, out = self.tty("show", self.write_bytes(b"".join(lines)))
+        self.assertEqual(status, 1)
+        self.assertEqual(set(re.findall(r"\x1b\[[0-9;]*m", out)), {"\x1b[31m", "\x1b[0m", "\x1b[1;33m"})
+        self.assertIn("\x1b[31mseq=2 echo     ok=True  value={\"text\": \"\\u001b[32mfake OK\"}\x1b[0m", out)
+        self.assertNotIn("\x1b[32mfake", out)
+
+    def test_turns_groups_each_step_with_its_tool_lines_indented(self) -> None:
+        status, out, _ = self.cli("show", "--turns", self.path())
+        lines = out.splitlines()
+        self.assertEqual(status, 0)
+        self.assertTrue(lines[0].startswith("seq=0 task "))
+        self.assertEqual(lines[1], "step 1")
+        self.assertTrue(lines[2].startswith("  seq=1 assistant step=1 "))
+        self.assertTrue(lines[3].startswith("    seq=2 multiply ok=False"))
+        self.assertEqual([line for line in lines if line.startswith("step")], ["step %d" % i for i in range(1, 6)])
+        self.assertTrue(lines[-2].startswith("seq=10 stop "))
+        self.assertEqual(len(lines), 12 + 5)
+        self.assertEqual(sorted(line.strip() for line in lines if not line.startswith("step")),
+                         sorted(self.cli("show", self.path())[1].splitlines()))
+
+
+class TestReportCommand(CliCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.recover_run()
+
+    def test_report_writes_next_to_the_transcript_and_exits_0(self) -> None:
+        status, out, err = self.cli("report", self.path())
+        self.assertEqual((status, err), (0, ""))
+        self.assertEqual(out.splitlines()[-1], "report: %s" % (self.path("t.html"),))
+        self.assertIn(": ok, 11 records, head ", out)
+        with open(self.path("t.html"), encoding="utf-8") as handle:
+            self.assertIn("<strong>✓ VERIFIED</strong>", handle.read())
+
+    def test_report_to_a_chosen_file_and_overwrites_an_old_report(self) -> None:
+        target = self.write_bytes(b"old", "out.html")
+        self.assertEqual(self.cli("report", self.path(), "-o", target)[0], 0)
+        with open(target, encoding="utf-8") as handle:
+            self.assertTrue(handle.read().startswith("<!DOCTYPE html>"))
+
+    def test_a_tampered_transcript_exits_1_and_its_report_is_still_written(self) -> None:
+        status, out, _ = self.cli("report", self.tampered())
+        self.assertEqual(status, 1)
+        self.assertIn("FAILED at record 4 (line 5): hash_mismatch", out)
+        with open(self.path("tampered.html"), encoding="utf-8") as handle:
+            page = handle.read()
+        self.assertIn("<strong>✗ NOT VERIFIED</strong>", page)
+        self.assertIn('<a href="#line-5">record 4 (line 5)</a>', page)
+
+    def test_a_missing_transcript_exits_1_with_a_report_saying_so(self) -> None:
+        status, out, _ = self.cli("report", self.path("absent.jsonl"))
+        self.assertEqual(status, 1)
+        self.assertIn("unreadable", out)
+        self.assertTrue(os.path.exists(self.path("absent.html")))
+
+    def test_usage_errors_exit_2_and_the_transcript_is_never_replaced(self) -> None:
+        before = read_lines(self.path())
+        status, _, err = self.cli("report", self.path(), "-o", self.path())
+        self.assertEqual(status, 2)
+        self.assertIn("the report would replace the transcript", err)
+        self.assertEqual(read_lines(self.path()), before)
+        status, _, err = self.cli("report", self.path(), "-o", self.path("no/such/dir/r.html"))
+        self.assertEqual(status, 2)
+        self.assertIn("agentloop report: error: cannot write ", err)
+        self.assertEqual(self.cli("report")[0], 2)
+
+
+class TestHostileFields(CliCase):
+    def test_every_field_of_a_rehashed_record_is_escaped(self) -> None:
+        import hashlib
+
+        from agentloop.canonical import canonical_bytes
+
+        self.recover_run()
+        lines = read_lines(self.path())
+        records = [json.loads(line) for line in lines]
+        evil = "\x1b]0;owned\x07\x1b[2J"
+        records[2]["payload"]["ok"] = evil
+        records[1]["payload"]["step"] = evil
+        records[0]["payload"]["budgets"]["max_steps"] = evil
+        prev = "0" * 64
+        out = []
+        for record in records:
+            record["prev"] = prev
+            body = {k: v for k, v in record.items() if k != "hash"}
+            record["hash"] = prev = hashlib.sha256(canonical_bytes(body)).hexdigest()
+            out.append(canonical_bytes(record) + b"\n")
+        path = self.write_bytes(b"".join(out))
+        status, text, _ = self.cli("show", path, "--no-color")
+        self.assertEqual(status, 0)
+        self.assertNotIn("\x1b", text)
+        self.assertNotIn("\x07", text)
+        self.assertIn('ok="\\u001b]0;owned\\u0007\\u001b[2J"', text)

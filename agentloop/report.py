@@ -1,0 +1,624 @@
+"""The HTML report: a transcript as one self-contained page a person can read.
+
+The page is a pure function of the file's bytes (no clock, no random source):
+
+1. the verdict of :func:`~agentloop.transcript.verify_file`, with the first
+   fault linked to its record, then the stop reason, the budgets used (as
+   ``<meter>`` bars), the model and the task;
+2. the run as a timeline, one folded ``<details>`` per turn: each record with
+   its ``seq``, a short hash, its faults, the chain link from the record
+   before it (intact or broken) and the full record one click away.
+
+A transcript is untrusted input.  Every string that came from the file goes
+through :func:`_escape` (``html.escape`` plus a visible ``\\uXXXX`` for every
+control, format, bidi-override and surrogate character); attribute values
+are only constants and integers; the only links are ``#line-N`` anchors.  The
+page runs no script, and a Content-Security-Policy ``<meta>`` forbids scripts,
+images, fonts, frames and requests; its one ``<style>`` element is allowed by
+its SHA-256.  The page works opened from disk, offline, and reads in order
+without CSS (every colour has a ✓/✗ and a word beside it).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import os
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple
+
+from .transcript import FORMAT, Fault, PathLike, VerifyResult, iter_file, verify_file
+
+__all__ = ["render_report", "write_report", "default_report_path"]
+
+#: ``(ok, detail)`` from a checkpoint check; the checkpoint issue plugs in here.
+CheckpointStatus = Tuple[bool, str]
+
+_OPEN_TURNS = 10  # the first turns are open; later ones fold unless faulty or last
+_LISTED_FAULTS = 50  # faults listed in the verdict; every fault is marked at its record
+_FOLD_CHARS = 800  # a value longer than this, or with more lines, folds behind a preview
+_FOLD_LINES = 16
+_PREVIEW_CHARS = 120
+_HASH_CHARS = 12
+_LABEL_CHARS = 60  # a name or id in a heading or a line of text
+_RAW_SHOWN = 1 << 20  # bytes of a faulty line's raw bytes shown; the rest is counted, hashed, skipped
+_LINK_BREAKERS = ("prev_mismatch", "seq_gap")  # a fault of the record the link points from
+_UNTRUSTED_HASH = ("hash_mismatch", "unserialisable_payload", "not_an_object", "missing_fields")
+_HIDDEN = frozenset(("Cc", "Cf", "Cs", "Zl", "Zp"))  # the categories cli._quote escapes too
+_KEPT = frozenset("\n\t")
+
+_CSS = """\
+:root{color-scheme:light dark;--ok:#1a7f37;--bad:#cf222e;--warn:#9a6700;--mute:#59636e;--bg2:#f6f8fa;--line:#d0d7de}
+@media (prefers-color-scheme:dark){:root{--ok:#3fb950;--bad:#ff7b72;--warn:#d29922;--mute:#9198a1;--bg2:#161b22;--line:#3d444d}}
+body{font:15px/1.45 system-ui,sans-serif;max-width:74rem;margin:0 auto;padding:1rem 1.5rem}
+h1{font-size:1.4rem;margin:.2rem 0}h2{font-size:1.2rem;margin:1.4rem 0 .5rem;border-bottom:1px solid var(--line)}
+h3{font-size:1rem;font-weight:400;display:inline;margin:0}h4{font-size:.95rem;margin:0 0 .3rem}
+pre,code{font:13px/1.4 ui-monospace,monospace}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;background:var(--bg2);padding:.4rem .6rem;margin:.3rem 0;border-radius:4px}
+.verdict{font-size:1.15rem;padding:.5rem .8rem;border-left:6px solid;border-radius:4px}
+.good{color:var(--ok)}.bad{color:var(--bad)}.warn{color:var(--warn)}.mute{color:var(--mute)}
+.verdict.good{border-color:var(--ok)}.verdict.bad{border-color:var(--bad)}
+dl.summary,dl.kv{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.25rem 1rem;margin:.3rem 0}dt{font-weight:600}dd{margin:0}
+meter{width:14rem;height:1.1rem;vertical-align:middle}
+details.turn{border:1px solid var(--line);border-radius:6px;margin:.5rem 0;padding:.3rem .7rem}
+details.turn.fault{border:2px solid var(--bad)}
+details.turn>summary{cursor:pointer;padding:.2rem 0}
+article.rec{border-left:3px solid var(--line);padding:.2rem .7rem;margin:.5rem 0}
+article.rec.fault{border-left:6px solid var(--bad);background:color-mix(in srgb,var(--bad) 6%,transparent)}
+article.rec.error{border-left-color:var(--warn)}article.rec.stop{border-left-color:var(--warn)}
+.meta{color:var(--mute);font-size:.85rem;margin:0}
+p.link{margin:.1rem 0 .1rem .4rem;font-size:.85rem;color:var(--mute)}p.link.broken{color:var(--bad);font-weight:600}
+.err{color:var(--bad);border-left:3px solid var(--bad)}
+.ctl{color:var(--bad);background:var(--bg2);border:1px dotted var(--bad)}
+ul.faults{margin:.3rem 0;padding-left:1.2rem}ul.faults li{color:var(--bad)}
+details.raw>summary,details.fold>summary{cursor:pointer;color:var(--mute);font-size:.85rem}
+"""
+
+
+def _csp() -> str:
+    digest = base64.b64encode(hashlib.sha256(_CSS.encode("utf-8")).digest()).decode("ascii")
+    return (
+        "default-src 'none'; style-src 'sha256-%s'; img-src 'none'; font-src 'none'; "
+        "base-uri 'none'; form-action 'none'" % (digest,)
+    )
+
+
+def _marker(ch: str, markup: bool) -> str:
+    code = ord(ch)
+    text = "\\u%04x" % code if code <= 0xFFFF else "\\U%08x" % code
+    return '<span class="ctl">%s</span>' % (text,) if markup else text
+
+
+def _escape(text: str, markup: bool = True) -> str:
+    """HTML for untrusted ``text``: markup escaped, hidden characters made visible.
+
+    Control, format (bidi overrides and isolates, zero-width characters),
+    line/paragraph-separator and surrogate characters become a visible
+    ``\\uXXXX``, so nothing in a value can hide, reorder or break the page.
+    Newlines and tabs are kept.  ``markup=False`` leaves out the highlighting
+    ``<span>``, for text that cannot hold elements (the ``<title>``).
+    """
+    out = html.escape(text, quote=True)
+    hidden = {
+        ord(ch): _marker(ch, markup)
+        for ch in set(out)
+        if ch not in _KEPT and not ch.isprintable() and unicodedata.category(ch) in _HIDDEN
+    }
+    return out.translate(hidden) if hidden else out
+
+
+def _inline(text: str) -> str:
+    """An untrusted value inside a line of text, isolated from its neighbours' direction."""
+    return "<bdi>%s</bdi>" % (_escape(text),)
+
+
+def _as_text(value: object) -> str:
+    """A string as itself, anything else as its JSON text."""
+    return value if isinstance(value, str) else _pretty(value, indent=None)
+
+
+def _not_json(value: object) -> str:
+    """What a parsed line may hold that ``json.dumps`` cannot write (an unread long integer)."""
+    digits = getattr(value, "digits", None)
+    if isinstance(digits, int) and not isinstance(digits, bool):
+        return "(an integer of %d digits, too long to read)" % (digits,)
+    return "(a Python %s, not a JSON value)" % (type(value).__name__,)
+
+
+def _pretty(value: object, indent: Optional[int] = 2) -> str:
+    try:
+        return json.dumps(value, indent=indent, ensure_ascii=False, default=_not_json)
+    except (RecursionError, ValueError, TypeError):  # too deep, or an integer too long to print
+        if indent is not None:
+            return _pretty(value, None)
+        return "(a value this page cannot display; see the line's raw bytes)"
+
+
+def _int(value: object) -> Optional[int]:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _dict(value: object) -> Dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> List[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _block(text: str, cls: str = "", fold: bool = True) -> str:
+    """A ``<pre>`` of untrusted text, folded behind a preview when long (never cut)."""
+    body = "<pre%s>%s</pre>" % (' class="%s"' % cls if cls else "", _escape(text))
+    lines = text.count("\n") + 1
+    if not fold or (len(text) <= _FOLD_CHARS and lines <= _FOLD_LINES):
+        return body
+    preview = text.split("\n", 1)[0][:_PREVIEW_CHARS]
+    return (
+        '<details class="fold"><summary><code>%s</code>… <span class="mute">(%d characters, %d lines: show all)</span>'
+        "</summary>%s</details>" % (_escape(preview), len(text), lines, body)
+    )
+
+
+def _value(value: object) -> str:
+    """A value beside a label: inline when short and on one line, else a (folded) block."""
+    text = _as_text(value)
+    if len(text) <= _PREVIEW_CHARS and "\n" not in text:
+        return _inline(text)
+    return _block(text)
+
+
+def _short_hash(value: object) -> str:
+    text = _as_text(value)
+    return "<code>%s</code>" % (_escape(text[:_HASH_CHARS] + ("…" if len(text) > _HASH_CHARS else "")),)
+
+
+def _fault_items(faults: List[Fault]) -> str:
+    return '<ul class="faults">%s</ul>' % "".join(
+        "<li><strong>✗ FAULT %s</strong>: %s</li>" % (_escape(f.kind), _escape(f.detail)) for f in faults
+    )
+
+
+def _meter(label: str, used: Optional[int], limit: Optional[int], note: str = "") -> str:
+    if used is None:
+        return "<dt>%s</dt><dd>not recorded</dd>" % (label,)
+    if limit is None:
+        return "<dt>%s</dt><dd>%d (no budget recorded)</dd>" % (label, used)
+    bar = ""
+    if limit > 0:
+        bar = '<meter min="0" max="%d" value="%d" high="%d" optimum="0"></meter> ' % (
+            limit,
+            min(used, limit),
+            max(1, limit * 9 // 10),
+        )
+    share = " (%d%%)" % (used * 100 // limit,) if limit > 0 else ""
+    over = ' <strong class="bad">✗ over budget</strong>' if used > limit else ""
+    return "<dt>%s</dt><dd>%s%d of %d%s%s%s</dd>" % (label, bar, used, limit, share, over, note)
+
+
+# --- the timeline --------------------------------------------------------------
+
+
+@dataclass
+class _Group:
+    """A turn (an assistant record and its tool records), the task, the stop, or loose lines."""
+
+    kind: str  # "task", "turn", "stop", "loose"
+    title: str  # HTML, bold in the turn's heading
+    items: List[str] = field(default_factory=list)
+    first_seq: Optional[int] = None
+    last_seq: Optional[int] = None
+    calls: int = 0
+    results: int = 0
+    errors: int = 0
+    faults: int = 0
+
+
+@dataclass
+class _Summary:
+    """What the verdict section needs, gathered while the timeline renders."""
+
+    lines: int = 0
+    records: int = 0
+    assistants: int = 0
+    last_total_tokens: Optional[int] = None
+    task: Optional[Dict[str, Any]] = None
+    stop: Optional[Dict[str, Any]] = None
+    digest: Any = field(default_factory=hashlib.sha256)
+    size: int = 0
+    read_error: Optional[str] = None
+
+
+def _label(value: object) -> str:
+    """A name, id or number inside a line of text.  A long or multi-line one is
+    cut here, marked with an ellipsis; the record's full view holds it whole."""
+    text = _as_text(value)
+    if len(text) > _LABEL_CHARS or "\n" in text:
+        text = text.split("\n", 1)[0][:_LABEL_CHARS] + "…"
+    return _inline(text)
+
+
+def _fields(rows: List[Tuple[str, str]]) -> str:
+    return '<dl class="kv">%s</dl>' % "".join("<dt>%s</dt><dd>%s</dd>" % row for row in rows)
+
+
+def _render_task(p: Dict[str, Any]) -> str:
+    budgets = _dict(p.get("budgets"))
+    names = ", ".join(_label(_dict(t).get("name")) for t in _list(p.get("tools")))
+    rows = [
+        ("Task", _block(_as_text(p.get("task")))),
+        ("Budgets", "max_steps %s · max_tokens %s" % (_label(budgets.get("max_steps")), _label(budgets.get("max_tokens")))),
+        ("Stop sentinel", _value(budgets.get("stop_sentinel"))),
+    ]
+    if "model" in p:
+        rows.append(("Model", _value(p.get("model"))))
+    rows.append(("Tools", names or "none"))
+    return _fields(rows)
+
+
+def _render_assistant(p: Dict[str, Any]) -> str:
+    parts = [
+        '<p class="meta">step %s · %s tokens this turn · %s in total</p>'
+        % (_label(p.get("step")), _label(p.get("tokens")), _label(p.get("total_tokens"))),
+        _block(_as_text(p.get("text"))),
+    ]
+    calls = _list(p.get("tool_calls"))
+    if calls:
+        parts.append("<p>%d tool call%s:</p><ol>" % (len(calls), "" if len(calls) == 1 else "s"))
+        for call in calls:
+            c = _dict(call)
+            parts.append('<li><strong>%s</strong> <span class="mute">id %s</span>' % (_label(c.get("name")), _label(c.get("id"))))
+            if "arguments_error" in c:
+                parts.append('<p class="bad">✗ arguments not recorded:</p>' + _block(_as_text(c.get("arguments_error")), "err"))
+            parts.append(_block(_pretty(c.get("arguments"))) + "</li>")
+        parts.append("</ol>")
+    return "".join(parts)
+
+
+def _render_tool(p: Dict[str, Any]) -> str:
+    head = '<p class="meta">call id %s · step %s</p>' % (_label(p.get("id")), _label(p.get("step")))
+    if p.get("ok") is True:
+        return head + '<p class="good">✓ ok, value:</p>' + _block(_pretty(p.get("value")))
+    return head + '<p class="bad">✗ error:</p>' + _block(_as_text(p.get("error")), "err")
+
+
+def _render_stop(p: Dict[str, Any]) -> str:
+    return _fields(
+        [
+            ("Reason", _value(p.get("reason"))),
+            ("Used", "%s steps · %s tokens" % (_label(p.get("steps")), _label(p.get("tokens")))),
+            ("Detail", _block(_as_text(p.get("detail")))),
+        ]
+    )
+
+
+_RENDERERS = {"task": _render_task, "assistant": _render_assistant, "tool": _render_tool, "stop": _render_stop}
+
+
+def _raw_block(raw: bytes, skipped: int, cls: str = "") -> str:
+    """A line's bytes as text (invalid UTF-8 as ``\\xNN``); a very long line's tail is counted."""
+    text = (raw[:-1] if raw.endswith(b"\n") else raw).decode("utf-8", "backslashreplace")
+    note = '<p class="meta">… and %d more bytes of this line, not shown</p>' % (skipped,) if skipped else ""
+    return _block(text, cls, fold=False) + note
+
+
+def _render_record(line: int, record: object, raw: str, faults: List[Fault], link: str) -> Tuple[str, str, bool]:
+    """The ``<article>`` of one record, its kind, and whether it is a tool error.
+
+    ``raw`` is the HTML of the line's bytes, shown for a faulty record.
+    """
+    rec = _dict(record)
+    kind = rec.get("kind") if isinstance(record, dict) else None
+    payload = _dict(rec.get("payload"))
+    error = kind == "tool" and payload.get("ok") is not True
+    classes = ["rec"]
+    if faults:
+        classes.append("fault")
+    if error:
+        classes.append("error")
+    if kind == "stop":
+        classes.append("stop")
+    mark = "✗ FAULT · " if faults else ""
+    if isinstance(record, dict):
+        title = "seq %s · %s" % (_label(rec.get("seq", "?")), _label(kind))
+        if kind == "tool":
+            title += " %s · %s" % (
+                _label(payload.get("name")),
+                '<span class="bad">✗ error</span>' if error else '<span class="good">✓ ok</span>',
+            )
+        meta = "line %d · hash %s · prev %s" % (line, _short_hash(rec.get("hash")), _short_hash(rec.get("prev")))
+        renderer = _RENDERERS.get(kind) if isinstance(kind, str) else None
+        body = renderer(payload) if renderer is not None and isinstance(rec.get("payload"), dict) else ""
+    else:
+        title = "not a record object"
+        meta = "line %d" % (line,)
+        body = ""
+    parts = [
+        link,
+        '<article id="line-%d" class="%s"><h4>%s%s</h4><p class="meta">%s</p>' % (line, " ".join(classes), mark, title, meta),
+    ]
+    if faults:
+        parts.append(_fault_items(faults))
+    parts.append(body)
+    parts.append('<details class="raw"><summary>Full record (line %d)</summary>%s</details>' % (line, _block(_pretty(record), fold=False)))
+    if faults:
+        parts.append('<details class="raw"><summary>Raw bytes of line %d</summary>%s</details>' % (line, raw))
+    parts.append("</article>")
+    return "".join(parts), kind if isinstance(kind, str) else "", error
+
+
+def _render_bad_line(line: int, raw: str, faults: List[Fault]) -> str:
+    """The ``<article>`` of a line that is not a record; ``raw`` is the HTML of its bytes."""
+    return (
+        '<article id="line-%d" class="rec fault"><h4>✗ FAULT · line %d is not a record</h4>%s'
+        "<p>Its bytes, as read:</p>%s</article>" % (line, line, _fault_items(faults), raw)
+    )
+
+
+def _link(prev_seq: object, faults: List[Fault], prev_faults: List[str]) -> str:
+    """The chain link from the previous record into this one, drawn intact or broken.
+
+    It is broken when this record's ``prev`` or ``seq`` is wrong, or when the
+    record it points at cannot be trusted to be what its hash says.
+    """
+    broken = [f.kind for f in faults if f.kind in _LINK_BREAKERS]
+    if broken:
+        return '<p class="link broken">✗ chain broken here: %s</p>' % (_escape(", ".join(broken)),)
+    if prev_faults:
+        return '<p class="link broken">✗ chain broken here: the record above is not what its hash says (%s)</p>' % (
+            _escape(", ".join(prev_faults)),
+        )
+    return '<p class="link">✓ chain link intact: prev is the hash of seq %s</p>' % (_label(prev_seq),)
+
+
+def _raw_lines(handle: BinaryIO, summary: _Summary) -> Iterator[Tuple[bytes, int]]:
+    """Each line's first :data:`_RAW_SHOWN` bytes and how many more it has.
+
+    Every byte is counted and hashed; the lines split where ``iter_file``'s do.
+    """
+    while True:
+        raw = handle.readline(_RAW_SHOWN)
+        if not raw:
+            return
+        summary.digest.update(raw)
+        summary.size += len(raw)
+        skipped, piece = 0, raw
+        while not piece.endswith(b"\n"):
+            piece = handle.readline(_RAW_SHOWN)
+            if not piece:
+                break
+            summary.digest.update(piece)
+            summary.size += len(piece)
+            skipped += len(piece)
+        yield raw, skipped
+
+
+def _lines(path: PathLike, summary: _Summary) -> Iterator[Tuple[int, Optional[object], Optional[Fault], bytes, int]]:
+    """``iter_file`` in step with the raw bytes of each line (for the page and its SHA-256)."""
+    try:
+        with open(os.fspath(path), "rb") as handle:
+            for (number, record, bad), (raw, skipped) in zip(iter_file(path), _raw_lines(handle, summary)):
+                yield number, record, bad, raw, skipped
+    except (OSError, MemoryError) as exc:
+        summary.read_error = "%s: %s" % (type(exc).__name__, getattr(exc, "strerror", None) or exc)
+
+
+def _timeline(path: PathLike, by_line: Dict[int, List[Fault]], summary: _Summary) -> List[_Group]:
+    groups: List[_Group] = []
+    current: Optional[_Group] = None
+    prev_seq: object = None
+    prev_faults: List[str] = []
+    seen_record = False
+    for line, record, bad, raw, skipped in _lines(path, summary):
+        summary.lines = line
+        faults = by_line.get(line, [])
+        if bad is not None:
+            item, kind, error = _render_bad_line(line, _raw_block(raw, skipped, "err"), faults), "", False
+        else:
+            link = _link(prev_seq, faults, prev_faults) if seen_record else ""
+            item, kind, error = _render_record(line, record, _raw_block(raw, skipped) if faults else "", faults, link)
+            summary.records += 1
+            seen_record = True
+            rec = _dict(record)
+            prev_seq = rec.get("seq", "?")
+            prev_faults = [f.kind for f in faults if f.kind in _UNTRUSTED_HASH]
+            payload = _dict(rec.get("payload"))
+            if kind == "task" and summary.task is None:
+                summary.task = payload
+            elif kind == "assistant":
+                summary.assistants += 1
+                summary.last_total_tokens = _int(payload.get("total_tokens"))
+            elif kind == "stop":
+                summary.stop = payload
+        if kind == "assistant":
+            step = _int(_dict(_dict(record).get("payload")).get("step"))
+            title = "Step %d" % step if step is not None else "Turn %d" % (summary.assistants,)
+            current = _Group("turn", title)
+            groups.append(current)
+        elif kind == "stop" or (kind == "task" and current is None):
+            current = _Group(kind, "Stop" if kind == "stop" else "Task")
+            groups.append(current)
+        elif current is None or current.kind == "stop":
+            title = "Before the first turn" if current is None else "After the stop record"
+            current = _Group("loose", title)
+            groups.append(current)
+        current.items.append(item)
+        seq = _int(_dict(record).get("seq")) if bad is None else None
+        if seq is not None:
+            current.first_seq = seq if current.first_seq is None else current.first_seq
+            current.last_seq = seq
+        if kind == "assistant":
+            current.calls = len(_list(_dict(_dict(record).get("payload")).get("tool_calls")))
+        current.results += kind == "tool"
+        current.errors += error
+        current.faults += bool(faults)
+    return groups
+
+
+def _group_html(group: _Group, number: int, last_turn: int) -> str:
+    status: List[str] = []
+    if group.faults:
+        status.append('<span class="bad">✗ %d faulty line%s</span>' % (group.faults, "" if group.faults == 1 else "s"))
+    if group.errors:
+        status.append('<span class="warn">✗ %d tool error%s</span>' % (group.errors, "" if group.errors == 1 else "s"))
+    if group.kind == "turn" and group.results < group.calls:
+        missing = group.calls - group.results
+        status.append('<span class="warn">%d call%s not run</span>' % (missing, "" if missing == 1 else "s"))
+    if not status:
+        status.append('<span class="good">✓ ok</span>')
+    facts = []
+    if group.first_seq is not None:
+        span = group.first_seq if group.first_seq == group.last_seq else "%d–%d" % (group.first_seq, group.last_seq or 0)
+        facts.append("seq %s" % (span,))
+    if group.kind == "turn":
+        facts.append("%d tool call%s" % (group.calls, "" if group.calls == 1 else "s"))
+    is_open = group.kind != "turn" or group.faults > 0 or number <= _OPEN_TURNS or number == last_turn
+    return '<details class="turn%s"%s><summary><h3>%s · %s · %s</h3></summary>%s</details>\n' % (
+        " fault" if group.faults else "",
+        " open" if is_open else "",
+        "<strong>%s</strong>" % (group.title,),
+        " · ".join(facts) or "no records",
+        " ".join(status),
+        "".join(group.items),
+    )
+
+
+# --- the verdict ---------------------------------------------------------------
+
+
+def _fault_link(fault: Fault, rendered_lines: int) -> str:
+    where = _escape(fault.where())
+    if fault.line is not None and fault.line <= rendered_lines and fault.kind != "unreadable":
+        return '<a href="#line-%d">%s</a>' % (fault.line, where)
+    return where
+
+
+def _verdict(path: str, result: VerifyResult, summary: _Summary, checkpoint: Optional[CheckpointStatus]) -> str:
+    parts = ['<section aria-labelledby="verdict"><h2 id="verdict">Verdict</h2>']
+    if result.ok:
+        parts.append(
+            '<p class="verdict good"><strong>✓ VERIFIED</strong>: %d records, every hash and chain link intact; head %s</p>'
+            % (result.count, _short_hash(result.head))
+        )
+    else:
+        first = result.faults[0]
+        parts.append(
+            '<p class="verdict bad"><strong>✗ NOT VERIFIED</strong>: %d fault%s; the first at %s: <strong>%s</strong>: %s</p>'
+            % (
+                len(result.faults),
+                "" if len(result.faults) == 1 else "s",
+                _fault_link(first, summary.lines),
+                _escape(first.kind),
+                _escape(first.detail),
+            )
+        )
+        parts.append('<ul class="faults">')
+        for fault in result.faults[:_LISTED_FAULTS]:
+            parts.append("<li>✗ %s: %s: %s</li>" % (_fault_link(fault, summary.lines), _escape(fault.kind), _escape(fault.detail)))
+        if len(result.faults) > _LISTED_FAULTS:
+            parts.append("<li>… and %d more, each marked at its line below</li>" % (len(result.faults) - _LISTED_FAULTS,))
+        parts.append("</ul>")
+    if summary.read_error is not None and result.ok:
+        parts.append('<p class="bad">✗ the file could not be read for this page: %s</p>' % (_escape(summary.read_error),))
+    if checkpoint is not None:
+        ok, detail = checkpoint
+        parts.append(
+            '<p class="%s"><strong>%s checkpoint %s</strong>: %s</p>'
+            % ("good" if ok else "bad", "✓" if ok else "✗", "verified" if ok else "NOT verified", _escape(detail))
+        )
+
+    task = summary.task or {}
+    budgets = _dict(task.get("budgets"))
+    stop = summary.stop
+    parts.append('<dl class="summary">')
+    if stop is not None:
+        parts.append("<dt>Stop reason</dt><dd>%s</dd>" % (_value(stop.get("reason")),))
+        parts.append("<dt>Stop detail</dt><dd>%s</dd>" % (_value(stop.get("detail")),))
+        steps, tokens, note = _int(stop.get("steps")), _int(stop.get("tokens")), ""
+    else:
+        parts.append('<dt>Stop reason</dt><dd class="warn">✗ no stop record: the run did not finish, or its tail is missing</dd>')
+        steps, tokens = summary.assistants, summary.last_total_tokens
+        note = ' <span class="mute">(counted from the records)</span>'
+    parts.append(_meter("Steps", steps, _int(budgets.get("max_steps")), note))
+    parts.append(_meter("Tokens", tokens, _int(budgets.get("max_tokens")), note))
+    model = _value(task.get("model")) if "model" in task else '<span class="mute">not recorded</span>'
+    parts.append("<dt>Model</dt><dd>%s</dd>" % (model,))
+    parts.append("<dt>Task</dt><dd>%s</dd>" % (_block(_as_text(task.get("task"))) if summary.task is not None else "not recorded",))
+    parts.append(
+        "<dt>File</dt><dd>%s · %d bytes · %d lines · SHA-256 <code>%s</code></dd>"
+        % (_inline(path), summary.size, summary.lines, summary.digest.hexdigest())
+    )
+    parts.append("</dl>")
+    parts.append(
+        '<p class="mute">A hash chain cannot show records missing from its end, and whoever can write the file can '
+        "recompute every hash: compare the count and head with a copy kept elsewhere "
+        "(<code>agentloop verify FILE --expect-count N --expect-head HASH</code>).</p></section>"
+    )
+    return "".join(parts)
+
+
+def render_report(path: PathLike, *, checkpoint: Optional[CheckpointStatus] = None) -> Tuple[str, VerifyResult]:
+    """Render the transcript at ``path`` as one HTML page; return it and the verdict.
+
+    Any file renders, valid or not: lines that are not records and records
+    with faults are shown where they are, marked.  ``checkpoint`` is an
+    ``(ok, detail)`` pair from a checkpoint check, shown beside the verdict.
+    Never raises on any file content; a file that cannot be read renders as
+    its ``unreadable`` verdict.
+    """
+    from . import __version__  # here, so that the package may re-export this module
+
+    name = os.fspath(path)
+    result = verify_file(path)
+    by_line: Dict[int, List[Fault]] = {}
+    for fault in result.faults:
+        if fault.line is not None and fault.kind != "unreadable":
+            by_line.setdefault(fault.line, []).append(fault)
+    summary = _Summary()
+    groups = _timeline(path, by_line, summary)
+    turns = sum(1 for g in groups if g.kind == "turn")
+    word = "verified" if result.ok else "NOT verified"
+    page = [
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n',
+        '<meta http-equiv="Content-Security-Policy" content="%s">\n' % (_csp(),),
+        '<meta name="referrer" content="no-referrer">\n',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
+        "<title>%s %s: %s</title>\n" % ("✓" if result.ok else "✗", word, _escape(os.path.basename(name), markup=False)),
+        "<style>%s</style>\n</head>\n<body>\n" % (_CSS,),
+        "<header><h1>Transcript report: %s</h1>" % (_inline(os.path.basename(name)),),
+        '<p class="meta">agentloop %s · format %s · %d records · %d turns</p></header>\n<main>\n'
+        % (_escape(__version__), FORMAT, summary.records, turns),
+        _verdict(name, result, summary, checkpoint),
+        '\n<section aria-labelledby="timeline"><h2 id="timeline">Timeline</h2>\n',
+    ]
+    if not groups:
+        page.append("<p>No lines to show.</p>")
+    number = 0
+    for group in groups:
+        number += group.kind == "turn"
+        page.append(_group_html(group, number, turns))
+    page.append("</section>\n</main>\n</body>\n</html>\n")
+    return "".join(page), result
+
+
+def default_report_path(path: PathLike) -> str:
+    """``run.jsonl`` -> ``run.html``; any other name gets ``.html`` appended."""
+    name = os.fspath(path)
+    return name[: -len(".jsonl")] + ".html" if name.endswith(".jsonl") else name + ".html"
+
+
+def write_report(
+    path: PathLike, out: Optional[PathLike] = None, *, checkpoint: Optional[CheckpointStatus] = None
+) -> Tuple[str, VerifyResult]:
+    """Render ``path`` and write the page to ``out`` (default :func:`default_report_path`).
+
+    Returns the path written and the verdict.  An existing report is
+    replaced: it is derived output.  ``OSError`` writing it propagates.
+    """
+    target = default_report_path(path) if out is None else os.fspath(out)
+    page, result = render_report(path, checkpoint=checkpoint)
+    with open(target, "w", encoding="utf-8", newline="\n") as handle:
+        handle.write(page)
+    return target, result
