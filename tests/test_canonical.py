@@ -185,3 +185,64 @@ class TestJsonPath(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestFastProof(unittest.TestCase):
+    """is_canonical_line must never say True unless the exact encoder agrees."""
+
+    def test_the_float_layout_lemma_on_the_es6_sequence(self) -> None:
+        # For every double: the C encoder writes repr(f); after the exponent
+        # rewrite, the text is either refused ("") or exactly ECMAScript's form.
+        from agentloop.canonical import _float_layouts_agree
+
+        checked = agreed = 0
+        for line in es6_lines(100_000):
+            bits = int(line.split(b",")[0], 16)
+            value = struct.unpack("<d", struct.pack("<Q", bits))[0]
+            for number in (value, float(int(value)) if abs(value) < 1e300 else value):
+                written = _float_layouts_agree("[%r]" % number)
+                checked += 1
+                if written:
+                    agreed += 1
+                    self.assertEqual(written, "[%s]" % format_number(number), repr(number))
+        self.assertEqual(checked, 200_000)
+        self.assertGreater(agreed, 100_000)
+
+    def test_agrees_with_the_exact_encoder_on_random_values(self) -> None:
+        import random
+
+        from agentloop.canonical import is_canonical_line
+
+        rng = random.Random(8785)
+        leaves = [0, -1, 7, 2**53 - 1, 2**53, 10**16, 0.5, -2.25, 1e-7, 1.5e-5, 3e16, 1e21, 5e-324, 123.0, "a", "é",
+                  "\ue000", "\U0001f600", "\x1f", "\u2028", "a\"b\\c", True, None]
+
+        def value(depth: int = 0) -> object:
+            roll = rng.random()
+            if depth > 4 or roll < 0.4:
+                return rng.choice(leaves)
+            if roll < 0.7:
+                return [value(depth + 1) for _ in range(rng.randint(0, 4))]
+            return {rng.choice(["a", "b", "é", "\ue000", "\U0001f600", "1", "A"]): value(depth + 1) for _ in range(rng.randint(0, 4))}
+
+        proven = 0
+        for _ in range(3000):
+            item = value()
+            try:
+                exact = canonical_text(item)
+            except UnrecordableError:
+                exact = None
+            for text in {json.dumps(item, ensure_ascii=False, separators=(",", ":"), sort_keys=True), exact} - {None}:
+                assert text is not None
+                parsed = json.loads(text)
+                if is_canonical_line(parsed, text, text.encode("utf-8", "surrogatepass")):
+                    proven += 1
+                    self.assertEqual(text, exact)
+        self.assertGreater(proven, 1000)
+
+    def test_json_depth(self) -> None:
+        from agentloop.canonical import json_depth
+
+        for text, depth in [("1", 0), ("[]", 1), ("[[],[[]]]", 3), ('[{"a":"[[[["}]', 2), ('["\\"["]', 1)]:
+            self.assertEqual(json_depth(text), depth, text)
+        self.assertEqual(json_depth("[" * 100_000 + "]" * 100_000), 100_000)

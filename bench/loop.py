@@ -1,0 +1,80 @@
+"""Loop overhead per step, and whether it grows with the run.
+
+    python3 bench/loop.py [--sizes 200,2000,20000] [--repeat 3]
+
+A scripted model asks for one trivial tool call per turn for N turns; the
+transcript is written to a temporary file with the default durability (each
+record handed to the OS, no fsync).  Reports the best of ``--repeat`` runs in
+microseconds per step, and the peak memory traced by ``tracemalloc`` in a
+separate run (tracing slows Python down, so it is not timed).
+
+Targets (issue 6): under 100 us per step, and the per-step cost at the
+largest N within 1.3x of the smallest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+import time
+import tracemalloc
+from typing import Any, Dict, List
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from agentloop import ModelReply, Tool, ToolCall, run  # noqa: E402
+
+TOOL = Tool(
+    "echo",
+    "Repeat a text back.",
+    {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"], "additionalProperties": False},
+    lambda text: {"text": text},
+)
+REPLY = ModelReply("Working on it.", [ToolCall("echo", {"text": "hello"})])
+
+
+def model(messages: List[Dict[str, Any]], manifest: List[Dict[str, Any]]) -> ModelReply:
+    return REPLY
+
+
+def one_run(steps: int, folder: str) -> float:
+    path = os.path.join(folder, "loop-%d.jsonl" % steps)
+    start = time.perf_counter()
+    result = run("bench", model, [TOOL], transcript=path, max_steps=steps, max_tokens=10**12, overwrite=True)
+    elapsed = time.perf_counter() - start
+    assert result.steps == steps and result.stop_reason == "step_budget", result
+    return elapsed
+
+
+def peak_memory(steps: int, folder: str) -> int:
+    tracemalloc.start()
+    try:
+        one_run(steps, folder)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def main(argv: List[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="200,2000,20000")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print("python %s on %s, %d cpus" % (platform.python_version(), platform.machine(), os.cpu_count() or 0))
+    print("%8s %12s %14s %14s" % ("N", "us/step", "vs smallest N", "peak memory"))
+    with tempfile.TemporaryDirectory() as folder:
+        base = None
+        for n in sizes:
+            per_step = min(one_run(n, folder) for _ in range(args.repeat)) / n * 1e6
+            base = base or per_step
+            peak = peak_memory(n, folder)
+            print("%8d %12.1f %13.2fx %11.1f KiB" % (n, per_step, per_step / base, peak / 1024))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
