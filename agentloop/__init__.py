@@ -23,6 +23,7 @@ from .errors import (
 )
 from .loop import STOP_REASONS, Message, Model, ModelReply, RunResult, ToolCall, estimate_tokens, run
 from .schema import check_schema, validate
+from .report import render_report, write_report
 from .scripted import ScriptedModel
 from .tools import Tool, ToolRegistry
 from .transcript import (
@@ -64,6 +65,9 @@ __all__ = [
     "verify_records",
     "canonical_bytes",
     "MAX_DEPTH",
+    # reading it
+    "render_report",
+    "write_report",
     # errors
     "AgentloopError",
     "SchemaError",
