@@ -30,7 +30,7 @@ import itertools
 import json
 import math
 import re
-from typing import Any, Callable, List, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 from .errors import UnrecordableError
 
@@ -45,6 +45,7 @@ __all__ = [
     "parse_int",
     "UnparsedInteger",
     "is_canonical_line",
+    "FloatVetter",
     "format_number",
     "json_path",
 ]
@@ -270,10 +271,8 @@ def canonical_bytes(value: Any, path: str = "$", depth: int = 0) -> bytes:
 # where the two differ:
 #
 # * floats: ``repr`` layout instead of ECMAScript's.  The digits are the same
-#   (both shortest round-trip); the layouts differ only where ``repr`` writes
-#   ``e-05``/``e-06`` (ECMAScript: fixed ``0.00001``), ``e-07``..``e-09``
-#   (ECMAScript: ``e-7``..``e-9``), ``e+16``..``e+20`` (ECMAScript: fixed), or
-#   a trailing ``.0`` (ECMAScript: an integer).  See :func:`_float_layouts_agree`.
+#   (both shortest round-trip); without an exponent and a trailing ``.0`` the
+#   layouts agree too (fixed notation in both), otherwise they may differ.
 # * key order: code points instead of UTF-16 code units.  They can only
 #   disagree when a key holds a character in U+E000..U+FFFF and another one
 #   beyond U+FFFF, so a text with no U+E000..U+FFFF character sorts the same;
@@ -282,7 +281,8 @@ def canonical_bytes(value: Any, path: str = "$", depth: int = 0) -> bytes:
 #
 # ``is_canonical_line`` answers ``True`` only when none of these can matter,
 # and ``False`` otherwise -- "not proven", never "invalid": the caller then
-# decides with the exact encoder above.
+# decides with the exact encoder above.  Float tokens are vetted one by one
+# while the line is parsed (:class:`FloatVetter`).
 
 # check_circular=False: a value fresh from json.loads has no cycles.
 _C_ENCODER = json.JSONEncoder(
@@ -290,32 +290,32 @@ _C_ENCODER = json.JSONEncoder(
 )
 _DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _SIXTEEN_DIGITS = b"0" * 16
-# 16 digits not continuing a number's fraction: a possible integer >= 10**15.
-_LONG_INTEGER = re.compile(rb"(?<![0-9.])[0-9]{16}")
-_SHORT_NEGATIVE_EXPONENT = re.compile(r"e-0([7-9])")
-# After e-0[7-9] -> e-[7-9], the repr layouts that still differ from ECMAScript.
-_LAYOUT_DIFFERS = ("e-0", "e+1", "e+20", ".0,", ".0]", ".0}")
+
+
+def _maybe_long_integer(raw: bytes) -> bool:
+    """Whether ``raw`` holds a run of 16+ digits not in a number's fraction.
+
+    Such a run may be an integer beyond 2**53 - 1 (or digits in a string:
+    then the answer is a needless ``True``).  Fraction digits (after ``.``)
+    are common in floats and harmless.
+    """
+    digits = raw.translate(_DIGITS_TO_ZERO)
+    at = digits.find(_SIXTEEN_DIGITS)
+    while at >= 0:
+        start = at
+        while start and digits[start - 1] == 0x30:
+            start -= 1
+        if not start or digits[start - 1] != 0x2E:  # not after a "."
+            return True
+        end = at + 16
+        while end < len(digits) and digits[end] == 0x30:
+            end += 1
+        at = digits.find(_SIXTEEN_DIGITS, end)
+    return False
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _SIGNS = bytes.maketrans(b"[{]}", b"\x01\x01\x02\x02")
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _STEP = (0, 1, -1)
-
-
-def _float_layouts_agree(written: str) -> str:
-    """Rewrite ``repr`` float layouts to ECMAScript's where that is a pure
-    exponent change, then return the text, or ``""`` if some layout may still
-    differ.
-
-    Applied to a C-encoder output.  The substrings looked for can also occur
-    inside strings; then the answer is merely a needless ``""``, or a rewritten
-    string that can no longer equal the line it is compared with.
-    """
-    if "e-0" in written:
-        written = _SHORT_NEGATIVE_EXPONENT.sub(r"e-\1", written)
-    for marker in _LAYOUT_DIFFERS:
-        if marker in written:
-            return ""
-    return "" if written.endswith(".0") else written
 
 
 def json_depth(text: str) -> int:
@@ -328,26 +328,62 @@ def json_depth(text: str) -> int:
     return max(itertools.accumulate(map(_STEP.__getitem__, brackets)), default=0)
 
 
-def is_canonical_line(value: Any, text: str, raw: bytes) -> bool:
+class FloatVetter:
+    """A ``json`` ``parse_float`` hook that checks each float token of a line.
+
+    ``json``'s C scanner calls it once per float token (and ``on_constant``
+    for ``NaN``/``Infinity``), never otherwise, so lines without floats cost
+    nothing.  After a line, :attr:`pairs` is ``None`` if some token was not
+    in RFC 8785 form, else the ``(repr, token)`` pairs of the tokens that the
+    C encoder will write differently (``1e-07`` for ``1e-7``); call
+    :meth:`reset` before each line.
+    """
+
+    def __init__(self) -> None:
+        self.pairs: Optional[List[Tuple[str, str]]] = []
+
+    def reset(self) -> None:
+        self.pairs = []
+
+    def on_float(self, token: str) -> float:
+        value = float(token)
+        written = repr(value)
+        if self.pairs is not None and (token != written or "e" in token or token.endswith(".0")):
+            # Not a token the C encoder writes back as is: check it exactly.
+            if value != value or value in (math.inf, -math.inf) or format_number(value) != token:
+                self.pairs = None
+            elif written != token:
+                self.pairs.append((written, token))
+        return value
+
+    def on_constant(self, token: str) -> float:
+        self.pairs = None
+        return float(token)
+
+
+def is_canonical_line(value: Any, text: str, raw: bytes, floats: Sequence[Tuple[str, str]] = ()) -> bool:
     """Whether ``raw`` (the UTF-8 of ``text``) is provably the RFC 8785 form of ``value``.
 
-    ``value`` is what ``json.loads(text)`` returned.  ``False`` means "not
-    proven here": the caller must decide with :func:`canonical_bytes`.
+    ``value`` is what ``json.loads(text)`` returned with a :class:`FloatVetter`
+    hook, whose ``pairs`` (not ``None``: every float token of ``text`` is in
+    RFC 8785 form) are passed as ``floats``.  ``False`` means "not proven
+    here": the caller must decide with :func:`canonical_bytes`.
 
     1. no character in U+E000..U+FFFF (UTF-8 lead bytes EE, EF), so code point
        and UTF-16 key order agree;
     2. no run of 16 digits outside a fraction, so no integer beyond 2**53 - 1;
     3. nesting within MAX_DEPTH (counted exactly only when the brackets,
        strings included, could exceed it);
-    4. the C encoder's output (``NaN`` refused), with its float layouts made
-       ECMAScript's by :func:`_float_layouts_agree`, is exactly ``text``.
-       Those rewrites touch only runs of ``[0-9e-]``, so equality leaves the
-       structure, every string and every integer as the C encoder wrote them,
-       which is canonical, and every float in ECMAScript form.
+    4. the C encoder's output (``NaN`` refused), with each float's ``repr``
+       replaced by its vetted token, is exactly ``text``.  The replacements
+       touch only runs of ``[0-9.e+-]`` holding an ``e`` or a ``.``, never an
+       integer, so equality leaves the structure, every string and every
+       integer as the C encoder wrote them, which is canonical; and at each
+       float's place stands the line's own token, vetted as RFC 8785.
     """
     if b"\xee" in raw or b"\xef" in raw:
         return False
-    if _SIXTEEN_DIGITS in raw.translate(_DIGITS_TO_ZERO) and _LONG_INTEGER.search(raw):
+    if _maybe_long_integer(raw):
         return False
     if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and json_depth(text) > MAX_DEPTH:
         return False
@@ -355,4 +391,6 @@ def is_canonical_line(value: Any, text: str, raw: bytes) -> bool:
         written = _C_ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError):
         return False
-    return _float_layouts_agree(written) == text
+    for before, after in set(floats):
+        written = written.replace(before, after)
+    return bool(written == text)

@@ -28,9 +28,9 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Any, BinaryIO, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
 
-from .canonical import MAX_DEPTH, canonical_bytes, describe_integer, is_canonical_line, json_depth, parse_int
+from .canonical import FloatVetter, canonical_bytes, describe_integer, is_canonical_line, json_depth, parse_int
 from .errors import TranscriptExistsError, UnrecordableError
 
 __all__ = [
@@ -193,7 +193,7 @@ class _Chain:
             return "a second task record"
         return ""
 
-    def _sound(self, record: object, text: str, raw: bytes) -> bool:
+    def _sound(self, record: object, text: str, raw: bytes, floats: List[Tuple[str, str]]) -> bool:
         """The common case, cheaply: a record with no fault at all.
 
         True only if every check of :meth:`check` would pass; then the state
@@ -213,7 +213,7 @@ class _Chain:
                 return False
         elif kind not in _LATER_KINDS or self.last_kind == "stop":
             return False
-        if not _is_hex_hash(stored) or not is_canonical_line(record, text, raw):
+        if not _is_hex_hash(stored) or not is_canonical_line(record, text, raw, floats):
             return False
         if hashlib.sha256(b"{" + raw[_BODY_AT:]).hexdigest() != stored:
             return False
@@ -229,11 +229,13 @@ class _Chain:
         line: Optional[int],
         raw: Optional[bytes],
         text: Optional[str] = None,
+        floats: Optional[List[Tuple[str, str]]] = None,
     ) -> List[Fault]:
         """Check one record (and, when ``raw`` is given, its line bytes).
 
-        With ``text``, the decoded line, a sound record is accepted by
-        :meth:`_sound` alone.
+        With ``text``, the decoded line, and ``floats``, its vetted float
+        tokens (:class:`~agentloop.canonical.FloatVetter`), a sound record is
+        accepted by :meth:`_sound` alone.
         Anything else, and every record from :func:`verify_records`, goes
         through the full checks, which name every fault:
 
@@ -244,7 +246,7 @@ class _Chain:
         5. the record is encodable, and its line is its RFC 8785 form;
         6. ``hash`` is the SHA-256 of the record without ``hash``.
         """
-        if text is not None and raw is not None and self._sound(record, text, raw):
+        if text is not None and raw is not None and floats is not None and self._sound(record, text, raw, floats):
             return []
         index = self.index
         self.index += 1
@@ -403,7 +405,9 @@ def _read_lines(handle: BinaryIO, limit: int) -> Iterator[Tuple[bytes, bool]]:
                 return
 
 
-def _parse_line(number: int, raw: bytes, whole: bool = True) -> Tuple[object, Optional[Fault], str]:
+def _parse_line(
+    number: int, raw: bytes, whole: bool = True, loads: Callable[[str], object] = json.loads
+) -> Tuple[object, Optional[Fault], str]:
     """``(record, None, text)`` for a complete JSON line, else ``(None, bad_json fault, "")``.
 
     The same on every Python 3.8-3.13: integers too long for ``int()`` parse
@@ -422,7 +426,7 @@ def _parse_line(number: int, raw: bytes, whole: bool = True) -> Tuple[object, Op
         return None, Fault(None, number, "bad_json", "nesting deeper than %d levels" % (PARSE_DEPTH,)), ""
     try:
         try:
-            return json.loads(text), None, text
+            return loads(text), None, text
         except ValueError:
             return json.loads(text, parse_int=parse_int), None, text
     except RecursionError:
@@ -441,16 +445,19 @@ def _scan(
     yielded with line ``0`` and record ``None``.
     """
     chain = _Chain()
+    vetter = FloatVetter()
+    loads = json.JSONDecoder(parse_float=vetter.on_float, parse_constant=vetter.on_constant).decode
     line = 0
     try:
         with open(os.fspath(path), "rb") as handle:
             for raw, whole in _read_lines(handle, limit):
                 line += 1
-                record, bad, text = _parse_line(line, raw, whole)
+                vetter.reset()
+                record, bad, text = _parse_line(line, raw, whole, loads)
                 if bad is not None:
                     yield line, None, [bad], chain
                 else:
-                    yield line, record, chain.check(record, line, raw[:-1], text), chain
+                    yield line, record, chain.check(record, line, raw[:-1], text, vetter.pairs), chain
     except OSError as exc:
         reason = "%s: %s" % (type(exc).__name__, exc.strerror or exc)
         yield 0, None, [Fault(None, line or None, "unreadable", reason)], chain

@@ -190,28 +190,34 @@ if __name__ == "__main__":
 class TestFastProof(unittest.TestCase):
     """is_canonical_line must never say True unless the exact encoder agrees."""
 
-    def test_the_float_layout_lemma_on_the_es6_sequence(self) -> None:
-        # For every double: the C encoder writes repr(f); after the exponent
-        # rewrite, the text is either refused ("") or exactly ECMAScript's form.
-        from agentloop.canonical import _float_layouts_agree
+    def test_the_float_vetter_on_the_es6_sequence(self) -> None:
+        # Every ES6-sequence value, as its RFC 8785 token and as repr(): the
+        # vetter accepts exactly the RFC 8785 spelling and pairs it with what
+        # the C encoder writes.
+        from agentloop.canonical import FloatVetter
 
-        checked = agreed = 0
+        vetter = FloatVetter()
+        checked = 0
         for line in es6_lines(100_000):
-            bits = int(line.split(b",")[0], 16)
-            value = struct.unpack("<d", struct.pack("<Q", bits))[0]
-            for number in (value, float(int(value)) if abs(value) < 1e300 else value):
-                written = _float_layouts_agree("[%r]" % number)
+            token = line.decode().rstrip("\n").split(",")[1]
+            value = float(token)
+            if value == int(value) and abs(value) < 1e21:
+                continue  # written as an integer token: not a float in JSON
+            for spelling in {token, repr(value)}:
+                vetter.reset()
+                vetter.on_float(spelling)
                 checked += 1
-                if written:
-                    agreed += 1
-                    self.assertEqual(written, "[%s]" % format_number(number), repr(number))
-        self.assertEqual(checked, 200_000)
-        self.assertGreater(agreed, 100_000)
+                if spelling == token:
+                    self.assertIsNotNone(vetter.pairs, token)
+                    self.assertEqual(vetter.pairs, [] if repr(value) == token else [(repr(value), token)])
+                else:
+                    self.assertIsNone(vetter.pairs, spelling)
+        self.assertGreater(checked, 90_000)
 
     def test_agrees_with_the_exact_encoder_on_random_values(self) -> None:
         import random
 
-        from agentloop.canonical import is_canonical_line
+        from agentloop.canonical import FloatVetter, is_canonical_line
 
         rng = random.Random(8785)
         leaves = [0, -1, 7, 2**53 - 1, 2**53, 10**16, 0.5, -2.25, 1e-7, 1.5e-5, 3e16, 1e21, 5e-324, 123.0, "a", "é",
@@ -234,8 +240,9 @@ class TestFastProof(unittest.TestCase):
                 exact = None
             for text in {json.dumps(item, ensure_ascii=False, separators=(",", ":"), sort_keys=True), exact} - {None}:
                 assert text is not None
-                parsed = json.loads(text)
-                if is_canonical_line(parsed, text, text.encode("utf-8", "surrogatepass")):
+                vetter = FloatVetter()
+                parsed = json.loads(text, parse_float=vetter.on_float, parse_constant=vetter.on_constant)
+                if vetter.pairs is not None and is_canonical_line(parsed, text, text.encode("utf-8", "surrogatepass"), vetter.pairs):
                     proven += 1
                     self.assertEqual(text, exact)
         self.assertGreater(proven, 1000)
