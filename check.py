@@ -7,7 +7,14 @@ Legs:
    what verification must say from the file's own bytes (using only
    ``hashlib`` and ``json``), then mutates the file at every record and checks
    that ``verify_file`` names the right record each time;
-3. ``demo``   -- runs ``demo.py`` in a fresh folder and verifies its files.
+3. ``demo``   -- runs ``demo.py`` in a fresh folder and verifies its files;
+4. ``conformance`` -- runs the JSON-Schema-Test-Suite (draft 2020-12) from
+   ``../shared/conformance`` through ``agentloop.schema.compile_schema``:
+   every test must get the suite's verdict, or its group's schema must be
+   refused at compile time for a documented reason (a remote ``$ref``, a
+   pattern Python's ``re`` cannot express); any other refusal, a wrong
+   verdict or an exception is a fault.  Without ``../shared/conformance`` the
+   leg says so loudly and passes as a skip.
 
 Exit status: 0 every leg passed, 1 a leg found a fault, 2 a leg could not be
 graded (it could not run, or ran nothing).  The last line is
@@ -182,7 +189,64 @@ def leg_demo() -> Verdict:
     return PASS, "demo.py exit 0; " + ", ".join("%s %d" % kv for kv in sorted(expected.items())) + " records, all verify"
 
 
-LEGS = [("suite", leg_suite), ("tamper", leg_tamper), ("demo", leg_demo)]
+# The documented reasons a suite schema may be refused, and how to recognise
+# each in a SchemaError's reason.  Nothing else may be refused.
+REFUSAL_REASONS = (
+    ("remote $ref", "is a remote reference"),
+    ("regex Python's re cannot express", "cannot be expressed in Python's re"),
+)
+
+
+def leg_conformance() -> Verdict:
+    suite = os.path.join(os.path.dirname(ROOT), "shared", "conformance", "json-schema-test-suite", "tests", "draft2020-12")
+    if not os.path.isdir(suite):
+        print("    !! SKIPPED: %s is not present, so the JSON-Schema-Test-Suite was NOT run" % suite)
+        return PASS, "SKIPPED (suite not present, nothing graded): %s" % suite
+    from agentloop.errors import SchemaError
+    from agentloop.schema import compile_schema
+
+    names = sorted(name for name in os.listdir(suite) if name.endswith(".json"))
+    right = wrong = total = 0
+    refused: Dict[str, int] = {}
+    for name in names:
+        with open(os.path.join(suite, name), encoding="utf-8") as handle:
+            groups = json.load(handle)
+        for group in groups:
+            tests = group["tests"]
+            total += len(tests)
+            where = "%s: %s" % (name, group["description"])
+            try:
+                validator = compile_schema(group["schema"])
+            except SchemaError as exc:
+                reason = next((label for label, marker in REFUSAL_REASONS if marker in exc.reason), None)
+                if reason is None:
+                    print("    %s: refused for an undocumented reason: %s" % (where, exc))
+                    wrong += len(tests)
+                else:
+                    refused[reason] = refused.get(reason, 0) + len(tests)
+                continue
+            for test in tests:
+                try:
+                    verdicts = {validator.is_valid(test["data"]), not validator.errors(test["data"]),
+                                validator.first_error(test["data"]) is None}
+                except Exception as exc:  # validation must never raise
+                    print("    %s / %s: raised %s: %s" % (where, test["description"], type(exc).__name__, exc))
+                    wrong += 1
+                    continue
+                if verdicts == {test["valid"]}:
+                    right += 1
+                else:
+                    print("    %s / %s: expected valid=%s" % (where, test["description"], test["valid"]))
+                    wrong += 1
+    if total == 0:
+        return UNGRADED, "no suite tests found in %s" % suite
+    detail = "%d verdicts right, %d refused (%s), %d wrong -- %d tests in %d files" % (
+        right, sum(refused.values()), ", ".join("%s: %d" % kv for kv in sorted(refused.items())) or "none",
+        wrong, total, len(names))
+    return (FAIL if wrong else PASS), detail
+
+
+LEGS = [("suite", leg_suite), ("tamper", leg_tamper), ("demo", leg_demo), ("conformance", leg_conformance)]
 
 
 def main() -> int:

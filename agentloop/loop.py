@@ -27,8 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .canonical import MAX_SAFE_INTEGER, canonical_bytes, canonical_text, describe_integer, json_path, snapshot
-from .errors import RunConfigError, UnrecordableError, ValidationError
-from .schema import validate
+from .errors import RunConfigError, UnrecordableError
 from .tools import Tool, ToolRegistry
 from .transcript import FORMAT, MAX_RECORD_BYTES, MIN_RECORD_BYTES, PathLike, TranscriptWriter
 
@@ -386,12 +385,12 @@ def _call_tool(
         return False, "no tool named %r (have: %s)" % (name, have)
     if arguments is None:
         return False, problem
-    try:
-        validate(tool.parameters, arguments, json_path("$", name))
-    except ValidationError as exc:
-        return False, "invalid arguments: %s" % (exc,)
-    try:
-        value = tool.fn(**copy.deepcopy(dict(arguments)))
+    # The tool's schema was compiled when it was built; report the first error.
+    error = tool.first_error(arguments, json_path("$", name))
+    if error is not None:
+        return False, "invalid arguments: %s" % (error,)
+    try:  # invoke converts validated arguments to fn's annotations when the tool knows them
+        value = tool.invoke(copy.deepcopy(dict(arguments)))
     except Exception as exc:
         return False, "tool %r raised %s" % (name, _describe(exc))
     try:

@@ -1,474 +1,1033 @@
-"""A fail-closed JSON Schema validator for tool arguments (a 2020-12 subset).
+"""A fail-closed JSON Schema (draft 2020-12) validator for tool arguments, compiled once.
 
 The schemas are read with the semantics of JSON Schema draft 2020-12
 (draft-bhutton-json-schema-01 "Core" and draft-bhutton-json-schema-validation-01
-"Validation").  Only the keywords below are enforced; :func:`check_schema`
-refuses every other keyword, so a schema is never silently under-enforced.
+"Validation").  :func:`compile_schema` checks a schema and turns it into a
+:class:`Validator`: a tree of closures, one per keyword, so validating an
+instance interprets no schema.  :func:`validate` is ``compile_schema(...).errors(...)``.
+Checking the document and resolving its references is pass 1,
+:mod:`agentloop.schema_document`; this module is pass 2 and the public surface.
+Every keyword below is enforced; any other keyword is refused
+(:class:`~agentloop.errors.SchemaError`), so a schema is never half-enforced.
 
 Enforced (:data:`KNOWN_KEYWORDS`):
 
 * Validation 6.1.1 ``type``, 6.1.2 ``enum``, 6.1.3 ``const`` -- equality as in
-  Core 4.2.2: numbers by mathematical value (``1 == 1.0``), ``true != 1``;
-  type names as in Core 4.2.1, where ``integer`` is any number with a zero
-  fractional part (so ``1.0`` is an integer) and a boolean is never a number.
-* Validation 6.2.2 ``maximum``, 6.2.3 ``exclusiveMaximum``, 6.2.4 ``minimum``,
-  6.2.5 ``exclusiveMinimum`` (the numeric 2020-12 forms only).
+  Core 4.2.2 (see :mod:`agentloop.jsonvalue`).
+* Validation 6.2.1 ``multipleOf`` (exact: integers and the floats' decimal
+  spelling, no binary drift), 6.2.2-6.2.5 ``maximum``, ``exclusiveMaximum``,
+  ``minimum``, ``exclusiveMinimum``.
 * Validation 6.3.1 ``maxLength``, 6.3.2 ``minLength`` (Unicode code points),
-  6.3.3 ``pattern`` (unanchored search; Core 6.4 asks for ECMA-262 regexes, so
-  the pattern is translated into an equivalent Python ``re`` pattern and
-  constructs whose meaning would differ are refused).
-* Validation 6.4.1 ``maxItems``, 6.4.2 ``minItems``; Core 10.3.1.2 ``items``
-  (one schema for every element).
-* Validation 6.5.3 ``required``; Core 10.3.2.1 ``properties``, 10.3.2.3
-  ``additionalProperties`` (a boolean or a schema).
-* Core 10.2.1.2 ``anyOf``.
+  6.3.3 ``pattern`` (ECMA-262, see :mod:`agentloop.patterns`); Validation 7
+  ``format``: an annotation, asserted only with ``assert_formats=True`` for
+  the names in :mod:`agentloop.formats` (any other name is then refused).
+* Validation 6.4.1 ``maxItems``, 6.4.2 ``minItems``, 6.4.3 ``uniqueItems``;
+  Core 10.3.1.1 ``prefixItems``, 10.3.1.2 ``items`` (the items after
+  ``prefixItems``), 11.2 ``unevaluatedItems``.
+* Validation 6.5.1 ``maxProperties``, 6.5.2 ``minProperties``, 6.5.3
+  ``required``, 6.5.4 ``dependentRequired``; Core 10.3.2.1 ``properties``,
+  10.3.2.2 ``patternProperties``, 10.3.2.3 ``additionalProperties``,
+  10.3.2.4 ``propertyNames``, 11.3 ``unevaluatedProperties``.
+* Core 10.2.1 ``allOf``, ``anyOf``, ``oneOf``, ``not``; 10.2.2 ``if``,
+  ``then``, ``else``, ``dependentSchemas``.
+* Core 8.2.1 ``$id``, 8.2.2 ``$anchor``, 8.2.3.1 ``$ref``, 8.2.4 ``$defs``:
+  references are resolved (RFC 3986, :mod:`agentloop.uri`) inside the schema
+  document only -- JSON Pointers, ``$anchor`` names and embedded ``$id``
+  resources.  A reference that leaves the document (the meta-schema, another
+  file) is refused as remote: nothing is ever fetched.
+* Core 4.3.2 boolean schemas ``true`` and ``false``, anywhere.
 
 Accepted and ignored (:data:`ANNOTATIONS`): Validation 9.1 ``title`` and
 ``description``, 9.2 ``default``, 9.5 ``examples``, Core 8.3 ``$comment``, and
-Core 8.1.1 ``$schema``, which must name draft 2020-12 and sit at the root.
+Core 8.1.1 ``$schema``, which must name draft 2020-12 and sit at the root of a
+schema resource.
 
-Boolean schemas (Core 4.3.2) are refused except as ``additionalProperties``.
+Refused when compiled, besides unknown keywords and malformed values:
+
+* a pattern Python's ``re`` cannot express (``\\p{Letter}``), see
+  :mod:`agentloop.patterns`;
+* a remote ``$ref``;
+* a ``$ref`` cycle that never consumes the instance (``{"$ref": "#"}``,
+  ``allOf`` chains back to the schema itself): Core 9.4.1 says such a schema
+  must not be run into an infinite loop, so it is refused up front;
+* nesting deeper than :data:`~agentloop.canonical.MAX_DEPTH` levels.
+
+Errors (:class:`~agentloop.errors.ValidationError`) name the instance path
+(``$.tool.items[2].name``) and say what was expected and what came; values are
+shown in at most 60 characters, ``anyOf``/``oneOf`` failures list each
+branch's first error in at most 100 characters (eight branches at most), and
+a call returns at most ``limit`` errors, so their size is bounded whatever the
+instance.  Recursion through ``$ref`` is limited to :data:`MAX_REF_DEPTH`
+nested references; deeper is an error, never a ``RecursionError``.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import operator
-import re
-from typing import Any, FrozenSet, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
-from .canonical import MAX_DEPTH, canonical_text, json_path
-from .errors import SchemaError, ValidationError
-
-__all__ = ["check_schema", "validate", "KNOWN_KEYWORDS", "ANNOTATIONS"]
-
-#: Keywords this module enforces.
-KNOWN_KEYWORDS: FrozenSet[str] = frozenset(
-    (
-        "type", "enum", "const",
-        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-        "minLength", "maxLength", "pattern",
-        "minItems", "maxItems", "items",
-        "required", "properties", "additionalProperties",
-        "anyOf",
-    )
+from .canonical import json_path
+from .errors import ValidationError
+from .formats import FORMAT_CHECKS
+from .jsonvalue import freeze, is_integer, is_multiple, is_number, json_equal, scalar_key, short_repr, show, type_name
+from .schema_document import (
+    ANNOTATIONS,
+    DEFAULT_BASE,
+    KNOWN_KEYWORDS,
+    NUMBER_KEYWORDS,
+    Document,
+    Place,
+    Pointer,
+    Schema,
+    ecma_regex,
 )
 
-#: Keywords accepted and ignored (``$schema`` must still name draft 2020-12).
-ANNOTATIONS: FrozenSet[str] = frozenset(
-    ("title", "description", "default", "examples", "$comment", "$schema")
-)
+__all__ = [
+    "check_schema",
+    "compile_schema",
+    "validate",
+    "Validator",
+    "KNOWN_KEYWORDS",
+    "ANNOTATIONS",
+    "MAX_ERRORS",
+    "MAX_REF_DEPTH",
+]
 
-_DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
-_TYPE_NAMES = ("null", "boolean", "object", "array", "number", "string", "integer")
-_NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
-_COUNT_KEYWORDS = ("minLength", "maxLength", "minItems", "maxItems")
-_SHOW_LIMIT = 60
+#: The most errors one call returns (the first ones, in keyword order).
+MAX_ERRORS = 50
 
-# --------------------------------------------------------------------------
-# Small helpers shared by both halves.
+#: The deepest nesting of ``$ref`` a validation follows before it reports an error.
+MAX_REF_DEPTH = 128
 
-
-def _type_name(value: object) -> str:
-    return "None" if value is None else type(value).__name__
-
-
-def _show(value: object) -> str:
-    """Canonical JSON of ``value`` for a message, cut to 60 characters."""
-    if isinstance(value, str) and len(value) > _SHOW_LIMIT:
-        value = value[: _SHOW_LIMIT + 1]  # the shown prefix is the same
-    try:
-        text = canonical_text(value)
-    except (ValueError, TypeError, RecursionError):  # NaN, 2**60, lone surrogate...
-        if isinstance(value, int) and value.bit_length() > 192:  # str() may refuse
-            return "<int of %d bits>" % value.bit_length()
-        try:
-            text = json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=repr)
-        except (ValueError, TypeError, RecursionError):
-            text = "<%s>" % _type_name(value)
-    if len(text) > _SHOW_LIMIT:
-        text = text[: _SHOW_LIMIT - 3] + "..."
-    return text
+_KEY_LIMIT = 60  # longest instance key written into a path
+_BRANCH_TEXT = 100  # longest branch error inside an anyOf/oneOf summary
+_BRANCH_LIMIT = 8  # most branches listed in a summary
 
 
-def _kind(value: object) -> str:
-    """The Python type name, or ``[]`` for an empty list (for schema errors)."""
-    return "[]" if isinstance(value, list) and not value else _type_name(value)
+
+class _Ctx:
+    """The state of one validation call: where errors go and how deep ``$ref`` is.
+
+    ``errors is None`` is the quiet mode (only the verdict matters, so the
+    first failure ends the walk); ``stop`` is true in quiet mode or once
+    ``limit`` errors have been collected.
+    """
+
+    __slots__ = ("errors", "stop", "limit", "depth")
+
+    def __init__(self, errors: Optional[List[ValidationError]], limit: int) -> None:
+        self.errors = errors
+        self.stop = errors is None
+        self.limit = limit
+        self.depth = 0
+
+    def add(self, path: str, reason: str) -> None:
+        errors = self.errors
+        if errors is not None:
+            errors.append(ValidationError(path, reason))
+            if len(errors) >= self.limit:
+                self.stop = True
 
 
-def _short_repr(key: object) -> str:
-    text = repr(key)
-    return text if len(text) <= _SHOW_LIMIT else text[: _SHOW_LIMIT - 3] + "..."
+#: A compiled schema: ``check(instance, path, ctx, seen) -> valid``.  ``seen``
+#: collects the evaluated property names / item counts for ``unevaluated*``
+#: (Core 11), or is ``None`` when nobody asks.
+Check = Callable[[Any, str, _Ctx, Optional[Set[Any]]], bool]
+
+# Shared by every quiet validation of a schema without $ref (which alone
+# mutates a context): quiet mode never writes to it.
+_QUIET = _Ctx(None, 1)
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _is_count(value: object) -> bool:
-    """A non-negative integer in the JSON sense (``2.0`` counts, ``true`` does not)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    if isinstance(value, float) and not value.is_integer():
-        return False
-    return value >= 0
-
-
-def _has_type(value: object, name: str) -> bool:
-    # bool first: isinstance(True, int) holds in Python but not in JSON.
-    if name == "null":
-        return value is None
-    if name == "boolean":
-        return isinstance(value, bool)
-    if isinstance(value, bool):
-        return False
-    if name == "integer":
-        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-    if name == "number":
-        return isinstance(value, (int, float))
-    if name == "string":
-        return isinstance(value, str)
-    if name == "array":
-        return isinstance(value, list)
-    return name == "object" and isinstance(value, dict)
-
-
-def _json_equal(a: object, b: object) -> bool:
-    """Core 4.2.2 equality, iterative so deep input cannot exhaust the stack."""
-    stack: List[Tuple[object, object]] = [(a, b)]
-    while stack:
-        x, y = stack.pop()
-        if isinstance(x, bool) or isinstance(y, bool) or x is None or y is None:
-            if not (type(x) is type(y) and x == y):
-                return False
-        elif _is_number(x) or _is_number(y):
-            if not (_is_number(x) and _is_number(y) and x == y):
-                return False
-        elif isinstance(x, str) or isinstance(y, str):
-            if not (isinstance(x, str) and isinstance(y, str) and x == y):
-                return False
-        elif isinstance(x, list) and isinstance(y, list):
-            if len(x) != len(y):
-                return False
-            stack.extend(zip(x, y))
-        elif isinstance(x, dict) and isinstance(y, dict):
-            if len(x) != len(y) or any(key not in y for key in x):
-                return False
-            stack.extend((x[key], y[key]) for key in x)
-        else:
-            return False
+def _accept(instance: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
     return True
 
 
-# --------------------------------------------------------------------------
-# ECMA-262 patterns run through Python's re.
-
-# ECMA-262 WhiteSpace and LineTerminator (the meaning of \s), as re class text.
-_ECMA_SPACE = "\\t\\n\\x0b\\x0c\\r \\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
-_ECMA_DOT = "[^\\n\\r\\u2028\\u2029]"
-_QUANTIFIER = re.compile(r"\{[0-9]+(?:,[0-9]*)?\}")
-_GROUP_OPENERS = ("(?:", "(?=", "(?!", "(?<=", "(?<!")
+def _reject(instance: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+    if ctx.errors is not None:
+        ctx.add(path, "no value is allowed (the schema is false), got %s" % show(instance))
+    return False
 
 
-def _translate_pattern(pattern: str) -> str:
-    """Rewrite an ECMA-262 pattern so Python ``re`` (with re.ASCII) agrees.
-
-    ``$`` becomes ``\\Z`` (Python's ``$`` also matches before a final newline),
-    ``.`` excludes every ECMA line terminator, ``\\s`` is ECMA's set; ``\\d``,
-    ``\\w`` and ``\\b`` are ASCII through re.ASCII.  Python-only syntax raises
-    ValueError; what neither dialect accepts is left for ``re`` to reject.
-    """
-    out: List[str] = []
-    i, n = 0, len(pattern)
-    in_class = after_quantifier = after_dash = False
-    while i < n:
-        c = pattern[i]
-        quantifier = dash = False
-        if c == "\\":
-            escape = pattern[i + 1 : i + 2]
-            if escape in ("A", "Z", "z", "a", "N", "U"):
-                raise ValueError("\\%s is not an ECMA-262 escape" % escape)
-            if escape == "s":
-                out.append(_ECMA_SPACE if in_class else "[%s]" % _ECMA_SPACE)
-            elif escape == "S":
-                if in_class:
-                    raise ValueError("\\S inside a character class is not supported")
-                out.append("[^%s]" % _ECMA_SPACE)
-            else:
-                out.append(pattern[i : i + 2])
-            i += 2
-        elif in_class:
-            if c == "]":
-                in_class = False
-                out.append(c)
-            elif c in "[&~|" or (c == "-" and after_dash):
-                out.append("\\" + c)  # literal in ECMA; set syntax to Python
-            else:
-                dash = c == "-"
-                out.append(c)
-            i += 1
-        elif c == "[":
-            j = i + 2 if pattern.startswith("[^", i) else i + 1
-            if pattern[j : j + 1] == "]":  # ECMA [] matches nothing, [^] anything
-                out.append("(?s:.)" if j == i + 2 else "(?!)")
-                i = j + 1
-            else:
-                out.append(pattern[i:j])
-                in_class, i = True, j
-        elif c == "(" and pattern.startswith("(?", i):
-            opener = next((o for o in _GROUP_OPENERS if pattern.startswith(o, i)), None)
-            if opener is None:
-                raise ValueError("group syntax %r is not supported" % pattern[i : i + 3])
-            out.append(opener)
-            i += len(opener)
-        elif c in "*+?":
-            if c == "+" and after_quantifier:
-                raise ValueError("possessive quantifiers are not ECMA-262")
-            quantifier = True
-            out.append(c)
-            i += 1
-        elif c == "{":
-            match = _QUANTIFIER.match(pattern, i)
-            if match is not None:
-                quantifier = True
-                out.append(match.group())
-                i = match.end()
-            elif re.match(r"\{,[0-9]*\}", pattern[i : i + 32]):
-                raise ValueError("the {,n} quantifier is not ECMA-262")
-            else:
-                out.append("\\{")
-                i += 1
-        else:
-            out.append({".": _ECMA_DOT, "$": "\\Z", "}": "\\}"}.get(c, c))
-            i += 1
-        after_quantifier, after_dash = quantifier, dash
-    return "".join(out)
+def _quiet(check: Check, instance: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+    """Run ``check`` for its verdict only (the branches of anyOf, oneOf, not, if)."""
+    errors, stop = ctx.errors, ctx.stop
+    if errors is None:
+        return check(instance, path, ctx, seen)
+    ctx.errors, ctx.stop = None, True
+    try:
+        return check(instance, path, ctx, seen)
+    finally:
+        ctx.errors, ctx.stop = errors, stop
 
 
-@functools.lru_cache(maxsize=512)
-def _compile(pattern: str) -> re.Pattern[str]:
-    return re.compile(_translate_pattern(pattern), re.ASCII)
+def _first_reason(check: Check, instance: Any, path: str, ctx: _Ctx) -> str:
+    """The first error ``check`` reports, relative to ``path``, cut to 100 characters."""
+    sub = _Ctx([], 1)
+    sub.depth = ctx.depth
+    check(instance, path, sub, None)
+    if not sub.errors:
+        return "is not valid"
+    error = sub.errors[0]
+    text = error.reason if error.path == path else str(error)
+    return text if len(text) <= _BRANCH_TEXT else text[: _BRANCH_TEXT - 3] + "..."
+
+
+def _summary(head: str, branches: Sequence[Check], instance: Any, path: str, ctx: _Ctx) -> str:
+    parts = []
+    for index, branch in enumerate(branches):
+        if index == _BRANCH_LIMIT:
+            parts.append("and %d more" % (len(branches) - index))
+            break
+        parts.append("%d: %s" % (index, _first_reason(branch, instance, path, ctx)))
+    return "%s (%s)" % (head, "; ".join(parts))
+
+
+def _suffix(key: object) -> str:
+    """The path step for an object member (``.a``, ``["odd key"]``), long keys cut."""
+    text = key if isinstance(key, str) else repr(key)
+    if len(text) > _KEY_LIMIT:
+        return "[%s...]" % json.dumps(text[:_KEY_LIMIT], ensure_ascii=True)
+    return json_path("", text)
 
 
 # --------------------------------------------------------------------------
-# check_schema
+# Type tests (Core 4.2.1; bool before int, everywhere).
 
 
-def check_schema(schema: object, tool: Optional[str] = None) -> None:
-    """Refuse ``schema`` unless every keyword in it is enforceable here.
-
-    Raises :class:`~agentloop.errors.SchemaError` for the first problem, in
-    the schema's own key order, depth first.
-    """
-    _check(schema, "$", 0, tool)
+def _is_null(value: object) -> bool:
+    return value is None
 
 
-def _json_value_problem(value: object) -> Optional[str]:
-    """Why ``value`` is not a JSON value (None when it is one)."""
-    stack: List[Tuple[object, int]] = [(value, 0)]
-    while stack:
-        item, level = stack.pop()
-        if item is None or isinstance(item, (bool, int, str)):
-            continue
-        if isinstance(item, float):
-            if math.isnan(item) or math.isinf(item):
-                return "%r is not a JSON number" % item
-        elif isinstance(item, (list, dict)):
-            if level >= MAX_DEPTH:
-                return "nesting deeper than %d levels" % MAX_DEPTH
-            if isinstance(item, dict):
-                for key in item:
-                    if not isinstance(key, str):
-                        return "object key %r is not a string" % (key,)
-                stack.extend((v, level + 1) for v in item.values())
-            else:
-                stack.extend((v, level + 1) for v in item)
+def _is_boolean(value: object) -> bool:
+    return isinstance(value, bool)
+
+
+def _is_string(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _is_array(value: object) -> bool:
+    return isinstance(value, list)
+
+
+def _is_object(value: object) -> bool:
+    return isinstance(value, dict)
+
+
+_TYPE_TESTS: Dict[str, Callable[[object], bool]] = {
+    "null": _is_null,
+    "boolean": _is_boolean,
+    "object": _is_object,
+    "array": _is_array,
+    "number": is_number,
+    "string": _is_string,
+    "integer": is_integer,
+}
+
+
+# --------------------------------------------------------------------------
+# Pass 2: compile each place into a closure.
+
+
+class _Compiler:
+    def __init__(self, document: Document, assert_formats: bool) -> None:
+        self.document = document
+        self.assert_formats = assert_formats
+        self.compiled: Dict[Pointer, Check] = {}
+        self.cells: Dict[Pointer, List[Check]] = {}  # late-bound targets of $ref
+        self.pending: List[Pointer] = []  # $ref targets still to compile (a worklist, not recursion)
+
+    def node(self, pointer: Pointer) -> Check:
+        if pointer not in self.compiled:
+            self.compiled[pointer] = _reject  # placeholder; $ref goes through cells
+            self.compiled[pointer] = self._build(self.document.places[pointer])
+            if pointer in self.cells:
+                self.cells[pointer][0] = self.compiled[pointer]
+        return self.compiled[pointer]
+
+    def _build(self, place: Place) -> Check:
+        schema = place.schema
+        if schema is True:
+            return _accept
+        if schema is False:
+            return _reject
+        assert isinstance(schema, dict)
+        tokens = place.pointer
+        checks: List[Check] = []
+        for make in (self._type, self._enum, self._const, self._numbers, self._strings,
+                     self._arrays, self._objects, self._ref, self._all_of, self._any_of,
+                     self._one_of, self._not, self._conditional, self._dependent_schemas):
+            check = make(schema, tokens)
+            if isinstance(check, list):
+                checks.extend(check)
+            elif check is not None:
+                checks.append(check)
+        unevaluated = [c for c in (self._unevaluated_items(schema, tokens),
+                                   self._unevaluated_properties(schema, tokens)) if c is not None]
+        inner = _all(checks)
+        if not unevaluated:
+            return _fast_leaf(schema, inner, self.assert_formats) or inner
+        return _with_unevaluated(inner, unevaluated)
+
+    # -- Validation 6.1 -----------------------------------------------------
+
+    def _type(self, schema: Mapping[str, Any], tokens: Pointer) -> Optional[Check]:
+        if "type" not in schema:
+            return None
+        names = [schema["type"]] if isinstance(schema["type"], str) else list(schema["type"])
+        expected = " or ".join(names)
+        if len(names) == 1:
+            return _single_type(names[0])
+        tests = [_TYPE_TESTS[name] for name in names]
+
+        def check_types(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+            for test in tests:
+                if test(v):
+                    return True
+            if ctx.errors is not None:
+                ctx.add(path, "expected type %s, got %s" % (expected, type_name(v)))
+            return False
+
+        return check_types
+
+    def _enum(self, schema: Mapping[str, Any], tokens: Pointer) -> Optional[Check]:
+        if "enum" not in schema:
+            return None
+        values = schema["enum"]
+        scalars = frozenset(scalar_key(x) for x in values if not isinstance(x, (list, dict)))
+        containers = [x for x in values if isinstance(x, (list, dict))]
+        shown = show(values)
+
+        def check_enum(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+            if isinstance(v, (list, dict)):
+                if any(json_equal(v, c) for c in containers):
+                    return True
+            elif (v is None or isinstance(v, (bool, int, float, str))) and scalar_key(v) in scalars:
+                return True
+            if ctx.errors is not None:
+                ctx.add(path, "%s is not one of %s" % (show(v), shown))
+            return False
+
+        return check_enum
+
+    def _const(self, schema: Mapping[str, Any], tokens: Pointer) -> Optional[Check]:
+        if "const" not in schema:
+            return None
+        const = schema["const"]
+        shown = show(const)
+
+        def check_const(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+            if json_equal(v, const):
+                return True
+            if ctx.errors is not None:
+                ctx.add(path, "expected const %s, got %s" % (shown, show(v)))
+            return False
+
+        return check_const
+
+    # -- Validation 6.2 -----------------------------------------------------
+
+    def _numbers(self, schema: Mapping[str, Any], tokens: Pointer) -> Optional[Check]:
+        bounds = [
+            (key, broken, words, schema[key], show(schema[key]))
+            for key, broken, words in (
+                ("minimum", operator.lt, "is less than"),
+                ("maximum", operator.gt, "is greater than"),
+                ("exclusiveMinimum", operator.le, "is not greater than"),
+                ("exclusiveMaximum", operator.ge, "is not less than"),
+            )
+            if key in schema
+        ]
+        divisor = schema.get("multipleOf")
+        if not bounds and divisor is None:
+            return None
+        shown_divisor = show(divisor)
+
+        def check_number(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                return True
+            ok = True
+            if divisor is not None and not is_multiple(v, divisor):
+                if ctx.errors is None:
+                    return False
+                ctx.add(path, "%s is not a multiple of %s" % (show(v), shown_divisor))
+                ok = False
+            for key, broken, words, limit, shown in bounds:
+                if broken(v, limit):
+                    if ctx.errors is None:
+                        return False
+                    ctx.add(path, "%s %s %s %s" % (show(v), words, key, shown))
+                    if ctx.stop:
+                        return False
+                    ok = False
+            return ok
+
+        return check_number
+
+    # -- Validation 6.3 and 7 -----------------------------------------------
+
+    def _strings(self, schema: Mapping[str, Any], tokens: Pointer) -> Optional[Check]:
+        low, high = schema.get("minLength"), schema.get("maxLength")
+        pattern = schema.get("pattern")
+        regex = None if pattern is None else ecma_regex(pattern)
+        shown_pattern = show(pattern)
+        fmt = schema.get("format") if self.assert_formats else None
+        fmt_check = None if fmt is None else FORMAT_CHECKS[fmt]
+        if low is None and high is None and regex is None and fmt_check is None:
+            return None
+
+        def check_string(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+            if not isinstance(v, str):
+                return True
+            ok = True
+            length = len(v)  # code points
+            if low is not None and length < low:
+                if ctx.errors is None:
+                    return False
+                ctx.add(path, "string of length %d is shorter than minLength %s" % (length, show(low)))
+                ok = False
+            if high is not None and length > high:
+                if ctx.errors is None:
+                    return False
+                ctx.add(path, "string of length %d is longer than maxLength %s" % (length, show(high)))
+                ok = False
+            if regex is not None and regex.search(v) is None:
+                if ctx.errors is None:
+                    return False
+                ctx.add(path, "%s does not match pattern %s" % (show(v), shown_pattern))
+                ok = False
+            if fmt_check is not None and not fmt_check(v):
+                if ctx.errors is None:
+                    return False
+                ctx.add(path, "%s is not a valid %s" % (show(v), fmt))
+                ok = False
+            return ok
+
+        return check_string
+
+    # -- Validation 6.4, Core 10.3.1 ----------------------------------------
+
+    def _arrays(self, schema: Mapping[str, Any], tokens: Pointer) -> Optional[Check]:
+        low, high = schema.get("minItems"), schema.get("maxItems")
+        unique = schema.get("uniqueItems") is True
+        prefix = [self.node(tokens + ("prefixItems", str(i))) for i in range(len(schema.get("prefixItems", ())))]
+        items_schema = schema.get("items")
+        items = None if items_schema is None else self.node(tokens + ("items",))
+        if low is None and high is None and not unique and not prefix and items is None:
+            return None
+        n_prefix = len(prefix)
+
+        def check_array(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+            if not isinstance(v, list):
+                return True
+            ok = True
+            size = len(v)
+            if low is not None and size < low:
+                if ctx.errors is None:
+                    return False
+                ctx.add(path, "array of length %d is shorter than minItems %s" % (size, show(low)))
+                ok = False
+            if high is not None and size > high:
+                if ctx.errors is None:
+                    return False
+                ctx.add(path, "array of length %d is longer than maxItems %s" % (size, show(high)))
+                ok = False
+            if unique and size > 1:
+                first: Dict[object, int] = {}
+                for index, item in enumerate(v):
+                    key = freeze(item)
+                    if key in first:
+                        if ctx.errors is None:
+                            return False
+                        ctx.add(path, "expected unique items, but [%d] and [%d] are equal"
+                                % (first[key], index))
+                        ok = False
+                        break
+                    first[key] = index
+            if ctx.stop and not ok:
+                return False
+            for index in range(min(n_prefix, size)):
+                if not prefix[index](v[index], "%s[%d]" % (path, index), ctx, None):
+                    if ctx.stop:
+                        return False
+                    ok = False
+            if items is not None and size > n_prefix:
+                if items_schema is False:
+                    if ctx.errors is None:
+                        return False
+                    ctx.add(path, "expected at most %d items (items is false), got %d" % (n_prefix, size))
+                    ok = False
+                else:
+                    for index in range(n_prefix, size):
+                        if not items(v[index], "%s[%d]" % (path, index), ctx, None):
+                            if ctx.stop:
+                                return False
+                            ok = False
+            if seen is not None:
+                seen.add(size if items is not None else min(n_prefix, size))
+            return ok
+
+        return check_array
+
+    # -- Validation 6.5, Core 10.3.2 ----------------------------------------
+
+    def _objects(self, schema: Mapping[str, Any], tokens: Pointer) -> List[Check]:
+        checks: List[Check] = []
+        required = list(schema.get("required", ()))
+        dependent = [(name, list(names)) for name, names in schema.get("dependentRequired", {}).items()]
+        low, high = schema.get("minProperties"), schema.get("maxProperties")
+        if required or dependent or low is not None or high is not None:
+            checks.append(_object_counts(required, dependent, low, high))
+        if "propertyNames" in schema:
+            checks.append(_property_names(self.node(tokens + ("propertyNames",))))
+        members = self._members(schema, tokens)
+        if members is not None:
+            checks.append(members)
+        return checks
+
+    def _members(self, schema: Mapping[str, Any], tokens: Pointer) -> Optional[Check]:
+        properties = [(name, _suffix(name), self.node(tokens + ("properties", name)))
+                      for name in schema.get("properties", {})]
+        patterns = [(ecma_regex(text), self.node(tokens + ("patternProperties", text)))
+                    for text in schema.get("patternProperties", {})]
+        extra_schema = schema.get("additionalProperties")
+        if not properties and not patterns and extra_schema is None:
+            return None
+        extra = None if extra_schema is None else self.node(tokens + ("additionalProperties",))
+        names = frozenset(name for name, _, _ in properties)
+        every_key = bool(patterns) or (extra is not None and extra_schema is not True)
+
+        def check_members(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+            if not isinstance(v, dict):
+                return True
+            ok = True
+            for name, suffix, child in properties:
+                if name in v:
+                    if seen is not None:
+                        seen.add(name)
+                    if not child(v[name], path + suffix, ctx, None):
+                        if ctx.stop:
+                            return False
+                        ok = False
+            if not every_key:
+                if extra is not None and seen is not None:  # additionalProperties: true
+                    seen.update(v)
+                return ok
+            for key in v:
+                matched = key in names
+                for regex, child in patterns:
+                    if isinstance(key, str) and regex.search(key) is not None:
+                        matched = True
+                        if seen is not None:
+                            seen.add(key)
+                        if not child(v[key], path + _suffix(key), ctx, None):
+                            if ctx.stop:
+                                return False
+                            ok = False
+                if matched or extra is None:
+                    continue
+                if seen is not None:
+                    seen.add(key)
+                if extra_schema is False:
+                    if ctx.errors is None:
+                        return False
+                    ctx.add(path, "unexpected property %s" % short_repr(key))
+                    if ctx.stop:
+                        return False
+                    ok = False
+                elif not extra(v[key], path + _suffix(key), ctx, None):
+                    if ctx.stop:
+                        return False
+                    ok = False
+            return ok
+
+        return check_members
+
+    # -- Core 8.2.3.1 $ref --------------------------------------------------
+
+    def _ref(self, schema: Mapping[str, Any], tokens: Pointer) -> Optional[Check]:
+        target = self.document.targets.get(tokens)
+        if target is None:
+            return None
+        cell = self.cells.setdefault(target, [_reject])
+        if target in self.compiled:  # done, or in progress (node() fills the cell when done)
+            cell[0] = self.compiled[target]
         else:
-            return "a %s is not a JSON value" % _type_name(item)
+            self.pending.append(target)
+
+        def check_ref(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+            if ctx.depth >= MAX_REF_DEPTH:
+                if ctx.errors is not None:
+                    ctx.add(path, "more than %d nested $ref: too deep to validate" % MAX_REF_DEPTH)
+                return False
+            ctx.depth += 1
+            ok = cell[0](v, path, ctx, seen)
+            ctx.depth -= 1
+            return ok
+
+        return check_ref
+
+    # -- Core 10.2 ----------------------------------------------------------
+
+    def _branches(self, schema: Mapping[str, Any], tokens: Pointer, key: str) -> List[Check]:
+        return [self.node(tokens + (key, str(i))) for i in range(len(schema.get(key, ())))]
+
+    def _all_of(self, schema: Mapping[str, Any], tokens: Pointer) -> List[Check]:
+        return self._branches(schema, tokens, "allOf")
+
+    def _any_of(self, schema: Mapping[str, Any], tokens: Pointer) -> Optional[Check]:
+        branches = self._branches(schema, tokens, "anyOf")
+        if not branches:
+            return None
+
+        def check_any_of(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+            if seen is None:
+                for branch in branches:
+                    if _quiet(branch, v, path, ctx, None):
+                        return True
+            else:  # Core 11: every passing branch's annotations count
+                passed = False
+                for branch in branches:
+                    local: Set[Any] = set()
+                    if _quiet(branch, v, path, ctx, local):
+                        passed = True
+                        seen.update(local)
+                if passed:
+                    return True
+            if ctx.errors is not None:
+                ctx.add(path, _summary("does not match any schema in anyOf", branches, v, path, ctx))
+            return False
+
+        return check_any_of
+
+    def _one_of(self, schema: Mapping[str, Any], tokens: Pointer) -> Optional[Check]:
+        branches = self._branches(schema, tokens, "oneOf")
+        if not branches:
+            return None
+
+        def check_one_of(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+            passed: List[int] = []
+            kept: Set[Any] = set()
+            for index, branch in enumerate(branches):
+                local: Optional[Set[Any]] = None if seen is None else set()
+                if _quiet(branch, v, path, ctx, local):
+                    passed.append(index)
+                    if local is not None:
+                        kept = local
+                    if len(passed) > 1 and ctx.errors is None:
+                        return False
+            if len(passed) == 1:
+                if seen is not None:
+                    seen.update(kept)
+                return True
+            if ctx.errors is not None:
+                if passed:
+                    shown = ", ".join(str(i) for i in passed[:_BRANCH_LIMIT])
+                    ctx.add(path, "matches %d schemas in oneOf (%s), expected exactly one" % (len(passed), shown))
+                else:
+                    ctx.add(path, _summary("does not match any schema in oneOf", branches, v, path, ctx))
+            return False
+
+        return check_one_of
+
+    def _not(self, schema: Mapping[str, Any], tokens: Pointer) -> Optional[Check]:
+        if "not" not in schema:
+            return None
+        negated = self.node(tokens + ("not",))
+
+        def check_not(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+            if not _quiet(negated, v, path, ctx, None):
+                return True
+            if ctx.errors is not None:
+                ctx.add(path, "expected a value that does not match the schema in not, got %s" % show(v))
+            return False
+
+        return check_not
+
+    def _conditional(self, schema: Mapping[str, Any], tokens: Pointer) -> Optional[Check]:
+        if "if" not in schema:
+            return None  # Core 10.2.2.2-3: then/else without if do nothing
+        condition = self.node(tokens + ("if",))
+        then = self.node(tokens + ("then",)) if "then" in schema else None
+        otherwise = self.node(tokens + ("else",)) if "else" in schema else None
+
+        def check_if(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+            local: Optional[Set[Any]] = None if seen is None else set()
+            if _quiet(condition, v, path, ctx, local):
+                if seen is not None and local is not None:
+                    seen.update(local)
+                return then is None or then(v, path, ctx, seen)
+            return otherwise is None or otherwise(v, path, ctx, seen)
+
+        return check_if
+
+    def _dependent_schemas(self, schema: Mapping[str, Any], tokens: Pointer) -> Optional[Check]:
+        pairs = [(name, self.node(tokens + ("dependentSchemas", name)))
+                 for name in schema.get("dependentSchemas", {})]
+        if not pairs:
+            return None
+
+        def check_dependent(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+            if not isinstance(v, dict):
+                return True
+            ok = True
+            for name, child in pairs:
+                if name in v and not child(v, path, ctx, seen):
+                    if ctx.stop:
+                        return False
+                    ok = False
+            return ok
+
+        return check_dependent
+
+    # -- Core 11 ------------------------------------------------------------
+
+    def _unevaluated_items(self, schema: Mapping[str, Any], tokens: Pointer) -> Optional[Check]:
+        if "unevaluatedItems" not in schema:
+            return None
+        rest_schema = schema["unevaluatedItems"]
+        rest = self.node(tokens + ("unevaluatedItems",))
+
+        def check_unevaluated_items(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+            if not isinstance(v, list) or seen is None:
+                return True
+            start = max((x for x in seen if isinstance(x, int)), default=0)
+            seen.add(len(v))
+            if start >= len(v):
+                return True
+            if rest_schema is False:
+                if ctx.errors is not None:
+                    ctx.add(path, "unevaluated item at index %d is not allowed (unevaluatedItems is false)" % start)
+                return False
+            ok = True
+            for index in range(start, len(v)):
+                if not rest(v[index], "%s[%d]" % (path, index), ctx, None):
+                    if ctx.stop:
+                        return False
+                    ok = False
+            return ok
+
+        return check_unevaluated_items
+
+    def _unevaluated_properties(self, schema: Mapping[str, Any], tokens: Pointer) -> Optional[Check]:
+        if "unevaluatedProperties" not in schema:
+            return None
+        rest_schema = schema["unevaluatedProperties"]
+        rest = self.node(tokens + ("unevaluatedProperties",))
+
+        def check_unevaluated_properties(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+            if not isinstance(v, dict) or seen is None:
+                return True
+            ok = True
+            for key in v:
+                if key in seen:
+                    continue
+                seen.add(key)
+                if rest_schema is False:
+                    if ctx.errors is None:
+                        return False
+                    ctx.add(path, "unevaluated property %s is not allowed (unevaluatedProperties is false)"
+                            % short_repr(key))
+                    ok = False
+                elif not rest(v[key], path + _suffix(key), ctx, None):
+                    ok = False
+                if not ok and ctx.stop:
+                    return False
+            return ok
+
+        return check_unevaluated_properties
+
+
+_CLASSES: Dict[str, Tuple[Union[type, Tuple[type, ...]], bool]] = {
+    "null": (type(None), False),
+    "boolean": (bool, False),
+    "object": (dict, False),
+    "array": (list, False),
+    "string": (str, False),
+    "number": ((int, float), True),  # True: a bool is not one, although it is an int
+}
+
+
+def _single_type(name: str) -> Check:
+    """``type`` with one name: the hot path of every tool call, so one isinstance, no call."""
+    reason = "expected type %s, got %%s" % name
+
+    if name == "integer":
+
+        def check_integer(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+            if isinstance(v, int):
+                if not isinstance(v, bool):
+                    return True
+            elif isinstance(v, float) and v.is_integer():
+                return True
+            if ctx.errors is not None:
+                ctx.add(path, reason % type_name(v))
+            return False
+
+        return check_integer
+    cls, not_bool = _CLASSES[name]
+    if not_bool:
+
+        def check_number(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+            if isinstance(v, cls) and not isinstance(v, bool):
+                return True
+            if ctx.errors is not None:
+                ctx.add(path, reason % type_name(v))
+            return False
+
+        return check_number
+
+    def check_class(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+        if isinstance(v, cls):
+            return True
+        if ctx.errors is not None:
+            ctx.add(path, reason % type_name(v))
+        return False
+
+    return check_class
+
+
+_LEAF_ANNOTATIONS = frozenset(("title", "description", "default", "examples", "$comment"))
+_STRING_LEAF = frozenset(("type", "minLength", "maxLength", "pattern", "enum", "format")) | _LEAF_ANNOTATIONS
+_NUMBER_LEAF = frozenset(("type",) + NUMBER_KEYWORDS) | _LEAF_ANNOTATIONS
+
+
+def _fast_leaf(schema: Mapping[str, Any], slow: Check, assert_formats: bool) -> Optional[Check]:
+    """One closure for the common leaf schemas of tool arguments, or ``None``.
+
+    A string or number schema with only bounds (and, for strings, a pattern
+    or an enum) is answered by inline tests when the value is valid; anything
+    else goes to ``slow``, the general closures, which decide and report.  So
+    the verdicts and messages are exactly those of ``slow``.
+    """
+    kind = schema.get("type")
+    keys = set(schema)
+    if kind == "string" and keys <= _STRING_LEAF and not ("format" in schema and assert_formats):
+        low = schema.get("minLength", 0)
+        high = schema.get("maxLength", math.inf)
+        regex = ecma_regex(schema["pattern"]) if "pattern" in schema else None
+        members = frozenset(x for x in schema["enum"] if isinstance(x, str)) if "enum" in schema else None
+
+        def check_string_leaf(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+            if isinstance(v, str) and low <= len(v) <= high:
+                if (regex is None or regex.search(v) is not None) and (members is None or v in members):
+                    return True
+            return slow(v, path, ctx, seen)
+
+        return check_string_leaf
+    if kind in ("integer", "number") and keys <= _NUMBER_LEAF:
+        low, high = schema.get("minimum", -math.inf), schema.get("maximum", math.inf)
+        above, below = schema.get("exclusiveMinimum", -math.inf), schema.get("exclusiveMaximum", math.inf)
+        integral = kind == "integer"
+
+        def check_number_leaf(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+            if (isinstance(v, int) and not isinstance(v, bool)) or (
+                isinstance(v, float) and (not integral or v.is_integer())
+            ):
+                if low <= v <= high and above < v < below:
+                    return True
+            return slow(v, path, ctx, seen)
+
+        return check_number_leaf
     return None
 
 
-def _check(schema: object, path: str, depth: int, tool: Optional[str]) -> None:
-    def fail(reason: str) -> SchemaError:
-        return SchemaError(path, reason, tool)
+def _all(checks: Sequence[Check]) -> Check:
+    """Every check must pass; in collecting mode each one still reports."""
+    if not checks:
+        return _accept
+    if len(checks) == 1:
+        return checks[0]
+    frozen = tuple(checks)
 
-    if not isinstance(schema, dict):
-        raise fail("a schema must be an object, got %s" % _type_name(schema))
-    if depth >= MAX_DEPTH:
-        raise fail("schema nested deeper than %d levels" % MAX_DEPTH)
-    for key, value in schema.items():
-        if not isinstance(key, str):
-            raise fail("schema keys must be strings, got %s %r" % (_type_name(key), key))
-        if key not in KNOWN_KEYWORDS and key not in ANNOTATIONS:
-            raise fail("unsupported keyword %r" % key)
-        if key == "$schema":
-            if depth:
-                raise fail("$schema is only allowed at the root")
-            if not isinstance(value, str) or value != _DRAFT_2020_12:
-                raise fail("$schema must be %s, got %s" % (_show(_DRAFT_2020_12), _show(value)))
-        elif key in ("title", "description", "$comment") and not isinstance(value, str):
-            raise fail("%s must be a string, got %s" % (key, _type_name(value)))
-        elif key == "examples" and not isinstance(value, list):
-            raise fail("examples must be an array, got %s" % _type_name(value))
-        elif key == "type":
-            names = [value] if isinstance(value, str) else value
-            if not isinstance(names, list) or not names:
-                raise fail("type must be a string or a non-empty array of strings, got %s"
-                           % _kind(value))
-            for index, name in enumerate(names):
-                if not isinstance(name, str):
-                    raise fail("type[%d] must be a string, got %s" % (index, _type_name(name)))
-                if name not in _TYPE_NAMES:
-                    raise fail("unknown type %r" % name)
-                if name in names[:index]:
-                    raise fail("type lists %r twice" % name)
-        elif key == "enum":
-            if not isinstance(value, list) or not value:
-                raise fail("enum must be a non-empty array, got %s" % _kind(value))
-            for index, item in enumerate(value):
-                problem = _json_value_problem(item)
-                if problem is not None:
-                    raise fail("enum[%d] is not a JSON value: %s" % (index, problem))
-        elif key == "const":
-            problem = _json_value_problem(value)
-            if problem is not None:
-                raise fail("const is not a JSON value: %s" % problem)
-        elif key in _NUMBER_KEYWORDS:
-            if not _is_number(value) or math.isnan(value) or math.isinf(value):
-                raise fail("%s must be a number, got %s" % (key, _show(value)))
-        elif key in _COUNT_KEYWORDS:
-            if not _is_count(value):
-                raise fail("%s must be a non-negative integer, got %s" % (key, _show(value)))
-        elif key == "pattern":
-            if not isinstance(value, str):
-                raise fail("pattern must be a string, got %s" % _type_name(value))
-            try:
-                _compile(value)
-            except re.error as exc:
-                raise fail("pattern %s is not a valid regular expression: %s"
-                           % (_show(value), exc.msg))
-            except (ValueError, RecursionError, OverflowError) as exc:
-                raise fail("pattern %s is not supported: %s" % (_show(value), exc))
-        elif key == "required":
-            if not isinstance(value, list):
-                raise fail("required must be an array of strings, got %s" % _type_name(value))
-            for index, name in enumerate(value):
-                if not isinstance(name, str):
-                    raise fail("required[%d] must be a string, got %s"
-                               % (index, _type_name(name)))
-                if name in value[:index]:
-                    raise fail("required lists %r twice" % name)
-        elif key == "properties":
-            if not isinstance(value, dict):
-                raise fail("properties must be an object, got %s" % _type_name(value))
-            where = json_path(path, "properties")
-            for name, subschema in value.items():
-                if not isinstance(name, str):
-                    raise fail("properties keys must be strings, got %s %r"
-                               % (_type_name(name), name))
-                _check(subschema, json_path(where, name), depth + 1, tool)
-        elif key == "additionalProperties":
-            if not isinstance(value, bool):
-                _check(value, json_path(path, key), depth + 1, tool)
-        elif key == "items":
-            _check(value, json_path(path, key), depth + 1, tool)
-        elif key == "anyOf":
-            if not isinstance(value, list) or not value:
-                raise fail("anyOf must be a non-empty array of schemas, got %s" % _kind(value))
-            where = json_path(path, key)
-            for index, subschema in enumerate(value):
-                _check(subschema, json_path(where, index), depth + 1, tool)
+    def check_all(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+        ok = True
+        for check in frozen:
+            if not check(v, path, ctx, seen):
+                if ctx.stop:
+                    return False
+                ok = False
+        return ok
+
+    return check_all
+
+
+def _with_unevaluated(inner: Check, unevaluated: Sequence[Check]) -> Check:
+    """Core 11: run the schema's other keywords, then the ``unevaluated*`` ones on what is left."""
+
+    def check_scope(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+        local: Set[Any] = set()
+        ok = inner(v, path, ctx, local)
+        if not ok and ctx.stop:
+            return False
+        for check in unevaluated:
+            if not check(v, path, ctx, local):
+                if ctx.stop:
+                    return False
+                ok = False
+        if seen is not None:
+            seen.update(local)
+        return ok
+
+    return check_scope
+
+
+def _object_counts(
+    required: List[str], dependent: List[Tuple[str, List[str]]], low: Optional[int], high: Optional[int]
+) -> Check:
+    """``required``, ``dependentRequired``, ``minProperties``, ``maxProperties`` in one pass."""
+    def check_counts(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+        if not isinstance(v, dict):
+            return True
+        ok = True
+        for name in required:
+            if name not in v:
+                if ctx.errors is None:
+                    return False
+                ctx.add(path, "missing required property %s" % short_repr(name))
+                if ctx.stop:
+                    return False
+                ok = False
+        for owner, names in dependent:
+            if owner in v:
+                for name in names:
+                    if name not in v:
+                        if ctx.errors is None:
+                            return False
+                        ctx.add(path, "missing property %s, required when %s is present"
+                                % (short_repr(name), short_repr(owner)))
+                        if ctx.stop:
+                            return False
+                        ok = False
+        size = len(v)
+        if low is not None and size < low:
+            if ctx.errors is None:
+                return False
+            ctx.add(path, "object with %d properties has fewer than minProperties %s" % (size, show(low)))
+            ok = False
+        if high is not None and size > high:
+            if ctx.errors is None:
+                return False
+            ctx.add(path, "object with %d properties has more than maxProperties %s" % (size, show(high)))
+            ok = False
+        return ok
+
+    return check_counts
+
+
+def _property_names(names_check: Check) -> Check:
+    """Core 10.3.2.4: every property name, as a string instance, fits the schema."""
+
+    def check_property_names(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+        if not isinstance(v, dict):
+            return True
+        ok = True
+        for key in v:
+            if not _quiet(names_check, key, path, ctx, None):
+                if ctx.errors is None:
+                    return False
+                ctx.add(path, "property name %s is invalid: %s"
+                        % (short_repr(key), _first_reason(names_check, key, path, ctx)))
+                if ctx.stop:
+                    return False
+                ok = False
+        return ok
+
+    return check_property_names
 
 
 # --------------------------------------------------------------------------
-# validate
+# The public surface.
 
 
-def validate(schema: Mapping[str, Any], instance: object, path: str = "$") -> None:
-    """Raise :class:`~agentloop.errors.ValidationError` unless ``instance`` fits.
+class Validator:
+    """A schema compiled once by :func:`compile_schema`; validation interprets nothing.
 
-    ``schema`` must have passed :func:`check_schema`.  The first violation is
-    reported, in a fixed keyword order: type, enum, const, numeric, string,
-    array, object keywords, then anyOf.  ``path`` prefixes the instance path.
+    ``errors`` collects up to ``limit`` errors in a fixed keyword order (type,
+    enum, const, number, string, array and object keywords, then ``$ref``,
+    ``allOf``, ``anyOf``, ``oneOf``, ``not``, ``if``, ``dependentSchemas``,
+    ``unevaluated*``); ``first_error`` is the first of them, found without
+    building the others; ``is_valid`` only answers yes or no.  None of them
+    raises for any instance.
     """
-    _validate(schema, instance, path)
+
+    __slots__ = ("_schema", "_root", "_shares_quiet", "assert_formats")
+
+    def __init__(self, schema: Schema, root: Check, has_refs: bool, assert_formats: bool) -> None:
+        self._schema = schema
+        self._root = root
+        self._shares_quiet = not has_refs
+        self.assert_formats = assert_formats
+
+    @property
+    def schema(self) -> Schema:
+        """The schema this validator was compiled from (the caller's object, not a copy)."""
+        return self._schema
+
+    def errors(self, instance: object, path: str = "$", limit: int = MAX_ERRORS) -> List[ValidationError]:
+        """Every violation (at most ``limit``), each naming its path from ``path``; ``[]`` if valid."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError("limit must be a positive int, got %r" % (limit,))
+        found: List[ValidationError] = []
+        ctx = _Ctx(found, limit)
+        try:
+            self._root(instance, path, ctx, None)
+        except RecursionError:  # a schema whose non-recursive depth exceeds Python's stack
+            found.append(ValidationError(path, "too deeply nested to validate"))
+        return found
+
+    def first_error(self, instance: object, path: str = "$") -> Optional[ValidationError]:
+        """The first violation, or ``None`` when ``instance`` is valid."""
+        if self.is_valid(instance):
+            return None
+        found = self.errors(instance, path, limit=1)
+        return found[0] if found else ValidationError(path, "is not valid")
+
+    def is_valid(self, instance: object) -> bool:
+        """Whether ``instance`` satisfies the schema."""
+        ctx = _QUIET if self._shares_quiet else _Ctx(None, 1)
+        try:
+            return self._root(instance, "$", ctx, None)
+        except RecursionError:
+            return False
 
 
-def _validate(schema: Mapping[str, Any], instance: object, path: str) -> None:
-    def fail(reason: str) -> ValidationError:
-        return ValidationError(path, reason)
+def compile_schema(schema: object, tool: Optional[str] = None, *, assert_formats: bool = False) -> Validator:
+    """Check ``schema`` and compile it into a :class:`Validator`.
 
-    if "type" in schema:
-        names = schema["type"]
-        names = [names] if isinstance(names, str) else names
-        if not any(_has_type(instance, name) for name in names):
-            raise fail("expected type %s, got %s" % (" or ".join(names), _type_name(instance)))
-    if "enum" in schema and not any(_json_equal(instance, item) for item in schema["enum"]):
-        raise fail("%s is not one of %s" % (_show(instance), _show(schema["enum"])))
-    if "const" in schema and not _json_equal(instance, schema["const"]):
-        raise fail("expected const %s, got %s" % (_show(schema["const"]), _show(instance)))
+    Raises :class:`~agentloop.errors.SchemaError` for the first problem found
+    (keyword values in the schema's own key order, depth first; then
+    references; then ``$ref`` cycles), naming ``tool`` when given.
+    ``assert_formats=True`` makes ``format`` an assertion (Validation 7.2.2).
+    """
+    document = Document(tool, assert_formats)
+    document.scan(schema, "$", (), DEFAULT_BASE, 0)
+    document.link()
+    compiler = _Compiler(document, assert_formats)
+    root = compiler.node(())
+    while compiler.pending:
+        compiler.node(compiler.pending.pop())
+    return Validator(schema, root, bool(document.refs), assert_formats)  # type: ignore[arg-type]
 
-    if _is_number(instance):
-        number: Any = instance
-        for key, broken, words in (
-            ("minimum", operator.lt, "is less than"),
-            ("maximum", operator.gt, "is greater than"),
-            ("exclusiveMinimum", operator.le, "is not greater than"),
-            ("exclusiveMaximum", operator.ge, "is not less than"),
-        ):
-            if key in schema and broken(number, schema[key]):
-                raise fail("%s %s %s %s" % (_show(number), words, key, _show(schema[key])))
 
-    elif isinstance(instance, str):
-        length = len(instance)  # code points
-        if "minLength" in schema and length < schema["minLength"]:
-            raise fail("string of length %d is shorter than minLength %s"
-                       % (length, _show(schema["minLength"])))
-        if "maxLength" in schema and length > schema["maxLength"]:
-            raise fail("string of length %d is longer than maxLength %s"
-                       % (length, _show(schema["maxLength"])))
-        if "pattern" in schema and _compile(schema["pattern"]).search(instance) is None:
-            raise fail("%s does not match pattern %s"
-                       % (_show(instance), _show(schema["pattern"])))
+def check_schema(schema: object, tool: Optional[str] = None, *, assert_formats: bool = False) -> None:
+    """Refuse ``schema`` unless every keyword in it is enforceable here (see :func:`compile_schema`)."""
+    compile_schema(schema, tool, assert_formats=assert_formats)
 
-    elif isinstance(instance, list):
-        if "minItems" in schema and len(instance) < schema["minItems"]:
-            raise fail("array of length %d is shorter than minItems %s"
-                       % (len(instance), _show(schema["minItems"])))
-        if "maxItems" in schema and len(instance) > schema["maxItems"]:
-            raise fail("array of length %d is longer than maxItems %s"
-                       % (len(instance), _show(schema["maxItems"])))
-        if "items" in schema:
-            for index, item in enumerate(instance):
-                _validate(schema["items"], item, json_path(path, index))
 
-    elif isinstance(instance, dict):
-        for name in schema.get("required", ()):
-            if name not in instance:
-                raise fail("missing required property %s" % _short_repr(name))
-        properties = schema.get("properties", {})
-        for name, subschema in properties.items():
-            if name in instance:
-                _validate(subschema, instance[name], json_path(path, name))
-        extra = schema.get("additionalProperties", True)
-        if extra is not True:
-            for name in instance:
-                if name in properties:
-                    continue
-                if extra is False:
-                    raise fail("unexpected property %s" % _short_repr(name))
-                _validate(extra, instance[name], json_path(path, name))
+def validate(
+    schema: object, instance: object, path: str = "$", *, assert_formats: bool = False, limit: int = MAX_ERRORS
+) -> List[ValidationError]:
+    """The errors of ``instance`` against ``schema`` (``[]`` when valid).
 
-    if "anyOf" in schema:
-        problems: List[str] = []
-        for index, subschema in enumerate(schema["anyOf"]):
-            try:
-                _validate(subschema, instance, path)
-            except ValidationError as exc:
-                text = exc.reason if exc.path == path else str(exc)
-                problems.append("%d: %s" % (index, text))
-            else:
-                return None
-        raise fail("does not match any schema in anyOf (%s)" % "; ".join(problems))
+    Raises :class:`~agentloop.errors.SchemaError` when the schema is refused.
+    For repeated use, compile once with :func:`compile_schema`.
+    """
+    return compile_schema(schema, assert_formats=assert_formats).errors(instance, path, limit)
+
+
+# Kept importable under its old name for callers of the 0.1 module.
+_json_equal = json_equal

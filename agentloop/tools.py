@@ -1,11 +1,25 @@
 """Tools the model may call, and the registry that names them.
 
 A :class:`Tool` is a name, a description, a JSON Schema for its arguments
-object (the subset :mod:`agentloop.schema` enforces) and a Python callable
-taking those arguments as keyword arguments and returning a JSON value.
-Everything about a tool is checked when it is built: a schema the validator
-cannot fully enforce is refused (:class:`~agentloop.errors.SchemaError`), never
-half-enforced.
+object and a Python callable taking those arguments as keyword arguments and
+returning a JSON value.  Everything about a tool is checked when it is built:
+its schema is compiled once (:func:`agentloop.schema.compile_schema`), and a
+schema the validator cannot fully enforce is refused
+(:class:`~agentloop.errors.SchemaError`), never half-enforced.
+
+Two ways to build one:
+
+* ``Tool(name, description, parameters, fn)`` -- a hand-written schema; ``fn``
+  receives the validated JSON values as they are;
+* ``@tool`` / ``Tool.from_function(fn)`` -- the schema comes from the
+  signature and docstring (:mod:`agentloop.signature`), and validated
+  arguments are converted to what the annotations say before ``fn`` runs
+  (``2.0`` -> ``2`` for an ``int``, a list -> a tuple, an object -> the
+  dataclass, a string -> the ``Enum`` member).
+
+The result of ``@tool`` is a :class:`Tool`, so it goes straight into a
+:class:`ToolRegistry`; it stays callable, and calling it calls the function
+directly, as plain Python (no validation, no conversion).
 """
 
 from __future__ import annotations
@@ -13,16 +27,21 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Union, overload
 
 from .canonical import canonical_bytes
-from .errors import DuplicateToolError, SchemaError, ToolDefinitionError, UnrecordableError
-from .schema import check_schema, validate
+from .errors import DuplicateToolError, SchemaError, ToolDefinitionError, UnrecordableError, ValidationError
+from .schema import Validator, check_schema, compile_schema, validate
 
-__all__ = ["Tool", "ToolRegistry", "validate", "check_schema"]
+__all__ = ["Tool", "ToolRegistry", "tool", "MANIFEST_STYLES", "validate", "check_schema"]
 
 # The intersection of what the OpenAI and Anthropic tool APIs accept as a name.
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+
+#: The shapes :meth:`ToolRegistry.manifest` can return.
+MANIFEST_STYLES = ("agentloop", "openai", "anthropic")
+
+Converter = Callable[[Dict[str, Any]], Dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -30,15 +49,20 @@ class Tool:
     """A callable the model may use.
 
     ``name`` matches ``[A-Za-z0-9_-]{1,64}``; ``parameters`` is a JSON Schema
-    (a dict) for the arguments object, deep-copied so later edits to the
-    caller's dict cannot change what is enforced; ``fn(**arguments)`` returns
-    a JSON value.
+    object for the arguments, deep-copied so later edits to the caller's dict
+    cannot change what is enforced, and compiled once into ``validator``;
+    ``fn(**arguments)`` returns a JSON value.  ``convert``, when set, maps
+    validated arguments to ``fn``'s keyword arguments (``from_function`` sets
+    it).  ``assert_formats=True`` makes ``format`` an assertion.
     """
 
     name: str
     description: str
     parameters: Mapping[str, Any]
     fn: Callable[..., Any] = field(compare=False)
+    convert: Optional[Converter] = field(default=None, compare=False, repr=False)
+    assert_formats: bool = False
+    validator: Validator = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -49,20 +73,98 @@ class Tool:
             )
         if not callable(self.fn):
             raise ToolDefinitionError(self.name, "fn must be callable")
+        if self.convert is not None and not callable(self.convert):
+            raise ToolDefinitionError(self.name, "convert must be callable or None")
         try:
             canonical_bytes(self.description, "$.description")
         except UnrecordableError as exc:
             raise ToolDefinitionError(self.name, str(exc)) from None
-        check_schema(self.parameters, tool=self.name)
-        try:
+        if not isinstance(self.parameters, Mapping):
+            raise SchemaError(
+                "$", "a tool's parameters must be an object schema, got %s" % type(self.parameters).__name__,
+                self.name,
+            )
+        try:  # a recordable schema is plain JSON, so the copy below cannot fail
             canonical_bytes(self.parameters)
         except UnrecordableError as exc:
             raise SchemaError(exc.path, exc.reason, tool=self.name) from None
-        object.__setattr__(self, "parameters", copy.deepcopy(dict(self.parameters)))
+        parameters = copy.deepcopy(dict(self.parameters))
+        validator = compile_schema(parameters, tool=self.name, assert_formats=self.assert_formats)
+        object.__setattr__(self, "parameters", parameters)
+        object.__setattr__(self, "validator", validator)
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: Callable[..., Any],
+        name: Optional[str] = None,
+        description: Optional[str] = None,
+        *,
+        assert_formats: bool = False,
+    ) -> "Tool":
+        """A tool whose schema, description and argument conversion come from ``fn``.
+
+        ``name`` defaults to ``fn.__name__`` and ``description`` to the
+        docstring's summary; see :mod:`agentloop.signature` for the
+        annotations understood.  Raises
+        :class:`~agentloop.errors.ToolDefinitionError` naming the parameter
+        whose annotation cannot be expressed.
+        """
+        from .signature import function_spec  # signature builds on schema; keep imports one-way
+
+        spec = function_spec(fn, name=name, description=description)
+        return cls(spec.name, spec.description, spec.parameters, fn, spec.convert, assert_formats)
+
+    def errors(self, arguments: object, path: str = "$") -> List[ValidationError]:
+        """Every problem with ``arguments`` (at most 50), each naming its path; ``[]`` when valid."""
+        return self.validator.errors(arguments, path)
+
+    def first_error(self, arguments: object, path: str = "$") -> Optional[ValidationError]:
+        """The first problem with ``arguments``, or ``None`` when they are valid."""
+        return self.validator.first_error(arguments, path)
+
+    def invoke(self, arguments: Mapping[str, Any]) -> Any:
+        """Call ``fn`` with validated ``arguments``, converted first when ``convert`` is set.
+
+        Does not validate: check ``first_error`` first (the loop does).
+        """
+        kwargs = dict(arguments)
+        if self.convert is not None:
+            kwargs = self.convert(kwargs)
+        return self.fn(**kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the function directly, as plain Python (no validation, no conversion)."""
+        return self.fn(*args, **kwargs)
 
     def manifest_entry(self) -> Dict[str, Any]:
         """``{"name", "description", "parameters"}``, as the model sees the tool."""
         return {"name": self.name, "description": self.description, "parameters": copy.deepcopy(self.parameters)}
+
+
+@overload
+def tool(fn: Callable[..., Any]) -> Tool: ...
+
+
+@overload
+def tool(
+    fn: None = None, *, name: Optional[str] = None, description: Optional[str] = None, assert_formats: bool = False
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Optional[Callable[..., Any]] = None,
+    *,
+    name: Optional[str] = None,
+    description: Optional[str] = None,
+    assert_formats: bool = False,
+) -> Union[Tool, Callable[[Callable[..., Any]], Tool]]:
+    """Decorator: ``@tool`` or ``@tool(name=..., description=...)`` turns a typed function into a :class:`Tool`."""
+
+    def build(function: Callable[..., Any]) -> Tool:
+        return Tool.from_function(function, name=name, description=description, assert_formats=assert_formats)
+
+    return build if fn is None else build(fn)
 
 
 class ToolRegistry:
@@ -70,8 +172,8 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: Dict[str, Tool] = {}
-        for tool in tools:
-            self.register(tool)
+        for tool_ in tools:
+            self.register(tool_)
 
     def register(self, tool: Tool) -> Tool:
         """Add ``tool``; raise :class:`~agentloop.errors.DuplicateToolError` if its name is taken."""
@@ -91,9 +193,26 @@ class ToolRegistry:
         """The registered names, sorted."""
         return sorted(self._tools)
 
-    def manifest(self) -> List[Dict[str, Any]]:
-        """A list of ``{"name", "description", "parameters"}``, sorted by name."""
-        return [self._tools[name].manifest_entry() for name in self.names]
+    def manifest(self, style: str = "agentloop") -> List[Dict[str, Any]]:
+        """The tools, sorted by name, in one of :data:`MANIFEST_STYLES`.
+
+        * ``"agentloop"`` (the default, recorded in transcripts):
+          ``{"name", "description", "parameters"}``;
+        * ``"openai"``: Chat Completions ``tools`` entries,
+          ``{"type": "function", "function": {"name", "description", "parameters", "strict"}}``;
+        * ``"anthropic"``: Messages API ``tools`` entries, ``{"name", "description", "input_schema"}``.
+
+        See :mod:`agentloop.providers` for the documentation followed.
+        """
+        if style == "agentloop":
+            return [self._tools[name].manifest_entry() for name in self.names]
+        from .providers import anthropic_tool, openai_tool
+
+        if style == "openai":
+            return [openai_tool(self._tools[name]) for name in self.names]
+        if style == "anthropic":
+            return [anthropic_tool(self._tools[name]) for name in self.names]
+        raise ValueError("unknown manifest style %r (have: %s)" % (style, ", ".join(MANIFEST_STYLES)))
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools

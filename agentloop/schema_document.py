@@ -1,0 +1,374 @@
+"""Pass 1 of compiling a schema: read the document, check it, resolve its references.
+
+:class:`Document` walks a JSON Schema (draft 2020-12) document depth first,
+in the schema's own key order, and for every subschema ("place"):
+
+1. refuses what is not a schema (Core 4.3: an object or a boolean), keys that
+   are not strings, nesting deeper than :data:`~agentloop.canonical.MAX_DEPTH`,
+   and every keyword outside :data:`KNOWN_KEYWORDS` and :data:`ANNOTATIONS`;
+2. checks each keyword's value has the shape the specification gives it
+   (Validation 6.x, 7; Core 8.x, 10.x, 11.x), compiling every ``pattern`` and
+   ``patternProperties`` key (:mod:`agentloop.patterns`) so a pattern that
+   cannot be run is refused now, not met later;
+3. records the place under its JSON Pointer, the base URI in effect
+   (Core 8.2.1 ``$id``, resolved with RFC 3986) and any ``$anchor``
+   (Core 8.2.2).
+
+:meth:`Document.link` then resolves every ``$ref`` (Core 8.2.3.1) against
+those records only -- a reference that leaves the document is refused as
+remote -- and refuses a cycle of references and in-place applicators that
+never moves into the instance (Core 9.4.1).  Every refusal is a
+:class:`~agentloop.errors.SchemaError` naming the place (``$.properties.a``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple, Union
+
+from .canonical import MAX_DEPTH, json_path
+from .errors import SchemaError
+from .formats import FORMAT_CHECKS
+from .jsonvalue import is_integer, is_number, show, type_name
+from .patterns import UnsupportedPattern, compile_pattern
+from .uri import parse_pointer, resolve, split_fragment
+
+__all__ = ["KNOWN_KEYWORDS", "ANNOTATIONS", "NUMBER_KEYWORDS", "DEFAULT_BASE", "Document", "Place", "Pointer",
+           "Schema", "ecma_regex"]
+
+#: Keywords agentloop enforces (or, for ``$id``/``$anchor``/``$defs``, resolves).
+KNOWN_KEYWORDS: FrozenSet[str] = frozenset(
+    (
+        "type", "enum", "const",
+        "multipleOf", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+        "minLength", "maxLength", "pattern", "format",
+        "minItems", "maxItems", "uniqueItems", "prefixItems", "items", "unevaluatedItems",
+        "required", "dependentRequired", "minProperties", "maxProperties",
+        "properties", "patternProperties", "additionalProperties", "propertyNames",
+        "unevaluatedProperties", "dependentSchemas",
+        "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
+        "$ref", "$defs", "$id", "$anchor",
+    )
+)
+
+#: Keywords accepted and ignored (``$schema`` must still name draft 2020-12).
+ANNOTATIONS: FrozenSet[str] = frozenset(
+    ("title", "description", "default", "examples", "$comment", "$schema")
+)
+
+_DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+DEFAULT_BASE = "agentloop:/schema"  # the base URI of a schema without $id (Core 9.1.1)
+_TYPE_NAMES = ("null", "boolean", "object", "array", "number", "string", "integer")
+NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+_COUNT_KEYWORDS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
+_SUBSCHEMA = ("additionalProperties", "items", "not", "if", "then", "else", "propertyNames",
+              "unevaluatedItems", "unevaluatedProperties")
+_SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "dependentSchemas")
+_IN_PLACE = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas")
+_ANCHOR = re.compile(r"[A-Za-z_][-A-Za-z0-9._]*\Z")
+_SCHEMA_KEY = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
+
+Pointer = Tuple[str, ...]
+Schema = Union[Mapping[str, Any], bool]
+
+
+def _schema_path(parent: str, key: object) -> str:
+    """A place inside a schema: ``$.properties.a``, ``$.$defs.b``, ``$.anyOf[1]``."""
+    if isinstance(key, str) and _SCHEMA_KEY.match(key):
+        return "%s.%s" % (parent, key)
+    return json_path(parent, key)
+
+
+@dataclass(frozen=True)
+class Place:
+    """One subschema of the document."""
+
+    schema: Schema
+    where: str  # for messages: "$.properties.a"
+    base: str  # the base URI in effect here (RFC 3986, no fragment)
+    pointer: Pointer  # JSON Pointer tokens from the document root
+
+
+def _json_value_problem(value: object) -> Optional[str]:
+    """Why ``value`` is not a JSON value (None when it is one)."""
+    stack: List[Tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if item is None or isinstance(item, (bool, int, str)):
+            continue
+        if isinstance(item, float):
+            if math.isnan(item) or math.isinf(item):
+                return "%r is not a JSON number" % item
+        elif isinstance(item, (list, dict)):
+            if level >= MAX_DEPTH:
+                return "nesting deeper than %d levels" % MAX_DEPTH
+            if isinstance(item, dict):
+                for key in item:
+                    if not isinstance(key, str):
+                        return "object key %r is not a string" % (key,)
+                stack.extend((v, level + 1) for v in item.values())
+            else:
+                stack.extend((v, level + 1) for v in item)
+        else:
+            return "a %s is not a JSON value" % type_name(item)
+    return None
+
+
+def _kind(value: object) -> str:
+    """The Python type name, or ``[]`` for an empty list (for schema errors)."""
+    return "[]" if isinstance(value, list) and not value else type_name(value)
+
+
+def _is_count(value: object) -> bool:
+    """A non-negative integer in the JSON sense (``2.0`` counts, ``true`` does not)."""
+    return is_integer(value) and value >= 0  # type: ignore[operator]
+
+
+def ecma_regex(text: str) -> "re.Pattern[str]":
+    """Compile an ECMA-262 pattern or raise ValueError with the reason."""
+    try:
+        return compile_pattern(text)
+    except re.error as exc:
+        raise ValueError("is not a valid regular expression: %s" % exc.msg) from None
+    except UnsupportedPattern as exc:
+        raise ValueError("is not supported: %s" % exc) from None
+    except (RecursionError, OverflowError) as exc:
+        raise ValueError("is not supported: %s" % exc) from None
+
+
+class Document:
+    """Pass 1 over one schema document (see the module docstring)."""
+
+    def __init__(self, tool: Optional[str], assert_formats: bool) -> None:
+        self.tool = tool
+        self.assert_formats = assert_formats
+        self.places: Dict[Pointer, Place] = {}
+        self.resources: Dict[str, Pointer] = {}  # absolute URI (no fragment) -> place
+        self.anchors: Dict[str, Pointer] = {}  # "uri#name" -> place
+        self.refs: List[Place] = []  # places holding a $ref, in document order
+        self.targets: Dict[Pointer, Pointer] = {}  # $ref holder -> target
+
+    def fail(self, where: str, reason: str) -> SchemaError:
+        return SchemaError(where, reason, self.tool)
+
+    def scan(self, schema: object, where: str, pointer: Pointer, base: str, depth: int) -> None:
+        if isinstance(schema, bool):
+            self.places[pointer] = Place(schema, where, base, pointer)
+            return
+        if not isinstance(schema, dict):
+            raise self.fail(where, "a schema must be an object or a boolean, got %s" % type_name(schema))
+        if depth >= MAX_DEPTH:
+            raise self.fail(where, "schema nested deeper than %d levels" % MAX_DEPTH)
+        for key in schema:
+            if not isinstance(key, str):
+                raise self.fail(where, "schema keys must be strings, got %s %r" % (type_name(key), key))
+        if "$id" in schema:  # Core 8.2.1: $id sets the base of everything in this object
+            base = self._identify(schema["$id"], where, base, pointer)
+        elif depth == 0:
+            self.resources[base] = pointer
+        place = Place(schema, where, base, pointer)
+        self.places[pointer] = place
+        for key, value in schema.items():
+            self._keyword(place, key, value, depth)
+
+    def _identify(self, value: object, where: str, base: str, pointer: Pointer) -> str:
+        if not isinstance(value, str):
+            raise self.fail(where, "$id must be a string, got %s" % type_name(value))
+        uri, fragment = split_fragment(resolve(base, value))
+        if fragment:
+            raise self.fail(where, "$id %s must not have a fragment" % show(value))
+        if uri in self.resources:
+            raise self.fail(where, "$id %s is used twice in this schema" % show(value))
+        self.resources[uri] = pointer
+        return uri
+
+    def _keyword(self, place: Place, key: str, value: Any, depth: int) -> None:
+        where = place.where
+
+        def fail(reason: str) -> SchemaError:
+            return self.fail(where, reason)
+
+        def sub(schema: object, *steps: Union[str, int]) -> None:
+            here, tokens = where, place.pointer
+            for step in steps:
+                here = _schema_path(here, step)
+                tokens = tokens + (str(step),)
+            self.scan(schema, here, tokens, place.base, depth + 1)
+
+        if key not in KNOWN_KEYWORDS and key not in ANNOTATIONS:
+            raise fail("unsupported keyword %r" % key)
+        if key == "$schema":
+            if depth and "$id" not in place.schema:  # type: ignore[operator]
+                raise fail("$schema is only allowed at the root of a schema resource")
+            if not isinstance(value, str) or value != _DRAFT_2020_12:
+                raise fail("$schema must be %s, got %s" % (show(_DRAFT_2020_12), show(value)))
+        elif key == "$anchor":
+            if not isinstance(value, str) or not _ANCHOR.match(value):
+                raise fail("$anchor must be a name like [A-Za-z_][-A-Za-z0-9._]*, got %s" % show(value))
+            name = "%s#%s" % (place.base, value)
+            if name in self.anchors:
+                raise fail("$anchor %s is used twice in this resource" % show(value))
+            self.anchors[name] = place.pointer
+        elif key == "$ref":
+            if not isinstance(value, str):
+                raise fail("$ref must be a string, got %s" % type_name(value))
+            self.refs.append(place)
+        elif key in ("title", "description", "$comment"):
+            if not isinstance(value, str):
+                raise fail("%s must be a string, got %s" % (key, type_name(value)))
+        elif key == "examples":
+            if not isinstance(value, list):
+                raise fail("examples must be an array, got %s" % type_name(value))
+        elif key == "type":
+            names = [value] if isinstance(value, str) else value
+            if not isinstance(names, list) or not names:
+                raise fail("type must be a string or a non-empty array of strings, got %s" % _kind(value))
+            for index, name in enumerate(names):
+                if not isinstance(name, str):
+                    raise fail("type[%d] must be a string, got %s" % (index, type_name(name)))
+                if name not in _TYPE_NAMES:
+                    raise fail("unknown type %r" % name)
+                if name in names[:index]:
+                    raise fail("type lists %r twice" % name)
+        elif key == "enum":
+            if not isinstance(value, list):  # Validation 6.1.2: may be empty (then nothing is valid)
+                raise fail("enum must be an array, got %s" % _kind(value))
+            for index, item in enumerate(value):
+                problem = _json_value_problem(item)
+                if problem is not None:
+                    raise fail("enum[%d] is not a JSON value: %s" % (index, problem))
+        elif key == "const":
+            problem = _json_value_problem(value)
+            if problem is not None:
+                raise fail("const is not a JSON value: %s" % problem)
+        elif key == "multipleOf":
+            if not is_number(value) or not math.isfinite(value) or value <= 0:
+                raise fail("multipleOf must be a number greater than 0, got %s" % show(value))
+        elif key in NUMBER_KEYWORDS:
+            if not is_number(value) or not math.isfinite(value):
+                raise fail("%s must be a number, got %s" % (key, show(value)))
+        elif key in _COUNT_KEYWORDS:
+            if not _is_count(value):
+                raise fail("%s must be a non-negative integer, got %s" % (key, show(value)))
+        elif key == "pattern":
+            if not isinstance(value, str):
+                raise fail("pattern must be a string, got %s" % type_name(value))
+            try:
+                ecma_regex(value)
+            except ValueError as exc:
+                raise fail("pattern %s %s" % (show(value), exc)) from None
+        elif key == "format":
+            if not isinstance(value, str):
+                raise fail("format must be a string, got %s" % type_name(value))
+            if self.assert_formats and value not in FORMAT_CHECKS:
+                raise fail("format %s cannot be asserted (assertable: %s)"
+                           % (show(value), ", ".join(sorted(FORMAT_CHECKS))))
+        elif key == "uniqueItems":
+            if not isinstance(value, bool):
+                raise fail("uniqueItems must be a boolean, got %s" % type_name(value))
+        elif key in ("required", "dependentRequired"):
+            lists = {"": value} if key == "required" else value
+            if key == "dependentRequired" and not isinstance(value, dict):
+                raise fail("dependentRequired must be an object, got %s" % type_name(value))
+            for owner, names in lists.items():
+                label = key if not owner else "%s[%s]" % (key, json.dumps(owner))
+                if not isinstance(names, list):
+                    raise fail("%s must be an array of strings, got %s" % (label, type_name(names)))
+                for index, name in enumerate(names):
+                    if not isinstance(name, str):
+                        raise fail("%s[%d] must be a string, got %s" % (label, index, type_name(name)))
+                    if name in names[:index]:
+                        raise fail("%s lists %r twice" % (label, name))
+        elif key in _SUBSCHEMA:
+            sub(value, key)
+        elif key in _SUBSCHEMA_LISTS:
+            if not isinstance(value, list) or not value:
+                raise fail("%s must be a non-empty array of schemas, got %s" % (key, _kind(value)))
+            for index, subschema in enumerate(value):
+                sub(subschema, key, index)
+        elif key in _SUBSCHEMA_MAPS:
+            if not isinstance(value, dict):
+                raise fail("%s must be an object, got %s" % (key, type_name(value)))
+            for name, subschema in value.items():
+                if not isinstance(name, str):
+                    raise fail("%s keys must be strings, got %s %r" % (key, type_name(name), name))
+                if key == "patternProperties":
+                    try:
+                        ecma_regex(name)
+                    except ValueError as exc:
+                        raise fail("patternProperties key %s %s" % (show(name), exc)) from None
+                sub(subschema, key, name)
+
+    # -- pass 1b: references ------------------------------------------------
+
+    def link(self) -> None:
+        """Resolve every ``$ref`` (Core 8.2.3.1) and refuse in-place cycles (Core 9.4.1)."""
+        for place in self.refs:
+            ref = place.schema["$ref"]  # type: ignore[index]
+            uri, fragment = split_fragment(resolve(place.base, ref))
+            root = self.resources.get(uri)
+            if root is None:
+                raise self.fail(place.where, "$ref %s is a remote reference (%s is not part of this "
+                                "schema); only references within the schema are supported"
+                                % (show(ref), show(uri)))
+            if not fragment:
+                target: Optional[Pointer] = root
+            elif fragment.startswith("/") or "%" in fragment:
+                tokens = parse_pointer(fragment)
+                target = None if tokens is None else root + tokens
+                if target not in self.places:
+                    raise self.fail(place.where, "$ref %s does not point at a schema" % show(ref))
+            else:
+                target = self.anchors.get("%s#%s" % (uri, fragment))
+                if target is None:
+                    raise self.fail(place.where, "$ref %s names no $anchor of this schema" % show(ref))
+            assert target is not None
+            self.targets[place.pointer] = target
+        self._refuse_cycles()
+
+    def _in_place(self, place: Place) -> List[Pointer]:
+        """The subschemas applied to the same instance location as ``place``."""
+        schema = place.schema
+        if isinstance(schema, bool):
+            return []
+        out: List[Pointer] = []
+        if place.pointer in self.targets:
+            out.append(self.targets[place.pointer])
+        for key in _IN_PLACE:
+            value = schema.get(key)
+            if isinstance(value, list):
+                out.extend(place.pointer + (key, str(i)) for i in range(len(value)))
+            elif isinstance(value, dict) and key == "dependentSchemas":
+                out.extend(place.pointer + (key, name) for name in value)
+            elif value is not None:
+                out.append(place.pointer + (key,))
+        return out
+
+    def _refuse_cycles(self) -> None:
+        state: Dict[Pointer, int] = {}  # 1 on the current path, 2 done
+        for start in self.places:
+            if start in state:
+                continue
+            path: List[Pointer] = [start]
+            todo: List[List[Pointer]] = [self._in_place(self.places[start])]
+            state[start] = 1
+            while todo:
+                if not todo[-1]:
+                    state[path.pop()] = 2
+                    todo.pop()
+                    continue
+                nxt = todo[-1].pop()
+                if state.get(nxt) == 1:
+                    cycle = path[path.index(nxt):] + [nxt]
+                    where = self.places[path[-1]].where
+                    raise self.fail(where, "$ref cycle that never moves into the instance: %s "
+                                    "(it would recurse forever, Core 9.4.1)"
+                                    % " -> ".join(self.places[p].where for p in cycle))
+                if nxt not in state:
+                    state[nxt] = 1
+                    path.append(nxt)
+                    todo.append(self._in_place(self.places[nxt]))
