@@ -22,10 +22,11 @@ from .errors import (
     ValidationError,
 )
 from .loop import STOP_REASONS, Message, Model, ModelReply, RunResult, ToolCall, estimate_tokens, run
-from .schema import check_schema, validate
+from .providers import openai_strict_problems
+from .schema import Validator, check_schema, compile_schema, validate
 from .report import render_report, write_report
 from .scripted import ScriptedModel
-from .tools import Tool, ToolRegistry
+from .tools import Tool, ToolRegistry, tool
 from .transcript import (
     FAULT_KINDS,
     FORMAT,
@@ -53,8 +54,12 @@ __all__ = [
     # tools
     "Tool",
     "ToolRegistry",
+    "tool",
     "validate",
     "check_schema",
+    "compile_schema",
+    "Validator",
+    "openai_strict_problems",
     # the transcript
     "FORMAT",
     "FAULT_KINDS",

@@ -31,3 +31,14 @@ class TestReadme(TempDir):
             os.chdir(cwd)
         assert promised is not None
         self.assertEqual(out.getvalue().strip(), promised.group(1))
+
+    def test_the_typed_function_example_builds_a_tool(self) -> None:
+        with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as handle:
+            blocks = re.findall(r"```python\n(.*?)```", handle.read(), re.S)
+        source = next(block for block in blocks if "@tool" in block)
+        namespace: dict = {"__name__": "readme_tool"}
+        exec(compile(source, "README.md", "exec"), namespace)
+        tools = namespace["tools"]
+        self.assertEqual(tools.names, ["forecast"])
+        parameters = tools.manifest()[0]["parameters"]
+        self.assertEqual(parameters["required"], ["place", "days"])
