@@ -36,9 +36,14 @@ class TestReadme(TempDir):
         with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as handle:
             blocks = re.findall(r"```python\n(.*?)```", handle.read(), re.S)
         source = next(block for block in blocks if "@tool" in block)
-        namespace: dict = {"__name__": "readme_tool"}
-        exec(compile(source, "README.md", "exec"), namespace)
-        tools = namespace["tools"]
+        import sys
+        import types
+
+        module = types.ModuleType("readme_tool")  # dataclasses look their module up
+        sys.modules["readme_tool"] = module
+        self.addCleanup(sys.modules.pop, "readme_tool", None)
+        exec(compile(source, "README.md", "exec"), module.__dict__)
+        tools = module.__dict__["tools"]
         self.assertEqual(tools.names, ["forecast"])
         parameters = tools.manifest()[0]["parameters"]
         self.assertEqual(parameters["required"], ["place", "days"])
