@@ -25,6 +25,7 @@ directly, as plain Python (no validation, no conversion).
 from __future__ import annotations
 
 import copy
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Union, overload
@@ -32,6 +33,10 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 from .canonical import canonical_bytes
 from .errors import DuplicateToolError, SchemaError, ToolDefinitionError, UnrecordableError, ValidationError
 from .schema import Validator, check_schema, compile_schema, validate
+
+#: How deep a tool's schema sits in the task record (record > payload > tools >
+#: tool > parameters): the record's nesting limit applies to it from there.
+SCHEMA_DEPTH = 4
 
 __all__ = ["Tool", "ToolRegistry", "tool", "MANIFEST_STYLES", "validate", "check_schema"]
 
@@ -84,8 +89,13 @@ class Tool:
                 "$", "a tool's parameters must be an object schema, got %s" % type(self.parameters).__name__,
                 self.name,
             )
+        declared = self.parameters.get("type", "object")
+        if "object" not in ([declared] if isinstance(declared, str) else declared):
+            # Arguments are always an object: such a tool could never be called.
+            raise SchemaError("$.type", "a tool's arguments are an object, but type is %s" % (
+                json.dumps(declared, default=str),), self.name)
         try:  # a recordable schema is plain JSON, so the copy below cannot fail
-            canonical_bytes(self.parameters)
+            canonical_bytes(self.parameters, depth=SCHEMA_DEPTH)
         except UnrecordableError as exc:
             raise SchemaError(exc.path, exc.reason, tool=self.name) from None
         parameters = copy.deepcopy(dict(self.parameters))
