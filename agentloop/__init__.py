@@ -9,9 +9,23 @@ that anyone can verify afterwards with :func:`verify_file` or
 
 from __future__ import annotations
 
+from .anchor import AnchoredResult, checkpoint_of, verify_checkpoint
 from .canonical import MAX_DEPTH, canonical_bytes
+from .checkpoint import Checkpoint, load_key, parse_checkpoint, read_checkpoint
 from .errors import (
     AgentloopError,
+    BadSignatureError,
+    MalformedCheckpointError,
+    ModelAPIError,
+    ModelConfigError,
+    ModelConnectionError,
+    ModelResponseError,
+    ProofError,
+    RepairRefusedError,
+    ReplayError,
+    ReplayMismatchError,
+    SigningKeyError,
+    TranscriptLockedError,
     DuplicateToolError,
     RunConfigError,
     SchemaError,
@@ -21,7 +35,9 @@ from .errors import (
     UnrecordableError,
     ValidationError,
 )
-from .loop import STOP_REASONS, Message, Model, ModelReply, RunResult, ToolCall, estimate_tokens, run
+from .loop import STOP_REASONS, Message, Model, ModelReply, RunResult, ToolCall, Usage, estimate_tokens, run
+from .proofs import check_consistency, check_proof, parse_proof, prove_consistency, prove_inclusion
+from .repair import repair
 from .providers import openai_strict_problems
 from .schema import Validator, check_schema, compile_schema, validate
 from .report import render_report, write_report
@@ -46,6 +62,7 @@ __all__ = [
     "RunResult",
     "ModelReply",
     "ToolCall",
+    "Usage",
     "Model",
     "Message",
     "STOP_REASONS",
@@ -70,6 +87,20 @@ __all__ = [
     "verify_records",
     "canonical_bytes",
     "MAX_DEPTH",
+    # anchoring it (checkpoints, Merkle proofs, repair)
+    "Checkpoint",
+    "read_checkpoint",
+    "parse_checkpoint",
+    "load_key",
+    "verify_checkpoint",
+    "checkpoint_of",
+    "AnchoredResult",
+    "prove_inclusion",
+    "prove_consistency",
+    "parse_proof",
+    "check_proof",
+    "check_consistency",
+    "repair",
     # reading it
     "render_report",
     "write_report",
@@ -83,4 +114,16 @@ __all__ = [
     "RunConfigError",
     "TranscriptExistsError",
     "ScriptExhaustedError",
+    "TranscriptLockedError",
+    "MalformedCheckpointError",
+    "BadSignatureError",
+    "SigningKeyError",
+    "ProofError",
+    "RepairRefusedError",
+    "ModelConfigError",
+    "ModelAPIError",
+    "ModelConnectionError",
+    "ModelResponseError",
+    "ReplayError",
+    "ReplayMismatchError",
 ]

@@ -1,4 +1,7 @@
-"""The command line: ``agentloop verify``, ``agentloop show`` and ``agentloop report``.
+"""The command line: ``agentloop verify``, ``show`` and ``report`` here; ``run`` and
+``replay`` from :mod:`agentloop.models.commands`; ``checkpoint``, ``prove``,
+``check-proof``, ``consistency``, ``repair`` and ``verify --checkpoint`` from
+:mod:`agentloop.anchor_cli`.  Each module documents its own exit codes.
 
 Exit codes (every subcommand):
 
@@ -22,7 +25,10 @@ import unicodedata
 from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO
 
 from . import __version__
+from .anchor_cli import add_commands as _add_anchor_commands
+from .anchor_cli import add_report_options, add_verify_options, is_anchored, report_checkpoint, verify_anchored
 from .errors import AgentloopError
+from .models.commands import add_commands as _add_model_commands
 from .report import default_report_path, write_report
 from .transcript import Fault, VerifyResult, is_hash, iter_file, verify_file
 
@@ -153,6 +159,8 @@ def _report(path: str, result: VerifyResult, out: TextIO, paint: Paint = _plain)
 
 
 def _cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
+    if is_anchored(args):  # --checkpoint, --since, --exact, --key-file (agentloop.anchor_cli)
+        return verify_anchored(args, out, _report, _fault_json)
     results: List[Dict[str, Any]] = []
     failed = False
     for path in args.files:
@@ -176,7 +184,7 @@ def _cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
     elif not failed and args.expect_count is None and args.expect_head is None:
         print(
             "note: a hash chain cannot show records missing from its end; "
-            "pass --expect-count/--expect-head from a copy kept elsewhere to check that",
+            "check it against a checkpoint kept elsewhere (--checkpoint) or --expect-count/--expect-head",
             file=out,
         )
     return 1 if failed else 0
@@ -232,14 +240,17 @@ def _cmd_report(args: argparse.Namespace, out: TextIO) -> int:
     if _same_file(args.file, target):
         print("agentloop report: error: the report would replace the transcript %s" % (args.file,), file=sys.stderr)
         return 2
+    checkpoint = report_checkpoint(args)  # None without --checkpoint
     try:
-        written, result = write_report(args.file, target)
+        written, result = write_report(args.file, target, checkpoint=checkpoint)
     except OSError as exc:
         print("agentloop report: error: cannot write %s: %s" % (target, exc.strerror or exc), file=sys.stderr)
         return 2
     _report(args.file, result, out)
     print("report: %s" % (written,), file=out)
-    return 0 if result.ok else 1
+    if checkpoint is not None:
+        print("checkpoint: %s: %s" % ("ok" if checkpoint[0] else "FAILED", checkpoint[1]), file=out)
+    return 0 if result.ok and (checkpoint is None or checkpoint[0]) else 1
 
 
 def _hash(text: str) -> str:
@@ -269,6 +280,7 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--expect-count", type=_count, metavar="N", help="the record count kept elsewhere (one FILE)")
     verify.add_argument("--expect-head", type=_hash, metavar="HASH", help="the last hash kept elsewhere (one FILE)")
     verify.add_argument("--json", action="store_true", help="print the results as JSON")
+    add_verify_options(verify)
     verify.set_defaults(handler=_cmd_verify)
 
     show = sub.add_parser("show", help="list a transcript one line per record, then verify it")
@@ -282,7 +294,11 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument(
         "-o", "--output", metavar="OUT.html", help="where to write the page (default: FILE with .jsonl replaced by .html)"
     )
+    add_report_options(report)
     report.set_defaults(handler=_cmd_report)
+
+    _add_model_commands(sub)  # run, replay (agentloop.models.commands)
+    _add_anchor_commands(sub, _report)  # checkpoint, prove, check-proof, consistency, repair (agentloop.anchor_cli)
     return parser
 
 

@@ -25,6 +25,18 @@ __all__ = [
     "RunConfigError",
     "TranscriptExistsError",
     "ScriptExhaustedError",
+    "TranscriptLockedError",
+    "MalformedCheckpointError",
+    "BadSignatureError",
+    "SigningKeyError",
+    "ProofError",
+    "RepairRefusedError",
+    "ModelConfigError",
+    "ModelAPIError",
+    "ModelConnectionError",
+    "ModelResponseError",
+    "ReplayError",
+    "ReplayMismatchError",
 ]
 
 
@@ -123,3 +135,151 @@ class ScriptExhaustedError(AgentloopError, LookupError):
         self.turn = turn
         self.available = available
         super().__init__("the script has no reply for turn %d (it holds %d)" % (turn, available))
+
+
+# --- checkpoints, Merkle proofs, one writer (issue 3) -----------------------
+
+
+class TranscriptLockedError(AgentloopError, BlockingIOError):
+    """Another writer holds the transcript's advisory lock (``fcntl.flock``).
+
+    One file, one writer: a second :class:`agentloop.TranscriptWriter` (or
+    ``agentloop repair``) on a file that a live writer holds is refused
+    before it changes a byte.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__("transcript %s is locked by another writer" % (path,))
+
+
+class MalformedCheckpointError(AgentloopError, ValueError):
+    """A checkpoint's bytes break a rule of its format (``anchor_malformed``).
+
+    ``line`` is the 1-based line of the checkpoint at fault (``None`` for
+    the file as a whole) and ``reason`` the rule it breaks.
+    """
+
+    def __init__(self, line: Optional[int], reason: str) -> None:
+        self.line = line
+        self.reason = reason
+        where = "checkpoint line %d" % (line,) if line is not None else "checkpoint"
+        super().__init__("%s: %s" % (where, reason))
+
+
+class BadSignatureError(AgentloopError, ValueError):
+    """A checkpoint has no valid signature by the key given (``bad_signature``)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__("bad signature: %s" % (reason,))
+
+
+class SigningKeyError(AgentloopError, ValueError):
+    """A checkpoint signing key cannot be used: unreadable, unset or too short.
+
+    ``source`` names where it was looked for (a file, an environment variable).
+    """
+
+    def __init__(self, source: str, reason: str) -> None:
+        self.source = source
+        self.reason = reason
+        super().__init__("key %s: %s" % (source, reason))
+
+
+class ProofError(AgentloopError, ValueError):
+    """A Merkle inclusion or consistency proof is malformed or does not verify."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+class RepairRefusedError(AgentloopError, ValueError):
+    """``repair`` will not touch the file: it has a fault other than a torn last line.
+
+    Repair only ever removes an incomplete final fragment; anything else is
+    evidence to look at, and is left as it is.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__("not repairing %s: %s" % (path, reason))
+
+
+# --- provider adapters and replay (agentloop.models) ------------------------
+# Raised by a model inside the loop, these become a ``model_error`` stop whose
+# detail is their message; none of them ever holds an API key.
+
+
+class ModelConfigError(AgentloopError, ValueError):
+    """A provider adapter was built with a bad argument (no API key, a bad base URL, ...)."""
+
+    def __init__(self, parameter: str, reason: str) -> None:
+        self.parameter = parameter
+        self.reason = reason
+        super().__init__("%s: %s" % (parameter, reason))
+
+
+def _attempts(attempts: int) -> str:
+    return "" if attempts <= 1 else " (gave up after %d attempts)" % (attempts,)
+
+
+class ModelAPIError(AgentloopError, RuntimeError):
+    """The provider answered with an HTTP error status, after any retries.
+
+    ``status`` is the HTTP status and ``message`` the provider's own error
+    message (with its error type when the body names one).
+    """
+
+    def __init__(self, provider: str, host: str, status: int, message: str, attempts: int = 1) -> None:
+        self.provider = provider
+        self.host = host
+        self.status = status
+        self.message = message
+        self.attempts = attempts
+        super().__init__("%s at %s: HTTP %d: %s%s" % (provider, host, status, message, _attempts(attempts)))
+
+
+class ModelConnectionError(AgentloopError, ConnectionError):
+    """The provider could not be reached or did not answer in time, after any retries."""
+
+    def __init__(self, provider: str, host: str, reason: str, attempts: int = 1) -> None:
+        self.provider = provider
+        self.host = host
+        self.reason = reason
+        self.attempts = attempts
+        super().__init__("%s at %s: %s%s" % (provider, host, reason, _attempts(attempts)))
+
+
+class ModelResponseError(AgentloopError, ValueError):
+    """The provider answered with a body that is not the shape its API documents.
+
+    ``path`` locates the problem in the response body (``$.choices[0].message``).
+    """
+
+    def __init__(self, provider: str, host: str, path: str, reason: str) -> None:
+        self.provider = provider
+        self.host = host
+        self.path = path
+        self.reason = reason
+        super().__init__("%s at %s: unexpected response: %s: %s" % (provider, host, path, reason))
+
+
+class ReplayError(AgentloopError, ValueError):
+    """A transcript cannot be replayed: it does not verify, or holds no task record."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__("cannot replay %s: %s" % (path, reason))
+
+
+class ReplayMismatchError(AgentloopError, ValueError):
+    """At ``step`` the conversation a replayed model is asked to continue is not the recorded one."""
+
+    def __init__(self, step: int, reason: str) -> None:
+        self.step = step
+        self.reason = reason
+        super().__init__("step %d: %s" % (step, reason))

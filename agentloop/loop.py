@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .canonical import MAX_SAFE_INTEGER, canonical_bytes, canonical_text, describe_integer, json_path, snapshot
+from .checkpoint import check_run_anchor
 from .errors import RunConfigError, UnrecordableError
 from .tools import Tool, ToolRegistry
 from .transcript import FORMAT, MAX_RECORD_BYTES, MIN_RECORD_BYTES, PathLike, TranscriptWriter
@@ -34,6 +35,7 @@ from .transcript import FORMAT, MAX_RECORD_BYTES, MIN_RECORD_BYTES, PathLike, Tr
 __all__ = [
     "ToolCall",
     "ModelReply",
+    "Usage",
     "Model",
     "Message",
     "RunResult",
@@ -58,11 +60,20 @@ Message = Dict[str, Any]
 @dataclass(frozen=True)
 class ToolCall:
     """One tool call the model asks for.  An empty ``id`` is filled in by the
-    loop as ``call_<step>_<position>`` (both from 1 and 0 respectively)."""
+    loop as ``call_<step>_<position>`` (both from 1 and 0 respectively).
+
+    A non-empty ``arguments_error`` says the model's arguments could not be
+    read at all (a provider adapter sets it for arguments that are not valid
+    JSON).  The loop then treats the call exactly like one with unrecordable
+    arguments: ``arguments`` is ignored, the record holds ``"arguments": null``
+    and ``"arguments_error"`` (this text, verbatim), and the call fails as data
+    with this text as its error.
+    """
 
     name: str
     arguments: Mapping[str, Any] = field(default_factory=dict)
     id: str = ""
+    arguments_error: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str):
@@ -75,14 +86,39 @@ class ToolCall:
             object.__setattr__(self, "arguments", dict(self.arguments))
         if not isinstance(self.id, str):
             raise TypeError("ToolCall.id must be a str, got %s" % (type(self.id).__name__,))
+        if not isinstance(self.arguments_error, str):
+            raise TypeError(
+                "ToolCall.arguments_error must be a str, got %s" % (type(self.arguments_error).__name__,)
+            )
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The tokens a provider reported for one turn: its prompt and its reply.
+
+    When a :class:`ModelReply` carries it, the assistant record stores it and
+    the turn counts ``input_tokens + output_tokens`` against ``max_tokens``
+    instead of :func:`estimate_tokens`.
+    """
+
+    input_tokens: int
+    output_tokens: int
+
+    def __post_init__(self) -> None:
+        for name in ("input_tokens", "output_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SAFE_INTEGER:
+                raise TypeError("Usage.%s must be an int from 0 to 2**53-1, got %s" % (name, _shown(value)))
 
 
 @dataclass(frozen=True)
 class ModelReply:
-    """What the model said in one turn: its text and the tools it asks for."""
+    """What the model said in one turn: its text, the tools it asks for, and
+    (optionally) the :class:`Usage` its provider reported."""
 
     text: str = ""
     tool_calls: Sequence[ToolCall] = ()
+    usage: Optional[Usage] = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
@@ -96,6 +132,8 @@ class ModelReply:
             if not isinstance(call, ToolCall):
                 raise TypeError("ModelReply.tool_calls must hold ToolCall, got %s" % (type(call).__name__,))
         object.__setattr__(self, "tool_calls", calls)
+        if self.usage is not None and not isinstance(self.usage, Usage):
+            raise TypeError("ModelReply.usage must be a Usage or None, got %s" % (type(self.usage).__name__,))
 
 
 #: A model: any callable ``(messages, manifest) -> ModelReply``.
@@ -205,14 +243,52 @@ def _reply_problem(reply: object) -> str:
             return "model reply tool_calls[%d] is %s, not a ToolCall" % (position, type(call).__name__)
         if not isinstance(call.name, str) or not isinstance(call.id, str) or not isinstance(call.arguments, dict):
             return "model reply tool_calls[%d] has a name, id or arguments of the wrong type" % (position,)
+        if not isinstance(call.arguments_error, str):
+            return "model reply tool_calls[%d] has an arguments_error that is not a str" % (position,)
+    usage = reply.usage
+    if usage is not None and not (
+        isinstance(usage, Usage)
+        and all(
+            type(n) is int and 0 <= n <= MAX_SAFE_INTEGER for n in (usage.input_tokens, usage.output_tokens)
+        )
+    ):
+        return "model reply usage is %s, not a Usage of two ints from 0 to 2**53-1" % (type(usage).__name__,)
     try:
         canonical_text(reply.text, "$.text")
         for position, call in enumerate(reply.tool_calls):
             canonical_text(call.name, "$.tool_calls[%d].name" % position)
             canonical_text(call.id, "$.tool_calls[%d].id" % position)
+            canonical_text(call.arguments_error, "$.tool_calls[%d].arguments_error" % position)
     except UnrecordableError as exc:
         return "model reply is not recordable: %s" % (exc,)
     return ""
+
+
+def _model_info(model: object) -> Optional[Dict[str, Any]]:
+    """What ``model.model_info()`` says about the model, read once; ``None`` without one.
+
+    A provider adapter names itself this way (provider, model name, host); the
+    loop records the object as the task record's ``model`` member.  A plain
+    callable has no ``model_info`` and its task record has no ``model`` key.
+    """
+    describe = getattr(model, "model_info", None)
+    if describe is None:
+        return None
+    if not callable(describe):
+        raise RunConfigError("model", "model_info must be a method returning a dict or None")
+    try:
+        info = describe()
+    except Exception as exc:
+        raise RunConfigError("model", "model_info() raised %s" % (_describe(exc),)) from None
+    if info is None:
+        return None
+    if not isinstance(info, dict):
+        raise RunConfigError("model", "model_info() must return a dict or None, got %s" % (type(info).__name__,))
+    try:
+        recorded, _ = snapshot(info, "$.model", 2)
+    except UnrecordableError as exc:
+        raise RunConfigError("model", "model_info() is not recordable: %s" % (exc,)) from None
+    return dict(recorded)
 
 
 def run(
@@ -227,6 +303,8 @@ def run(
     overwrite: bool = False,
     fsync: bool = False,
     max_record_bytes: int = MAX_RECORD_BYTES,
+    checkpoint: Optional[PathLike] = None,
+    key: Optional[bytes] = None,
 ) -> RunResult:
     """Run ``model`` on ``task`` with ``tools`` and write the transcript.
 
@@ -237,10 +315,15 @@ def run(
     ``KeyboardInterrupt`` and ``SystemExit`` propagate, leaving a verifiable
     prefix; every ``Exception`` from the model or a tool becomes data.
     Developer mistakes raise before the transcript file is touched.
+    ``checkpoint=PATH`` writes the run's checkpoint there after the stop
+    record (the records made durable first, then the checkpoint replaced
+    atomically), HMAC-signed when ``key`` (bytes) is given; an existing
+    checkpoint file is refused unless ``overwrite=True``.
     """
     _check_config(
         task, model, max_steps, max_tokens, stop_sentinel, {"overwrite": overwrite, "fsync": fsync}, max_record_bytes
     )
+    check_run_anchor(transcript, checkpoint, key, overwrite)
     # The tools of this run are fixed here: registering more during the run
     # changes nothing, so the recorded manifest stays the whole truth.
     registry = ToolRegistry(list(tools))
@@ -252,6 +335,9 @@ def run(
         "budgets": {"max_steps": max_steps, "max_tokens": max_tokens, "stop_sentinel": stop_sentinel},
         "tools": manifest,
     }
+    model_info = _model_info(model)
+    if model_info is not None:  # only an adapter adds the key: plain callables' records are unchanged
+        task_payload["model"] = model_info
     try:  # everything the task record holds, checked before the file is opened
         size = len(canonical_bytes(task_payload, "$.payload", depth=1))
     except UnrecordableError as exc:
@@ -266,6 +352,8 @@ def run(
 
         def stop(reason: str, detail: str) -> RunResult:
             out.append("stop", {"reason": reason, "steps": steps, "tokens": tokens, "detail": _bounded(detail)})
+            if checkpoint is not None:
+                out.checkpoint(checkpoint, key)
             return RunResult(reason, steps, tokens, out.count, out.head, _bounded(detail))
 
         while True:
@@ -299,6 +387,9 @@ def run(
                 seen_ids.add(call_id)
                 arguments: Optional[Dict[str, Any]] = None
                 try:
+                    if call.arguments_error:  # unreadable arguments take the unrecordable path below,
+                        problem = problem or call.arguments_error  # with this text as the error
+                        raise UnrecordableError(json_path("$", call.name), call.arguments_error)
                     arguments, arguments_text = snapshot(call.arguments, json_path("$", call.name), ARGUMENTS_DEPTH)
                     size = len(arguments_text.encode("utf-8")) + len(call.name) + len(call_id)
                     if size > room:
@@ -317,14 +408,18 @@ def run(
                     entry["arguments_error"] = problem
                 calls.append((call_id, call.name, arguments, problem))
                 recorded_calls.append(entry)
-            turn_tokens = estimate_tokens("".join(emitted))
-            payload = {
+            # Reported usage, when the model gives it, replaces the heuristic for this turn.
+            usage = reply.usage
+            turn_tokens = estimate_tokens("".join(emitted)) if usage is None else usage.input_tokens + usage.output_tokens
+            payload: Dict[str, Any] = {
                 "step": steps + 1,
                 "text": reply.text,
                 "tool_calls": recorded_calls,
                 "tokens": turn_tokens,
                 "total_tokens": tokens + turn_tokens,
             }
+            if usage is not None:
+                payload["usage"] = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
             try:
                 out.append("assistant", payload)
             except UnrecordableError as exc:  # only a reply over max_record_bytes

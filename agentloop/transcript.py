@@ -19,7 +19,10 @@ What the chain proves and what it does not: it detects modification,
 reordering and removal of records *that are followed by others*.  It cannot
 see that records are missing from the end -- the surviving prefix is itself a
 valid chain -- and whoever can write the file can recompute every hash.  Both
-need an anchor kept elsewhere (an expected count or head hash).
+need an anchor kept elsewhere (an expected count or head hash, or a
+checkpoint: :mod:`agentloop.anchor`).  The writer keeps the RFC 6962 Merkle
+root of the records as it goes (:mod:`agentloop.merkle`), so it can write a
+checkpoint at any point (:meth:`TranscriptWriter.checkpoint`).
 """
 
 from __future__ import annotations
@@ -31,7 +34,10 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
 
 from .canonical import FloatVetter, canonical_bytes, describe_integer, is_canonical_line, json_depth, parse_int
+from .checkpoint import Checkpoint, check_key, sign
+from .durable import lock_exclusive, write_atomic
 from .errors import TranscriptExistsError, UnrecordableError
+from .merkle import CompactRange
 
 __all__ = [
     "FORMAT",
@@ -91,6 +97,12 @@ FAULT_KINDS = (
     # per file
     "bad_json",  # a line that is not a JSON text (torn last line, bad UTF-8, ...)
     "unreadable",  # the file cannot be opened or read
+    # against a checkpoint (agentloop.anchor.verify_checkpoint)
+    "truncated",  # fewer records than the checkpoint holds: a missing tail, a rollback
+    "anchor_mismatch",  # the first N records do not give the checkpoint's origin, root and head
+    "unanchored_tail",  # records beyond the checkpoint: a fault only when exact=True
+    "bad_signature",  # a key was given and the checkpoint has no valid signature by it
+    "anchor_malformed",  # the checkpoint's bytes break a rule of its format
 )
 
 _HEX = frozenset("0123456789abcdef")
@@ -436,13 +448,14 @@ def _parse_line(
 
 
 def _scan(
-    path: PathLike, limit: int = MAX_LINE_BYTES
+    path: PathLike, limit: int = MAX_LINE_BYTES, on_record: Optional[Callable[[bytes], None]] = None
 ) -> Iterator[Tuple[int, object, List[Fault], "_Chain"]]:
     """Read a transcript once, yielding ``(line, record, faults, chain)`` per line.
 
     ``record`` is ``None`` for a line that is not a record (its ``bad_json``
     fault is in ``faults``).  An ``OSError`` becomes one ``unreadable`` fault,
-    yielded with line ``0`` and record ``None``.
+    yielded with line ``0`` and record ``None``.  ``on_record``, if given, is
+    called with each record's line bytes (without ``\\n``) before it is yielded.
     """
     chain = _Chain()
     vetter = FloatVetter()
@@ -457,7 +470,10 @@ def _scan(
                 if bad is not None:
                     yield line, None, [bad], chain
                 else:
-                    yield line, record, chain.check(record, line, raw[:-1], text, vetter.pairs), chain
+                    body = raw[:-1]
+                    if on_record is not None:
+                        on_record(body)
+                    yield line, record, chain.check(record, line, body, text, vetter.pairs), chain
     except OSError as exc:
         reason = "%s: %s" % (type(exc).__name__, exc.strerror or exc)
         yield 0, None, [Fault(None, line or None, "unreadable", reason)], chain
@@ -530,7 +546,12 @@ class TranscriptWriter:
     the disk), so a process that dies leaves every earlier record complete.
 
     The file must not exist unless ``overwrite=True``: a transcript is
-    evidence and is never replaced by accident.
+    evidence and is never replaced by accident.  The writer holds an
+    advisory lock on it (:mod:`agentloop.durable`) until :meth:`close`: a
+    second writer is refused with
+    :class:`~agentloop.errors.TranscriptLockedError` before it truncates
+    anything.  It keeps the RFC 6962 root of the records written
+    (:attr:`root`) and writes a checkpoint whenever asked (:meth:`checkpoint`).
     """
 
     def __init__(
@@ -544,14 +565,25 @@ class TranscriptWriter:
         self.path = os.fspath(path)
         self._fsync = fsync
         self._limit = max_record_bytes
-        flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
+        # Truncated only once the lock is held, so a refused second writer changes nothing.
+        flags = os.O_WRONLY | os.O_CREAT | (0 if overwrite else os.O_EXCL)
         flags |= getattr(os, "O_BINARY", 0)
         try:
-            self._fd: Optional[int] = os.open(self.path, flags, 0o644)
+            fd = os.open(self.path, flags, 0o644)
         except FileExistsError:
             raise TranscriptExistsError(self.path) from None
+        try:
+            lock_exclusive(fd, self.path)
+            if overwrite:
+                os.ftruncate(fd, 0)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd: Optional[int] = fd
         self._seq = 0
         self._head = GENESIS
+        self._first = GENESIS
+        self._range = CompactRange()
 
     @property
     def count(self) -> int:
@@ -570,19 +602,55 @@ class TranscriptWriter:
         record: Dict[str, Any] = {"kind": kind, "payload": payload, "prev": self._head, "seq": self._seq}
         body = canonical_bytes(record)
         digest = hashlib.sha256(body).hexdigest()
-        data = memoryview(_HEAD + digest.encode("ascii") + b'",' + body[1:] + b"\n")
-        if self._limit is not None and len(data) > self._limit:
+        line = memoryview(_HEAD + digest.encode("ascii") + b'",' + body[1:] + b"\n")
+        if self._limit is not None and len(line) > self._limit:
             raise UnrecordableError(
-                "$", "%s record of %d bytes exceeds max_record_bytes %d" % (_a(kind), len(data), self._limit)
+                "$", "%s record of %d bytes exceeds max_record_bytes %d" % (_a(kind), len(line), self._limit)
             )
+        data = line
         while data:
             written = os.write(self._fd, data)
             data = data[written:]
         if self._fsync:
             os.fsync(self._fd)
+        self._range.append_data(line[:-1])  # RFC 6962 leaf: the line without its newline
+        if not self._seq:
+            self._first = digest
         self._seq += 1
         self._head = digest
         return digest
+
+    @property
+    def root(self) -> str:
+        """The hex RFC 6962 Merkle root over the record lines written so far."""
+        return self._range.root().hex()
+
+    def tree_head(self, key: Optional[bytes] = None) -> Checkpoint:
+        """The checkpoint of the records written so far, signed by ``key`` if given.
+
+        Raises ``ValueError`` before the first record (record 0 names the run).
+        """
+        if not self._seq:
+            raise ValueError("transcript %s has no record to checkpoint" % (self.path,))
+        head = Checkpoint(self._first, self._seq, self.root, self._head)
+        return head if key is None else sign(head, key)
+
+    def checkpoint(self, path: PathLike, key: Optional[bytes] = None) -> Checkpoint:
+        """Write the checkpoint of the records so far to ``path``; return it.
+
+        Write order: 1. the records are made durable (``fsync``), whatever
+        the writer's durability; 2. the checkpoint replaces ``path``
+        atomically (:func:`~agentloop.durable.write_atomic`).  So a crash
+        leaves a checkpoint that the transcript on disk still extends.
+        """
+        if self._fd is None:
+            raise ValueError("transcript %s is closed" % (self.path,))
+        if key is not None:
+            key = check_key(key)
+        head = self.tree_head(key)
+        os.fsync(self._fd)
+        write_atomic(path, head.to_bytes())
+        return head
 
     def close(self) -> None:
         """Close the file; further appends raise ``ValueError``."""

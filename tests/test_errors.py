@@ -5,7 +5,28 @@ from __future__ import annotations
 import unittest
 
 import agentloop
+import agentloop.models
 from agentloop import errors
+
+# The provider adapters' and replay's errors, exported from agentloop.models.
+MODEL_ERRORS = {
+    "ModelConfigError": ValueError,
+    "ModelAPIError": RuntimeError,
+    "ModelConnectionError": ConnectionError,
+    "ModelResponseError": ValueError,
+    "ReplayError": ValueError,
+    "ReplayMismatchError": ValueError,
+}
+
+# Checkpoints, Merkle proofs, locking and repair (issue 3).
+INTEGRITY_ERRORS = {
+    "TranscriptLockedError": BlockingIOError,
+    "MalformedCheckpointError": ValueError,
+    "BadSignatureError": ValueError,
+    "SigningKeyError": ValueError,
+    "ProofError": ValueError,
+    "RepairRefusedError": ValueError,
+}
 
 
 class TestHierarchy(unittest.TestCase):
@@ -20,7 +41,7 @@ class TestHierarchy(unittest.TestCase):
             "TranscriptExistsError": FileExistsError,
             "ScriptExhaustedError": LookupError,
         }
-        self.assertEqual(set(errors.__all__), set(expected) | {"AgentloopError"})
+        self.assertEqual(set(errors.__all__), set(expected) | set(MODEL_ERRORS) | set(INTEGRITY_ERRORS) | {"AgentloopError"})
         for name, builtin in expected.items():
             with self.subTest(name):
                 cls = getattr(errors, name)
@@ -28,6 +49,39 @@ class TestHierarchy(unittest.TestCase):
                 self.assertTrue(issubclass(cls, builtin))
                 self.assertIs(getattr(agentloop, name), cls)
         self.assertTrue(issubclass(errors.AgentloopError, Exception))
+        for name, builtin in MODEL_ERRORS.items():
+            with self.subTest(name):
+                cls = getattr(errors, name)
+                self.assertTrue(issubclass(cls, errors.AgentloopError))
+                self.assertTrue(issubclass(cls, builtin))
+                self.assertIs(getattr(agentloop.models, name), cls)
+                self.assertIs(getattr(agentloop, name), cls)
+        for name, builtin in INTEGRITY_ERRORS.items():
+            with self.subTest(name):
+                cls = getattr(errors, name)
+                self.assertTrue(issubclass(cls, errors.AgentloopError))
+                self.assertTrue(issubclass(cls, builtin))
+                self.assertIs(getattr(agentloop, name), cls)
+
+    def test_integrity_error_messages_are_formatted_from_fields(self) -> None:
+        self.assertEqual(str(errors.TranscriptLockedError("t.jsonl")), "transcript t.jsonl is locked by another writer")
+        e = errors.MalformedCheckpointError(2, "size must be a decimal number")
+        self.assertEqual((e.line, e.reason, str(e)), (2, "size must be a decimal number", "checkpoint line 2: size must be a decimal number"))
+        self.assertEqual(str(errors.MalformedCheckpointError(None, "empty")), "checkpoint: empty")
+        self.assertEqual(str(errors.BadSignatureError("the checkpoint is not signed")), "bad signature: the checkpoint is not signed")
+        self.assertEqual(str(errors.SigningKeyError("file k", "is 5 bytes")), "key file k: is 5 bytes")
+        self.assertEqual(str(errors.ProofError("too few")), "too few")
+        self.assertEqual(str(errors.RepairRefusedError("t.jsonl", "x")), "not repairing t.jsonl: x")
+
+    def test_model_error_messages_are_formatted_from_fields(self) -> None:
+        e = errors.ModelAPIError("openai", "api.openai.com", 429, "requests/rate_limit_exceeded: slow down", 3)
+        self.assertEqual((e.provider, e.host, e.status, e.attempts), ("openai", "api.openai.com", 429, 3))
+        self.assertEqual(str(e), "openai at api.openai.com: HTTP 429: requests/rate_limit_exceeded: slow down (gave up after 3 attempts)")
+        self.assertEqual(str(errors.ModelConnectionError("anthropic", "h:1", "connection failed: x")), "anthropic at h:1: connection failed: x")
+        self.assertEqual(str(errors.ModelResponseError("openai", "h", "$.choices", "expected list, got nothing")),
+                         "openai at h: unexpected response: $.choices: expected list, got nothing")
+        self.assertEqual(str(errors.ReplayMismatchError(2, "the tools differ")), "step 2: the tools differ")
+        self.assertEqual(str(errors.ReplayError("t.jsonl", "it holds no records")), "cannot replay t.jsonl: it holds no records")
 
     def test_messages_are_formatted_from_fields(self) -> None:
         self.assertEqual(str(errors.ValidationError("$.add.a", "expected type integer, got str")),

@@ -1,0 +1,379 @@
+"""Checkpoints: a transcript's tree head as a C2SP ``tlog-checkpoint`` note.
+
+A checkpoint is the small anchor kept somewhere else than the transcript.
+Its bytes are a C2SP signed note (https://c2sp.org/signed-note@v1.0.0)
+whose text is a C2SP checkpoint (https://c2sp.org/tlog-checkpoint)::
+
+    agentloop/1/<64 hex: the hash of record 0, which names the run>
+    <the record count, decimal>
+    <base64 of the RFC 6962 Merkle root over the records>
+    head <64 hex: the hash of the last record>
+
+    — agentloop/1/<...> <base64 of key ID || HMAC-SHA256>
+
+tlog-checkpoint "Note text": line 1 is the origin, line 2 the tree size
+"with no leading zeroes", line 3 the base64 (RFC 4648 section 4) root hash,
+any further lines "extension lines"; agentloop writes exactly one, ``head``.
+The origin uses ``/`` rather than a space before the hash because the
+origin SHOULD hold no spaces and the signature's key name, which SHOULD
+match it, MUST hold none (signed-note "Format").  signed-note "Format": the
+text ends in a newline, then a blank line, then signature lines
+``— <key name> <base64(4-byte key ID || signature)>``.  An unsigned
+checkpoint is the text and the blank line with no signature line.
+
+Signatures are HMAC-SHA256 (RFC 2104) over the note text, under a key the
+user holds.  signed-note asks for a key ID of
+``SHA-256(key name || 0x0A || type || public key)[:4]``; an HMAC key has no
+public part, so agentloop uses type 0xFF ("signature types without an
+identifier byte") followed by the identifier ``agentloop-hmac-sha256`` and a
+fingerprint of the key, HMAC-SHA256(key, "agentloop checkpoint key id")::
+
+    key ID = SHA-256(origin || 0x0A || 0xFF || "agentloop-hmac-sha256" || fingerprint)[:4]
+
+The key name is the checkpoint's origin.  A signature under another name
+or key ID is another key's and is ignored, as signed-note requires.  What an
+HMAC proves: that someone holding the key made the checkpoint.  Anyone with
+the key can forge one, so it protects against a party that can write the
+transcript and the checkpoint but never sees the key.
+
+:func:`parse_checkpoint` is strict: every rule it enforces is numbered in
+its docstring and body, and a broken one raises
+:class:`~agentloop.errors.MalformedCheckpointError` naming the line.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import os
+from dataclasses import dataclass, field, replace
+from typing import List, Optional, Tuple, Union
+
+from .errors import BadSignatureError, MalformedCheckpointError, RunConfigError, SigningKeyError
+
+__all__ = [
+    "ORIGIN_PREFIX",
+    "MAX_CHECKPOINT_BYTES",
+    "MAX_SIGNATURES",
+    "MIN_KEY_BYTES",
+    "Signature",
+    "Checkpoint",
+    "parse_checkpoint",
+    "read_checkpoint",
+    "key_id",
+    "sign",
+    "verify_signature",
+    "load_key",
+    "check_key",
+    "check_run_anchor",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+#: Every agentloop/1 checkpoint's origin is this, then the hash of record 0.
+ORIGIN_PREFIX = "agentloop/1/"
+#: A checkpoint longer than this is refused unread (``anchor_malformed``).
+MAX_CHECKPOINT_BYTES = 64 * 1024
+#: signed-note: verifiers "MUST accept at least up to 16 signatures"; more are refused.
+MAX_SIGNATURES = 16
+#: The shortest HMAC key accepted, in bytes (32 random bytes are recommended).
+MIN_KEY_BYTES = 16
+#: The largest record count: ``seq`` is an I-JSON integer.
+MAX_SIZE = 2**53 - 1
+
+_EM_DASH = "\u2014"
+_HMAC_TYPE = b"\xffagentloop-hmac-sha256"
+_FINGERPRINT_LABEL = b"agentloop checkpoint key id"
+_HEX = frozenset("0123456789abcdef")
+_B64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+
+
+def _is_hex64(text: str) -> bool:
+    return len(text) == 64 and _HEX.issuperset(text)
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One signed-note signature line: ``— <name> base64(key_id || signature)``."""
+
+    name: str
+    key_id: bytes
+    signature: bytes
+
+    def line(self) -> str:
+        """The line, without its newline."""
+        blob = base64.b64encode(self.key_id + self.signature).decode("ascii")
+        return "%s %s %s" % (_EM_DASH, self.name, blob)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A transcript's tree head after ``size`` records.
+
+    ``first`` is the hex hash of record 0 (the run's name, in the origin),
+    ``root`` the hex RFC 6962 Merkle root over the first ``size`` record
+    lines, ``head`` the hex hash of record ``size - 1``.  Hashes are hex
+    here, as everywhere in agentloop; only the note's root line is base64.
+    """
+
+    first: str
+    size: int
+    root: str
+    head: str
+    signatures: Tuple[Signature, ...] = field(default=())
+
+    @property
+    def origin(self) -> str:
+        """``agentloop/1/<first>``: the log's identity, and the signing key's name."""
+        return ORIGIN_PREFIX + self.first
+
+    def text(self) -> bytes:
+        """The note text: the four lines a signature covers, each ending in ``\\n``."""
+        root = base64.b64encode(bytes.fromhex(self.root)).decode("ascii")
+        return ("%s\n%d\n%s\nhead %s\n" % (self.origin, self.size, root, self.head)).encode("ascii")
+
+    def to_bytes(self) -> bytes:
+        """The whole note: text, blank line, one line per signature."""
+        lines = "".join(sig.line() + "\n" for sig in self.signatures)
+        return self.text() + b"\n" + lines.encode("utf-8")
+
+    def unsigned(self) -> "Checkpoint":
+        """The same tree head without signatures."""
+        return replace(self, signatures=())
+
+
+def _b64(text: str, line: int, what: str) -> bytes:
+    """Strict standard base64 with padding (RFC 4648 section 4): one spelling per value."""
+    if not text or not _B64.issuperset(text):
+        raise MalformedCheckpointError(line, "%s is not standard base64" % (what,))
+    try:
+        raw = base64.b64decode(text.encode("ascii"), validate=True)
+    except (binascii.Error, ValueError):
+        raise MalformedCheckpointError(line, "%s is not standard base64" % (what,)) from None
+    if base64.b64encode(raw).decode("ascii") != text:
+        raise MalformedCheckpointError(line, "%s is not in canonical base64 (padding or trailing bits)" % (what,))
+    return raw
+
+
+def parse_checkpoint(data: bytes) -> Checkpoint:
+    """Parse a checkpoint's bytes, refusing anything but the one spelling.
+
+    1. at most :data:`MAX_CHECKPOINT_BYTES`, valid UTF-8, no control
+       character but ``\\n`` (signed-note "Format"), ending in ``\\n``;
+    2. four text lines, a blank line, then signature lines: no other empty
+       line (the text is separated "by the last empty line");
+    3. line 1, the origin: ``agentloop/1/`` and 64 lowercase hex digits;
+    4. line 2, the size: decimal, no sign, "no leading zeroes", at least 1
+       (record 0 names the run) and at most 2^53 - 1;
+    5. line 3, the root: canonical base64 of exactly 32 bytes;
+    6. line 4, the one extension line: ``head`` and 64 lowercase hex
+       digits; when the size is 1 it is record 0's hash;
+    7. each signature line: an em dash, a space, a key name (non-empty, no
+       space, no ``+``), a space, canonical base64 of a 4-byte key ID and at
+       least one byte of signature; at most :data:`MAX_SIGNATURES`.
+    """
+    # 1. size, encoding, characters
+    if len(data) > MAX_CHECKPOINT_BYTES:
+        raise MalformedCheckpointError(None, "longer than %d bytes" % (MAX_CHECKPOINT_BYTES,))
+    if not data:
+        raise MalformedCheckpointError(None, "empty")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedCheckpointError(data.count(b"\n", 0, exc.start) + 1, "invalid UTF-8") from None
+    for number, content in enumerate(text.split("\n"), 1):
+        bad = next((ch for ch in content if ord(ch) < 0x20 or ord(ch) == 0x7F), None)
+        if bad is not None:
+            raise MalformedCheckpointError(number, "control character U+%04X" % (ord(bad),))
+    if not text.endswith("\n"):
+        raise MalformedCheckpointError(text.count("\n") + 1, "no terminating newline")
+    lines = text[:-1].split("\n")
+
+    # 2. layout: four text lines, the blank line, signatures
+    if len(lines) < 5 or lines[4] != "":
+        blank = next((i for i, content in enumerate(lines[:5], 1) if content == ""), None)
+        if blank is not None and blank < 5:
+            raise MalformedCheckpointError(blank, "an empty line inside the note text (it needs 4 lines)")
+        if len(lines) < 5:
+            raise MalformedCheckpointError(len(lines) + 1, "no blank line after the 4 text lines")
+        raise MalformedCheckpointError(5, "a fifth text line: only one extension line (head) is allowed")
+    for number, content in enumerate(lines[5:], 6):
+        if content == "":
+            raise MalformedCheckpointError(number, "an empty line among the signatures")
+
+    # 3. origin
+    origin = lines[0]
+    if not origin.startswith(ORIGIN_PREFIX) or not _is_hex64(origin[len(ORIGIN_PREFIX):]):
+        raise MalformedCheckpointError(1, "origin must be %r and 64 lowercase hex digits" % (ORIGIN_PREFIX,))
+    first = origin[len(ORIGIN_PREFIX):]
+
+    # 4. size
+    size_text = lines[1]
+    if not size_text.isascii() or not size_text.isdigit() or len(size_text) > 16:
+        raise MalformedCheckpointError(2, "size must be a decimal number")
+    if size_text[0] == "0":
+        raise MalformedCheckpointError(2, "size must be at least 1, with no leading zero")
+    size = int(size_text)
+    if size > MAX_SIZE:
+        raise MalformedCheckpointError(2, "size %d exceeds 2**53-1" % (size,))
+
+    # 5. root
+    root = _b64(lines[2], 3, "root")
+    if len(root) != 32:
+        raise MalformedCheckpointError(3, "root is %d bytes, not a 32-byte SHA-256" % (len(root),))
+
+    # 6. head
+    head_line = lines[3]
+    if not head_line.startswith("head ") or not _is_hex64(head_line[5:]):
+        raise MalformedCheckpointError(4, "extension line must be 'head' and 64 lowercase hex digits")
+    head = head_line[5:]
+    if size == 1 and head != first:
+        raise MalformedCheckpointError(4, "a checkpoint of 1 record must have record 0's hash as head")
+
+    # 7. signatures
+    signatures: List[Signature] = []
+    for number, content in enumerate(lines[5:], 6):
+        if len(signatures) == MAX_SIGNATURES:
+            raise MalformedCheckpointError(number, "more than %d signatures" % (MAX_SIGNATURES,))
+        parts = content.split(" ")
+        if len(parts) != 3 or parts[0] != _EM_DASH:
+            raise MalformedCheckpointError(number, "a signature line is '\u2014 <key name> <base64>'")
+        name, blob = parts[1], parts[2]
+        if not name or "+" in name or any(ch.isspace() for ch in name):
+            raise MalformedCheckpointError(number, "a key name must be non-empty, with no space or '+'")
+        raw = _b64(blob, number, "signature")
+        if len(raw) < 5:
+            raise MalformedCheckpointError(number, "a signature holds a 4-byte key ID and at least 1 byte")
+        signatures.append(Signature(name, raw[:4], raw[4:]))
+    return Checkpoint(first, size, root.hex(), head, tuple(signatures))
+
+
+def read_checkpoint(path: PathLike) -> Checkpoint:
+    """Read and parse a checkpoint file.
+
+    ``OSError`` propagates; bad content raises
+    :class:`~agentloop.errors.MalformedCheckpointError`.  At most
+    :data:`MAX_CHECKPOINT_BYTES` + 1 bytes are read.
+    """
+    with open(os.fspath(path), "rb") as handle:
+        data = handle.read(MAX_CHECKPOINT_BYTES + 1)
+    return parse_checkpoint(data)
+
+
+def _fingerprint(key: bytes) -> bytes:
+    return hmac.new(key, _FINGERPRINT_LABEL, hashlib.sha256).digest()
+
+
+def key_id(name: str, key: bytes) -> bytes:
+    """The 4-byte signed-note key ID of HMAC ``key`` under key name ``name``.
+
+    ``SHA-256(name || 0x0A || 0xFF || "agentloop-hmac-sha256" || HMAC-SHA256(key, "agentloop checkpoint key id"))[:4]``.
+    """
+    return hashlib.sha256(name.encode("utf-8") + b"\n" + _HMAC_TYPE + _fingerprint(key)).digest()[:4]
+
+
+def check_key(key: object, source: str = "key") -> bytes:
+    """``key`` as ``bytes`` if it can sign, else :class:`~agentloop.errors.SigningKeyError`."""
+    if not isinstance(key, (bytes, bytearray)):
+        raise SigningKeyError(source, "must be bytes, got %s" % (type(key).__name__,))
+    if len(key) < MIN_KEY_BYTES:
+        raise SigningKeyError(source, "is %d bytes; at least %d are needed (32 random bytes are recommended)" % (len(key), MIN_KEY_BYTES))
+    return bytes(key)
+
+
+def sign(checkpoint: Checkpoint, key: bytes) -> Checkpoint:
+    """``checkpoint`` with an HMAC-SHA256 signature by ``key`` added.
+
+    The signature covers :meth:`Checkpoint.text`; a signature already made
+    by the same key (same name and key ID) is replaced, others are kept.
+    """
+    key = check_key(key)
+    name = checkpoint.origin
+    kid = key_id(name, key)
+    mac = hmac.new(key, checkpoint.text(), hashlib.sha256).digest()
+    kept = tuple(s for s in checkpoint.signatures if (s.name, s.key_id) != (name, kid))
+    return replace(checkpoint, signatures=kept + (Signature(name, kid, mac),))
+
+
+def verify_signature(checkpoint: Checkpoint, key: bytes) -> None:
+    """Check that ``key`` signed ``checkpoint``.
+
+    signed-note "Signatures": signatures from other keys (another name or
+    key ID) are ignored; every signature whose name and key ID match the key
+    must verify, and at least one must.  Raises
+    :class:`~agentloop.errors.BadSignatureError` saying which rule failed.
+    """
+    key = check_key(key)
+    name = checkpoint.origin
+    kid = key_id(name, key)
+    mine = [s for s in checkpoint.signatures if s.name == name and s.key_id == kid]
+    if not mine:
+        if not checkpoint.signatures:
+            raise BadSignatureError("the checkpoint is not signed")
+        others = ", ".join("%s/%s" % (s.name[:24], s.key_id.hex()) for s in checkpoint.signatures)
+        raise BadSignatureError("no signature by this key (key ID %s); the checkpoint holds %s" % (kid.hex(), others))
+    expected = hmac.new(key, checkpoint.text(), hashlib.sha256).digest()
+    for sig in mine:
+        if not hmac.compare_digest(sig.signature, expected):
+            raise BadSignatureError("the signature by key ID %s does not match the checkpoint's text" % (kid.hex(),))
+
+
+def load_key(path: Optional[PathLike] = None, env: Optional[str] = None) -> bytes:
+    """Read a signing key from a file or an environment variable (exactly one).
+
+    A key file's bytes are the key, with one trailing ``\\n`` (or ``\\r\\n``)
+    removed, so ``echo`` and editors do not change it; an environment
+    variable's value is taken as UTF-8.  The key must be at least
+    :data:`MIN_KEY_BYTES` bytes.  Raises
+    :class:`~agentloop.errors.SigningKeyError`.
+    """
+    if path is not None and env is None:
+        source = "file %s" % (os.fspath(path),)
+        try:
+            with open(os.fspath(path), "rb") as handle:
+                key = handle.read(1 << 20)
+        except OSError as exc:
+            raise SigningKeyError(source, "cannot be read: %s" % (exc.strerror or exc,)) from None
+        if key.endswith(b"\r\n"):
+            key = key[:-2]
+        elif key.endswith(b"\n"):
+            key = key[:-1]
+    elif env is not None and path is None:
+        source = "environment variable %s" % (env,)
+        value = os.environ.get(env)
+        if value is None:
+            raise SigningKeyError(source, "is not set")
+        key = value.encode("utf-8", "surrogateescape")
+    else:
+        raise SigningKeyError("source", "give exactly one of a key file and an environment variable")
+    return check_key(key, source)
+
+
+def check_run_anchor(transcript: PathLike, checkpoint: object, key: object, overwrite: bool) -> None:
+    """The checks :func:`agentloop.run` makes on ``checkpoint=`` and ``key=`` before it starts.
+
+    Raises :class:`~agentloop.errors.RunConfigError`: a key without a
+    checkpoint (nothing would be signed), a checkpoint that is not a path,
+    is the transcript's own path, or already exists without ``overwrite``,
+    and a key that is not bytes of at least :data:`MIN_KEY_BYTES`.
+    """
+    if checkpoint is None:
+        if key is not None:
+            raise RunConfigError("key", "given without checkpoint=: nothing would be signed")
+        return
+    if not isinstance(checkpoint, (str, os.PathLike)):
+        raise RunConfigError("checkpoint", "must be a path, got %s" % (type(checkpoint).__name__,))
+    name = os.fspath(checkpoint)
+    if not isinstance(name, str) or not name:
+        raise RunConfigError("checkpoint", "must be a non-empty str path")
+    if os.path.abspath(name) == os.path.abspath(os.fspath(transcript)):
+        raise RunConfigError("checkpoint", "is the transcript's own path %s" % (name,))
+    if not overwrite and os.path.lexists(name):
+        raise RunConfigError("checkpoint", "%s already exists (pass overwrite=True to replace it)" % (name,))
+    if key is not None:
+        try:
+            check_key(key)
+        except SigningKeyError as exc:
+            raise RunConfigError("key", exc.reason) from None

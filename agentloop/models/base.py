@@ -1,0 +1,231 @@
+"""What the provider adapters share: base URL, API key, fixed request
+parameters, tool definitions from the manifest, and reading tool-call arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.parse
+from typing import Any, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple
+
+from ..canonical import canonical_bytes
+from ..errors import ModelConfigError, ModelResponseError, UnrecordableError
+from ..loop import Usage
+from ..tools import Tool, ToolRegistry
+from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport, RetryPolicy
+
+__all__ = [
+    "base_url_from",
+    "api_key_from",
+    "check_params",
+    "extra_headers",
+    "make_transport",
+    "ToolShapes",
+    "Reader",
+    "usage_from",
+    "read_arguments",
+    "ARGUMENTS_QUOTED_CHARS",
+]
+
+#: How much of unreadable arguments the error quotes back to the model.
+ARGUMENTS_QUOTED_CHARS = 200
+
+
+def base_url_from(base_url: Optional[str], env_var: str, default: str) -> str:
+    """The base URL: the argument, else ``$env_var``, else ``default``; without a trailing ``/``.
+
+    It must be ``http`` or ``https`` with a host, and hold no credentials
+    (``user:password@``): the key goes in its header, never in a URL.
+    """
+    chosen = base_url if base_url is not None else os.environ.get(env_var) or default
+    if not isinstance(chosen, str):
+        raise ModelConfigError("base_url", "must be a str, got %s" % (type(chosen).__name__,))
+    parts = urllib.parse.urlsplit(chosen)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ModelConfigError("base_url", "must be an http:// or https:// URL with a host, got %s" % (json.dumps(chosen[:200]),))
+    if parts.username is not None or parts.password is not None:
+        raise ModelConfigError("base_url", "must not hold credentials (user:password@); pass api_key= instead")
+    if parts.fragment:
+        raise ModelConfigError("base_url", "must not have a #fragment")
+    try:
+        parts.port
+    except ValueError:
+        raise ModelConfigError("base_url", "has a bad port") from None
+    return chosen.rstrip("/")
+
+
+def api_key_from(api_key: Optional[str], env_var: str, required: bool) -> str:
+    """The API key: the argument, else ``$env_var``; ``""`` when there is none and none is ``required``.
+
+    Surrounding whitespace is dropped; a key with whitespace or control
+    characters inside is refused without being shown.
+    """
+    key = api_key if api_key is not None else os.environ.get(env_var, "")
+    if not isinstance(key, str):
+        raise ModelConfigError("api_key", "must be a str, got %s" % (type(key).__name__,))
+    key = key.strip()
+    if not key and required:
+        raise ModelConfigError("api_key", "no API key: pass api_key= or set %s" % (env_var,))
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in key):
+        raise ModelConfigError("api_key", "the key holds whitespace or control characters (it is not shown)")
+    return key
+
+
+def check_params(params: Optional[Mapping[str, Any]], reserved: Sequence[str]) -> Dict[str, Any]:
+    """Extra request-body parameters (``temperature``, ...): plain JSON, none of the ``reserved`` names."""
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping):
+        raise ModelConfigError("params", "must be a mapping, got %s" % (type(params).__name__,))
+    taken = sorted(name for name in params if name in reserved)
+    if taken:
+        raise ModelConfigError("params", "%s is set by the adapter itself" % (", ".join(repr(n) for n in taken),))
+    try:
+        canonical_bytes(dict(params), "$.params", depth=3)
+    except UnrecordableError as exc:
+        raise ModelConfigError("params", str(exc)) from None
+    result: Dict[str, Any] = json.loads(json.dumps(dict(params)))
+    return result
+
+
+def extra_headers(headers: Optional[Mapping[str, str]]) -> Dict[str, str]:
+    """Extra request headers: names and values must be str."""
+    if headers is None:
+        return {}
+    if not isinstance(headers, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
+        raise ModelConfigError("headers", "must map header names to str values")
+    return dict(headers)
+
+
+def make_transport(transport: Optional[HttpTransport], timeout: float, max_retries: int) -> HttpTransport:
+    """The adapter's transport: the one given, else one with ``timeout`` and ``max_retries``."""
+    if transport is None:
+        return HttpTransport(timeout=timeout, retry=RetryPolicy(max_retries=max_retries))
+    if not isinstance(transport, HttpTransport):
+        raise ModelConfigError("transport", "must be an HttpTransport, got %s" % (type(transport).__name__,))
+    if timeout != DEFAULT_TIMEOUT or max_retries != DEFAULT_MAX_RETRIES:
+        raise ModelConfigError("transport", "give timeout and max_retries to the HttpTransport, not beside it")
+    return transport
+
+
+def _never_called(**_: Any) -> NoReturn:
+    raise RuntimeError("a provider tool definition is never called")
+
+
+class ToolShapes:
+    """The loop's manifest as one provider's ``tools`` array, via
+    :meth:`agentloop.tools.ToolRegistry.manifest` (``style="openai"`` or
+    ``"anthropic"``, see :mod:`agentloop.providers`); converted once per
+    distinct manifest."""
+
+    def __init__(self, style: str) -> None:
+        self.style = style
+        self._key = b""
+        self._tools: List[Dict[str, Any]] = []
+
+    def __call__(self, manifest: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        key = canonical_bytes(manifest)
+        if key != self._key or not manifest:
+            try:
+                registry = ToolRegistry(
+                    Tool(entry["name"], entry["description"], entry["parameters"], _never_called) for entry in manifest
+                )
+            except (KeyError, TypeError) as exc:
+                raise ModelConfigError("manifest", "each entry needs name, description and parameters (%s)" % (exc,)) from None
+            self._tools = registry.manifest(style=self.style)
+            self._key = key
+        return json.loads(json.dumps(self._tools))  # type: ignore[no-any-return]
+
+
+class Reader:
+    """Reads a response body, naming the place of anything unexpected."""
+
+    def __init__(self, provider: str, host: str) -> None:
+        self.provider = provider
+        self.host = host
+
+    def fail(self, path: str, reason: str) -> ModelResponseError:
+        return ModelResponseError(self.provider, self.host, path, reason)
+
+    def get(self, obj: Mapping[str, Any], key: str, path: str, kind: type, optional: bool = False) -> Any:
+        """``obj[key]`` if it is a ``kind`` (a bool is never an int); ``None`` if absent or null and ``optional``."""
+        value = obj.get(key)
+        if value is None and optional:
+            return None
+        if not isinstance(value, kind) or isinstance(value, bool) != (kind is bool):
+            got = "nothing" if key not in obj else "null" if value is None else type(value).__name__
+            raise self.fail("%s.%s" % (path, key), "expected %s, got %s" % (kind.__name__, got))
+        return value
+
+
+def usage_from(answer: Mapping[str, Any], input_key: str, output_key: str, extra_input: Sequence[str] = ()) -> Optional[Usage]:
+    """``answer["usage"]`` as a :class:`~agentloop.Usage`: ``input_key`` plus the ``extra_input``
+    counts (absent or null ones are 0) as input, ``output_key`` as output; ``None`` when absent or malformed."""
+    usage = answer.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    raw = [usage.get(input_key), usage.get(output_key)] + [usage.get(k) or 0 for k in extra_input]
+    counts = [n for n in raw if type(n) is int and n >= 0]
+    if len(counts) != len(raw):
+        return None
+    try:
+        return Usage(counts[0] + sum(counts[2:]), counts[1])
+    except TypeError:  # beyond 2**53-1
+        return None
+
+
+def _no_duplicates(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+    result: Dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError("duplicate key %s" % (json.dumps(key),))
+        result[key] = value
+    return result
+
+
+def _no_constant(name: str) -> NoReturn:
+    raise ValueError("%s is not JSON" % (name,))
+
+
+def _quoted(text: str) -> str:
+    cut = text if len(text) <= ARGUMENTS_QUOTED_CHARS else text[:ARGUMENTS_QUOTED_CHARS] + "..."
+    return json.dumps(cut)  # ASCII, escaped: safe to record and to print
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "an array" if isinstance(value, list) else "a string"
+
+
+def read_arguments(text: object) -> Tuple[Dict[str, Any], str]:
+    """Tool-call arguments sent as a JSON string: ``(object, "")``, or ``({}, why not)``.
+
+    The error text is what the loop records as ``arguments_error`` and shows
+    the model, so it says what was wrong and quotes (the start of) what was
+    sent.  An empty or all-blank string is taken as no arguments, ``{}``
+    (some OpenAI-compatible servers send that for a tool without parameters),
+    and so is an object sent as is instead of as a string.
+    """
+    if isinstance(text, dict):  # a few compatible servers send the object itself
+        return text, ""
+    if not isinstance(text, str):
+        return {}, "arguments must be a string of JSON, got %s" % (_json_kind(text),)
+    if not text.strip():
+        return {}, ""
+    try:
+        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except RecursionError:
+        return {}, "arguments are not valid JSON (nested too deeply): %s" % (_quoted(text),)
+    except ValueError as exc:
+        return {}, "arguments are not valid JSON (%s): %s" % (exc, _quoted(text))
+    if not isinstance(value, dict):
+        return {}, "arguments must be a JSON object, got %s: %s" % (_json_kind(value), _quoted(text))
+    return value, ""

@@ -1,0 +1,331 @@
+"""Replay: a recorded run's replies, given back in order, as a model.
+
+Everything needed to replay a run is in its transcript: the task record
+holds the task, the budgets, the tools and (for an adapter's run) the model
+info; each assistant record holds a reply (text, tool calls with their ids
+and arguments or ``arguments_error``, usage); the tool records hold what the
+model was shown next.  :class:`ReplayModel` rebuilds, for every step, the
+messages the loop gave the model, and refuses to go on (raises
+:class:`~agentloop.errors.ReplayMismatchError`, so the loop stops with
+``model_error`` naming the step) when the conversation it is asked to
+continue is not the recorded one -- a tool that now answers differently, a
+changed tool list.
+
+:func:`replay` re-runs the task with the recorded replies and the tools
+given, writes a new transcript and compares it with the original:
+:func:`first_difference` is ``None`` when the two files are byte-identical,
+else the first record that differs and how.  A run that ended because its
+model raised is replayed to the same end: the replay raises an exception of
+the recorded name with the recorded message, so the stop record is the same
+too.  Not reproducible, and reported as a difference at the stop record: a
+run that ended because a reply was of the wrong type or too big to record.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+
+from ..canonical import canonical_bytes, canonical_text
+from ..errors import AgentloopError, ReplayError, ReplayMismatchError, UnrecordableError
+from ..loop import MAX_ERROR_CHARS, Message, ModelReply, RunResult, ToolCall, Usage, run
+from ..tools import Tool, ToolRegistry
+from ..transcript import PathLike, iter_file, verify_file
+
+__all__ = ["ReplayModel", "Difference", "ReplayResult", "first_difference", "replay"]
+
+_RAISED = "model raised "
+_CUT = re.compile(r"\.\.\. \((\d+) characters cut\)\Z")
+_SHOWN_CHARS = 80
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "absent"
+
+
+_ABSENT = _Absent()
+
+
+def _same(a: object, b: object) -> bool:
+    """JSON equality, type-exact (``true`` is not ``1``), by RFC 8785 text."""
+    try:
+        return canonical_bytes(a) == canonical_bytes(b)
+    except UnrecordableError:
+        return repr(a) == repr(b)
+
+
+def _shown(value: object) -> str:
+    if value is _ABSENT:
+        return "nothing"
+    try:
+        text = json.dumps(value, sort_keys=True)  # ASCII, escaped: safe to record and to print
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
+
+
+def _first_change(old: object, new: object, path: str) -> Optional[Tuple[str, object, object]]:
+    """The first place where ``old`` and ``new`` differ: ``(path, old value, new value)``, or ``None``."""
+    if _same(old, new):
+        return None
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new)):
+            where = "%s.%s" % (path, key) if re.match(r"[A-Za-z_][A-Za-z0-9_]*\Z", key) else "%s[%s]" % (path, json.dumps(key))
+            change = _first_change(old.get(key, _ABSENT), new.get(key, _ABSENT), where)
+            if change is not None:
+                return change
+    if isinstance(old, list) and isinstance(new, list):
+        for index in range(min(len(old), len(new))):
+            change = _first_change(old[index], new[index], "%s[%d]" % (path, index))
+            if change is not None:
+                return change
+        return ("%s (length)" % (path,), len(old), len(new))
+    return (path, old, new)
+
+
+def _change_text(change: Tuple[str, object, object], old_name: str, new_name: str) -> str:
+    path, old, new = change
+    return "%s: %s %s, %s %s" % (path, old_name, _shown(old), new_name, _shown(new))
+
+
+@dataclass(frozen=True)
+class _Step:
+    before: List[Message]  # the messages the model was given for this step
+    reply: ModelReply
+
+
+class _RecordedFailure(AgentloopError):
+    """Raised by a replay where the recorded model raised; named and worded as the recorded exception."""
+
+
+def _reproduction(detail: str) -> Optional[BaseException]:
+    """An exception the loop describes as exactly ``detail`` (``model raised Name: message``), or ``None``."""
+    if not detail.startswith(_RAISED):
+        return None
+    body = detail[len(_RAISED):]
+    cut = _CUT.search(detail)
+    if cut is not None and len(detail) - len(cut.group(0)) == MAX_ERROR_CHARS:
+        # The loop cut the detail to MAX_ERROR_CHARS: pad the message back to
+        # the original length so the loop cuts it the same way.
+        body = detail[len(_RAISED): MAX_ERROR_CHARS] + "." * int(cut.group(1))
+    name, _, message = body.partition(": ")
+    try:
+        kind = type(name, (_RecordedFailure,), {"__module__": __name__})
+    except (TypeError, ValueError):
+        return None
+    failure: BaseException = kind(message)
+    return failure
+
+
+def _reply(payload: Dict[str, Any]) -> ModelReply:
+    calls = []
+    for call in payload["tool_calls"]:
+        if call["arguments"] is None:
+            calls.append(ToolCall(call["name"], {}, call["id"], call.get("arguments_error") or "unrecordable arguments"))
+        else:
+            calls.append(ToolCall(call["name"], call["arguments"], call["id"]))
+    usage = payload.get("usage")
+    return ModelReply(payload["text"], calls, None if usage is None else Usage(usage["input_tokens"], usage["output_tokens"]))
+
+
+class ReplayModel:
+    """The replies of a recorded run, in order, as a model; it checks each
+    conversation it is asked to continue against the recording.
+
+    Build it with :meth:`from_transcript`.  The step it answers is read from
+    the messages (one more than the assistant turns in them), so it holds no
+    state and can replay the same run again.
+    """
+
+    def __init__(self, task: Dict[str, Any], steps: List[_Step], after: List[Message], stop: Optional[Dict[str, Any]], source: str) -> None:
+        self._task = task
+        self._steps = steps
+        self._after = after
+        self._stop = stop
+        self.source = source
+
+    @classmethod
+    def from_transcript(cls, path: PathLike) -> "ReplayModel":
+        """Read a transcript, which must verify; raise :class:`~agentloop.errors.ReplayError` otherwise."""
+        name = str(path)
+        verdict = verify_file(path)
+        if not verdict.ok:
+            raise ReplayError(name, "it does not verify: %s" % (verdict.faults[0],))
+        records = [record for _, record, _ in iter_file(path)]
+        try:
+            return cls._build(records, name)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise ReplayError(name, "it holds a record this version of agentloop cannot replay (%s: %s)" % (type(exc).__name__, exc)) from None
+
+    @classmethod
+    def _build(cls, records: List[Any], source: str) -> "ReplayModel":
+        if not records:
+            raise ReplayError(source, "it holds no records")
+        task = records[0]["payload"]
+        messages: List[Message] = [{"role": "user", "content": task["task"]}]
+        steps: List[_Step] = []
+        stop = None
+        for record in records[1:]:
+            kind, payload = record["kind"], record["payload"]
+            if kind == "assistant":
+                steps.append(_Step(list(messages), _reply(payload)))
+                calls = [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in payload["tool_calls"]]
+                messages.append({"role": "assistant", "content": payload["text"], "tool_calls": calls})
+            elif kind == "tool":
+                ok = payload["ok"]
+                content = canonical_text(payload["value"]) if ok is True else payload["error"]
+                messages.append({"role": "tool", "tool_call_id": payload["id"], "name": payload["name"], "ok": ok, "content": content})
+            elif kind == "stop":
+                stop = payload
+        return cls(task, steps, messages, stop, source)
+
+    @property
+    def task(self) -> str:
+        """The recorded task."""
+        return str(self._task["task"])
+
+    @property
+    def budgets(self) -> Dict[str, Any]:
+        """The recorded ``{max_steps, max_tokens, stop_sentinel}``."""
+        return dict(self._task["budgets"])
+
+    @property
+    def tools(self) -> List[Dict[str, Any]]:
+        """The recorded manifest."""
+        return list(self._task["tools"])
+
+    @property
+    def steps(self) -> int:
+        """How many replies the recording holds."""
+        return len(self._steps)
+
+    def model_info(self) -> Optional[Dict[str, Any]]:
+        """The recorded model info (so the replay's task record is the original's), or ``None``."""
+        info = self._task.get("model")
+        return dict(info) if isinstance(info, dict) else None
+
+    def _check(self, step: int, expected: List[Message], messages: List[Message], manifest: List[Dict[str, Any]]) -> None:
+        change = _first_change(self.tools, manifest, "tools")
+        if change is not None:
+            raise ReplayMismatchError(step, "the tools differ from the recorded ones: %s" % (_change_text(change, "recorded", "now"),))
+        change = _first_change(expected, list(messages), "messages")
+        if change is not None:
+            raise ReplayMismatchError(
+                step, "the conversation differs from the recorded one: %s" % (_change_text(change, "recorded", "got"),)
+            )
+
+    def __call__(self, messages: List[Message], manifest: List[Dict[str, Any]]) -> ModelReply:
+        step = 1 + sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
+        if step <= len(self._steps):
+            self._check(step, self._steps[step - 1].before, messages, manifest)
+            return self._steps[step - 1].reply
+        self._check(step, self._after, messages, manifest)
+        if self._stop is not None and self._stop.get("reason") == "model_error":
+            failure = _reproduction(str(self._stop.get("detail", "")))
+            if failure is not None:
+                raise failure
+            raise ReplayMismatchError(
+                step, "the recorded run ended here with a model error a replay cannot reproduce: %s" % (self._stop.get("detail"),)
+            )
+        ending = "it ends without a stop record" if self._stop is None else "it stopped with %s" % (self._stop.get("reason"),)
+        raise ReplayMismatchError(step, "the recording holds no reply for step %d (%d recorded; %s)" % (step, len(self._steps), ending))
+
+
+@dataclass(frozen=True)
+class Difference:
+    """The first record where two transcripts differ: ``index`` from 0, ``line`` from 1."""
+
+    index: int
+    line: int
+    detail: str
+
+    def __str__(self) -> str:
+        return "record %d (line %d): %s" % (self.index, self.line, self.detail)
+
+
+def _lines(path: PathLike) -> Iterator[bytes]:
+    with open(path, "rb") as handle:
+        for line in handle:
+            yield line
+
+
+def _describe_records(old_line: bytes, new_line: bytes) -> str:
+    try:
+        old, new = json.loads(old_line), json.loads(new_line)
+    except ValueError:
+        return "the lines differ and one is not JSON"
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return "the lines differ"
+    kind = old.get("kind")
+    for key in ("kind", "payload", "seq", "prev", "hash"):
+        change = _first_change(old.get(key, _ABSENT), new.get(key, _ABSENT), "$." + key)
+        if change is not None:
+            return "%s record: %s" % (kind, _change_text(change, "original", "replay"))
+    return "the bytes differ (%r vs %r)" % (old_line[:40], new_line[:40])
+
+
+def first_difference(original: PathLike, replayed: PathLike) -> Optional[Difference]:
+    """``None`` when the two files are byte-identical, else where they first differ and how."""
+    old_lines, new_lines = _lines(original), _lines(replayed)
+    index = 0
+    while True:
+        old, new = next(old_lines, None), next(new_lines, None)
+        if old is None and new is None:
+            return None
+        if old is None or new is None:
+            which, extra = ("original", new) if old is None else ("replay", old)
+            assert extra is not None
+            try:
+                kind = json.loads(extra).get("kind")
+            except (ValueError, AttributeError):
+                kind = None
+            return Difference(index, index + 1, "the %s ends before this %s record" % (which, kind))
+        if old != new:
+            return Difference(index, index + 1, _describe_records(old, new))
+        index += 1
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """A replay's run and how its transcript compares with the original's."""
+
+    original: str
+    transcript: str
+    run: RunResult
+    difference: Optional[Difference]
+
+    @property
+    def identical(self) -> bool:
+        """Whether the new transcript is byte-identical to the original."""
+        return self.difference is None
+
+
+def replay(
+    path: PathLike,
+    tools: Union[ToolRegistry, Iterable[Tool]],
+    *,
+    transcript: PathLike,
+    overwrite: bool = False,
+) -> ReplayResult:
+    """Re-run the task of the transcript at ``path`` with its recorded replies
+    and ``tools``, write ``transcript``, and compare the two files.
+
+    The task, budgets and sentinel are the recorded ones.  Raises
+    :class:`~agentloop.errors.ReplayError` if ``path`` does not verify.
+    """
+    model = ReplayModel.from_transcript(path)
+    budgets = model.budgets
+    result = run(
+        model.task,
+        model,
+        tools,
+        transcript=transcript,
+        max_steps=budgets["max_steps"],
+        max_tokens=budgets["max_tokens"],
+        stop_sentinel=budgets["stop_sentinel"],
+        overwrite=overwrite,
+    )
+    return ReplayResult(str(path), str(transcript), result, first_difference(path, transcript))

@@ -1,0 +1,264 @@
+"""A stand-in for the OpenAI Chat Completions and Anthropic Messages APIs on
+127.0.0.1, for the tests and the README's walk-through.  Stdlib only.
+
+    python3 -m tests.loopback [--port 8765]
+
+serves both APIs (``/v1/chat/completions`` and ``/v1/messages``) until
+Ctrl-C.  Its default model is deterministic: when the request offers a tool
+``add`` and the conversation has no tool result yet, it asks for
+``add(a=40, b=2)``; once the results are in, it answers with a text quoting
+them.  Tests instead give a script of canned answers (status, headers, body,
+delay) and read back every request the server saw.
+
+The shapes follow the providers' API references (see
+``agentloop/models/openai.py`` and ``agentloop/models/anthropic.py`` for the
+pages): a chat completion ``{"id", "object": "chat.completion", "model",
+"choices": [{"index", "message", "finish_reason"}], "usage"}``, a message
+``{"id", "type": "message", "role": "assistant", "model", "content",
+"stop_reason", "stop_sequence", "usage"}``, and their error bodies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+__all__ = [
+    "Canned",
+    "Seen",
+    "LoopbackServer",
+    "openai_reply",
+    "openai_error",
+    "anthropic_reply",
+    "anthropic_error",
+]
+
+HOST = "127.0.0.1"  # never any other address
+
+
+@dataclass(frozen=True)
+class Canned:
+    """One scripted answer: ``body`` is JSON (a dict) or raw bytes; ``delay`` seconds before answering."""
+
+    body: Union[Dict[str, Any], bytes] = b""
+    status: int = 200
+    headers: Dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One request the server received: lower-cased headers, the parsed JSON body (``None`` if not JSON)."""
+
+    method: str
+    path: str
+    headers: Dict[str, str]
+    raw: bytes
+    body: Any
+
+
+def openai_reply(
+    text: Optional[str] = None,
+    calls: Sequence[Tuple[str, str, str]] = (),
+    *,
+    usage: Optional[Tuple[int, int]] = (11, 7),
+    refusal: Optional[str] = None,
+    finish_reason: Optional[str] = None,
+    model: str = "gpt-test",
+) -> Dict[str, Any]:
+    """A chat completion; ``calls`` are ``(id, name, arguments as a JSON string)``."""
+    message: Dict[str, Any] = {"role": "assistant", "content": text, "refusal": refusal}
+    if calls:
+        message["tool_calls"] = [
+            {"id": cid, "type": "function", "function": {"name": name, "arguments": arguments}} for cid, name, arguments in calls
+        ]
+    body: Dict[str, Any] = {
+        "id": "chatcmpl-loopback",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": finish_reason or ("tool_calls" if calls else "stop"),
+            }
+        ],
+    }
+    if usage is not None:
+        body["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": usage[0] + usage[1]}
+    return body
+
+
+def openai_error(status: int, message: str, kind: str, code: Optional[str] = None, headers: Optional[Dict[str, str]] = None) -> Canned:
+    """An error answer in the Chat Completions shape."""
+    return Canned({"error": {"message": message, "type": kind, "param": None, "code": code}}, status, headers or {})
+
+
+def anthropic_reply(
+    text: Optional[str] = None,
+    calls: Sequence[Tuple[str, str, Any]] = (),
+    *,
+    usage: Optional[Dict[str, Any]] = None,
+    stop_reason: Optional[str] = None,
+    model: str = "claude-test",
+) -> Dict[str, Any]:
+    """A message; ``calls`` are ``(id, name, input object)``."""
+    content: List[Dict[str, Any]] = []
+    if text is not None:
+        content.append({"type": "text", "text": text})
+    content.extend({"type": "tool_use", "id": cid, "name": name, "input": value} for cid, name, value in calls)
+    return {
+        "id": "msg_loopback",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop_reason or ("tool_use" if calls else "end_turn"),
+        "stop_sequence": None,
+        "usage": {"input_tokens": 13, "output_tokens": 5} if usage is None else usage,
+    }
+
+
+def anthropic_error(status: int, kind: str, message: str, headers: Optional[Dict[str, str]] = None) -> Canned:
+    """An error answer in the Messages API shape."""
+    return Canned({"type": "error", "error": {"type": kind, "message": message}}, status, headers or {})
+
+
+def _default_answer(path: str, body: Any) -> Dict[str, Any]:
+    """The deterministic model: call add(40, 2) when offered, then quote the results."""
+    if not isinstance(body, dict):
+        return {"error": {"message": "the body is not JSON", "type": "invalid_request_error"}}
+    messages = body.get("messages") or []
+    tools = body.get("tools") or []
+    last = messages[-1] if messages else {}
+    if path.endswith("/chat/completions"):
+        names = [t.get("function", {}).get("name") for t in tools]
+        results = [m.get("content") for m in messages if m.get("role") == "tool"]
+        if results:
+            return openai_reply("The tools said: %s." % ("; ".join(str(r) for r in results),))
+        if "add" in names:
+            return openai_reply("Let me add them.", [("call_add_1", "add", '{"a": 40, "b": 2}')])
+        return openai_reply("I have no tool to use.")
+    names = [t.get("name") for t in tools]
+    content = last.get("content")
+    results = [b.get("content") for b in content if b.get("type") == "tool_result"] if isinstance(content, list) else []
+    if results:
+        return anthropic_reply("The tools said: %s." % ("; ".join(str(r) for r in results),))
+    if "add" in names:
+        return anthropic_reply("Let me add them.", [("toolu_add_1", "add", {"a": 40, "b": 2})])
+    return anthropic_reply("I have no tool to use.")
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, port: int, owner: "LoopbackServer") -> None:
+        self.owner = owner
+        super().__init__((HOST, port), _Handler)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def do_POST(self) -> None:
+        owner = self.server.owner
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw.decode("utf-8"))
+        except ValueError:
+            body = None
+        seen = Seen("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, raw, body)
+        canned = owner._next(seen)
+        if canned.delay:
+            owner.release.wait(canned.delay)  # released at stop(), so teardown never waits
+        payload = canned.body if isinstance(canned.body, bytes) else json.dumps(canned.body).encode("utf-8")
+        try:
+            self.send_response(canned.status)
+            headers = {"Content-Type": "application/json", "Content-Length": str(len(payload))}
+            headers.update(canned.headers)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(payload)
+        except OSError:  # the client gave up (a timeout test)
+            pass
+
+
+class LoopbackServer:
+    """The server, on an ephemeral port of 127.0.0.1 unless ``port`` is given; a context manager."""
+
+    def __init__(self, script: Sequence[Union[Canned, Dict[str, Any]]] = (), port: int = 0) -> None:
+        self.script: List[Canned] = [c if isinstance(c, Canned) else Canned(c) for c in script]
+        self.requests: List[Seen] = []
+        self.release = threading.Event()
+        self._lock = threading.Lock()
+        self._server = _Server(port, self)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT``: the Anthropic base URL (without ``/v1``)."""
+        return "http://%s:%d" % (HOST, self.port)
+
+    @property
+    def openai_url(self) -> str:
+        """The OpenAI base URL (up to and including ``/v1``)."""
+        return self.url + "/v1"
+
+    def _next(self, seen: Seen) -> Canned:
+        with self._lock:
+            self.requests.append(seen)
+            if self.script:
+                return self.script.pop(0)
+        return Canned(_default_answer(seen.path, seen.body))
+
+    def start(self) -> "LoopbackServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.release.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> "LoopbackServer":
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m tests.loopback", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, default=8765)
+    args = parser.parse_args(argv)
+    server = LoopbackServer(port=args.port).start()
+    print("loopback model on %s  (OpenAI base URL %s, Anthropic base URL %s); Ctrl-C stops it"
+          % (server.url, server.openai_url, server.url), flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
