@@ -226,6 +226,15 @@ def _shown(value: object) -> str:
     return "a %s" % (type(value).__name__,)
 
 
+def _budgets(max_steps: int, max_tokens: int, stop_sentinel: Optional[str], max_record_bytes: int) -> Dict[str, Any]:
+    """The task record's budgets; ``max_record_bytes`` only when not the default,
+    so a replay can reproduce the run and default transcripts keep their bytes."""
+    budgets: Dict[str, Any] = {"max_steps": max_steps, "max_tokens": max_tokens, "stop_sentinel": stop_sentinel}
+    if max_record_bytes != MAX_RECORD_BYTES:
+        budgets["max_record_bytes"] = max_record_bytes
+    return budgets
+
+
 def _reply_problem(reply: object) -> str:
     """Why ``reply`` cannot be taken as a turn ("" when it can).
 
@@ -332,7 +341,7 @@ def run(
     task_payload = {
         "format": FORMAT,
         "task": task,
-        "budgets": {"max_steps": max_steps, "max_tokens": max_tokens, "stop_sentinel": stop_sentinel},
+        "budgets": _budgets(max_steps, max_tokens, stop_sentinel, max_record_bytes),
         "tools": manifest,
     }
     model_info = _model_info(model)

@@ -69,7 +69,7 @@ class TestRetries(TransportCase):
 
     def test_a_retry_after_beyond_the_limit_is_not_waited_for(self) -> None:
         error = self.failure(openai_error(429, "slow down", "rate_limit_error", headers={"Retry-After": "600"}), OK)
-        self.assertIn("HTTP 429: rate_limit_error: slow down (Retry-After of 600 s is longer than max_retry_after 60 s: not retried)",
+        self.assertIn("HTTP 429: rate_limit_error: slow down (Retry-After: \"600\" is longer than max_retry_after 60 s: not retried)",
                       str(error))
         self.assertEqual((len(self.server.requests), self.waits), (1, []))
 

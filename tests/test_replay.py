@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
+import unittest
 from typing import Any, Dict, List
 
 import demo
@@ -173,3 +175,21 @@ class TestCommandLine(LoopbackCase, ReplayCase):
                 status, _, err = self.cli("replay", self.path(), "--tools", spec, "-o", self.path("x.jsonl"))
                 self.assertEqual(status, 2)
                 self.assertIn(message, err)
+
+
+class TestReplayBudgets(unittest.TestCase):
+    def test_a_non_default_max_record_bytes_is_recorded_and_replayed(self) -> None:
+        import tempfile
+
+        from agentloop import ModelReply, ScriptedModel, Tool, ToolCall, run
+        from agentloop.models import replay
+
+        big = [Tool("big", "", {"type": "object"}, lambda: "y" * 70_000)]
+        with tempfile.TemporaryDirectory() as folder:
+            original = os.path.join(folder, "o.jsonl")
+            run("t", ScriptedModel([ModelReply("", [ToolCall("big")]), ModelReply("end")]), big, transcript=original,
+                max_steps=3, max_tokens=10**6, max_record_bytes=65536)
+            with open(original, encoding="utf-8") as handle:
+                self.assertEqual(json.loads(handle.readline())["payload"]["budgets"]["max_record_bytes"], 65536)
+            result = replay(original, big, transcript=os.path.join(folder, "r.jsonl"))
+            self.assertTrue(result.identical, result.difference)

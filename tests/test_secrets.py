@@ -64,5 +64,51 @@ class TestKeys(LoopbackCase):
     def test_a_key_with_a_newline_is_refused_without_being_shown(self) -> None:
         with self.assertRaises(ModelConfigError) as caught:
             OpenAIChat("m", api_key=KEY + "\nX-Injected: 1", base_url="http://127.0.0.1:9/v1")
-        self.assertEqual(str(caught.exception), "api_key: the key holds whitespace or control characters (it is not shown)")
+        self.assertEqual(str(caught.exception), "api_key: the key holds whitespace, control or non-Latin-1 characters (it is not shown)")
         self.assert_nowhere(str(caught.exception))
+
+
+class TestReviewFindings(LoopbackCase):
+    """Leaks and nondeterminism found by a review; each pinned here."""
+
+    def test_a_json_escaped_key_in_a_reply_is_redacted(self) -> None:
+        escaped = KEY.replace("-", "\\u002d")
+        server = self.serve(Canned(json.dumps({"choices": [{"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "content": "leak PLACEHOLDER"}}]}).replace("PLACEHOLDER", escaped).encode(), 200,
+            {"Content-Type": "application/json"}))
+        model = OpenAIChat("gpt-test", base_url=server.openai_url, api_key=KEY, transport=self.transport())
+        run("t", model, some_tools("add"), transcript=self.path(), max_steps=2, max_tokens=99)
+        transcript = b"".join(read_lines(self.path())).decode("utf-8")
+        self.assertIn("leak [redacted]", transcript)
+        self.assertNotIn(KEY[4:], transcript)
+
+    def test_a_key_across_the_length_cut_of_an_error_is_redacted_first(self) -> None:
+        message = "x" * (500 - len(KEY) + 1) + KEY
+        server = self.serve(openai_error(400, message, "invalid_request_error", "bad"))
+        model = OpenAIChat("gpt-test", base_url=server.openai_url, api_key=KEY, transport=self.transport())
+        result = run("t", model, some_tools("add"), transcript=self.path(), max_steps=2, max_tokens=99)
+        self.assertEqual(result.stop_reason, "model_error")
+        self.assertNotIn(KEY[:12], b"".join(read_lines(self.path())).decode("utf-8"))
+
+    def test_a_header_value_with_a_newline_is_refused_without_being_shown(self) -> None:
+        with self.assertRaises(ModelConfigError) as caught:
+            OpenAIChat("gpt-test", base_url="http://127.0.0.1:9/v1", headers={"api-key": "azure-SECRET-0123456789\n"})
+        self.assertNotIn("SECRET", str(caught.exception))
+        with self.assertRaises(ModelConfigError):
+            OpenAIChat("gpt-test", base_url="http://127.0.0.1:9/v1", api_key="sk-\u20acuro")
+
+    def test_a_long_retry_after_date_is_recorded_as_sent_not_against_the_clock(self) -> None:
+        from agentloop.models import HttpTransport, RetryPolicy
+
+        date = "Wed, 02 Dec 2026 23:59:59 GMT"
+        texts = []
+        busy = openai_error(429, "slow down", "rate_limit_error", "rl", headers={"Retry-After": date})
+        server = self.serve(busy, busy)
+        for clock in (1_000_000.0, 1_000_100.5):
+            transport = HttpTransport(timeout=5.0, retry=RetryPolicy(max_retries=2), sleep=lambda s: None,
+                                      clock=lambda c=clock: c, jitter=lambda: 0.0)
+            model = OpenAIChat("gpt-test", base_url=server.openai_url, transport=transport)
+            texts.append(run("t", model, some_tools("add"), transcript=self.path("r%d.jsonl" % len(texts)),
+                             max_steps=2, max_tokens=99).detail)
+        self.assertEqual(texts[0], texts[1])
+        self.assertIn('Retry-After: "%s" is longer than max_retry_after 60 s' % date, texts[0])

@@ -67,9 +67,19 @@ def api_key_from(api_key: Optional[str], env_var: str, required: bool) -> str:
     key = key.strip()
     if not key and required:
         raise ModelConfigError("api_key", "no API key: pass api_key= or set %s" % (env_var,))
-    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in key):
-        raise ModelConfigError("api_key", "the key holds whitespace or control characters (it is not shown)")
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in key) or not _latin1(key):
+        raise ModelConfigError(
+            "api_key", "the key holds whitespace, control or non-Latin-1 characters (it is not shown)"
+        )
     return key
+
+
+def _latin1(text: str) -> bool:
+    try:
+        text.encode("latin-1")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def check_params(params: Optional[Mapping[str, Any]], reserved: Sequence[str]) -> Dict[str, Any]:
@@ -95,6 +105,15 @@ def extra_headers(headers: Optional[Mapping[str, str]]) -> Dict[str, str]:
         return {}
     if not isinstance(headers, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
         raise ModelConfigError("headers", "must map header names to str values")
+    for name, value in headers.items():
+        # Refused here, not sent: http.client would raise with the value in
+        # its message, and a header may hold a secret (an Azure api-key).
+        if not name or not _latin1(name) or any(ord(ch) < 33 or ord(ch) == 127 or ch == ":" for ch in name):
+            raise ModelConfigError("headers", "a header name is not a valid HTTP token (it is not shown)")
+        if not _latin1(value) or any(ord(ch) < 32 and ch != "\t" or ord(ch) == 127 for ch in value):
+            raise ModelConfigError(
+                "headers", "the value of header %s holds control or non-Latin-1 characters (it is not shown)" % (json.dumps(name),)
+            )
     return dict(headers)
 
 

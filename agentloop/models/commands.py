@@ -50,7 +50,10 @@ def load_tools(spec: str) -> ToolRegistry:
             raise RunConfigError("--tools", "%s has no attribute %s" % (module_name, json.dumps(attribute)))
         value = getattr(value, part)
     if callable(value) and not isinstance(value, (ToolRegistry, Tool)):
-        value = value()
+        try:
+            value = value()
+        except Exception as exc:
+            raise RunConfigError("--tools", "%s raised %s" % (spec, type(exc).__name__)) from None
     if isinstance(value, ToolRegistry):
         return value
     if isinstance(value, Tool):
@@ -77,7 +80,9 @@ def model_from_spec(
             raise RunConfigError("--base-url", "the model is already a URL")
         if not model_name:
             raise RunConfigError("--model-name", "an OpenAI-compatible URL needs --model-name (the name the server knows)")
-        return OpenAIChat(model_name, base_url=spec, system=system, timeout=timeout, max_retries=max_retries)
+        # A bare URL is someone else's server: never send it $OPENAI_API_KEY
+        # (use openai:NAME --base-url URL to send that key on purpose).
+        return OpenAIChat(model_name, base_url=spec, api_key="", system=system, timeout=timeout, max_retries=max_retries)
     provider, sep, name = spec.partition(":")
     if not sep or not name or provider not in ("openai", "anthropic"):
         raise RunConfigError(

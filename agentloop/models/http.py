@@ -135,12 +135,12 @@ class _Unreachable(Exception):
     """Internal: the request got no HTTP answer (its text is already redacted)."""
 
 
-def _quoted(raw: bytes) -> str:
-    text = raw.decode("utf-8", "replace").strip()
+def _quoted(raw: bytes, secrets: Iterable[str] = ()) -> str:
+    text = redact(raw.decode("utf-8", "replace").strip(), secrets)  # before the cut, which could split a key
     return text if len(text) <= _QUOTED_CHARS else text[:_QUOTED_CHARS] + "..."
 
 
-def provider_message(raw: bytes) -> str:
+def provider_message(raw: bytes, secrets: Iterable[str] = ()) -> str:
     """The provider's own error message from an error body.
 
     Both APIs document an ``error`` object with a ``message`` and a ``type``
@@ -148,22 +148,24 @@ def provider_message(raw: bytes) -> str:
     ``{"type": "error", "error": {"type", "message"}}``); this gives
     ``type/code: message``.  Compatible servers that answer otherwise get
     their ``error`` string, ``message`` or ``detail``, else the body quoted.
+    ``secrets`` are redacted before anything is cut to length.
     """
+    secrets = tuple(secrets)
     try:
         body = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
-        return _quoted(raw) or "(empty body)"
+        return _quoted(raw, secrets) or "(empty body)"
     if isinstance(body, dict):
         error = body.get("error")
         if isinstance(error, dict) and isinstance(error.get("message"), str):
-            kinds = [k for k in (error.get("type"), error.get("code")) if isinstance(k, str) and k]
+            kinds = [redact(k, secrets) for k in (error.get("type"), error.get("code")) if isinstance(k, str) and k]
             kind = "/".join(dict.fromkeys(kinds))
-            message = error["message"][:_QUOTED_CHARS]
+            message = redact(error["message"], secrets)[:_QUOTED_CHARS]
             return "%s: %s" % (kind, message) if kind else message
         for key in ("error", "message", "detail"):
             if isinstance(body.get(key), str):
-                return str(body[key])[:_QUOTED_CHARS]
-    return _quoted(raw)
+                return redact(str(body[key]), secrets)[:_QUOTED_CHARS]
+    return _quoted(raw, secrets)
 
 
 def _retry_after(headers: Mapping[str, str], now: float) -> Optional[float]:
@@ -195,6 +197,14 @@ def _retry_after(headers: Mapping[str, str], now: float) -> Optional[float]:
     if when.tzinfo is None:  # "-0000": HTTP-dates are always GMT
         when = when.replace(tzinfo=datetime.timezone.utc)
     return max(0.0, when.timestamp() - now)
+
+
+def _asked_wait(headers: Mapping[str, str], secrets: Iterable[str]) -> str:
+    """``Retry-After: <value>`` (or ``retry-after-ms``) as the server sent it, bounded."""
+    for name, shown in (("retry-after-ms", "retry-after-ms"), ("retry-after", "Retry-After")):
+        if name in headers:
+            return "%s: %s" % (shown, json.dumps(redact(headers[name], secrets)[:80]))
+    return "the asked wait"
 
 
 def _should_retry(status: int, headers: Mapping[str, str]) -> bool:
@@ -305,7 +315,7 @@ class HttpTransport:
                 continue
             if 200 <= status < 300:
                 return self._parse(provider, host, raw, hidden)
-            message = redact(self._error_text(status, answer_headers, raw), hidden)
+            message = redact(self._error_text(status, answer_headers, raw, hidden), hidden)
             if not _should_retry(status, answer_headers) or not retries_left:
                 raise ModelAPIError(provider, host, status, message, attempt)
             wait = _retry_after(answer_headers, self.clock())
@@ -314,15 +324,17 @@ class HttpTransport:
                     provider,
                     host,
                     status,
-                    "%s (Retry-After of %g s is longer than max_retry_after %g s: not retried)"
-                    % (message, wait, self.retry.max_retry_after),
+                    # The header as received, never the computed wait: that
+                    # depends on the clock, and this text goes into transcripts.
+                    "%s (%s is longer than max_retry_after %g s: not retried)"
+                    % (message, _asked_wait(answer_headers, hidden), self.retry.max_retry_after),
                     attempt,
                 )
             self.sleep(wait if wait is not None else self.retry.backoff(attempt - 1, self.jitter()))
 
     @staticmethod
-    def _error_text(status: int, headers: Mapping[str, str], raw: bytes) -> str:
-        message = provider_message(raw)
+    def _error_text(status: int, headers: Mapping[str, str], raw: bytes, secrets: Tuple[str, ...] = ()) -> str:
+        message = provider_message(raw, secrets)
         if 300 <= status < 400:
             message = "redirect to %s not followed; %s" % (headers.get("location", "(no location)"), message)
         request_id = headers.get("request-id") or headers.get("x-request-id")
@@ -342,4 +354,10 @@ class HttpTransport:
             ) from None
         if not isinstance(answer, dict):
             raise ModelResponseError(provider, host, "$", "expected a JSON object, got %s" % (type(answer).__name__,))
+        # The key may also come JSON-escaped ("sk\u002d..."): look again at the parsed strings.
+        if secrets:
+            text = json.dumps(answer, ensure_ascii=False)
+            if any(secret in text for secret in secrets if '"' not in secret and "\\" not in secret):
+                reparsed: Dict[str, Any] = json.loads(redact(text, secrets))
+                return reparsed
         return answer

@@ -32,7 +32,7 @@ from ..canonical import canonical_bytes, canonical_text
 from ..errors import AgentloopError, ReplayError, ReplayMismatchError, UnrecordableError
 from ..loop import MAX_ERROR_CHARS, Message, ModelReply, RunResult, ToolCall, Usage, run
 from ..tools import Tool, ToolRegistry
-from ..transcript import PathLike, iter_file, verify_file
+from ..transcript import MAX_RECORD_BYTES, PathLike, iter_file, verify_file
 
 __all__ = ["ReplayModel", "Difference", "ReplayResult", "first_difference", "replay"]
 
@@ -327,5 +327,6 @@ def replay(
         max_tokens=budgets["max_tokens"],
         stop_sentinel=budgets["stop_sentinel"],
         overwrite=overwrite,
+        max_record_bytes=budgets.get("max_record_bytes", MAX_RECORD_BYTES),
     )
     return ReplayResult(str(path), str(transcript), result, first_difference(path, transcript))
