@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import re
 from typing import List
+_SURROGATE_PAIR = re.compile(r"\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})")
 
 __all__ = ["compile_pattern", "UnsupportedPattern", "UNICODE_PROPERTY"]
 
@@ -64,6 +65,13 @@ def _translate(pattern: str) -> str:
                 if in_class:
                     raise UnsupportedPattern("\\S inside a character class is not supported")
                 out.append("[^%s]" % _ECMA_SPACE)
+            elif escape == "u" and _SURROGATE_PAIR.match(pattern, i):
+                # ECMA-262 reads \uD83D\uDE00 as one character; Python's re as two lone surrogates.
+                pair = _SURROGATE_PAIR.match(pattern, i)
+                assert pair is not None
+                high, low = int(pair.group(1), 16), int(pair.group(2), 16)
+                out.append(re.escape(chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))))
+                i = pair.end() - 2
             elif escape == "c" and pattern[i + 2 : i + 3].isalpha() and pattern[i + 2].isascii():
                 out.append("\\x%02x" % (ord(pattern[i + 2]) % 32))
                 i += 1

@@ -317,6 +317,14 @@ class _Builder:
         return schema, conv
 
     def _fields(self, tp: type, dataclass_: bool) -> Tuple[Schema, Conv]:
+        if dataclass_:  # before get_type_hints, which cannot read InitVar on 3.8
+            initvars = [f.name for f in getattr(tp, "__dataclass_fields__", {}).values()
+                        if getattr(f, "_field_type", None) is getattr(dataclasses, "_FIELD_INITVAR", object())
+                        and f.default is dataclasses.MISSING]
+            if initvars:
+                # __init__ needs it and fields() hides it: every call would fail.
+                raise _Refused("dataclass %s has the InitVar %s without a default, which a schema cannot carry"
+                               % (tp.__name__, initvars[0]))
         try:
             hints = typing.get_type_hints(tp)
         except Exception as exc:  # NameError and friends from unresolvable annotations

@@ -90,8 +90,9 @@ class Tool:
                 self.name,
             )
         declared = self.parameters.get("type", "object")
-        if "object" not in ([declared] if isinstance(declared, str) else declared):
-            # Arguments are always an object: such a tool could never be called.
+        if declared != "object":
+            # Arguments are always an object, and both provider APIs want exactly
+            # "object" at the root: anything else would fail later, mid-run.
             raise SchemaError("$.type", "a tool's arguments are an object, but type is %s" % (
                 json.dumps(declared, default=str),), self.name)
         try:  # a recordable schema is plain JSON, so the copy below cannot fail

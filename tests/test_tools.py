@@ -8,6 +8,7 @@ import os
 import shutil
 import tempfile
 import unittest
+from dataclasses import InitVar, dataclass
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -227,3 +228,38 @@ class TestRegistry(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestReviewFindings(unittest.TestCase):
+    def test_the_root_type_must_be_exactly_object(self) -> None:
+        for declared in ("string", ["object", "null"], ["object"]):
+            with self.subTest(declared), self.assertRaises(SchemaError):
+                Tool("t", "d", {"type": declared}, noop)
+
+    def test_a_dataclass_with_an_initvar_without_default_is_refused(self) -> None:
+        from agentloop import tool
+
+        with self.assertRaises(ToolDefinitionError) as caught:
+            tool(_use_scaled)
+        self.assertIn("InitVar scale without a default", str(caught.exception))
+
+    def test_a_surrogate_pair_escape_in_a_pattern_is_one_character(self) -> None:
+        from agentloop import validate
+
+        schema = {"pattern": "^\\uD83D\\uDE00$"}
+        self.assertEqual(validate(schema, "\U0001f600"), [])
+        self.assertEqual(len(validate(schema, "x")), 1)
+
+
+@dataclass
+class Scaled:
+    a: int
+    scale: InitVar[int]
+
+    def __post_init__(self, scale: int) -> None:
+        self.a *= scale
+
+
+def _use_scaled(p: Scaled) -> int:
+    """Use a scaled value."""
+    return p.a
