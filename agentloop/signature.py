@@ -122,6 +122,28 @@ def _is_typeddict(tp: object) -> bool:
     )
 
 
+def _required_marks(tp: type) -> Dict[str, bool]:
+    """``Required[...]``/``NotRequired[...]`` (3.11+) read from the resolved annotations.
+
+    CPython computes ``__required_keys__`` without resolving string
+    annotations, so under ``from __future__ import annotations`` it misses
+    these marks; resolving them here gives the right answer on every version.
+    """
+    required, not_required = getattr(typing, "Required", None), getattr(typing, "NotRequired", None)
+    if required is None or not_required is None:
+        return {}
+    try:
+        hints = typing.get_type_hints(tp, include_extras=True)
+    except Exception:
+        return {}
+    marks: Dict[str, bool] = {}
+    for name, hint in hints.items():
+        origin = typing.get_origin(hint)
+        if origin is required or origin is not_required:
+            marks[name] = origin is required
+    return marks
+
+
 def _with_defs(schema: Schema, defs: Mapping[str, Any]) -> Schema:
     return dict(schema, **{"$defs": dict(defs)}) if defs else schema
 
@@ -341,8 +363,10 @@ class _Builder:
         else:
             total = getattr(tp, "__total__", True)
             required_keys = getattr(tp, "__required_keys__", None)  # Python 3.9+
+            marks = _required_marks(tp)
             for name, annotation in hints.items():
                 required = name in required_keys if required_keys is not None else bool(total)
+                required = marks.get(name, required)
                 entries.append((name, annotation, required, dataclasses.MISSING))
         properties: Dict[str, Schema] = {}
         required_names: List[str] = []

@@ -385,3 +385,15 @@ class ModernSyntaxTests(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestRequiredMarksUnderStringAnnotations(unittest.TestCase):
+    @unittest.skipIf(sys.version_info < (3, 11), "typing.Required/NotRequired are 3.11+")
+    def test_required_and_not_required_are_read_from_string_annotations(self) -> None:
+        from agentloop import tool
+
+        from . import typeddict_future
+
+        parameters = tool(typeddict_future.f).parameters["properties"]
+        self.assertEqual(parameters["x"]["required"], ["a"])
+        self.assertEqual(parameters["y"]["required"], ["a"])
