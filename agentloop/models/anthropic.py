@@ -58,8 +58,8 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from ..errors import ModelConfigError
 from ..loop import Message, ModelReply, ToolCall
-from .base import Reader, ToolShapes, api_key_from, base_url_from, check_params, extra_headers, make_transport, usage_from
-from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport, endpoint_host
+from .base import Endpoint, Reader, usage_from
+from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport
 
 __all__ = ["AnthropicMessages", "DEFAULT_BASE_URL", "API_VERSION", "DEFAULT_MAX_TOKENS"]
 
@@ -102,22 +102,20 @@ class AnthropicMessages:
         max_retries: int = DEFAULT_MAX_RETRIES,
         transport: Optional[HttpTransport] = None,
     ) -> None:
-        if not isinstance(model, str) or not model:
-            raise ModelConfigError("model", "must be a non-empty str naming the model")
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= 2**31:
+        if isinstance(model, str) and model and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= 2**31
+        ):
             raise ModelConfigError("max_tokens", "must be a positive int, got %r" % (max_tokens,))
-        if system is not None and not isinstance(system, str):
-            raise ModelConfigError("system", "must be a str or None, got %s" % (type(system).__name__,))
-        self.model = model
-        self.base_url = base_url_from(base_url, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URL)
-        self.host = endpoint_host(self.base_url)
-        self._key = api_key_from(api_key, "ANTHROPIC_API_KEY", required=self.host == _OFFICIAL_HOST)
+        end = Endpoint(
+            model, base_url=base_url, api_key=api_key, system=system, params=params, headers=headers,
+            timeout=timeout, max_retries=max_retries, transport=transport,
+            base_url_env="ANTHROPIC_BASE_URL", default_base_url=DEFAULT_BASE_URL, api_key_env="ANTHROPIC_API_KEY",
+            official_host=_OFFICIAL_HOST, reserved=_RESERVED, style="anthropic",
+        )
+        self.model, self.base_url, self.host, self._key = end.model, end.base_url, end.host, end.key
+        self.system, self.params, self._extra_headers = end.system, end.params, end.headers
+        self.transport, self._tools = end.transport, end.tools
         self.max_tokens = max_tokens
-        self.system = system
-        self.params = check_params(params, _RESERVED)
-        self._extra_headers = extra_headers(headers)
-        self.transport = make_transport(transport, timeout, max_retries)
-        self._tools = ToolShapes("anthropic")
 
     def __repr__(self) -> str:  # never the key
         return "AnthropicMessages(%r, base_url=%r)" % (self.model, self.base_url)

@@ -13,7 +13,7 @@ from ..canonical import canonical_bytes
 from ..errors import ModelConfigError, ModelResponseError, UnrecordableError
 from ..loop import Usage
 from ..tools import Tool, ToolRegistry
-from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport, RetryPolicy
+from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport, RetryPolicy, endpoint_host
 
 __all__ = [
     "base_url_from",
@@ -126,6 +126,49 @@ def make_transport(transport: Optional[HttpTransport], timeout: float, max_retri
     if timeout != DEFAULT_TIMEOUT or max_retries != DEFAULT_MAX_RETRIES:
         raise ModelConfigError("transport", "give timeout and max_retries to the HttpTransport, not beside it")
     return transport
+
+
+class Endpoint:
+    """What both adapters hold about where and how they call: checked once, when built.
+
+    ``model`` names the model, ``base_url``/``host`` where it is served, the
+    key (never shown; required only for ``official_host``), ``system``,
+    fixed body ``params`` (none of ``reserved``), extra ``headers``, the
+    transport, and the tool shapes of ``style``.
+    """
+
+    def __init__(
+        self,
+        model: object,
+        *,
+        base_url: Optional[str],
+        api_key: Optional[str],
+        system: object,
+        params: Optional[Mapping[str, Any]],
+        headers: Optional[Mapping[str, str]],
+        timeout: float,
+        max_retries: int,
+        transport: Optional[HttpTransport],
+        base_url_env: str,
+        default_base_url: str,
+        api_key_env: str,
+        official_host: str,
+        reserved: Sequence[str],
+        style: str,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise ModelConfigError("model", "must be a non-empty str naming the model")
+        if system is not None and not isinstance(system, str):
+            raise ModelConfigError("system", "must be a str or None, got %s" % (type(system).__name__,))
+        self.model: str = model
+        self.base_url = base_url_from(base_url, base_url_env, default_base_url)
+        self.host = endpoint_host(self.base_url)
+        self.key = api_key_from(api_key, api_key_env, required=self.host == official_host)
+        self.system: Optional[str] = system
+        self.params = check_params(params, reserved)
+        self.headers = extra_headers(headers)
+        self.transport = make_transport(transport, timeout, max_retries)
+        self.tools = ToolShapes(style)
 
 
 def _never_called(**_: Any) -> NoReturn:
