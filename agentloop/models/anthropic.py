@@ -114,7 +114,7 @@ class AnthropicMessages:
         )
         self.model, self.base_url, self.host, self._key = end.model, end.base_url, end.host, end.key
         self.system, self.params, self._extra_headers = end.system, end.params, end.headers
-        self.transport, self._tools = end.transport, end.tools
+        self.transport, self._tools, self._secrets = end.transport, end.tools, end.secrets
         self.max_tokens = max_tokens
 
     def __repr__(self) -> str:  # never the key
@@ -167,7 +167,7 @@ class AnthropicMessages:
             self.headers(),
             self.request_body(messages, manifest),
             provider=self.provider,
-            secrets=[self._key] + [v for v in self._extra_headers.values() if len(v) >= 8],
+            secrets=self._secrets,
         )
         return messages_api_reply(answer, self.provider, self.host)
 

@@ -169,6 +169,8 @@ class Endpoint:
         self.headers = extra_headers(headers)
         self.transport = make_transport(transport, timeout, max_retries)
         self.tools = ToolShapes(style)
+        # Redacted from every error text: the key, and header values long enough to be secrets.
+        self.secrets: List[str] = [self.key] + [v for v in self.headers.values() if len(v) >= 8]
 
 
 def _never_called(**_: Any) -> NoReturn:
