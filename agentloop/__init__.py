@@ -33,6 +33,7 @@ from .errors import (
     ToolDefinitionError,
     TranscriptExistsError,
     UnrecordableError,
+    ToolFailure,
     ValidationError,
 )
 from .loop import STOP_REASONS, Message, Model, ModelReply, RunResult, ToolCall, Usage, estimate_tokens, run
@@ -126,4 +127,5 @@ __all__ = [
     "ModelResponseError",
     "ReplayError",
     "ReplayMismatchError",
+    "ToolFailure",
 ]

@@ -37,6 +37,7 @@ __all__ = [
     "ModelResponseError",
     "ReplayError",
     "ReplayMismatchError",
+    "ToolFailure",
 ]
 
 
@@ -283,3 +284,17 @@ class ReplayMismatchError(AgentloopError, ValueError):
         self.step = step
         self.reason = reason
         super().__init__("step %d: %s" % (step, reason))
+
+
+class ToolFailure(AgentloopError, RuntimeError):
+    """Raised by a tool to fail *as data* with exactly this text.
+
+    The loop records ``str(exc)`` verbatim as the tool record's ``error``
+    (bounded like every error text), without the ``tool 'x' raised ...``
+    prefix it puts before other exceptions.  MCP tools use it for a server's
+    ``isError`` result; any tool may.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        super().__init__(text)

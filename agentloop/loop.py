@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from .canonical import MAX_SAFE_INTEGER, canonical_bytes, canonical_text, describe_integer, json_path, snapshot
 from .checkpoint import check_run_anchor
-from .errors import RunConfigError, UnrecordableError
+from .errors import RunConfigError, ToolFailure, UnrecordableError
 from .tools import Tool, ToolRegistry
 from .transcript import FORMAT, MAX_RECORD_BYTES, MIN_RECORD_BYTES, PathLike, TranscriptWriter
 
@@ -495,6 +495,8 @@ def _call_tool(
         return False, "invalid arguments: %s" % (error,)
     try:  # invoke converts validated arguments to fn's annotations when the tool knows them
         value = tool.invoke(copy.deepcopy(dict(arguments)))
+    except ToolFailure as exc:  # the tool chose its own error text
+        return False, exc.text
     except Exception as exc:
         return False, "tool %r raised %s" % (name, _describe(exc))
     try:

@@ -40,6 +40,7 @@ class TestHierarchy(unittest.TestCase):
             "RunConfigError": ValueError,
             "TranscriptExistsError": FileExistsError,
             "ScriptExhaustedError": LookupError,
+            "ToolFailure": RuntimeError,
         }
         self.assertEqual(set(errors.__all__), set(expected) | set(MODEL_ERRORS) | set(INTEGRITY_ERRORS) | {"AgentloopError"})
         for name, builtin in expected.items():

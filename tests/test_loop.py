@@ -520,3 +520,20 @@ class TestDeterminism(TempDir):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestToolFailure(unittest.TestCase):
+    def test_a_tool_failure_is_recorded_with_its_own_text(self) -> None:
+        import tempfile, os
+        from agentloop import ModelReply, ScriptedModel, Tool, ToolCall, ToolFailure, run, verify_file
+
+        def boom(x: int) -> int:
+            raise ToolFailure("exact text, no prefix")
+
+        model = ScriptedModel([ModelReply("", [ToolCall("boom", {"x": 1})]), ModelReply("done")])
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "t.jsonl")
+            run("t", model, [Tool.from_function(boom)], transcript=path, max_steps=3, max_tokens=1000)
+            self.assertTrue(verify_file(path).ok)
+            with open(path, encoding="utf-8") as f:
+                self.assertIn('"error":"exact text, no prefix","id"', f.read())
