@@ -203,7 +203,7 @@ def leg_conformance() -> Verdict:
         print("    !! SKIPPED: %s is not present, so the JSON-Schema-Test-Suite was NOT run" % suite)
         return PASS, "SKIPPED (suite not present, nothing graded): %s" % suite
     from agentloop.errors import SchemaError
-    from agentloop.schema import compile_schema
+    from agentloop.schema.validator import compile_schema
 
     names = sorted(name for name in os.listdir(suite) if name.endswith(".json"))
     right = wrong = total = 0

@@ -26,7 +26,7 @@ from agentloop import (
     run,
     verify_file,
 )
-from agentloop.cli import format_record
+from agentloop.cli.output import format_record
 from agentloop.report import default_report_path, write_report
 
 Message = Dict[str, Any]

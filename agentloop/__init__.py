@@ -9,9 +9,11 @@ that anyone can verify afterwards with :func:`verify_file` or
 
 from __future__ import annotations
 
-from .anchor import AnchoredResult, checkpoint_of, verify_checkpoint
+from ._version import __version__
+
+from .transcript.anchor import AnchoredResult, checkpoint_of, verify_checkpoint
 from .canonical import MAX_DEPTH, canonical_bytes
-from .checkpoint import Checkpoint, load_key, parse_checkpoint, read_checkpoint
+from .transcript.checkpoint import Checkpoint, load_key, parse_checkpoint, read_checkpoint
 from .errors import (
     AgentloopError,
     BadSignatureError,
@@ -36,25 +38,19 @@ from .errors import (
     ToolFailure,
     ValidationError,
 )
-from .loop import STOP_REASONS, Message, Model, ModelReply, RunResult, ToolCall, Usage, estimate_tokens, run
-from .proofs import check_consistency, check_proof, parse_proof, prove_consistency, prove_inclusion
-from .repair import repair
-from .providers import openai_strict_problems
-from .schema import Validator, check_schema, compile_schema, validate
+from .messages import STOP_REASONS, Message, Model, ModelReply, RunResult, ToolCall, Usage
+from .loop import estimate_tokens, run
+from .transcript.proofs import check_consistency, check_proof, parse_proof, prove_consistency, prove_inclusion
+from .transcript.repair import repair
+from .tools.providers import openai_strict_problems
+from .schema.validator import Validator, check_schema, compile_schema, validate
 from .report import render_report, write_report
 from .scripted import ScriptedModel
-from .tools import Tool, ToolRegistry, tool
-from .transcript import (
-    FAULT_KINDS,
-    FORMAT,
-    Fault,
-    TranscriptWriter,
-    VerifyResult,
-    verify_file,
-    verify_records,
-)
+from .tools.registry import Tool, ToolRegistry, tool
+from .transcript.format import FAULT_KINDS, FORMAT, Fault, VerifyResult
+from .transcript.writer import TranscriptWriter
+from .transcript.verify import verify_file, verify_records
 
-__version__ = "0.1.0"
 
 __all__ = [
     "__version__",

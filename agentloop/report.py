@@ -30,7 +30,9 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple
 
-from .transcript import FORMAT, Fault, PathLike, VerifyResult, iter_file, verify_file
+from ._version import __version__
+from .transcript.format import FORMAT, Fault, PathLike, VerifyResult
+from .transcript.verify import iter_file, verify_file
 
 __all__ = ["render_report", "write_report", "default_report_path"]
 
@@ -568,8 +570,6 @@ def render_report(path: PathLike, *, checkpoint: Optional[CheckpointStatus] = No
     Never raises on any file content; a file that cannot be read renders as
     its ``unreadable`` verdict.
     """
-    from . import __version__  # here, so that the package may re-export this module
-
     name = os.fspath(path)
     result = verify_file(path)
     by_line: Dict[int, List[Fault]] = {}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Iterable, List, Union
 
 from .errors import ScriptExhaustedError
-from .loop import Message, ModelReply
+from .messages import Message, ModelReply
 
 __all__ = ["ScriptedModel"]
 

@@ -29,7 +29,7 @@ from typing import Any, Dict, List
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from agentloop import TranscriptWriter  # noqa: E402
-from agentloop.merkle import CompactRange, leaf_hash  # noqa: E402
+from agentloop.transcript.merkle import CompactRange, leaf_hash  # noqa: E402
 
 
 class _NoTree:

@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from agentloop.schema import compile_schema  # noqa: E402
+from agentloop.schema.validator import compile_schema  # noqa: E402
 
 SCHEMA: Dict[str, Any] = {
     "type": "object",

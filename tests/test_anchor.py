@@ -13,11 +13,11 @@ import os
 from typing import Any, Callable, Dict, List
 
 from agentloop import FAULT_KINDS, TranscriptWriter, verify_file
-from agentloop.anchor import ANCHOR_FAULT_KINDS, AnchoredResult, checkpoint_of, verify_checkpoint
+from agentloop.transcript.anchor import ANCHOR_FAULT_KINDS, AnchoredResult, checkpoint_of, verify_checkpoint
 from agentloop.canonical import canonical_bytes
-from agentloop.checkpoint import Checkpoint, parse_checkpoint, sign
+from agentloop.transcript.checkpoint import Checkpoint, parse_checkpoint, sign
 from agentloop.errors import BadSignatureError, ProofError
-from agentloop.proofs import (
+from agentloop.transcript.proofs import (
     ConsistencyProof,
     InclusionProof,
     check_consistency,

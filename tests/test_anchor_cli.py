@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from agentloop.checkpoint import read_checkpoint
+from agentloop.transcript.checkpoint import read_checkpoint
 
 from .helpers import read_lines
 from .test_cli import ROOT, CliCase

@@ -13,7 +13,7 @@ import json
 import os
 from typing import Any, Dict, List
 
-from agentloop.checkpoint import (
+from agentloop.transcript.checkpoint import (
     MAX_CHECKPOINT_BYTES,
     MAX_SIGNATURES,
     Checkpoint,

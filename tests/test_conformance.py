@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 from agentloop.errors import SchemaError
-from agentloop.schema import compile_schema
+from agentloop.schema.validator import compile_schema
 
 HERE = Path(__file__).resolve().parent
 SUITE = HERE / "vectors" / "json-schema-test-suite" / "tests" / "draft2020-12"

@@ -7,11 +7,11 @@ import os
 import unittest
 
 from agentloop import RunConfigError, TranscriptExistsError, TranscriptWriter, run, verify_file
-from agentloop.anchor import verify_checkpoint
-from agentloop.checkpoint import read_checkpoint
-from agentloop.durable import HAVE_LOCKS, write_atomic
+from agentloop.transcript.anchor import verify_checkpoint
+from agentloop.transcript.checkpoint import read_checkpoint
+from agentloop.transcript.durable import HAVE_LOCKS, write_atomic
 from agentloop.errors import RepairRefusedError, TranscriptLockedError
-from agentloop.repair import repair
+from agentloop.transcript.repair import repair
 
 from .helpers import TempDir, demo_tools, read_lines, recover_model
 

@@ -7,8 +7,8 @@ import unittest
 from pathlib import Path
 from typing import Any, Dict, List
 
-from agentloop.formats import FORMAT_CHECKS
-from agentloop.schema import compile_schema, validate
+from agentloop.schema.formats import FORMAT_CHECKS
+from agentloop.schema.validator import compile_schema, validate
 
 VECTORS = Path(__file__).resolve().parent / "vectors" / "formats" / "suite-optional.json"
 

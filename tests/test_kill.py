@@ -26,9 +26,9 @@ import unittest
 from typing import List, Tuple
 
 from agentloop import verify_file
-from agentloop.anchor import verify_checkpoint
-from agentloop.checkpoint import read_checkpoint
-from agentloop.repair import repair
+from agentloop.transcript.anchor import verify_checkpoint
+from agentloop.transcript.checkpoint import read_checkpoint
+from agentloop.transcript.repair import repair
 
 from .helpers import TempDir
 

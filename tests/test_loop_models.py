@@ -6,7 +6,8 @@ import os
 from typing import Any, Dict, List, Optional
 
 from agentloop import ModelReply, RunConfigError, ScriptedModel, ToolCall, run
-from agentloop.loop import Usage, estimate_tokens
+from agentloop.messages import Usage
+from agentloop.loop import estimate_tokens
 
 from .helpers import TempDir, demo_tools, read_records
 

@@ -16,7 +16,7 @@ import unittest
 from typing import Any, Dict, List, Optional, Tuple
 
 from agentloop.errors import ProofError
-from agentloop.merkle import (
+from agentloop.transcript.merkle import (
     EMPTY_ROOT,
     CompactRange,
     consistency_proof,

@@ -6,8 +6,8 @@ import unittest
 from typing import Any, Dict, List, Literal, Optional
 
 from agentloop import SchemaError, Tool, ToolRegistry
-from agentloop.providers import anthropic_tool, is_openai_strict, openai_strict_problems, openai_tool
-from agentloop.tools import tool
+from agentloop.tools.providers import anthropic_tool, is_openai_strict, openai_strict_problems, openai_tool
+from agentloop.tools.registry import tool
 
 STRICT: Dict[str, Any] = {
     "type": "object",
@@ -46,7 +46,7 @@ def search(query: str, limit: int = 10, mode: Optional[Literal["fast", "deep"]] 
 
 class ShapeTests(unittest.TestCase):
     def test_openai_chat_completions_shape(self) -> None:
-        self.assertEqual(openai_tool(lookup), {
+        self.assertEqual(openai_tool(lookup.manifest_entry()), {
             "type": "function",
             "function": {
                 "name": "lookup",
@@ -56,13 +56,13 @@ class ShapeTests(unittest.TestCase):
                 "strict": True,
             },
         })
-        entry = openai_tool(search)
+        entry = openai_tool(search.manifest_entry())
         self.assertEqual(sorted(entry), ["function", "type"])
         self.assertEqual(sorted(entry["function"]), ["description", "name", "parameters", "strict"])
         self.assertIs(entry["function"]["strict"], False)  # defaults make fields optional
 
     def test_anthropic_messages_shape(self) -> None:
-        self.assertEqual(anthropic_tool(lookup), {
+        self.assertEqual(anthropic_tool(lookup.manifest_entry()), {
             "name": "lookup",
             "description": "Look something up.",
             "input_schema": {"type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
@@ -77,8 +77,8 @@ class ShapeTests(unittest.TestCase):
 
     def test_the_root_must_be_an_object(self) -> None:
         untyped = Tool("untyped", "d", {"properties": {"a": {}}}, noop)
-        self.assertEqual(anthropic_tool(untyped)["input_schema"], {"type": "object", "properties": {"a": {}}})
-        self.assertEqual(openai_tool(untyped)["function"]["parameters"]["type"], "object")
+        self.assertEqual(anthropic_tool(untyped.manifest_entry())["input_schema"], {"type": "object", "properties": {"a": {}}})
+        self.assertEqual(openai_tool(untyped.manifest_entry())["function"]["parameters"]["type"], "object")
         self.assertEqual(untyped.parameters, {"properties": {"a": {}}})  # the tool itself is untouched
         # A root that excludes objects is refused when the tool is built: no call could ever pass.
         with self.assertRaises(SchemaError) as caught:
@@ -91,7 +91,7 @@ class StrictModeTests(unittest.TestCase):
     def test_a_strict_schema_has_no_problems(self) -> None:
         self.assertEqual(openai_strict_problems(STRICT), [])
         self.assertTrue(is_openai_strict(STRICT))
-        self.assertTrue(openai_tool(Tool("t", "d", STRICT, noop))["function"]["strict"])
+        self.assertTrue(openai_tool(Tool("t", "d", STRICT, noop).manifest_entry())["function"]["strict"])
 
     def test_each_rule_says_why(self) -> None:
         cases = [

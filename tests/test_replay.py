@@ -11,7 +11,7 @@ from typing import Any, Dict, List
 
 import demo
 from agentloop import ModelReply, ScriptedModel, Tool, ToolCall, ToolRegistry, run
-from agentloop.loop import Usage
+from agentloop.messages import Usage
 from agentloop.models import ReplayError, ReplayMismatchError, ReplayModel, first_difference, replay
 
 from .helpers import TempDir, demo_tools, read_lines, read_records

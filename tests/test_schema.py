@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Set
 
 from agentloop.errors import SchemaError, ValidationError
-from agentloop.schema import (
+from agentloop.schema.validator import (
     ANNOTATIONS,
     KNOWN_KEYWORDS,
     MAX_ERRORS,

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Literal, Optional, Sequence, Set, Tuple, TypedDict, Union
 
 from agentloop import ToolDefinitionError
-from agentloop.docstrings import parse_docstring
-from agentloop.schema import compile_schema
-from agentloop.signature import function_spec
+from agentloop.tools.docstrings import parse_docstring
+from agentloop.schema.validator import compile_schema
+from agentloop.tools.typed import function_spec
 
 
 class Color(enum.Enum):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from agentloop import DuplicateToolError, ModelReply, SchemaError, ScriptedModel, Tool, ToolCall, ToolDefinitionError, ToolRegistry, run
-from agentloop.tools import tool
+from agentloop.tools.registry import tool
 
 SCHEMA: Dict[str, Any] = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
 

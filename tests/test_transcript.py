@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Set, Tuple
 from agentloop import FAULT_KINDS, Fault, TranscriptWriter, verify_file, verify_records
 from agentloop.canonical import canonical_bytes
 from agentloop.errors import TranscriptExistsError, UnrecordableError
-from agentloop.transcript import GENESIS
+from agentloop.transcript.format import GENESIS
 
 from .helpers import TempDir, read_lines, read_records
 

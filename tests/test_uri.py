@@ -7,7 +7,7 @@ import unittest
 from pathlib import Path
 from typing import Any, Dict
 
-from agentloop.uri import parse_pointer, pointer_text, resolve, split_fragment
+from agentloop.schema.uri import parse_pointer, pointer_text, resolve, split_fragment
 
 VECTORS = Path(__file__).resolve().parent / "vectors" / "uri"
 

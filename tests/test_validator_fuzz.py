@@ -17,7 +17,7 @@ import unittest
 from fractions import Fraction
 from typing import Any, Dict, List
 
-from agentloop.schema import check_schema, validate
+from agentloop.schema.validator import check_schema, validate
 
 PATTERNS = ["^a", "a+", "[0-9]", "^[a-c]*$", "x|y", "^$", "b{2}"]
 KEYS = ["a", "b", "c", "ab", "x1"]

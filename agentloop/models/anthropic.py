@@ -57,7 +57,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional
 
 from ..errors import ModelConfigError
-from ..loop import Message, ModelReply, ToolCall
+from ..messages import Message, ModelReply, ToolCall
 from .base import Endpoint, Reader, usage_from
 from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport
 

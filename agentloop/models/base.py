@@ -11,8 +11,8 @@ from typing import Any, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple
 
 from ..canonical import canonical_bytes
 from ..errors import ModelConfigError, ModelResponseError, UnrecordableError
-from ..loop import Usage
-from ..tools import Tool, ToolRegistry
+from ..messages import Usage
+from ..tools.providers import anthropic_tool, openai_tool
 from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport, RetryPolicy, endpoint_host
 
 __all__ = [
@@ -173,15 +173,10 @@ class Endpoint:
         self.secrets: List[str] = [self.key] + [v for v in self.headers.values() if len(v) >= 8]
 
 
-def _never_called(**_: Any) -> NoReturn:
-    raise RuntimeError("a provider tool definition is never called")
-
-
 class ToolShapes:
-    """The loop's manifest as one provider's ``tools`` array, via
-    :meth:`agentloop.tools.ToolRegistry.manifest` (``style="openai"`` or
-    ``"anthropic"``, see :mod:`agentloop.providers`); converted once per
-    distinct manifest."""
+    """The loop's manifest (its entries as plain dicts) as one provider's
+    ``tools`` array, ``style="openai"`` or ``"anthropic"`` (see
+    :mod:`agentloop.tools.providers`); converted once per distinct manifest."""
 
     def __init__(self, style: str) -> None:
         self.style = style
@@ -191,13 +186,11 @@ class ToolShapes:
     def __call__(self, manifest: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
         key = canonical_bytes(manifest)
         if key != self._key or not manifest:
+            shape = openai_tool if self.style == "openai" else anthropic_tool
             try:
-                registry = ToolRegistry(
-                    Tool(entry["name"], entry["description"], entry["parameters"], _never_called) for entry in manifest
-                )
+                self._tools = [shape(entry) for entry in manifest]
             except (KeyError, TypeError) as exc:
                 raise ModelConfigError("manifest", "each entry needs name, description and parameters (%s)" % (exc,)) from None
-            self._tools = registry.manifest(style=self.style)
             self._key = key
         return json.loads(json.dumps(self._tools))  # type: ignore[no-any-return]
 

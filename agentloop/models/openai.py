@@ -57,7 +57,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from ..canonical import canonical_text
 from ..errors import ModelConfigError
-from ..loop import Message, ModelReply, ToolCall
+from ..messages import Message, ModelReply, ToolCall
 from .base import Endpoint, Reader, read_arguments, usage_from
 from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport
 

@@ -30,9 +30,11 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from ..canonical import canonical_bytes, canonical_text
 from ..errors import AgentloopError, ReplayError, ReplayMismatchError, UnrecordableError
-from ..loop import MAX_ERROR_CHARS, Message, ModelReply, RunResult, ToolCall, Usage, run
-from ..tools import Tool, ToolRegistry
-from ..transcript import MAX_RECORD_BYTES, PathLike, iter_file, verify_file
+from ..loop import MAX_ERROR_CHARS, run
+from ..messages import Message, ModelReply, RunResult, ToolCall, Usage
+from ..tools.registry import Tool, ToolRegistry
+from ..transcript.format import MAX_RECORD_BYTES, PathLike
+from ..transcript.verify import iter_file, verify_file
 
 __all__ = ["ReplayModel", "Difference", "ReplayResult", "first_difference", "replay"]
 

@@ -68,11 +68,21 @@ import math
 import operator
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
-from .canonical import json_path
-from .errors import ValidationError
+from ..canonical import json_path
+from ..errors import ValidationError
 from .formats import FORMAT_CHECKS
-from .jsonvalue import freeze, is_integer, is_multiple, is_number, json_equal, scalar_key, short_repr, show, type_name
-from .schema_document import (
+from .values import (
+    freeze,
+    is_integer,
+    is_multiple,
+    is_number,
+    json_equal,
+    scalar_key,
+    short_repr,
+    show,
+    type_name,
+)
+from .document import (
     ANNOTATIONS,
     DEFAULT_BASE,
     KNOWN_KEYWORDS,

@@ -29,10 +29,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple, Union
 
-from .canonical import MAX_DEPTH, json_path
-from .errors import SchemaError
+from ..canonical import MAX_DEPTH, json_path
+from ..errors import SchemaError
 from .formats import FORMAT_CHECKS
-from .jsonvalue import is_integer, is_number, show, type_name
+from .values import is_integer, is_number, show, type_name
 from .patterns import UnsupportedPattern, compile_pattern
 from .uri import parse_pointer, resolve, split_fragment
 

@@ -48,11 +48,11 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from .canonical import canonical_text
+from ..canonical import canonical_text
 from .docstrings import parse_docstring
-from .errors import ToolDefinitionError, UnrecordableError
-from .jsonvalue import json_equal
-from .schema import Validator, compile_schema
+from ..errors import ToolDefinitionError, UnrecordableError
+from ..schema.values import json_equal
+from ..schema.validator import Validator, compile_schema
 
 __all__ = ["FunctionSpec", "function_spec"]
 

@@ -51,7 +51,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import List, Optional, Tuple, Union
 
-from .errors import BadSignatureError, MalformedCheckpointError, RunConfigError, SigningKeyError
+from ..errors import BadSignatureError, MalformedCheckpointError, RunConfigError, SigningKeyError
 
 __all__ = [
     "ORIGIN_PREFIX",

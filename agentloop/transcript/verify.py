@@ -1,28 +1,7 @@
-"""The transcript: an append-only JSONL file whose records form a SHA-256 chain.
+"""Verify a transcript: one streaming, single-pass scan of its lines.
 
-Format ``agentloop/1``
----------------------
-* One record per line, UTF-8, each line terminated by ``\\n``.
-* A record is exactly ``{"hash", "kind", "payload", "prev", "seq"}`` and its
-  line is the RFC 8785 serialisation of that object
-  (:mod:`agentloop.canonical`).
-* ``hash`` is the lowercase hex SHA-256 of the RFC 8785 bytes of the record
-  *without* its ``hash`` member; ``seq`` counts from 0; ``prev`` is the previous
-  record's ``hash``, 64 zeros for record 0.
-* Record 0 is a ``task`` record whose payload carries ``"format": "agentloop/1"``.
-
-Because ``"hash"`` sorts first among the five keys, a canonical line is
-``{"hash":"<64 hex>",`` followed by the hashed bytes minus their opening brace;
-the writer builds lines that way and encodes each record once.
-
-What the chain proves and what it does not: it detects modification,
-reordering and removal of records *that are followed by others*.  It cannot
-see that records are missing from the end -- the surviving prefix is itself a
-valid chain -- and whoever can write the file can recompute every hash.  Both
-need an anchor kept elsewhere (an expected count or head hash, or a
-checkpoint: :mod:`agentloop.anchor`).  The writer keeps the RFC 6962 Merkle
-root of the records as it goes (:mod:`agentloop.merkle`), so it can write a
-checkpoint at any point (:meth:`TranscriptWriter.checkpoint`).
+See :mod:`agentloop.transcript.format` for the format this checks and
+``docs/format.md`` for its normative description.
 """
 
 from __future__ import annotations
@@ -30,141 +9,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import BinaryIO, Callable, Iterable, Iterator, List, Optional, Tuple
 
-from .canonical import FloatVetter, canonical_bytes, describe_integer, is_canonical_line, json_depth, parse_int
-from .checkpoint import Checkpoint, check_key, sign
-from .durable import lock_exclusive, write_atomic
-from .errors import TranscriptExistsError, UnrecordableError
-from .merkle import CompactRange
+from ..canonical import FloatVetter, canonical_bytes, describe_integer, is_canonical_line, json_depth, parse_int
+from ..errors import UnrecordableError
 
-__all__ = [
-    "FORMAT",
-    "GENESIS",
-    "FIELDS",
-    "KINDS",
-    "MAX_LINE_BYTES",
-    "MAX_RECORD_BYTES",
-    "is_hash",
-    "FAULT_KINDS",
-    "Fault",
-    "VerifyResult",
-    "TranscriptWriter",
-    "verify_records",
-    "verify_file",
-    "iter_file",
-]
-
-PathLike = Union[str, "os.PathLike[str]"]
-
-#: The format marker record 0 carries in its payload.
-FORMAT = "agentloop/1"
-#: ``prev`` of record 0.
-GENESIS = "0" * 64
-#: The five members of every record, in canonical order.
-FIELDS = ("hash", "kind", "payload", "prev", "seq")
-#: The record kinds of format agentloop/1.
-KINDS = ("task", "assistant", "tool", "stop")
-#: Lines longer than this are not read by default (``bad_json``), so one
-#: hostile line cannot exhaust memory; ``verify_file(max_line_bytes=...)``.
-MAX_LINE_BYTES = 16 * 1024 * 1024
-#: Lines nesting deeper than this are ``bad_json`` whatever the Python's own
-#: parser limit (which differs between 3.8 and 3.13); deeper than MAX_DEPTH
-#: but within this is a record with an ``unserialisable_payload``.
-PARSE_DEPTH = 512
-#: The default largest record, in bytes with its newline, a writer accepts.
-MAX_RECORD_BYTES = 1024 * 1024
-#: The smallest ``max_record_bytes`` allowed (room for any error record).
-MIN_RECORD_BYTES = 64 * 1024
-
-#: Every fault kind verification can report.
-FAULT_KINDS = (
-    # per record
-    "not_an_object",  # the record is not a JSON object
-    "missing_fields",  # one of the five members is absent
-    "unexpected_fields",  # a member outside the five (the hash does not cover it)
-    "seq_gap",  # seq is not the expected position
-    "prev_mismatch",  # prev is not the previous record's hash
-    "hash_mismatch",  # hash is not the SHA-256 of the record's other members
-    "unserialisable_payload",  # the record holds a value RFC 8785/I-JSON cannot encode
-    "not_canonical",  # the line's bytes are not the RFC 8785 form of its record
-    "unknown_format",  # record 0 is not an agentloop/1 task record
-    "unexpected_kind",  # a kind outside task/assistant/tool/stop, a second task, a record after stop
-    # against an outside expectation (verify_file's expect_count / expect_head)
-    "count_mismatch",  # not the expected number of records: a missing tail, or extra records
-    "head_mismatch",  # the last record's hash is not the expected one
-    # per file
-    "bad_json",  # a line that is not a JSON text (torn last line, bad UTF-8, ...)
-    "unreadable",  # the file cannot be opened or read
-    # against a checkpoint (agentloop.anchor.verify_checkpoint)
-    "truncated",  # fewer records than the checkpoint holds: a missing tail, a rollback
-    "anchor_mismatch",  # the first N records do not give the checkpoint's origin, root and head
-    "unanchored_tail",  # records beyond the checkpoint: a fault only when exact=True
-    "bad_signature",  # a key was given and the checkpoint has no valid signature by it
-    "anchor_malformed",  # the checkpoint's bytes break a rule of its format
-)
-
-_HEX = frozenset("0123456789abcdef")
-_HEAD = b'{"hash":"'  # every canonical record line starts so
-_BODY_AT = len(_HEAD) + 66  # after '{"hash":"<64 hex>",' the hashed bytes resume
-_FIELD_SET = frozenset(FIELDS)
-_LATER_KINDS = frozenset(("assistant", "tool", "stop"))
-
-
-@dataclass(frozen=True)
-class Fault:
-    """One thing wrong with a transcript.
-
-    ``index`` is the 0-based position of the record among the records read
-    (``None`` for a line that is not a record, or a file-level fault); ``line``
-    is the 1-based line number in a file (``None`` for :func:`verify_records`
-    and for a file that could not be opened).
-    """
-
-    index: Optional[int]
-    line: Optional[int]
-    kind: str
-    detail: str
-
-    def where(self) -> str:
-        """``record 3 (line 4)``, ``line 7`` or ``file``: the place, in words."""
-        if self.index is not None and self.line is not None:
-            return "record %d (line %d)" % (self.index, self.line)
-        if self.index is not None:
-            return "record %d" % (self.index,)
-        if self.line is not None:
-            return "line %d" % (self.line,)
-        return "file"
-
-    def __str__(self) -> str:
-        return "%s: %s: %s" % (self.where(), self.kind, self.detail)
-
-
-@dataclass(frozen=True)
-class VerifyResult:
-    """The verdict on one transcript file.
-
-    ``count`` is the number of records read (lines that parse as JSON) and
-    ``head`` the last record's ``hash`` member (``None`` when there is none).
-    ``complete`` says whether the last record is a ``stop`` record; it is
-    information, not a verdict, since a chain cannot prove its own tail.
-    """
-
-    ok: bool
-    count: int
-    head: Optional[str]
-    faults: Tuple[Fault, ...] = field(default=())
-    complete: bool = False
-
-
-def is_hash(value: object) -> bool:
-    """Whether ``value`` is a lowercase hex SHA-256, as ``hash`` and ``prev`` are."""
-    return isinstance(value, str) and len(value) == 64 and _HEX.issuperset(value)
-
-
-_is_hex_hash = is_hash
-
+from .format import FIELDS, FORMAT, Fault, GENESIS, KINDS, MAX_LINE_BYTES, PARSE_DEPTH, PathLike, VerifyResult, _BODY_AT, _FIELD_SET, _HEAD, _HEX, _LATER_KINDS, _is_hex_hash, is_hash
 
 def _short(value: object) -> str:
     """A value from a record, for a fault detail: bounded, ASCII, never raising.
@@ -182,7 +32,7 @@ def _short(value: object) -> str:
     return "a %s" % (_json_type(value),)
 
 
-class _Chain:
+class Chain:
     """The per-record checks, shared by :func:`verify_records` and :func:`verify_file`.
 
     It keeps O(1) state: the expected ``seq``, the expected ``prev`` and the
@@ -373,7 +223,7 @@ def verify_records(records: Iterable[object]) -> List[Fault]:
     that cannot even be inspected (an object whose methods raise) is an
     ``unserialisable_payload`` at its index.
     """
-    chain = _Chain()
+    chain = Chain()
     faults: List[Fault] = []
     try:
         iterator = iter(records)
@@ -447,9 +297,9 @@ def _parse_line(
         return None, Fault(None, number, "bad_json", "not JSON: %s" % (exc,)), ""
 
 
-def _scan(
+def scan(
     path: PathLike, limit: int = MAX_LINE_BYTES, on_record: Optional[Callable[[bytes], None]] = None
-) -> Iterator[Tuple[int, object, List[Fault], "_Chain"]]:
+) -> Iterator[Tuple[int, object, List[Fault], "Chain"]]:
     """Read a transcript once, yielding ``(line, record, faults, chain)`` per line.
 
     ``record`` is ``None`` for a line that is not a record (its ``bad_json``
@@ -457,7 +307,7 @@ def _scan(
     yielded with line ``0`` and record ``None``.  ``on_record``, if given, is
     called with each record's line bytes (without ``\\n``) before it is yielded.
     """
-    chain = _Chain()
+    chain = Chain()
     vetter = FloatVetter()
     loads = json.JSONDecoder(parse_float=vetter.on_float, parse_constant=vetter.on_constant).decode
     line = 0
@@ -516,9 +366,9 @@ def verify_file(
     ``expect_head``, an anchor held outside the file, can: a different count
     is ``count_mismatch``, a different last hash ``head_mismatch``.
     """
-    chain = _Chain()
+    chain = Chain()
     faults: List[Fault] = []
-    for _, _, found, chain in _scan(path, max_line_bytes):
+    for _, _, found, chain in scan(path, max_line_bytes):
         faults.extend(found)
     head = chain.head if chain.index else None
     if expect_count is not None and chain.index != expect_count:
@@ -534,132 +384,3 @@ def verify_file(
         faults=tuple(faults),
         complete=chain.last_kind == "stop",
     )
-
-
-class TranscriptWriter:
-    """Append records to a new transcript file, one whole line per ``write``.
-
-    Each record is encoded completely before anything is written, so a value
-    that cannot be recorded raises :class:`~agentloop.errors.UnrecordableError`
-    and leaves the file as it was.  Each line goes to the operating system in
-    one ``write`` as soon as it is appended (``fsync=True`` also forces it to
-    the disk), so a process that dies leaves every earlier record complete.
-
-    The file must not exist unless ``overwrite=True``: a transcript is
-    evidence and is never replaced by accident.  The writer holds an
-    advisory lock on it (:mod:`agentloop.durable`) until :meth:`close`: a
-    second writer is refused with
-    :class:`~agentloop.errors.TranscriptLockedError` before it truncates
-    anything.  It keeps the RFC 6962 root of the records written
-    (:attr:`root`) and writes a checkpoint whenever asked (:meth:`checkpoint`).
-    """
-
-    def __init__(
-        self,
-        path: PathLike,
-        *,
-        overwrite: bool = False,
-        fsync: bool = False,
-        max_record_bytes: Optional[int] = MAX_RECORD_BYTES,
-    ) -> None:
-        self.path = os.fspath(path)
-        self._fsync = fsync
-        self._limit = max_record_bytes
-        # Truncated only once the lock is held, so a refused second writer changes nothing.
-        flags = os.O_WRONLY | os.O_CREAT | (0 if overwrite else os.O_EXCL)
-        flags |= getattr(os, "O_BINARY", 0)
-        try:
-            fd = os.open(self.path, flags, 0o644)
-        except FileExistsError:
-            raise TranscriptExistsError(self.path) from None
-        try:
-            lock_exclusive(fd, self.path)
-            if overwrite:
-                os.ftruncate(fd, 0)
-        except BaseException:
-            os.close(fd)
-            raise
-        self._fd: Optional[int] = fd
-        self._seq = 0
-        self._head = GENESIS
-        self._first = GENESIS
-        self._range = CompactRange()
-
-    @property
-    def count(self) -> int:
-        """How many records have been written."""
-        return self._seq
-
-    @property
-    def head(self) -> str:
-        """The hash of the last record written (64 zeros before the first)."""
-        return self._head
-
-    def append(self, kind: str, payload: Mapping[str, Any]) -> str:
-        """Encode and write one record; return its hash."""
-        if self._fd is None:
-            raise ValueError("transcript %s is closed" % (self.path,))
-        record: Dict[str, Any] = {"kind": kind, "payload": payload, "prev": self._head, "seq": self._seq}
-        body = canonical_bytes(record)
-        digest = hashlib.sha256(body).hexdigest()
-        line = memoryview(_HEAD + digest.encode("ascii") + b'",' + body[1:] + b"\n")
-        if self._limit is not None and len(line) > self._limit:
-            raise UnrecordableError(
-                "$", "%s record of %d bytes exceeds max_record_bytes %d" % (_a(kind), len(line), self._limit)
-            )
-        data = line
-        while data:
-            written = os.write(self._fd, data)
-            data = data[written:]
-        if self._fsync:
-            os.fsync(self._fd)
-        self._range.append_data(line[:-1])  # RFC 6962 leaf: the line without its newline
-        if not self._seq:
-            self._first = digest
-        self._seq += 1
-        self._head = digest
-        return digest
-
-    @property
-    def root(self) -> str:
-        """The hex RFC 6962 Merkle root over the record lines written so far."""
-        return self._range.root().hex()
-
-    def tree_head(self, key: Optional[bytes] = None) -> Checkpoint:
-        """The checkpoint of the records written so far, signed by ``key`` if given.
-
-        Raises ``ValueError`` before the first record (record 0 names the run).
-        """
-        if not self._seq:
-            raise ValueError("transcript %s has no record to checkpoint" % (self.path,))
-        head = Checkpoint(self._first, self._seq, self.root, self._head)
-        return head if key is None else sign(head, key)
-
-    def checkpoint(self, path: PathLike, key: Optional[bytes] = None) -> Checkpoint:
-        """Write the checkpoint of the records so far to ``path``; return it.
-
-        Write order: 1. the records are made durable (``fsync``), whatever
-        the writer's durability; 2. the checkpoint replaces ``path``
-        atomically (:func:`~agentloop.durable.write_atomic`).  So a crash
-        leaves a checkpoint that the transcript on disk still extends.
-        """
-        if self._fd is None:
-            raise ValueError("transcript %s is closed" % (self.path,))
-        if key is not None:
-            key = check_key(key)
-        head = self.tree_head(key)
-        os.fsync(self._fd)
-        write_atomic(path, head.to_bytes())
-        return head
-
-    def close(self) -> None:
-        """Close the file; further appends raise ``ValueError``."""
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            os.close(fd)
-
-    def __enter__(self) -> "TranscriptWriter":
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()

@@ -28,9 +28,9 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 from .anchor import scan_tree
 from .checkpoint import ORIGIN_PREFIX, Checkpoint, verify_signature
-from .errors import ProofError
+from ..errors import ProofError
 from .merkle import consistency_proof, inclusion_proof, root_of, verify_consistency, verify_inclusion
-from .transcript import PathLike
+from .format import PathLike
 
 __all__ = [
     "InclusionProof",

@@ -24,8 +24,8 @@ import math
 from fractions import Fraction
 from typing import Any, Iterator, List, Mapping, Sequence, Tuple, Union, cast
 
-from .canonical import canonical_text, format_number
-from .errors import UnrecordableError
+from ..canonical import canonical_text, format_number
+from ..errors import UnrecordableError
 
 __all__ = ["type_name", "show", "short_repr", "is_number", "is_integer", "json_equal", "freeze", "scalar_key",
            "is_multiple", "SHOW_LIMIT"]

@@ -21,7 +21,7 @@ import errno
 import os
 from typing import Union
 
-from .errors import TranscriptLockedError
+from ..errors import TranscriptLockedError
 
 try:
     import fcntl as _fcntl

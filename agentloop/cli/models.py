@@ -19,13 +19,16 @@ import sys
 from typing import Any, Dict, List, Optional, TextIO
 
 from ..errors import RunConfigError
-from ..loop import Message, Model, ModelReply, RunResult, run
-from ..tools import Tool, ToolRegistry
-from ..transcript import PathLike
-from .anthropic import DEFAULT_MAX_TOKENS, AnthropicMessages
-from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
-from .openai import OpenAIChat
-from .replay import replay
+from ..messages import Message, Model, ModelReply, RunResult
+from ..loop import run
+from ..tools.registry import Tool, ToolRegistry
+from ..transcript.checkpoint import load_key
+from ..transcript.format import PathLike
+from ..models.anthropic import DEFAULT_MAX_TOKENS, AnthropicMessages
+from ..models.http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+from ..models.openai import OpenAIChat
+from ..models.replay import replay
+from .output import count_arg, format_record, seconds_arg
 
 __all__ = ["add_commands", "load_tools", "model_from_spec"]
 
@@ -120,7 +123,6 @@ class _Printing:
 
     def flush(self) -> None:
         """Print every complete record written since the last call."""
-        from ..cli import format_record  # the command line's one-line view, as `agentloop show` prints it
 
         try:
             with open(self.transcript, "rb") as handle:
@@ -162,7 +164,7 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         raise RunConfigError("--key-file/--key-env", "needs --checkpoint")
     key = None
     if args.key_file is not None or args.key_env is not None:
-        from ..checkpoint import load_key  # issue 3's checkpoints
+
 
         key = load_key(args.key_file, args.key_env)
     printing = _Printing(model, args.output, out)
@@ -206,20 +208,6 @@ def _cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
     return 1
 
 
-def _count(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError("must be a non-negative integer")
-    return int(text)
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("must be a number of seconds") from None
-    if not 0 < value <= 3600:
-        raise argparse.ArgumentTypeError("must be above 0 and at most 3600")
-    return value
 
 
 def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -235,13 +223,13 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     command.add_argument("--base-url", metavar="URL", help="another base URL for openai: (up to /v1) or anthropic: (without /v1)")
     command.add_argument("--tools", required=True, metavar="MODULE:REGISTRY", help="the tools, e.g. demo:demo_tools")
     command.add_argument("--task", required=True, metavar="TEXT")
-    command.add_argument("--max-steps", required=True, type=_count, metavar="N")
-    command.add_argument("--max-tokens", required=True, type=_count, metavar="N", help="the run's token budget")
+    command.add_argument("--max-steps", required=True, type=count_arg, metavar="N")
+    command.add_argument("--max-tokens", required=True, type=count_arg, metavar="N", help="the run's token budget")
     command.add_argument("--stop-sentinel", metavar="TEXT")
     command.add_argument("--system", metavar="TEXT", help="a system prompt (recorded in the task record)")
-    command.add_argument("--max-output-tokens", type=_count, metavar="N", help="anthropic: max_tokens per reply (default %d)" % DEFAULT_MAX_TOKENS)
-    command.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS", help="per request (default %g)" % DEFAULT_TIMEOUT)
-    command.add_argument("--max-retries", type=_count, default=DEFAULT_MAX_RETRIES, metavar="N", help="default %d" % DEFAULT_MAX_RETRIES)
+    command.add_argument("--max-output-tokens", type=count_arg, metavar="N", help="anthropic: max_tokens per reply (default %d)" % DEFAULT_MAX_TOKENS)
+    command.add_argument("--timeout", type=seconds_arg, default=DEFAULT_TIMEOUT, metavar="SECONDS", help="per request (default %g)" % DEFAULT_TIMEOUT)
+    command.add_argument("--max-retries", type=count_arg, default=DEFAULT_MAX_RETRIES, metavar="N", help="default %d" % DEFAULT_MAX_RETRIES)
     command.add_argument("-o", "--output", required=True, metavar="OUT.jsonl", help="the transcript to write")
     command.add_argument("--overwrite", action="store_true", help="replace OUT.jsonl (and the checkpoint) if they exist")
     command.add_argument("--checkpoint", metavar="CKPT", help="also write the run's checkpoint there (see agentloop checkpoint)")

@@ -30,9 +30,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Union, overload
 
-from .canonical import canonical_bytes
-from .errors import DuplicateToolError, SchemaError, ToolDefinitionError, UnrecordableError, ValidationError
-from .schema import Validator, check_schema, compile_schema, validate
+from ..canonical import canonical_bytes
+from ..errors import DuplicateToolError, SchemaError, ToolDefinitionError, UnrecordableError, ValidationError
+from ..schema.validator import Validator, check_schema, compile_schema, validate
+from .providers import anthropic_tool, openai_tool
+from .typed import function_spec
 
 #: How deep a tool's schema sits in the task record (record > payload > tools >
 #: tool > parameters): the record's nesting limit applies to it from there.
@@ -121,7 +123,6 @@ class Tool:
         :class:`~agentloop.errors.ToolDefinitionError` naming the parameter
         whose annotation cannot be expressed.
         """
-        from .signature import function_spec  # signature builds on schema; keep imports one-way
 
         spec = function_spec(fn, name=name, description=description)
         return cls(spec.name, spec.description, spec.parameters, fn, spec.convert, assert_formats)
@@ -215,14 +216,13 @@ class ToolRegistry:
 
         See :mod:`agentloop.providers` for the documentation followed.
         """
+        entries = [self._tools[name].manifest_entry() for name in self.names]
         if style == "agentloop":
-            return [self._tools[name].manifest_entry() for name in self.names]
-        from .providers import anthropic_tool, openai_tool
-
+            return entries
         if style == "openai":
-            return [openai_tool(self._tools[name]) for name in self.names]
+            return [openai_tool(entry) for entry in entries]
         if style == "anthropic":
-            return [anthropic_tool(self._tools[name]) for name in self.names]
+            return [anthropic_tool(entry) for entry in entries]
         raise ValueError("unknown manifest style %r (have: %s)" % (style, ", ".join(MANIFEST_STYLES)))
 
     def __contains__(self, name: object) -> bool:

@@ -51,13 +51,10 @@ https://platform.openai.com/docs/guides/structured-outputs#supported-schemas)
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping
+from typing import Any, Dict, List, Mapping, Tuple
 
-from .canonical import json_path
-from .errors import SchemaError
-
-if TYPE_CHECKING:
-    from .tools import Tool
+from ..canonical import json_path
+from ..errors import SchemaError
 
 __all__ = ["openai_tool", "anthropic_tool", "openai_strict_problems", "is_openai_strict"]
 
@@ -78,33 +75,46 @@ _MAX_ENUM_VALUES = 1000
 _MAX_STRING_CHARS = 120_000
 
 
-def _object_root(tool: "Tool", api: str) -> Dict[str, Any]:
-    schema = copy.deepcopy(dict(tool.parameters))
+def _fields(entry: Mapping[str, Any]) -> Tuple[str, str, Dict[str, Any]]:
+    """``(name, description, parameters)`` of a manifest entry (``Tool.manifest_entry()``)."""
+    name, description, parameters = entry["name"], entry["description"], entry["parameters"]
+    if not isinstance(name, str) or not isinstance(description, str) or not isinstance(parameters, Mapping):
+        raise TypeError("a manifest entry holds a str name, a str description and an object parameters")
+    return name, description, copy.deepcopy(dict(parameters))
+
+
+def _object_root(name: str, schema: Dict[str, Any], api: str) -> Dict[str, Any]:
     if "type" not in schema:
         schema = dict({"type": "object"}, **schema)
     elif schema["type"] != "object":
         raise SchemaError("$", "the %s API needs an object schema at the root, got type %s"
-                          % (api, schema["type"]), tool.name)
+                          % (api, schema["type"]), name)
     return schema
 
 
-def openai_tool(tool: "Tool") -> Dict[str, Any]:
-    """``tool`` as an OpenAI Chat Completions ``tools`` entry (see the module docstring)."""
-    parameters = _object_root(tool, "OpenAI")
+def openai_tool(entry: Mapping[str, Any]) -> Dict[str, Any]:
+    """A manifest entry (``{"name", "description", "parameters"}``, as
+    ``Tool.manifest_entry()`` gives) as an OpenAI Chat Completions ``tools``
+    entry (see the module docstring).  ``KeyError``/``TypeError`` for an entry
+    of another shape."""
+    name, description, schema = _fields(entry)
+    parameters = _object_root(name, schema, "OpenAI")
     return {
         "type": "function",
         "function": {
-            "name": tool.name,
-            "description": tool.description,
+            "name": name,
+            "description": description,
             "parameters": parameters,
             "strict": not openai_strict_problems(parameters),
         },
     }
 
 
-def anthropic_tool(tool: "Tool") -> Dict[str, Any]:
-    """``tool`` as an Anthropic Messages ``tools`` entry (see the module docstring)."""
-    return {"name": tool.name, "description": tool.description, "input_schema": _object_root(tool, "Anthropic")}
+def anthropic_tool(entry: Mapping[str, Any]) -> Dict[str, Any]:
+    """A manifest entry as an Anthropic Messages ``tools`` entry (see the module
+    docstring and :func:`openai_tool`)."""
+    name, description, schema = _fields(entry)
+    return {"name": name, "description": description, "input_schema": _object_root(name, schema, "Anthropic")}
 
 
 def is_openai_strict(schema: Mapping[str, Any]) -> bool:

@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from .checkpoint import Checkpoint, check_key, read_checkpoint, sign, verify_signature
-from .errors import BadSignatureError, MalformedCheckpointError
+from ..errors import BadSignatureError, MalformedCheckpointError
 from .merkle import CompactRange, leaf_hash
-from .transcript import MAX_LINE_BYTES, Fault, PathLike, VerifyResult, _scan, _Chain
+from .format import MAX_LINE_BYTES, Fault, PathLike, VerifyResult
+from .verify import scan, Chain
 
 __all__ = [
     "ANCHOR_FAULT_KINDS",
@@ -93,7 +94,7 @@ def scan_tree(
     wanted = frozenset(sizes)
     tree = CompactRange()
     faults: List[Fault] = []
-    chain = _Chain()
+    chain = Chain()
     first: Optional[str] = None
     at: Dict[int, Tuple[str, Optional[str]]] = {}
     leaves: List[bytes] = []
@@ -104,7 +105,7 @@ def scan_tree(
         if keep_leaves:
             leaves.append(leaf)
 
-    for _, record, found, chain in _scan(path, max_line_bytes, on_record):
+    for _, record, found, chain in scan(path, max_line_bytes, on_record):
         faults.extend(found)
         if record is None:
             continue

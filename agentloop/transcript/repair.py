@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .durable import fsync_directory, lock_exclusive
-from .errors import RepairRefusedError
-from .transcript import PathLike, VerifyResult, verify_file
+from ..errors import RepairRefusedError
+from .format import PathLike, VerifyResult
+from .verify import verify_file
 
 __all__ = ["RepairResult", "repair"]
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 from typing import List, Sequence, Union
 
-from .errors import ProofError
+from ..errors import ProofError
 
 __all__ = [
     "HASH_SIZE",

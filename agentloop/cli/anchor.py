@@ -24,14 +24,23 @@ import os
 import sys
 from typing import Any, Callable, Dict, Optional, TextIO
 
-from .anchor import AnchoredResult, checkpoint_of, verify_checkpoint
-from .checkpoint import Checkpoint, load_key, read_checkpoint
-from .durable import lock_shared, write_atomic
-from .errors import BadSignatureError, MalformedCheckpointError, ProofError, RepairRefusedError, SigningKeyError
-from .proofs import ConsistencyProof, Proof, check_consistency, check_proof, parse_proof, prove_consistency, prove_inclusion
-from .repair import repair
-from .report import CheckpointStatus
-from .transcript import Fault, VerifyResult
+from ..transcript.anchor import AnchoredResult, checkpoint_of, verify_checkpoint
+from ..transcript.checkpoint import Checkpoint, load_key, read_checkpoint
+from ..transcript.durable import lock_shared, write_atomic
+from ..errors import BadSignatureError, MalformedCheckpointError, ProofError, RepairRefusedError, SigningKeyError
+from ..transcript.proofs import (
+    ConsistencyProof,
+    Proof,
+    check_consistency,
+    check_proof,
+    parse_proof,
+    prove_consistency,
+    prove_inclusion,
+)
+from ..transcript.repair import repair
+from ..report import CheckpointStatus
+from ..transcript.format import Fault, VerifyResult
+from .output import count_arg, positive_arg, same_file
 
 __all__ = [
     "add_commands",
@@ -73,12 +82,6 @@ def _key(args: argparse.Namespace) -> Optional[bytes]:
 def _has_key(args: argparse.Namespace) -> bool:
     return args.key_file is not None or args.key_env is not None
 
-
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
 
 
 # --- verify --checkpoint / --since -------------------------------------------
@@ -175,7 +178,7 @@ def _cmd_checkpoint(args: argparse.Namespace, out: TextIO, report: Reporter) -> 
     key = _key(args)
     target = default_checkpoint_path(args.file) if args.output is None else args.output
     if target != "-":
-        if _same_file(args.file, target):
+        if same_file(args.file, target):
             return _usage("checkpoint", "the checkpoint would replace the transcript %s" % (args.file,))
         if os.path.lexists(target) and not args.force:
             return _usage("checkpoint", "%s already exists (pass --force to replace it)" % (target,))
@@ -223,7 +226,7 @@ def _cmd_prove(args: argparse.Namespace, out: TextIO, report: Reporter) -> int:
     if args.output is None or args.output == "-":
         out.write(text)
     else:
-        if _same_file(args.file, args.output):
+        if same_file(args.file, args.output):
             return _usage("prove", "the proof would replace the transcript %s" % (args.file,))
         write_atomic(args.output, text.encode("utf-8"))
         print("proof: %s" % (args.output,), file=out)
@@ -311,17 +314,6 @@ def _cmd_repair(args: argparse.Namespace, out: TextIO, report: Reporter) -> int:
     return 0 if done.result.ok else 1
 
 
-def _count(text: str) -> int:
-    if not text.isdigit() or not text.isascii():
-        raise argparse.ArgumentTypeError("must be a non-negative integer")
-    return int(text)
-
-
-def _positive(text: str) -> int:
-    value = _count(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
 
 
 def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]", report: Reporter) -> None:
@@ -340,9 +332,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]", rep
     prove = sub.add_parser("prove", help="print a Merkle inclusion or consistency proof from a transcript")
     prove.add_argument("file", metavar="FILE")
     which = prove.add_mutually_exclusive_group(required=True)
-    which.add_argument("--index", type=_count, metavar="I", help="prove that record I is in the tree")
-    which.add_argument("--from", dest="from_size", type=_positive, metavar="M", help="prove that the first M records are a prefix")
-    prove.add_argument("--size", type=_positive, metavar="N", help="the tree of the first N records (default: all)")
+    which.add_argument("--index", type=count_arg, metavar="I", help="prove that record I is in the tree")
+    which.add_argument("--from", dest="from_size", type=positive_arg, metavar="M", help="prove that the first M records are a prefix")
+    prove.add_argument("--size", type=positive_arg, metavar="N", help="the tree of the first N records (default: all)")
     prove.add_argument("-o", "--output", metavar="OUT", help="write the proof there (default: stdout)")
     prove.set_defaults(handler=handler(_cmd_prove))
 

@@ -1,0 +1,136 @@
+"""What the loop and a model exchange: messages, replies, tool calls, usage, and how a run ended.
+
+These are plain frozen dataclasses and dict shapes, shared by the loop
+(:mod:`agentloop.loop`), the scripted model and the provider adapters
+(:mod:`agentloop.models`), so none of them imports another to speak.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import json
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence
+
+from .canonical import MAX_SAFE_INTEGER, describe_integer
+
+def shown(value: object) -> str:
+    if isinstance(value, (bool, float)) or value is None:
+        return repr(value)
+    if isinstance(value, int):
+        shown = describe_integer(value)
+        return shown if shown[:1] != "o" else "an integer " + shown
+    if isinstance(value, str):
+        return json.dumps(value[:40])
+    return "a %s" % (type(value).__name__,)
+
+
+__all__ = ["STOP_REASONS", "Message", "ToolCall", "Usage", "ModelReply", "Model", "RunResult"]
+
+#: The closed set of reasons a run stops for.
+STOP_REASONS = ("no_tool_calls", "sentinel", "step_budget", "token_budget", "model_error")
+
+#: A message the model sees: a plain dict with a ``"role"`` key.  Shapes:
+#:
+#: * ``{"role": "user", "content": task}``
+#: * ``{"role": "assistant", "content": text, "tool_calls": [{"id", "name", "arguments"}]}``
+#:   (``arguments`` is ``None`` when the model sent arguments that cannot be recorded)
+#: * ``{"role": "tool", "tool_call_id": id, "name": name, "ok": bool, "content": str}``
+#:   (``content`` is the RFC 8785 JSON text of the value when ``ok``, else the error)
+Message = Dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call the model asks for.  An empty ``id`` is filled in by the
+    loop as ``call_<step>_<position>`` (both from 1 and 0 respectively).
+
+    A non-empty ``arguments_error`` says the model's arguments could not be
+    read at all (a provider adapter sets it for arguments that are not valid
+    JSON).  The loop then treats the call exactly like one with unrecordable
+    arguments: ``arguments`` is ignored, the record holds ``"arguments": null``
+    and ``"arguments_error"`` (this text, verbatim), and the call fails as data
+    with this text as its error.
+    """
+
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    id: str = ""
+    arguments_error: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise TypeError("ToolCall.name must be a str, got %s" % (type(self.name).__name__,))
+        if not isinstance(self.arguments, Mapping):
+            raise TypeError(
+                "ToolCall.arguments must be a mapping, got %s" % (type(self.arguments).__name__,)
+            )
+        if not isinstance(self.arguments, dict):
+            object.__setattr__(self, "arguments", dict(self.arguments))
+        if not isinstance(self.id, str):
+            raise TypeError("ToolCall.id must be a str, got %s" % (type(self.id).__name__,))
+        if not isinstance(self.arguments_error, str):
+            raise TypeError(
+                "ToolCall.arguments_error must be a str, got %s" % (type(self.arguments_error).__name__,)
+            )
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The tokens a provider reported for one turn: its prompt and its reply.
+
+    When a :class:`ModelReply` carries it, the assistant record stores it and
+    the turn counts ``input_tokens + output_tokens`` against ``max_tokens``
+    instead of :func:`estimate_tokens`.
+    """
+
+    input_tokens: int
+    output_tokens: int
+
+    def __post_init__(self) -> None:
+        for name in ("input_tokens", "output_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SAFE_INTEGER:
+                raise TypeError("Usage.%s must be an int from 0 to 2**53-1, got %s" % (name, shown(value)))
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    """What the model said in one turn: its text, the tools it asks for, and
+    (optionally) the :class:`Usage` its provider reported."""
+
+    text: str = ""
+    tool_calls: Sequence[ToolCall] = ()
+    usage: Optional[Usage] = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str):
+            raise TypeError("ModelReply.text must be a str, got %s" % (type(self.text).__name__,))
+        if isinstance(self.tool_calls, (str, bytes)) or not isinstance(self.tool_calls, Iterable):
+            raise TypeError(
+                "ModelReply.tool_calls must be a sequence of ToolCall, got %s" % (type(self.tool_calls).__name__,)
+            )
+        calls = tuple(self.tool_calls)
+        for call in calls:
+            if not isinstance(call, ToolCall):
+                raise TypeError("ModelReply.tool_calls must hold ToolCall, got %s" % (type(call).__name__,))
+        object.__setattr__(self, "tool_calls", calls)
+        if self.usage is not None and not isinstance(self.usage, Usage):
+            raise TypeError("ModelReply.usage must be a Usage or None, got %s" % (type(self.usage).__name__,))
+
+
+#: A model: any callable ``(messages, manifest) -> ModelReply``.
+Model = Callable[[List[Message], List[Dict[str, Any]]], ModelReply]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How a run ended.  ``records`` is the number of records written and
+    ``head`` the hash of the last one (the ``stop`` record)."""
+
+    stop_reason: str
+    steps: int
+    tokens: int
+    records: int
+    head: str
+    detail: str = ""
+
