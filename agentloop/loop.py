@@ -235,7 +235,8 @@ def run(
             out.append("stop", {"reason": reason, "steps": steps, "tokens": tokens, "detail": _bounded(detail)})
             if checkpoint is not None:
                 out.checkpoint(checkpoint, key)
-            return RunResult(reason, steps, tokens, out.count, out.head, _bounded(detail))
+            answer = messages[-1]["content"] if reason in ("no_tool_calls", "sentinel") else None
+            return RunResult(reason, steps, tokens, out.count, out.head, _bounded(detail), answer)
 
         while True:
             # 1. The step budget is checked before the turn is spent.
@@ -301,6 +302,8 @@ def run(
             }
             if usage is not None:
                 payload["usage"] = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+            if reply.truncated:
+                payload["truncated"] = True
             try:
                 out.append("assistant", payload)
             except UnrecordableError as exc:  # only a reply over max_record_bytes

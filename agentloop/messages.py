@@ -95,12 +95,17 @@ class Usage:
 
 @dataclass(frozen=True)
 class ModelReply:
-    """What the model said in one turn: its text, the tools it asks for, and
-    (optionally) the :class:`Usage` its provider reported."""
+    """What the model said in one turn: its text, the tools it asks for,
+    (optionally) the :class:`Usage` its provider reported, and whether the
+    provider cut the reply short at its output limit (``truncated``: OpenAI
+    ``finish_reason: "length"``, Anthropic ``stop_reason: "max_tokens"``).
+    A truncated reply is recorded with ``"truncated": true`` in its assistant
+    record (the member is absent otherwise)."""
 
     text: str = ""
     tool_calls: Sequence[ToolCall] = ()
     usage: Optional[Usage] = None
+    truncated: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
@@ -116,6 +121,8 @@ class ModelReply:
         object.__setattr__(self, "tool_calls", calls)
         if self.usage is not None and not isinstance(self.usage, Usage):
             raise TypeError("ModelReply.usage must be a Usage or None, got %s" % (type(self.usage).__name__,))
+        if not isinstance(self.truncated, bool):
+            raise TypeError("ModelReply.truncated must be True or False, got %s" % (type(self.truncated).__name__,))
 
 
 #: A model: any callable ``(messages, manifest) -> ModelReply``.
@@ -125,7 +132,9 @@ Model = Callable[[List[Message], List[Dict[str, Any]]], ModelReply]
 @dataclass(frozen=True)
 class RunResult:
     """How a run ended.  ``records`` is the number of records written and
-    ``head`` the hash of the last one (the ``stop`` record)."""
+    ``head`` the hash of the last one (the ``stop`` record).  ``output`` is
+    the run's answer: the last assistant text when the run ended on one
+    (``no_tool_calls`` or ``sentinel``), ``None`` after any other stop."""
 
     stop_reason: str
     steps: int
@@ -133,4 +142,5 @@ class RunResult:
     records: int
     head: str
     detail: str = ""
+    output: Any = None
 

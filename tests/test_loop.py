@@ -537,3 +537,23 @@ class TestToolFailure(unittest.TestCase):
             self.assertTrue(verify_file(path).ok)
             with open(path, encoding="utf-8") as f:
                 self.assertIn('"error":"exact text, no prefix","id"', f.read())
+
+
+class TestOutputAndTruncation(unittest.TestCase):
+    def test_output_is_the_answer_and_a_truncated_reply_is_recorded_and_replayed(self) -> None:
+        import tempfile, os
+        from agentloop import ModelReply, ScriptedModel, ToolCall, run
+        from agentloop.models import replay
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "t.jsonl")
+            model = ScriptedModel([ModelReply("the answer, cut", truncated=True)])
+            result = run("t", model, [], transcript=path, max_steps=3, max_tokens=1000)
+            self.assertEqual(result.output, "the answer, cut")
+            with open(path, encoding="utf-8") as f:
+                self.assertIn('"truncated":true', f.read())
+            self.assertTrue(replay(path, [], transcript=os.path.join(tmp, "r.jsonl")).identical)
+            budget = run("t", ScriptedModel([ModelReply("x", [ToolCall("nope")])]), [],
+                         transcript=os.path.join(tmp, "b.jsonl"), max_steps=1, max_tokens=1000)
+            self.assertEqual(budget.stop_reason, "step_budget")
+            self.assertIsNone(budget.output)

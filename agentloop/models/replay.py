@@ -130,7 +130,12 @@ def _reply(payload: Dict[str, Any]) -> ModelReply:
         else:
             calls.append(ToolCall(call["name"], call["arguments"], call["id"]))
     usage = payload.get("usage")
-    return ModelReply(payload["text"], calls, None if usage is None else Usage(usage["input_tokens"], usage["output_tokens"]))
+    return ModelReply(
+        payload["text"],
+        calls,
+        None if usage is None else Usage(usage["input_tokens"], usage["output_tokens"]),
+        truncated=payload.get("truncated") is True,
+    )
 
 
 class ReplayModel:
