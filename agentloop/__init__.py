@@ -37,6 +37,11 @@ from .errors import (
     UnrecordableError,
     ToolFailure,
     ValidationError,
+    MalformedNoteError,
+    MCPError,
+    MCPConfigError,
+    MCPNameCollisionError,
+    MalformedManifestError,
 )
 from .messages import STOP_REASONS, Message, Model, ModelReply, RunResult, ToolCall, Usage
 from .loop import estimate_tokens, run
@@ -124,4 +129,9 @@ __all__ = [
     "ReplayError",
     "ReplayMismatchError",
     "ToolFailure",
+    "MalformedNoteError",
+    "MCPError",
+    "MCPConfigError",
+    "MCPNameCollisionError",
+    "MalformedManifestError",
 ]

@@ -38,6 +38,11 @@ __all__ = [
     "ReplayError",
     "ReplayMismatchError",
     "ToolFailure",
+    "MCPError",
+    "MCPConfigError",
+    "MCPNameCollisionError",
+    "MalformedNoteError",
+    "MalformedManifestError",
 ]
 
 
@@ -298,3 +303,80 @@ class ToolFailure(AgentloopError, RuntimeError):
     def __init__(self, text: str) -> None:
         self.text = text
         super().__init__(text)
+
+
+# --- tools from MCP servers (agentloop.mcp) ----------------------------------
+# Raised before a run starts: once it has, MCP failures are ToolFailure data.
+# None of them ever holds a header value, a token or an environment value.
+
+
+class MCPError(AgentloopError, RuntimeError):
+    """An MCP server could not be started, reached, handshaken or listed.
+
+    ``server`` is the name the caller gave the server and ``reason`` says
+    what went wrong (for a server that exited: its status and last stderr).
+    """
+
+    def __init__(self, server: str, reason: str) -> None:
+        self.server = server
+        self.reason = reason
+        super().__init__("MCP server %r: %s" % (server, reason))
+
+
+class MCPConfigError(AgentloopError, ValueError):
+    """An MCP client was built or asked for tools with a bad argument."""
+
+    def __init__(self, parameter: str, reason: str) -> None:
+        self.parameter = parameter
+        self.reason = reason
+        super().__init__("%s: %s" % (parameter, reason))
+
+
+class MCPNameCollisionError(AgentloopError, ValueError):
+    """Two tools, from MCP servers or local, would get the same agentloop name.
+
+    ``first`` and ``second`` describe both sides (``tool 'search' of MCP
+    server 'web'``, ``local tool 'search'``).
+    """
+
+    def __init__(self, name: str, first: str, second: str) -> None:
+        self.name = name
+        self.first = first
+        self.second = second
+        super().__init__("tool name %r is taken twice: %s and %s" % (name, first, second))
+
+
+# --- signed notes, keys, cosignatures (issue 14) -----------------------------
+
+
+class MalformedNoteError(MalformedCheckpointError):
+    """A signed note (C2SP ``signed-note``) or a witness request breaks a rule of its format.
+
+    A checkpoint is a signed note, so this is a
+    :class:`MalformedCheckpointError` (``anchor_malformed``) too.  ``what``
+    names the document (``note``, ``witness request``), ``line`` is its
+    1-based line at fault (``None`` for the whole) and ``reason`` the rule.
+    """
+
+    def __init__(self, line: Optional[int], reason: str, what: str = "note") -> None:
+        super().__init__(line, reason)
+        self.what = what
+        where = "%s line %d" % (what, line) if line is not None else what
+        self.args = ("%s: %s" % (where, reason),)
+
+
+# --- batch ledgers (issue 16) ------------------------------------------------
+
+
+class MalformedManifestError(AgentloopError, ValueError):
+    """A batch manifest (``agentloop-manifest/1`` ledger) breaks a rule of its format.
+
+    ``line`` is the 1-based manifest line at fault (``None`` for the whole
+    file) and ``reason`` the rule it breaks.
+    """
+
+    def __init__(self, line: Optional[int], reason: str) -> None:
+        self.line = line
+        self.reason = reason
+        where = "manifest line %d" % (line,) if line is not None else "manifest"
+        super().__init__("%s: %s" % (where, reason))

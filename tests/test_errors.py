@@ -29,6 +29,16 @@ INTEGRITY_ERRORS = {
 }
 
 
+# Signed notes (issue 14), MCP servers (issue 15) and batch ledgers (issue 16).
+LATER_ERRORS = {
+    "MalformedNoteError": ValueError,
+    "MCPError": RuntimeError,
+    "MCPConfigError": ValueError,
+    "MCPNameCollisionError": ValueError,
+    "MalformedManifestError": ValueError,
+}
+
+
 class TestHierarchy(unittest.TestCase):
     def test_every_exception_derives_from_the_base_and_its_builtin(self) -> None:
         expected = {
@@ -42,7 +52,10 @@ class TestHierarchy(unittest.TestCase):
             "ScriptExhaustedError": LookupError,
             "ToolFailure": RuntimeError,
         }
-        self.assertEqual(set(errors.__all__), set(expected) | set(MODEL_ERRORS) | set(INTEGRITY_ERRORS) | {"AgentloopError"})
+        self.assertEqual(
+            set(errors.__all__),
+            set(expected) | set(MODEL_ERRORS) | set(INTEGRITY_ERRORS) | set(LATER_ERRORS) | {"AgentloopError"},
+        )
         for name, builtin in expected.items():
             with self.subTest(name):
                 cls = getattr(errors, name)
@@ -57,7 +70,7 @@ class TestHierarchy(unittest.TestCase):
                 self.assertTrue(issubclass(cls, builtin))
                 self.assertIs(getattr(agentloop.models, name), cls)
                 self.assertIs(getattr(agentloop, name), cls)
-        for name, builtin in INTEGRITY_ERRORS.items():
+        for name, builtin in dict(INTEGRITY_ERRORS, **LATER_ERRORS).items():
             with self.subTest(name):
                 cls = getattr(errors, name)
                 self.assertTrue(issubclass(cls, errors.AgentloopError))
