@@ -1,0 +1,356 @@
+"""The Streamable HTTP transport: an MCP server at a URL.
+
+MCP 2026-07-28 "Streamable HTTP" (and 2025-11-25 "Transports: Streamable
+HTTP"): every JSON-RPC message is its own HTTP POST to the one MCP endpoint,
+with ``Accept: application/json, text/event-stream``; the server answers a
+request with one JSON object or with an SSE stream (:mod:`.sse`) carrying
+notifications and then the response -- the client supports both
+("Sending Messages" 6).  A notification gets ``202 Accepted``.
+
+Per revision:
+
+* 2026-07-28: every POST carries ``MCP-Protocol-Version`` (matching the
+  body's ``_meta``), ``Mcp-Method``, and for ``tools/call`` ``Mcp-Name``
+  ("Request Metadata: Standard Request Headers"), plus one
+  ``Mcp-Param-{Name}`` per ``x-mcp-header`` argument ("Custom Headers from
+  Tool Parameters"), values that are not plain visible ASCII sent as
+  ``=?base64?...?=`` ("Value Encoding").  Closing the response stream is the
+  cancellation ("Cancellation"): a timed-out request is just dropped.
+* 2025-11-25 and earlier: ``Mcp-Session-Id`` from the ``initialize``
+  response is sent on every later request, ``MCP-Protocol-Version`` after
+  the handshake ("Session Management", "Protocol Version Header"); a timed
+  out request is cancelled with a ``notifications/cancelled`` POST; a
+  request the server sends on an SSE stream is answered, in its own POST,
+  with method-not-found; closing the client ends the session with DELETE.
+
+Each request has one deadline (``timeout``) for connecting, sending,
+waiting and reading the whole answer, however the server trickles it; the
+socket's timeout is reset to what is left before every read.  Plain
+:mod:`http.client` (what :mod:`urllib` uses underneath), so no proxy
+settings and no redirects are followed.  Header values (bearer tokens), the
+URL's path and query never appear in errors, ``repr`` or the record: the
+server is named by its host.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import itertools
+import re
+import socket
+import ssl
+import time
+import urllib.parse
+from typing import Any, Dict, List, Mapping, Optional, Union
+
+from ..errors import MCPConfigError
+from .client import MODERN, MCPClient, Origin, Failed, RpcFailed
+from .jsonrpc import (
+    METHOD_NOT_FOUND,
+    Malformed,
+    Request,
+    Response,
+    encode,
+    error_response,
+    notification,
+    parse,
+    request,
+    short,
+)
+from .sse import EventStream
+
+__all__ = ["MCPHttp", "header_value", "MAX_BODY"]
+
+#: The largest answer read (a JSON body or a whole SSE stream).
+MAX_BODY = 64 * 1024 * 1024
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+_PLAIN = re.compile(r"[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?\Z")
+_SAFE_INTEGER = 2 ** 53 - 1
+_PROTOCOL_HEADERS = ("content-type", "accept", "mcp-protocol-version", "mcp-method", "mcp-name", "mcp-session-id")
+
+
+def header_value(value: Union[str, int, bool]) -> str:
+    """2026-07-28 "Streamable HTTP: Value Encoding": a string, integer or boolean as a header value.
+
+    Booleans are ``true``/``false``, integers decimal; a value that is not
+    visible ASCII with inner spaces and tabs (non-ASCII, control
+    characters, leading or trailing white space, empty), or that looks like
+    the sentinel itself, becomes ``=?base64?{UTF-8 in Base64}?=``.
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = str(value)
+    if _PLAIN.match(text) and not (text.startswith("=?base64?") and text.endswith("?=")):
+        return text
+    return "=?base64?%s?=" % (base64.b64encode(text.encode("utf-8")).decode("ascii"),)
+
+
+class MCPHttp(MCPClient):
+    """Tools from an MCP server over Streamable HTTP.
+
+    ``headers`` (an ``Authorization: Bearer ...``, say) go on every request
+    and are never shown; ``timeout`` bounds each request, the handshake
+    included.  Use as a context manager::
+
+        with MCPHttp("http://127.0.0.1:8000/mcp", name="web") as web:
+            run(task, model, web.tools(prefix="web_"), ...)
+    """
+
+    transport = "http"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        name: str,
+        headers: Optional[Mapping[str, str]] = None,
+        protocol: str = "auto",
+        timeout: float = 30,
+    ) -> None:
+        super().__init__(name, protocol, timeout, timeout)
+        if not isinstance(url, str):
+            raise MCPConfigError("url", "must be a string")
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise MCPConfigError("url", "must be an http:// or https:// URL with a host")
+        if parts.username is not None or parts.password is not None:
+            raise MCPConfigError("url", "must not hold credentials; pass them in headers=")
+        try:
+            self._port = parts.port
+        except ValueError:
+            raise MCPConfigError("url", "has a bad port") from None
+        self._https = parts.scheme == "https"
+        self._hostname = parts.hostname
+        #: The server's host (and port), which is all errors and the record show.
+        self.host = parts.netloc
+        self._target = (parts.path or "/") + ("?" + parts.query if parts.query else "")
+        self._headers: Dict[str, str] = {}
+        for key, value in (headers or {}).items():
+            if not isinstance(key, str) or not _TOKEN.match(key):
+                raise MCPConfigError("headers", "a header name must be an HTTP token")
+            if not isinstance(value, str) or "\r" in value or "\n" in value:
+                raise MCPConfigError("headers", "the value of %s must be a string without line breaks" % (key,))
+            if key.lower() in _PROTOCOL_HEADERS:
+                raise MCPConfigError("headers", "%s is set by the client" % (key,))
+            self._headers[key] = value
+        self._secrets = sorted(
+            {v for v in self._headers.values() if len(v) >= 3}
+            | {part for v in self._headers.values() for part in v.split() if len(part) >= 4},
+            key=len, reverse=True,
+        )
+        self._session: Optional[str] = None
+        self._ids = itertools.count(1)
+
+    def __repr__(self) -> str:
+        headers = "" if not self._headers else ", headers=<%d>" % (len(self._headers),)
+        return "MCPHttp(host=%r, name=%r%s, protocol=%r)" % (self.host, self.name, headers, self.protocol or self.requested_protocol)
+
+    def _where(self) -> Dict[str, Any]:
+        return {"host": self.host}
+
+    def _redact(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "[redacted]")
+        return text
+
+    # --- one POST ------------------------------------------------------
+
+    def _open(self) -> None:
+        pass  # the first request (the probe or initialize) is the first contact
+
+    def _connection(self, deadline: float) -> http.client.HTTPConnection:
+        left = max(deadline - time.monotonic(), 0.001)
+        if self._https:
+            return http.client.HTTPSConnection(self._hostname, self._port, timeout=left,
+                                               context=ssl.create_default_context())
+        return http.client.HTTPConnection(self._hostname, self._port, timeout=left)
+
+    @staticmethod
+    def _left(conn: http.client.HTTPConnection, deadline: float) -> None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("deadline")
+        if conn.sock is not None:
+            conn.sock.settimeout(left)
+
+    def _protocol_headers(self, method: str, params: Mapping[str, Any], origin: Optional[Origin]) -> Dict[str, str]:
+        headers = dict(self._headers)
+        headers["Content-Type"] = "application/json"
+        headers["Accept"] = "application/json, text/event-stream"
+        if self.modern:
+            headers["MCP-Protocol-Version"] = self.protocol or MODERN
+            headers["Mcp-Method"] = method
+            if method == "tools/call":
+                headers["Mcp-Name"] = header_value(str(params.get("name")))
+                arguments = params.get("arguments")
+                for param in origin.headers if origin is not None else ():
+                    value: Any = arguments
+                    for key in param.path:
+                        value = value.get(key) if isinstance(value, dict) else None
+                    if value is None:
+                        continue  # "Parameter value is null / not in arguments: omit the header"
+                    if isinstance(value, float) and value.is_integer():
+                        value = int(value)
+                    if not isinstance(value, (str, int)) or (
+                            not isinstance(value, bool) and isinstance(value, int) and abs(value) > _SAFE_INTEGER):
+                        raise Failed("argument %s cannot go into header Mcp-Param-%s" % (
+                            ".".join(param.path), param.header), "malformed")
+                    headers["Mcp-Param-" + param.header] = header_value(value)
+        else:
+            if self.protocol is not None:
+                headers["MCP-Protocol-Version"] = self.protocol
+            if self._session is not None:
+                headers["Mcp-Session-Id"] = self._session
+        return headers
+
+    def _post(self, body: bytes, headers: Dict[str, str], deadline: float, want: Optional[Union[int, str]],
+              method: str, timeout: float) -> Dict[str, Any]:
+        conn = self._connection(deadline)
+        sent = False
+        try:
+            conn.request("POST", self._target, body=body, headers=headers)
+            sent = True
+            self._left(conn, deadline)
+            response = conn.getresponse()
+            if method == "initialize":
+                session = response.getheader("Mcp-Session-Id")
+                if session is not None and re.match(r"[\x21-\x7e]+\Z", session):
+                    self._session = session
+            status = response.status
+            kind = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
+            if want is None:
+                self._read(conn, response, deadline)
+                if status in (200, 202, 204):
+                    return {}
+                raise Failed("HTTP %d for %s" % (status, method), "http")
+            if status == 200 and kind == "text/event-stream":
+                return self._stream(conn, response, deadline, want, method)
+            data = self._read(conn, response, deadline)
+            if status == 200 and kind == "application/json":
+                return self._answer(data, want, status)
+            try:
+                message = parse(data)
+            except Malformed:
+                message = None
+            if isinstance(message, Response) and message.error is not None:
+                raise RpcFailed(message.error, status)
+            if status == 404 and self._session is not None:
+                raise Failed("HTTP 404: the server ended the session", "dead")
+            shown = short(self._redact(data.decode("utf-8", "replace")), 200)
+            raise Failed("HTTP %d%s" % (status, ": " + shown if shown else ""), "http")
+        except socket.timeout:
+            raise Failed("timed out after %g s (closed the connection)" % (timeout,), "timeout") from None
+        except (OSError, http.client.HTTPException) as exc:
+            reason = short(self._redact(str(exc) or exc.__class__.__name__), 200)
+            if not sent:
+                raise Failed("cannot connect to %s: %s" % (self.host, reason), "connect") from None
+            raise Failed("the connection to %s failed: %s" % (self.host, reason), "http") from None
+        finally:
+            conn.close()  # on a timeout this closes the stream: the 2026-07-28 cancellation
+
+    def _read(self, conn: http.client.HTTPConnection, response: http.client.HTTPResponse, deadline: float) -> bytes:
+        chunks: List[bytes] = []
+        total = 0
+        while True:
+            self._left(conn, deadline)
+            chunk = response.read1(65536)
+            if not chunk:
+                return b"".join(chunks)
+            total += len(chunk)
+            if total > MAX_BODY:
+                raise Failed("the answer is larger than %d bytes" % (MAX_BODY,), "malformed")
+            chunks.append(chunk)
+
+    def _answer(self, data: bytes, want: Union[int, str], status: int) -> Dict[str, Any]:
+        try:
+            message = parse(data)
+        except Malformed as exc:
+            raise Failed("sent a malformed message: %s" % (exc,), "malformed") from None
+        if not isinstance(message, Response) or message.id != want:
+            raise Failed("answered with something other than the response to request %r" % (want,), "malformed")
+        if message.error is not None:
+            raise RpcFailed(message.error)
+        assert message.result is not None
+        return message.result
+
+    def _stream(self, conn: http.client.HTTPConnection, response: http.client.HTTPResponse, deadline: float,
+                want: Union[int, str], method: str) -> Dict[str, Any]:
+        events = EventStream()
+        total = 0
+        while True:
+            self._left(conn, deadline)
+            chunk = response.read1(65536)
+            if not chunk:
+                raise Failed("the SSE stream ended before the response to %s" % (method,), "http")
+            total += len(chunk)
+            if total > MAX_BODY:
+                raise Failed("the SSE stream is longer than %d bytes" % (MAX_BODY,), "malformed")
+            for data in events.feed(chunk):
+                try:
+                    message = parse(data)
+                except Malformed as exc:
+                    raise Failed("sent a malformed message: %s" % (exc,), "malformed") from None
+                if isinstance(message, Response):
+                    if message.id == want:
+                        if message.error is not None:
+                            raise RpcFailed(message.error)
+                        assert message.result is not None
+                        return message.result
+                elif isinstance(message, Request) and not self.modern:
+                    self._refuse(message, deadline)
+                # notifications (progress, logging) carry nothing to record
+
+    def _refuse(self, message: Request, deadline: float) -> None:
+        """Answer a server request made on a legacy SSE stream: ``ping`` with ``{}``, anything else method-not-found."""
+        if message.method == "ping":
+            reply: Dict[str, Any] = {"jsonrpc": "2.0", "id": message.id, "result": {}}
+        else:
+            reply = error_response(message.id, METHOD_NOT_FOUND, "Method not found: agentloop does not serve %s" % (
+                short(message.method, 80),))
+        try:
+            self._post(encode(reply), self._protocol_headers("", {}, None), min(deadline, time.monotonic() + 5.0),
+                       None, "a response", 5.0)
+        except Failed:
+            pass
+
+    # --- the client's half ----------------------------------------------
+
+    def _exchange(self, method: str, params: Dict[str, Any], timeout: float, origin: Optional[Origin] = None) -> Dict[str, Any]:
+        id_ = next(self._ids)
+        headers = self._protocol_headers(method, params, origin)
+        deadline = time.monotonic() + timeout
+        try:
+            return self._post(encode(request(id_, method, params)), headers, deadline, id_, method, timeout)
+        except Failed as exc:
+            if exc.kind == "timeout" and not self.modern and self.protocol is not None:
+                # 2025-11-25: a disconnect is not a cancellation; say it.
+                self._best_effort(notification("notifications/cancelled", {
+                    "requestId": id_, "reason": "timed out after %g s" % (timeout,)}))
+            raise
+
+    def _best_effort(self, message: Dict[str, Any]) -> None:
+        try:
+            self._post(encode(message), self._protocol_headers(str(message.get("method")), {}, None),
+                       time.monotonic() + 2.0, None, str(message.get("method")), 2.0)
+        except Failed:
+            pass
+
+    def _notify(self, method: str, params: Optional[Dict[str, Any]] = None) -> None:
+        self._post(encode(notification(method, params)), self._protocol_headers(method, {}, None),
+                   time.monotonic() + self.init_timeout, None, method, self.init_timeout)
+
+    def _shutdown(self) -> None:
+        """2025-11-25 "Session Management" 5: a client that no longer needs the session SHOULD DELETE it."""
+        if self._session is None:
+            return
+        headers = self._protocol_headers("", {}, None)
+        conn = self._connection(time.monotonic() + 2.0)
+        try:
+            conn.request("DELETE", self._target, headers=headers)
+            conn.getresponse().read(65536)
+        except (OSError, http.client.HTTPException):
+            pass
+        finally:
+            conn.close()
+            self._session = None

@@ -1,0 +1,446 @@
+"""agentloop.mcp against tests/mcp_server.py, over stdio and HTTP, and in the real loop.
+
+Every client here has a timeout of a few seconds, so a hang is a failure,
+never a stuck suite.  The server speaks 2026-07-28, 2025-11-25 or both
+(``--era``); see its docstring for its tools.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+import unittest
+from typing import Any, Dict, List
+
+import agentloop
+from agentloop import ModelReply, ScriptedModel, ToolCall, Tool, verify_file
+from agentloop.errors import AgentloopError, MCPConfigError, MCPError, MCPNameCollisionError, ToolFailure
+from agentloop.mcp import MCPHttp, MCPStdio, MCPTool, agentloop_name, combine_tools, describe, import_schema
+from agentloop.mcp.jsonrpc import Malformed, Notification, Request, Response, parse
+from agentloop.mcp.schemas import HeaderParam, Refused
+from agentloop.mcp.sse import EventStream
+from agentloop.mcp.http import header_value
+from tests import mcp_server
+from tests.mcp_server import LONG_NAME, PICK, TOOLS, serve_http
+
+SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_server.py")
+# The server tools in server order, minus the one every client refuses.
+LISTED = [t["name"] for t in TOOLS if t["name"] != "deps"]
+DEPS_REASON = "inputSchema at /: draft-07 dependencies (2020-12 splits it into dependentRequired and dependentSchemas) means something else in 2020-12"
+
+
+def stdio(*args: str, **kwargs: Any) -> MCPStdio:
+    kwargs.setdefault("timeout", 5)
+    kwargs.setdefault("init_timeout", 5)
+    return MCPStdio([sys.executable, SERVER] + list(args), name=kwargs.pop("name", "t"), **kwargs)
+
+
+def by_server_name(tools: List[Tool]) -> Dict[str, MCPTool]:
+    out = {}
+    for tool in tools:
+        assert isinstance(tool, MCPTool) and tool.origin is not None
+        out[tool.origin.tool] = tool
+    return out
+
+
+def failure(tool: Tool, arguments: Dict[str, Any]) -> str:
+    try:
+        value = tool.invoke(arguments)
+    except ToolFailure as exc:
+        return exc.text
+    raise AssertionError("expected a ToolFailure, got %r" % (value,))
+
+
+class TestNames(unittest.TestCase):
+    def test_prefix_and_sanitising(self) -> None:
+        self.assertEqual(agentloop_name("calc_", "add"), "calc_add")
+        self.assertEqual(agentloop_name("", "admin.tools.list"), "admin_tools_list")
+        self.assertEqual(agentloop_name("", ""), "_")
+        self.assertEqual(agentloop_name("", "a b/ü"), "a_b__")
+
+    def test_long_names_are_cut_and_hashed(self) -> None:
+        name = agentloop_name("t_", LONG_NAME)
+        # python3 -c 'import hashlib; print(hashlib.sha256(b"t_very_long_tool_name_" + b"x"*50).hexdigest()[:8])'
+        self.assertEqual(name, ("t_" + LONG_NAME)[:55] + "_33d54272")
+        self.assertEqual(len(name), 64)
+        self.assertNotEqual(agentloop_name("", "y" * 70), agentloop_name("", "y" * 71))
+
+    def test_collisions_name_both_sides(self) -> None:
+        local = Tool("add", "local add", {"type": "object"}, lambda: 1)
+        with stdio() as server:
+            remote = server.tools(include=["add"])
+            with self.assertRaises(MCPNameCollisionError) as caught:
+                combine_tools([local], remote)
+            self.assertEqual(str(caught.exception),
+                             "tool name 'add' is taken twice: local tool 'add' and tool 'add' of MCP server 't'")
+            with stdio(name="u") as other:
+                with self.assertRaises(MCPNameCollisionError) as caught:
+                    combine_tools(remote, other.tools(include=["add"]))
+                self.assertIn("tool 'add' of MCP server 't' and tool 'add' of MCP server 'u'", str(caught.exception))
+                self.assertEqual([t.name for t in combine_tools([local], other.tools(prefix="u_", include=["add"]))],
+                                 ["add", "u_add"])
+
+
+class TestSchemaPolicy(unittest.TestCase):
+    def test_pydantic_draft_07_is_rewritten(self) -> None:
+        schema, headers = import_schema(PICK, "inputSchema")
+        self.assertEqual(headers, [])
+        self.assertEqual(schema, {
+            "title": "PickArgs",
+            "type": "object",
+            "$defs": {
+                "Cat": {"title": "Cat", "type": "object", "properties": {
+                    "kind": {"const": "cat", "title": "Kind"}, "meows": {"type": "integer"}}, "required": ["kind", "meows"]},
+                "Dog": {"title": "Dog", "type": "object", "properties": {
+                    "kind": {"const": "dog"}, "barks": {"type": "boolean"}}, "required": ["kind", "barks"]},
+            },
+            "properties": {"pet": {"oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}]}},
+            "required": ["pet"],
+        })
+        tool = Tool("pick", "", schema, lambda pet: pet)
+        self.assertIsNone(tool.first_error({"pet": {"kind": "dog", "barks": True}}))
+        self.assertIsNotNone(tool.first_error({"pet": {"kind": "dog", "meows": 1}}))
+
+    def test_data_and_property_names_are_left_alone(self) -> None:
+        schema = {"type": "object", "properties": {
+            "definitions": {"type": "string", "default": {"x-keep": 1, "readOnly": True}},
+            "x-custom": {"$ref": "#/properties/definitions"},
+            "e": {"enum": [{"definitions": 1}]}}, "definitions": {"A": {"type": "integer"}}}
+        out, _ = import_schema(schema, "inputSchema")
+        self.assertEqual(out["properties"]["definitions"]["default"], {"x-keep": 1, "readOnly": True})
+        self.assertEqual(out["properties"]["x-custom"], {"$ref": "#/properties/definitions"})
+        self.assertEqual(out["properties"]["e"], {"enum": [{"definitions": 1}]})
+        self.assertEqual(out["$defs"], {"A": {"type": "integer"}})
+
+    def test_refusals(self) -> None:
+        cases = [
+            ({"$schema": "http://json-schema.org/draft-04/schema#", "type": "object"},
+             "inputSchema: $schema 'http://json-schema.org/draft-04/schema#' is not a dialect agentloop imports (2020-12, draft-07)"),
+            (TOOLS[[t["name"] for t in TOOLS].index("deps")]["inputSchema"], DEPS_REASON),
+            ({"$schema": mcp_server.PICK["$schema"], "type": "object", "properties": {"a": {"items": [{}]}}},
+             "inputSchema at /properties/a: draft-07 array-form items (2020-12 spells it prefixItems)"),
+            ({"$schema": mcp_server.PICK["$schema"], "type": "object", "unevaluatedProperties": False},
+             "inputSchema at /: unevaluatedProperties is not a draft-07 keyword (draft-07 ignores it, 2020-12 applies it)"),
+            ({"$schema": mcp_server.PICK["$schema"], "properties": {"a": {"$ref": "#/definitions/A", "minimum": 1}}},
+             "inputSchema at /properties/a: draft-07 ignores minimum beside $ref, 2020-12 applies it"),
+            ("nope", "inputSchema is not a JSON Schema object (got str)"),
+        ]
+        for schema, reason in cases:
+            with self.subTest(reason):
+                with self.assertRaises(Refused) as caught:
+                    import_schema(schema, "inputSchema")
+                self.assertEqual(caught.exception.reason, reason)
+
+    def test_x_mcp_header(self) -> None:
+        schema = {"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "deep": {"type": "object", "properties": {"n": {"type": ["integer", "null"], "x-mcp-header": "N"}}}}}
+        out, headers = import_schema(schema, "inputSchema", headers=True)
+        self.assertEqual(headers, [HeaderParam("Region", ("region",)), HeaderParam("N", ("deep", "n"))])
+        self.assertNotIn("x-mcp-header", json.dumps(out))
+        self.assertEqual(import_schema(schema, "inputSchema")[1], [])  # stdio ignores them
+        bad = [
+            ({"type": "object", "properties": {"a": {"type": "number", "x-mcp-header": "A"}}}, "not string, integer or boolean"),
+            ({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "A"}}}},
+             "not on a property reached through properties alone"),
+            ({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "A b"}}}, "non-empty HTTP token"),
+            ({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "A"},
+                                               "b": {"type": "string", "x-mcp-header": "a"}}}, "used twice"),
+        ]
+        for schema, reason in bad:
+            with self.subTest(reason):
+                with self.assertRaises(Refused) as caught:
+                    import_schema(schema, "inputSchema", headers=True)
+                self.assertIn(reason, caught.exception.reason)
+
+    def test_header_value_encoding(self) -> None:
+        # The table in 2026-07-28 "Streamable HTTP: Value Encoding".
+        self.assertEqual(header_value("us-west1"), "us-west1")
+        self.assertEqual(header_value("Hello, 世界"), "=?base64?SGVsbG8sIOS4lueVjA==?=")
+        self.assertEqual(header_value(" padded "), "=?base64?IHBhZGRlZCA=?=")
+        self.assertEqual(header_value("line1\nline2"), "=?base64?bGluZTEKbGluZTI=?=")
+        self.assertEqual(header_value("=?base64?literal?="), "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=")
+        self.assertEqual((header_value(True), header_value(-7)), ("true", "-7"))
+
+
+class TestWire(unittest.TestCase):
+    def test_messages(self) -> None:
+        self.assertEqual(parse(b'{"jsonrpc":"2.0","id":1,"result":{}}'), Response(1, result={}))
+        self.assertEqual(parse('{"jsonrpc":"2.0","id":"a","method":"ping"}'), Request("a", "ping", {}))
+        self.assertEqual(parse('{"jsonrpc":"2.0","method":"n","params":{"x":1}}'), Notification("n", {"x": 1}))
+        for data, reason in [
+            (b"[1]", "a JSON-RPC batch, which MCP does not use"),
+            (b'{"id":1,"result":{}}', '"jsonrpc" must be "2.0"'),
+            (b'{"jsonrpc":"2.0","id":true,"result":{}}', "id must be a string or an integer, got true"),
+            (b'{"jsonrpc":"2.0","id":1,"result":{},"error":{}}', "a response must have exactly one of result and error"),
+            (b'{"jsonrpc":"2.0","id":1,"result":NaN}', "not JSON: NaN is not a JSON number"),
+            (b'{"jsonrpc":"2.0","id":1,"result":[]}', "result must be an object, got list"),
+            (b"\xff", "not UTF-8 (invalid start byte)"),
+        ]:
+            with self.subTest(reason):
+                with self.assertRaises(Malformed) as caught:
+                    parse(data)
+                self.assertEqual(str(caught.exception), reason)
+
+    def test_event_stream(self) -> None:
+        stream = EventStream()
+        self.assertEqual(stream.feed(b": keep-alive\r\n\r\ndata: {\"a\":\r"), [])
+        self.assertEqual(stream.feed(b"\ndata: 1}\r\n\r\nevent: message\ndata:x\n"), ['{"a":\n1}'])
+        self.assertEqual(stream.feed(b"\n"), ["x"])
+
+
+class StdioCase(unittest.TestCase):
+    def check_server(self, era: str, protocol: str) -> None:
+        with stdio("--era", era) as server:
+            self.assertEqual(server.protocol, protocol)
+            tools = server.tools(prefix="t_")
+            # tools/list: three per page, every page, server order; deps refused.
+            self.assertEqual([t.origin.tool for t in tools if isinstance(t, MCPTool) and t.origin], LISTED)
+            self.assertEqual(server.describe()["refused"], [{"name": "deps", "reason": DEPS_REASON}])
+            tool = by_server_name(tools)
+            value = tool["add"].invoke({"a": 2, "b": 3})
+            expected = {"content": [{"type": "text", "text": "5"}], "structuredContent": {"sum": 5}, "isError": False}
+            if protocol == "2026-07-28":
+                expected["resultType"] = "complete"
+            self.assertEqual(value, expected)  # as received, _meta dropped
+            self.assertEqual(failure(tool["fail"], {}), "first line\nsecond line")
+            self.assertEqual(failure(tool["bad_output"], {}),
+                             "MCP server 't': tool 'bad_output' sent structuredContent that does not match its "
+                             "outputSchema: $.structuredContent.sum: expected type integer, got str")
+            self.assertEqual(tool["pick"].invoke({"pet": {"kind": "cat", "meows": 3}})["content"][0]["text"], "picked cat")
+            self.assertEqual(tool["dotted.name"].name, "t_dotted_name")
+
+
+class TestStdio(StdioCase):
+    def test_modern_dual_and_legacy_servers(self) -> None:
+        for era, protocol in (("dual", "2026-07-28"), ("modern", "2026-07-28"), ("legacy", "2025-11-25")):
+            with self.subTest(era):
+                self.check_server(era, protocol)
+
+    def test_legacy_versions(self) -> None:
+        with stdio("--era", "legacy", "--legacy-version", "2025-06-18") as server:
+            self.assertEqual(server.protocol, "2025-06-18")
+        with stdio("--era", "dual", protocol="2025-03-26") as server:
+            self.assertEqual(server.protocol, "2025-03-26")
+        with self.assertRaises(MCPError) as caught:
+            stdio("--era", "legacy", "--legacy-version", "2024-11-05").start()
+        self.assertEqual(str(caught.exception), "MCP server 't': it answered initialize with protocol version "
+                         "'2024-11-05'; agentloop accepts 2025-11-25, 2025-06-18, 2025-03-26")
+
+    def test_forced_protocols_refuse_the_other_era(self) -> None:
+        with self.assertRaises(MCPError) as caught:
+            stdio("--era", "legacy", protocol="2026-07-28").start()
+        self.assertIn("server/discover failed (protocol 2026-07-28 was asked for): JSON-RPC error -32601", str(caught.exception))
+        with self.assertRaises(MCPError) as caught:
+            stdio("--era", "modern", protocol="2025-11-25").start()
+        self.assertIn("initialize failed: JSON-RPC error -32601", str(caught.exception))
+
+    def test_a_silent_legacy_server_is_probed_within_bounds(self) -> None:
+        started = time.monotonic()
+        with stdio("--era", "legacy", "--silent-probe", init_timeout=1) as server:
+            self.assertEqual(server.protocol, "2025-11-25")
+            self.assertEqual(len(server.tools()), len(LISTED))
+        self.assertLess(time.monotonic() - started, 4)
+
+    def test_timeout_cancels_then_the_next_call_works(self) -> None:
+        with stdio(timeout=1) as server:
+            tool = by_server_name(server.tools())
+            started = time.monotonic()
+            self.assertEqual(failure(tool["slow"], {"seconds": 5}),
+                             "MCP server 't': tools/call 'slow': timed out after 1 s (sent notifications/cancelled)")
+            self.assertLess(time.monotonic() - started, 2.5)
+            self.assertEqual(tool["add"].invoke({"a": 1, "b": 1})["structuredContent"], {"sum": 2})
+            # The server saw notifications/cancelled for the slow call's request id.
+            self.assertEqual(len(tool["cancelled"].invoke({})["structuredContent"]["ids"]), 1)
+
+    def test_a_crash_fails_this_call_and_every_later_one_the_same_way(self) -> None:
+        with stdio() as server:
+            tool = by_server_name(server.tools())
+            text = "MCP server 't': tools/call '%s': exited with status 3; last stderr: fatal: the crash tool was called"
+            self.assertEqual(failure(tool["crash"], {}), text % ("crash",))
+            self.assertEqual(failure(tool["add"], {"a": 1, "b": 2}), text % ("add",))
+        self.assertEqual(failure(tool["add"], {"a": 1, "b": 2}), "MCP server 't': the client is closed")
+
+    def test_malformed_output_fails_as_data_and_the_server_stays_usable(self) -> None:
+        with stdio() as server:
+            tool = by_server_name(server.tools())
+            self.assertEqual(failure(tool["garbage"], {}), "MCP server 't': tools/call 'garbage': sent a malformed message: "
+                             "not JSON (Expecting value: line 1 column 1 (char 0)): this is not json")
+            self.assertEqual(tool["add"].invoke({"a": 1, "b": 1})["structuredContent"], {"sum": 2})
+
+    def test_server_requests_get_method_not_found(self) -> None:
+        with stdio("--era", "legacy") as server:
+            answer = by_server_name(server.tools())["ask"].invoke({})["structuredContent"]["answer"]
+        self.assertEqual(answer, {"code": -32601, "message": "Method not found: agentloop does not serve roots/list"})
+
+    def test_input_required_fails_as_data(self) -> None:
+        with stdio("--era", "modern") as server:
+            self.assertEqual(failure(by_server_name(server.tools())["needs_input"], {}),
+                             "MCP server 't': tool 'needs_input' asked for client input (resultType input_required), "
+                             "which agentloop does not provide")
+
+    def test_a_chatty_stderr_never_blocks_the_server(self) -> None:
+        with stdio("--chatty", "--page-size", "1") as server:
+            tool = by_server_name(server.tools())
+            for i in range(20):
+                self.assertEqual(tool["add"].invoke({"a": i, "b": 1})["structuredContent"], {"sum": i + 1})
+
+    def test_start_failures_raise_before_the_run_without_env_values(self) -> None:
+        server = stdio("--exit-at-start", "2", env={"DB_PASSWORD": "secret-env-value"})
+        self.assertNotIn("secret-env-value", repr(server))
+        with self.assertRaises(MCPError) as caught:
+            server.start()
+        self.assertIn("exited with status 2; last stderr: cannot open the database: [redacted] missing", str(caught.exception))
+        self.assertNotIn("secret-env-value", str(caught.exception))
+        with self.assertRaises(MCPError) as caught:
+            MCPStdio(["/nonexistent/mcp-server"], name="gone").start()
+        self.assertEqual(str(caught.exception), "MCP server 'gone': cannot start /nonexistent/mcp-server: No such file or directory")
+
+    def test_include_and_bad_arguments(self) -> None:
+        with stdio() as server:
+            self.assertEqual([t.name for t in server.tools(include=["fail", "add"])], ["add", "fail"])
+            with self.assertRaises(MCPConfigError) as caught:
+                server.tools(include=["add", "nope"])
+            self.assertIn("MCP server 't' has no tool 'nope' (it has: add, bad_output,", str(caught.exception))
+            with self.assertRaises(MCPConfigError):
+                server.tools(prefix="bad prefix")
+        for kwargs in ({"protocol": "2024-11-05"}, {"timeout": 0}, {"timeout": True}, {"name": ""}):
+            with self.subTest(kwargs), self.assertRaises(MCPConfigError):
+                MCPStdio(["x"], **dict({"name": "n"}, **kwargs))  # type: ignore[arg-type]
+
+    def test_describe_is_recordable_and_names_the_command(self) -> None:
+        with stdio("--era", "legacy") as server:
+            tools = server.tools(prefix="t_", include=["add", "deps"])
+            record = describe(tools + [Tool("local", "", {"type": "object"}, lambda: 1)])
+        self.assertEqual(record, [{
+            "name": "t", "transport": "stdio", "command": [sys.executable, SERVER, "--era", "legacy"],
+            "protocol": "2025-11-25", "server": {"name": "agentloop-test-server", "title": "Legacy side", "version": "1.2.3"},
+            "tools": {"t_add": "add"}, "refused": [{"name": "deps", "reason": DEPS_REASON}]}])
+        agentloop.canonical_bytes(record)
+
+
+class TestHttp(StdioCase):
+    def serve(self, era: str = "dual", sse: bool = False, **kwargs: Any) -> Any:
+        httpd, state, url = serve_http(era, sse=sse, **kwargs)
+        self.addCleanup(httpd.server_close)
+        self.addCleanup(httpd.shutdown)
+        return state, url
+
+    def test_json_and_sse_answers_both_eras(self) -> None:
+        for era, protocol in (("dual", "2026-07-28"), ("modern", "2026-07-28"), ("legacy", "2025-11-25")):
+            for sse in (False, True):
+                with self.subTest(era=era, sse=sse):
+                    state, url = self.serve(era, sse)
+                    with MCPHttp(url, name="t", timeout=5) as server:
+                        self.assertEqual(server.protocol, protocol)
+                        tools = server.tools(prefix="t_")
+                        self.assertEqual([t.origin.tool for t in tools if isinstance(t, MCPTool) and t.origin], LISTED)
+                        tool = by_server_name(tools)
+                        self.assertEqual(tool["add"].invoke({"a": 2, "b": 3})["structuredContent"], {"sum": 5})
+                        self.assertEqual(failure(tool["fail"], {}), "first line\nsecond line")
+                        self.assertEqual(failure(tool["crash"], {})[:40], "MCP server 't': tools/call 'crash': the ")
+                        self.assertEqual(tool["add"].invoke({"a": 1, "b": 1})["structuredContent"], {"sum": 2})
+                    if protocol == "2025-11-25":
+                        self.assertEqual(state.deleted, ["s-1"])  # the session ended with DELETE
+
+    def test_modern_request_headers(self) -> None:
+        state, url = self.serve("modern")
+        with MCPHttp(url, name="t", timeout=5) as server:
+            tool = by_server_name(server.tools())
+            got = tool["region"].invoke({"query": "q", "region": "eu-west ü"})["structuredContent"]
+            self.assertEqual(got, {"header": "=?base64?ZXUtd2VzdCDDvA==?=", "region": "eu-west ü"})
+            self.assertIsNone(tool["region"].invoke({"query": "q"})["structuredContent"]["header"])
+        call = [h for h in state.requests if h.get("mcp-method") == "tools/call"][0]
+        self.assertEqual((call["mcp-protocol-version"], call["mcp-name"]), ("2026-07-28", "region"))
+        self.assertEqual(call["accept"], "application/json, text/event-stream")
+
+    def test_legacy_server_requests_on_an_sse_stream_get_method_not_found(self) -> None:
+        state, url = self.serve("legacy", sse=True)
+        with MCPHttp(url, name="t", timeout=5) as server:
+            answer = by_server_name(server.tools())["ask"].invoke({})["structuredContent"]["answer"]
+        self.assertEqual(answer, {"code": -32601, "message": "Method not found: agentloop does not serve roots/list"})
+
+    def test_timeout_then_a_good_call(self) -> None:
+        for sse in (False, True):
+            with self.subTest(sse=sse):
+                state, url = self.serve(sse=sse)
+                with MCPHttp(url, name="t", timeout=1) as server:
+                    tool = by_server_name(server.tools())
+                    started = time.monotonic()
+                    self.assertEqual(failure(tool["slow"], {"seconds": 4}),
+                                     "MCP server 't': tools/call 'slow': timed out after 1 s (closed the connection)")
+                    self.assertLess(time.monotonic() - started, 2.5)
+                    self.assertEqual(tool["add"].invoke({"a": 1, "b": 1})["structuredContent"], {"sum": 2})
+
+    def test_secrets_never_show(self) -> None:
+        state, url = self.serve("legacy")
+        server = MCPHttp(url, name="t", timeout=5, headers={"Authorization": "Bearer sekrit-token-123"})
+        with server:
+            tools = server.tools()
+            record = json.dumps(describe(tools))
+        self.assertEqual(state.requests[0]["authorization"], "Bearer sekrit-token-123")
+        for text in (record, repr(server)):
+            self.assertNotIn("sekrit", text)
+            self.assertNotIn("query-secret", text)
+            self.assertNotIn("/mcp", text)
+        self.assertIn('"host": "127.0.0.1:', record)
+
+    def test_unreachable_and_bad_urls(self) -> None:
+        httpd, _, url = serve_http()
+        httpd.shutdown()
+        httpd.server_close()
+        with self.assertRaises(MCPError) as caught:
+            MCPHttp(url, name="t", timeout=2).start()
+        self.assertIn("cannot connect to 127.0.0.1:", str(caught.exception))
+        self.assertNotIn("query-secret", str(caught.exception))
+        for bad in ("ftp://x/mcp", "http://user:pw@host/mcp", "/mcp"):
+            with self.subTest(bad), self.assertRaises(MCPConfigError):
+                MCPHttp(bad, name="t")
+
+
+class TestLoop(unittest.TestCase):
+    def test_a_run_records_what_the_server_said(self) -> None:
+        with stdio(timeout=1) as server, tempfile.TemporaryDirectory() as tmp:
+            tools = combine_tools([Tool("note", "local", {"type": "object"}, lambda: "noted")], server.tools(prefix="calc_"))
+            model = ScriptedModel([
+                ModelReply("adding", [ToolCall("calc_add", {"a": 40, "b": 2})]),
+                ModelReply("failing", [ToolCall("calc_fail", {})]),
+                ModelReply("waiting", [ToolCall("calc_slow", {"seconds": 5}), ToolCall("calc_add", {"a": 1, "b": 1})]),
+                ModelReply("done"),
+            ])
+            path = os.path.join(tmp, "t.jsonl")
+            result = agentloop.run("add with MCP", model, tools, transcript=path, max_steps=8, max_tokens=100000)
+            self.assertEqual(result.stop_reason, "no_tool_calls")
+            self.assertTrue(verify_file(path).ok)
+            with open(path, encoding="utf-8") as handle:
+                records = [json.loads(line) for line in handle]
+        results = [r["payload"] for r in records if r["kind"] == "tool"]
+        self.assertEqual([(r["name"], r["ok"]) for r in results],
+                         [("calc_add", True), ("calc_fail", False), ("calc_slow", False), ("calc_add", True)])
+        self.assertEqual(results[0]["value"], {"content": [{"type": "text", "text": "42"}], "structuredContent": {"sum": 42},
+                                               "isError": False, "resultType": "complete"})
+        self.assertEqual(results[1]["error"], "first line\nsecond line")
+        self.assertEqual(results[2]["error"], "MCP server 't': tools/call 'slow': timed out after 1 s (sent notifications/cancelled)")
+        manifest = [t["name"] for t in records[0]["payload"]["tools"]]
+        self.assertIn("calc_pick", manifest)
+        self.assertNotIn("calc_deps", manifest)
+
+
+class TestExample(unittest.TestCase):
+    def test_examples_mcp_agent_runs_and_verifies(self) -> None:
+        import subprocess
+
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        with tempfile.TemporaryDirectory() as tmp:
+            proc = subprocess.run([sys.executable, os.path.join(root, "examples", "mcp_agent.py"), "--out", tmp],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn("stop: no_tool_calls; transcript", proc.stdout)
+            self.assertTrue(verify_file(os.path.join(tmp, "mcp-agent.jsonl")).ok)
+
+
+if __name__ == "__main__":
+    unittest.main()
