@@ -1,0 +1,363 @@
+"""Rebuild the transcript vectors in this folder, byte for byte.
+
+    python3 tests/vectors/transcript/make.py [--out DIR]
+
+Run from the repository's root (or with it on ``PYTHONPATH``).  Every file is
+a pure function of this script: the base transcripts come from
+``agentloop.run`` with a scripted model (the loop touches no clock and no
+random source), and each faulty vector is a base with one documented change,
+made here with ``hashlib`` and ``agentloop.canonical_bytes`` only.
+
+The expected verdicts are written by hand below (``faults=[...]``), from the
+rules of docs/format.md, not read back from the verifier: ``ok``,
+``records`` and ``head`` follow from the construction, and
+``tests/test_transcript_vectors.py`` checks that ``agentloop.verify_file`` (or
+``agentloop.verify_checkpoint``) agrees with every one of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from typing import Any, Dict, List, Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
+
+from agentloop import (  # noqa: E402 -- after the path is set
+    ModelReply,
+    ScriptedModel,
+    Tool,
+    ToolCall,
+    Usage,
+    canonical_bytes,
+    checkpoint_of,
+    run,
+)
+
+Record = Dict[str, Any]
+#: The key that signs the checkpoint of bad_signature (32 bytes).
+SIGNING_KEY = b"agentloop test vector key: sign!"
+#: The key bad_signature is verified with (another 32 bytes).
+OTHER_KEY = b"agentloop test vector key: other"
+
+
+def add_tool() -> Tool:
+    return Tool(
+        "add",
+        "Add two integers.",
+        {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"],
+            "additionalProperties": False,
+        },
+        lambda a, b: {"sum": a + b},
+    )
+
+
+def numbers_tool() -> Tool:
+    """A tool whose result exercises RFC 8785: number forms, UTF-16 key order, escapes."""
+
+    def numbers() -> Dict[str, Any]:
+        return {
+            "big": 1e21,
+            "small": 1e-7,
+            "tenth": 0.1,
+            "negative_zero": -0.0,
+            "max_safe": 2**53 - 1,
+            "\ue000 private use": 1,
+            "\U0001f600 emoji": 2,
+            "escapes": "\u0001\b\t\n\f\r\"\\/\u007f\u2028",
+            "text": "na\u00efve caf\u00e9",
+        }
+
+    return Tool("numbers", "Return awkward numbers.", {"type": "object", "additionalProperties": False}, numbers)
+
+
+def base_run(path: str) -> None:
+    """valid.jsonl: task, assistant (calls add), tool, assistant, stop -- 5 records."""
+    model = ScriptedModel([ModelReply("Adding.", [ToolCall("add", {"a": 40, "b": 2})]), ModelReply("40 + 2 = 42.")])
+    run("What is 40 + 2?", model, [add_tool()], transcript=path, max_steps=4, max_tokens=1000)
+
+
+def canonical_run(path: str) -> None:
+    """valid_canonical.jsonl: usage, failed calls, unrecordable arguments, a sentinel stop."""
+    model = ScriptedModel(
+        [
+            ModelReply(
+                "Calling \u00e9\u00e8 tools \u2192 now.\u0007",
+                [
+                    ToolCall("numbers", {}, id="n1"),
+                    ToolCall("add", {"a": "forty", "b": 2}, id="a1"),
+                    ToolCall("missing", {}, id="m1"),
+                    ToolCall("add", {"a": float("nan"), "b": 2}, id="a2"),
+                    ToolCall("add", {}, id="a3", arguments_error="arguments are not valid JSON: {\"a\":"),
+                ],
+                usage=Usage(120, 30),
+            ),
+            ModelReply("All done. DONE"),
+        ]
+    )
+    run("Exercise the canonical form.", model, [add_tool(), numbers_tool()], transcript=path,
+        max_steps=4, max_tokens=100000, stop_sentinel="DONE")
+
+
+def read(path: str) -> List[bytes]:
+    with open(path, "rb") as handle:
+        return handle.read().splitlines(keepends=True)
+
+
+def write(path: str, lines: List[bytes]) -> None:
+    with open(path, "wb") as handle:
+        handle.write(b"".join(lines))
+
+
+def parse(line: bytes) -> Record:
+    record: Record = json.loads(line)
+    return record
+
+
+def seal(record: Record) -> bytes:
+    """The canonical line of ``record`` with its ``hash`` recomputed (docs/format.md, "Hashing")."""
+    body = {k: v for k, v in record.items() if k != "hash"}
+    digest = hashlib.sha256(canonical_bytes(body)).hexdigest()
+    return canonical_bytes(dict(body, hash=digest)) + b"\n"
+
+
+def unsealed(record: Record) -> bytes:
+    """The canonical line of ``record`` as it is, ``hash`` left alone."""
+    return canonical_bytes(record) + b"\n"
+
+
+def rechain(lines: List[bytes], start: int) -> List[bytes]:
+    """Recompute ``prev`` and ``hash`` from record ``start`` on: what a forger does."""
+    out = list(lines)
+    for i in range(start, len(out)):
+        record = parse(out[i])
+        if i:
+            record["prev"] = parse(out[i - 1])["hash"]
+        out[i] = seal(record)
+    return out
+
+
+def head_of(lines: List[bytes]) -> Optional[str]:
+    """The ``hash`` member of the last line that parses (the verifier's ``head``)."""
+    for line in reversed(lines):
+        try:
+            return str(parse(line)["hash"]) if line.endswith(b"\n") else None
+        except ValueError:
+            continue
+    return None
+
+
+def fault(kind: str, index: Optional[int], line: Optional[int]) -> Dict[str, Any]:
+    return {"kind": kind, "index": index, "line": line}
+
+
+class Vectors:
+    def __init__(self, out: str) -> None:
+        self.out = out
+        self.names: List[str] = []
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.out, name)
+
+    def add(
+        self,
+        name: str,
+        description: str,
+        lines: Optional[List[bytes]],
+        *,
+        records: int,
+        complete: bool,
+        faults: List[Dict[str, Any]],
+        head: Optional[str] = "auto",
+        verify: Optional[Dict[str, Any]] = None,
+        transcript: Optional[str] = None,
+    ) -> None:
+        """Write ``NAME.jsonl`` (unless ``lines`` is None) and ``NAME.expect.json``."""
+        transcript = transcript or name + ".jsonl"
+        if lines is not None:
+            write(self.path(transcript), lines)
+        expect = {
+            "description": description,
+            "transcript": transcript,
+            "verify": verify or {},
+            "ok": not faults,
+            "records": records,
+            "head": head_of(lines or []) if head == "auto" else head,
+            "complete": complete,
+            "faults": faults,
+        }
+        text = json.dumps(expect, indent=2, ensure_ascii=True, sort_keys=False) + "\n"
+        with open(self.path(name + ".expect.json"), "w", encoding="ascii", newline="\n") as handle:
+            handle.write(text)
+        self.names.append(name)
+
+    def checkpoint(self, name: str, lines: List[bytes], key: Optional[bytes] = None) -> str:
+        """Write the checkpoint of ``lines`` (a valid transcript) as ``NAME``; return NAME."""
+        scratch = tempfile.mkdtemp(prefix="agentloop-vectors-")
+        try:
+            write(os.path.join(scratch, "t.jsonl"), lines)
+            made, verdict = checkpoint_of(os.path.join(scratch, "t.jsonl"), key)
+        finally:
+            shutil.rmtree(scratch, True)
+        assert made is not None and verdict.ok, name
+        with open(self.path(name), "wb") as handle:
+            handle.write(made.to_bytes())
+        return name
+
+
+def build(out: str) -> List[str]:
+    os.makedirs(out, exist_ok=True)
+    v = Vectors(out)
+    scratch = tempfile.mkdtemp(prefix="agentloop-vectors-")
+    try:
+        base_run(os.path.join(scratch, "valid.jsonl"))
+        canonical_run(os.path.join(scratch, "canonical.jsonl"))
+        valid = read(os.path.join(scratch, "valid.jsonl"))
+        canonical = read(os.path.join(scratch, "canonical.jsonl"))
+    finally:
+        shutil.rmtree(scratch, True)
+    assert len(valid) == 5
+
+    # --- valid transcripts ---------------------------------------------------
+    v.add("valid", "A complete run: task, assistant (one add call), tool, assistant, stop (no_tool_calls).",
+          valid, records=5, complete=True, faults=[])
+    v.add("valid_canonical", "A complete run whose records exercise RFC 8785: floats (1e+21, 1e-7, 0.1, -0 as 0), "
+          "2**53-1, keys sorted by UTF-16 code units (U+E000 after U+1F600), escapes, non-ASCII text; reported usage; "
+          "failed calls (invalid arguments, unknown tool, unrecordable and unreadable arguments with arguments: null); "
+          "a sentinel stop.", canonical, records=len(canonical), complete=True, faults=[])
+    v.add("valid_incomplete", "The first 3 records of valid.jsonl: a valid chain with no stop record "
+          "(complete is false; a chain cannot show its missing tail).", valid[:3], records=3, complete=False, faults=[])
+    v.add("valid_empty", "An empty file: a valid chain of no records (head null).", [], records=0, complete=False,
+          faults=[], head=None)
+
+    # --- one fault kind each, per record ---------------------------------------
+    lines = list(valid)
+    lines[2] = b"[1,2]\n"
+    v.add("not_an_object", "Line 3 (record 2) is the JSON array [1,2]. The record after it is not checked for prev.",
+          lines, records=5, complete=True, faults=[fault("not_an_object", 2, 3)])
+
+    record = parse(valid[2])
+    del record["prev"]
+    lines = list(valid)
+    lines[2] = seal(record)
+    v.add("missing_fields", "Record 2 has no prev member (its hash recomputed over what is left). "
+          "Record 3's prev then no longer names record 2's hash.",
+          lines, records=5, complete=True, faults=[fault("missing_fields", 2, 3), fault("prev_mismatch", 3, 4)])
+
+    record = parse(valid[2])
+    record["note"] = "not covered by the hash"
+    lines = list(valid)
+    lines[2] = unsealed(record)
+    v.add("unexpected_fields", "Record 2 has a sixth top-level member, note, which the hash would not cover.",
+          lines, records=5, complete=True, faults=[fault("unexpected_fields", 2, 3)])
+
+    lines = valid[:2] + valid[3:]
+    v.add("seq_gap", "Record 2 (the tool record) is deleted: the record now at index 2 has seq 3, "
+          "and its prev names the deleted record. The count resumes from seq 3, so there is one gap.",
+          lines, records=4, complete=True, faults=[fault("seq_gap", 2, 3), fault("prev_mismatch", 2, 3)])
+
+    record = parse(valid[2])
+    record["payload"]["value"]["sum"] = 43
+    lines = list(valid)
+    lines[2] = seal(record)
+    v.add("prev_mismatch", "Record 2's result rewritten to 43 and its hash recomputed (a forger's first step): "
+          "record 2 is self-consistent, record 3's prev names the old hash.",
+          lines, records=5, complete=True, faults=[fault("prev_mismatch", 3, 4)])
+
+    lines = list(valid)
+    lines[2] = unsealed(record)  # 43, with record 2's original hash
+    v.add("hash_mismatch", "Record 2's result rewritten to 43, its hash left as it was.",
+          lines, records=5, complete=True, faults=[fault("hash_mismatch", 2, 3)])
+
+    lines = list(valid)
+    lines[2] = valid[2].replace(b'"sum":42', b'"sum":1152921504606846976')
+    v.add("unserialisable_payload", "Record 2's result is the integer 2**60, outside I-JSON's +/-(2**53-1): "
+          "the record has no canonical form, so no hash can be computed for it.",
+          lines, records=5, complete=True, faults=[fault("unserialisable_payload", 2, 3)])
+
+    lines = list(valid)
+    lines[2] = json.dumps(parse(valid[2]), sort_keys=True, ensure_ascii=False).encode("utf-8") + b"\n"
+    v.add("not_canonical", "Record 2 written with a space after each ':' and ',' (json.dumps defaults): "
+          "the same record, so its hash still matches, but not its one canonical spelling.",
+          lines, records=5, complete=True, faults=[fault("not_canonical", 2, 3)])
+
+    record = parse(valid[0])
+    record["payload"]["format"] = "agentloop/2"
+    v.add("unknown_format", "A single task record whose payload.format is \"agentloop/2\" (hash recomputed).",
+          [seal(record)], records=1, complete=False, faults=[fault("unknown_format", 0, 1)])
+
+    extra = {"kind": "assistant", "payload": parse(valid[3])["payload"], "prev": parse(valid[4])["hash"], "seq": 5}
+    lines = valid + [seal(extra)]
+    v.add("unexpected_kind", "A sixth record, an assistant record correctly chained, after the stop record.",
+          lines, records=6, complete=False, faults=[fault("unexpected_kind", 5, 6)])
+
+    # --- against an expectation held outside the file -------------------------
+    v.add("count_mismatch", "valid_incomplete.jsonl's 3 records, checked against an expected count of 5.",
+          valid[:3], records=3, complete=False, faults=[fault("count_mismatch", None, None)],
+          verify={"expect_count": 5})
+    v.add("head_mismatch", "valid.jsonl checked against an expected head that is record 3's hash.",
+          valid, records=5, complete=True, faults=[fault("head_mismatch", None, None)],
+          verify={"expect_head": parse(valid[3])["hash"]})
+
+    # --- per file ----------------------------------------------------------------
+    lines = valid[:4] + [valid[4][:60]]
+    v.add("bad_json", "valid.jsonl with its last line torn after 60 bytes (no newline): "
+          "a line that is not a record; the 4 records before it verify.",
+          lines, records=4, complete=False, faults=[fault("bad_json", None, 5)], head=parse(valid[3])["hash"])
+    v.add("unreadable", "A transcript path that does not exist (there is no unreadable.jsonl).",
+          None, records=0, complete=False, faults=[fault("unreadable", None, None)], head=None,
+          transcript="unreadable.jsonl")
+
+    # --- against a checkpoint (agentloop.verify_checkpoint) ----------------------
+    full = v.checkpoint("valid.checkpoint", valid)
+    v.add("truncated", "The first 3 records of valid.jsonl against valid.checkpoint, which covers 5.",
+          valid[:3], records=3, complete=False, faults=[fault("truncated", None, None)], verify={"checkpoint": full})
+    lines = list(valid)
+    record = parse(valid[2])
+    record["payload"]["value"]["sum"] = 43
+    lines[2] = seal(record)
+    lines = rechain(lines, 3)
+    v.add("anchor_mismatch", "Record 2 rewritten to 43 and every later prev and hash recomputed: the chain "
+          "verifies alone, but its first 5 records do not give valid.checkpoint's Merkle root.",
+          lines, records=5, complete=True, faults=[fault("anchor_mismatch", None, None)], verify={"checkpoint": full})
+    first3 = v.checkpoint("first3.checkpoint", valid[:3])
+    v.add("unanchored_tail", "valid.jsonl against first3.checkpoint (3 records) with exact: records 3 and 4 "
+          "are not covered.", valid, records=5, complete=True, faults=[fault("unanchored_tail", 3, None)],
+          verify={"checkpoint": first3, "exact": True})
+    signed = v.checkpoint("signed.checkpoint", valid, SIGNING_KEY)
+    with open(v.path("bad_signature.key"), "wb") as handle:
+        handle.write(OTHER_KEY)
+    v.add("bad_signature", "valid.jsonl against signed.checkpoint (signed by another key), verified with the key in "
+          "bad_signature.key.", valid, records=5, complete=True, faults=[fault("bad_signature", None, None)],
+          verify={"checkpoint": signed, "key_file": "bad_signature.key"})
+    with open(v.path("valid.checkpoint"), "rb") as handle:
+        note = handle.read().split(b"\n")
+    note[1] = b"05"  # a size with a leading zero
+    with open(v.path("malformed.checkpoint"), "wb") as handle:
+        handle.write(b"\n".join(note))
+    v.add("anchor_malformed", "valid.jsonl against malformed.checkpoint, whose size line (line 2) reads 05: "
+          "a leading zero. The fault's line is the checkpoint's line.", valid, records=5, complete=True,
+          faults=[fault("anchor_malformed", None, 2)], verify={"checkpoint": "malformed.checkpoint"})
+    return v.names
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=HERE, help="where to write the vectors (default: this folder)")
+    args = parser.parse_args(argv)
+    names = build(args.out)
+    print("wrote %d vectors to %s" % (len(names), args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
