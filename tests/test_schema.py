@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import threading
@@ -9,8 +10,11 @@ import time
 import unittest
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Set
+from unittest import mock
 
 from agentloop.errors import SchemaError, ValidationError
+from agentloop.schema import bundled
+from agentloop.schema.patterns import UnsupportedPattern, compile_pattern
 from agentloop.schema.validator import (
     ANNOTATIONS,
     KNOWN_KEYWORDS,
@@ -89,6 +93,30 @@ class VectorTests(unittest.TestCase):
         for case in _load("cases.json"):
             _keywords(case["schema"], used)
         self.assertEqual((KNOWN_KEYWORDS | ANNOTATIONS) - used, set())
+
+    def test_patterns(self) -> None:
+        cases = _load("patterns.json")
+        self.assertGreater(len(cases), 20, "pattern cases missing")
+        for case in cases:
+            pattern = case["pattern"]
+            with self.subTest(case=case["description"]):
+                if "error" in case:
+                    with self.assertRaises(UnsupportedPattern) as caught:
+                        compile_pattern(pattern)
+                    self.assertEqual(str(caught.exception), case["error"])
+                    with self.assertRaises(SchemaError) as refused:
+                        compile_schema({"pattern": pattern})
+                    self.assertEqual(str(refused.exception), "schema $: pattern %s is not supported: %s"
+                                     % (json.dumps(pattern), case["error"]))
+                    continue
+                validator = compile_schema({"type": "string", "pattern": pattern})
+                by_keys = compile_schema({"patternProperties": {pattern: True}, "additionalProperties": False})
+                for text in case["matches"]:
+                    self.assertTrue(validator.is_valid(text), text)
+                    self.assertTrue(by_keys.is_valid({text: 1}), text)
+                for text in case["rejects"]:
+                    self.assertFalse(validator.is_valid(text), text)
+                    self.assertFalse(by_keys.is_valid({text: 1}), text)
 
     def test_refused(self) -> None:
         refused = _load("refused.json")
@@ -178,9 +206,10 @@ class SchemaErrorTests(unittest.TestCase):
         for keyword in ("type", "format", "oneOf", "$ref", "not", "allOf", "multipleOf", "prefixItems",
                         "uniqueItems", "unevaluatedProperties", "$defs", "$id", "$anchor"):
             self.assertIn(keyword, KNOWN_KEYWORDS)
-        self.assertIn("$schema", ANNOTATIONS)
-        for keyword in ("contains", "minContains", "$dynamicRef", "$dynamicAnchor", "definitions",
-                        "contentMediaType", "deprecated", "readOnly"):
+        self.assertEqual(ANNOTATIONS, frozenset(("$schema", "title", "description", "default", "deprecated",
+                                                 "readOnly", "writeOnly", "examples", "$comment")))
+        for keyword in ("contains", "minContains", "$dynamicRef", "$dynamicAnchor", "$vocabulary", "definitions",
+                        "contentMediaType"):
             self.assertNotIn(keyword, KNOWN_KEYWORDS | ANNOTATIONS)
 
 
@@ -437,6 +466,194 @@ class ValidateTests(unittest.TestCase):
                 if errors:
                     self.assertEqual(str(validator.first_error(instance)), str(errors[0]))
         self.assertGreater(count, 1000)
+
+
+META = "https://json-schema.org/draft/2020-12/schema"
+METASCHEMAS = Path(bundled.__file__).resolve().parent / "metaschemas"
+
+#: file -> SHA-256 of the bundled copy (recompute: ``sha256sum agentloop/schema/metaschemas/*.json``;
+#: the same digests are in ``metaschemas/PROVENANCE.md``).
+META_DIGESTS = {
+    "schema.json": "41da76f5afb7ce062d248f762463a92f7ca47e4e0f905b224ba6afeef91ded0f",
+    "core.json": "c2d12a8e4dd11d336dfc83a3f663aa4c69f0b49b3beb094ffeb25b5316f4803d",
+    "applicator.json": "c4a6e4147b91fef7fea6dc058cb1bf93402f7414b76578a8b16aaf1dad6aacef",
+    "unevaluated.json": "2dbfbcb73994b670b0976492adee1fffb46c21682784d2f5a4ca561f9e2d0cb4",
+    "validation.json": "7010a31e541f32d2be721e2de348df75c9b36876a3ed304877fc0abda1d37a58",
+    "meta-data.json": "8f76d6e14f41b9b92ef933b708cdc5144c8b5268651ad11918485fb1754f1c76",
+    "format-annotation.json": "abc775adfefd89d22358170d9bf93f4ebd2349563bbbedd60f02bef7c812bcc0",
+    "format-assertion.json": "c52242b9a1bb786b26c3e82c7add428c31f9c96e575dce99e56ea5feaa6da20c",
+    "content.json": "08343747764e4a5814262793cf4d652057a7913863c5950d43297e8e1fdac5b6",
+}
+
+
+class MetaSchemaTests(unittest.TestCase):
+    """The bundled draft 2020-12 meta-schemas (agentloop/schema/bundled.py)."""
+
+    def test_the_bundled_files_are_the_pinned_upstream_bytes(self) -> None:
+        on_disk = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in METASCHEMAS.glob("*.json")}
+        self.assertEqual(on_disk, META_DIGESTS)
+        self.assertEqual(sorted(bundled.META_SCHEMAS.values()), sorted(META_DIGESTS))
+        for uri, name in bundled.META_SCHEMAS.items():
+            with self.subTest(uri=uri):
+                document = bundled.load(uri)
+                self.assertEqual(document["$id"], uri)
+                self.assertEqual(document["$schema"], META)
+                self.assertIs(bundled.load(uri), document)  # parsed once
+        self.assertIsNone(bundled.load("https://json-schema.org/draft/2019-09/schema"))
+
+    def test_every_schema_compile_schema_accepts_is_valid_against_the_meta_schema(self) -> None:
+        # An oracle from the other side: the meta-schema is looser than agentloop
+        # (it allows contains, definitions, ...), never stricter.
+        meta = compile_schema({"$ref": META})
+        schemas = [case["schema"] for case in _load("cases.json")]
+        suite = VECTORS.parent / "json-schema-test-suite" / "tests" / "draft2020-12"
+        for path in sorted(suite.glob("*.json")):
+            with open(str(path), encoding="utf-8") as handle:
+                schemas.extend(group["schema"] for group in json.load(handle))
+        checked = 0
+        for schema in schemas:
+            try:
+                check_schema(schema)
+            except SchemaError:
+                continue
+            with self.subTest(schema=schema):
+                self.assertEqual([str(e) for e in meta.errors(schema)], [])
+                checked += 1
+        self.assertGreater(checked, 250)
+
+    def test_known_verdicts_of_the_meta_schema(self) -> None:
+        meta = compile_schema({"$schema": META, "$ref": META})
+        valid = [True, False, {}, {"$defs": {"foo": {"type": "integer"}}}, {"definitions": {"a": {"type": "string"}}},
+                 {"contains": {"minLength": 0}}, {"deprecated": True, "readOnly": False, "examples": []},
+                 {"pattern": "("},  # format "regex" is an annotation in the meta-schema
+                 {"$vocabulary": {"https://example.com/v": True}}]
+        invalid = [
+            (5, "$: expected type object or boolean, got int"),
+            ({"minLength": -1}, "$.minLength: -1 is less than minimum 0"),
+            ({"minLength": 1.5}, "$.minLength: expected type integer, got float"),
+            ({"properties": {"a": {"items": {"minLength": -1}}}}, "$.properties.a.items.minLength: -1 is less than minimum 0"),
+            ({"deprecated": 1}, "$.deprecated: expected type boolean, got int"),
+            ({"$id": "a#b"}, '$["$id"]: "a#b" does not match pattern "^[^#]*#?$"'),
+            ({"allOf": []}, "$.allOf: array of length 0 is shorter than minItems 1"),
+            ({"required": ["a", "a"]}, "$.required: expected unique items, but [0] and [1] are equal"),
+        ]
+        for instance in valid:
+            with self.subTest(instance=instance):
+                self.assertEqual(meta.errors(instance), [])
+        for instance, error in invalid:
+            with self.subTest(instance=instance):
+                self.assertFalse(meta.is_valid(instance))
+                self.assertEqual(str(meta.first_error(instance)), error)
+        # $dynamicRef "#meta" goes back to the whole meta-schema at every depth,
+        # through definitions (a property of the top document) and $defs (meta/core).
+        deep: Any = {"type": 7}
+        for _ in range(20):
+            deep = {"definitions": {"x": {"$defs": {"y": deep}}}}
+        self.assertFalse(meta.is_valid(deep))
+        self.assertEqual(str(meta.first_error({"definitions": {"x": {"$defs": {"y": {"type": 7}}}}})),
+                         '$.definitions.x["$defs"].y.type: does not match any schema in anyOf (0: 7 is not one of '
+                         '["array","boolean","integer","null","number","object","st...; 1: expected type array, got int)')
+
+    def test_nesting_past_the_ref_limit_is_an_error_not_a_crash(self) -> None:
+        meta = compile_schema({"$ref": META})
+        nested: Any = {}
+        for _ in range(MAX_REF_DEPTH):
+            nested = {"not": nested}
+        self.assertFalse(meta.is_valid(nested))
+        self.assertIn("nested $ref: too deep to validate", str(meta.first_error(nested)))
+
+    def test_each_vocabulary_is_its_own_entry_point(self) -> None:
+        core = compile_schema({"$ref": "https://json-schema.org/draft/2020-12/meta/core"})
+        self.assertTrue(core.is_valid({"type": 5}))  # meta/core alone knows nothing of type...
+        self.assertFalse(core.is_valid({"$defs": {"a": {"$id": 5}}}))  # ...and recurses into itself
+        self.assertTrue(core.is_valid({"$defs": {"a": {"type": 5}}}))
+        both = compile_schema({"allOf": [{"$ref": META}, {"$ref": "https://json-schema.org/draft/2020-12/meta/core"}]})
+        self.assertFalse(both.is_valid({"$defs": {"a": {"type": 5}}}))  # the meta-schema's own scope
+        count = compile_schema({"$ref": "https://json-schema.org/draft/2020-12/meta/validation#/$defs/nonNegativeInteger"})
+        self.assertEqual([str(e) for e in count.errors(-1)], ["$: -1 is less than minimum 0"])
+        self.assertTrue(compile_schema({"$ref": META + "#meta"}).is_valid({"type": "string"}))
+        twice = compile_schema({"prefixItems": [{"$ref": META}, {"$ref": META + "#/allOf/0"}]})  # read once
+        self.assertEqual([str(e) for e in twice.errors([{"type": 1}, {"$id": 1}, {"type": 1}])],
+                         ['$[0].type: does not match any schema in anyOf (0: 1 is not one of ["array","boolean",'
+                          '"integer","null","number","object","st...; 1: expected type array, got int)',
+                          '$[1]["$id"]: expected type string, got int'])
+        for uri in bundled.META_SCHEMAS:
+            with self.subTest(uri=uri):
+                self.assertTrue(compile_schema({"$ref": uri}).is_valid({}))
+        # A schema of the user's own that takes the meta-schema's $id is the user's.
+        own = compile_schema({"$id": META, "type": "integer", "properties": {"x": {"$ref": META}}})
+        self.assertTrue(own.is_valid(1))
+        self.assertFalse(own.is_valid({}))
+
+    def test_format_asserts_in_the_users_schema_only(self) -> None:
+        schema = {"$ref": META, "properties": {"$schema": {"format": "uri"}}}
+        validator = compile_schema(schema, assert_formats=True)
+        self.assertTrue(validator.is_valid({"$id": "not a uri"}))  # meta/core's format: an annotation
+        self.assertEqual([str(e) for e in validator.errors({"$schema": "not a uri"})],
+                         ['$["$schema"]: "not a uri" is not a valid uri'])
+
+    def _refusal(self, documents: Dict[str, Any], schema: Any) -> str:
+        with mock.patch.object(bundled, "load", documents.get):
+            with self.assertRaises(SchemaError) as caught:
+                compile_schema(schema)
+        return str(caught.exception)
+
+    def test_anything_but_what_the_meta_schemas_use_is_refused(self) -> None:
+        uri = "https://json-schema.org/draft/2020-12/schema"
+        def doc(**extra: Any) -> Dict[str, Any]:
+            return dict({"$schema": META, "$id": uri, "$dynamicAnchor": "meta"}, **extra)
+        cases = [
+            (doc(items={"$dynamicRef": "#/$defs/a"}),
+             'schema %s.items: $dynamicRef "#/$defs/a" is not supported: only "#name" where this resource and '
+             '"%s" both declare $dynamicAnchor name' % (uri, uri)),
+            (doc(items={"$dynamicRef": "#other"}),
+             'schema %s.items: $dynamicRef "#other" is not supported: only "#name" where this resource and '
+             '"%s" both declare $dynamicAnchor name' % (uri, uri)),
+            (doc(items={"$dynamicRef": "%s#meta" % uri}),
+             'schema %s.items: $dynamicRef "%s#meta" is not supported: only "#name" where this resource and '
+             '"%s" both declare $dynamicAnchor name' % (uri, uri, uri)),
+            (doc(**{"$vocabulary": {"https://example.com/vocab": True}}),
+             'schema %s: $vocabulary must map draft 2020-12 vocabularies to booleans, got '
+             '"https://example.com/vocab": true' % uri),
+            (doc(**{"$vocabulary": {"https://json-schema.org/draft/2020-12/vocab/core": 1}}),
+             'schema %s: $vocabulary must map draft 2020-12 vocabularies to booleans, got '
+             '"https://json-schema.org/draft/2020-12/vocab/core": 1' % uri),
+            (doc(**{"$vocabulary": []}), "schema %s: $vocabulary must be an object, got list" % uri),
+            (doc(items={"$vocabulary": {}}),
+             "schema %s.items: $vocabulary is only allowed at the root of a schema resource" % uri),
+            (doc(items={"$dynamicAnchor": "meta"}), 'schema %s.items: $dynamicAnchor "meta" is used twice in this resource' % uri),
+            (doc(items={"$dynamicAnchor": "1x"}),
+             'schema %s.items: $dynamicAnchor must be a name like [A-Za-z_][-A-Za-z0-9._]*, got "1x"' % uri),
+            (doc(items={"$dynamicRef": 1}), "schema %s.items: $dynamicRef must be a string, got int" % uri),
+            (dict(doc(), **{"$id": "https://example.com/x"}),
+             'schema $: the bundled meta-schema "%s" does not declare $id "%s"' % (uri, uri)),
+        ]
+        for document, error in cases:
+            with self.subTest(error=error):
+                self.assertEqual(self._refusal({uri: document}, {"$ref": uri}), error)
+        # The entry resource must carry the $dynamicAnchor for the static resolution to be exact.
+        core = "https://json-schema.org/draft/2020-12/meta/core"
+        entry = {"$id": uri, "allOf": [{"$ref": "meta/core"}]}
+        vocabulary = {"$id": core, "$dynamicAnchor": "meta", "items": {"$dynamicRef": "#meta"}}
+        self.assertEqual(self._refusal({uri: entry, core: vocabulary}, {"$ref": uri}),
+                         'schema %s.items: $dynamicRef "#meta" is not supported: only "#name" where this resource '
+                         'and "%s" both declare $dynamicAnchor name' % (core, uri))
+
+    def test_a_bundled_file_that_cannot_be_read_is_a_schema_error(self) -> None:
+        with mock.patch.dict(bundled._parsed, clear=True):
+            for data, reason in ((None, "no loader can read metaschemas/schema.json"),
+                                 (b"{", "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)")):
+                with self.subTest(reason=reason), mock.patch("pkgutil.get_data", return_value=data):
+                    with self.assertRaises(SchemaError) as caught:
+                        compile_schema({"items": {"$ref": META}}, tool="t")
+                    self.assertEqual(str(caught.exception),
+                                     'tool \'t\': schema $.items: $ref "%s" names a bundled meta-schema that cannot '
+                                     "be read: %s" % (META, reason))
+            with mock.patch("pkgutil.get_data", side_effect=FileNotFoundError("gone")):
+                with self.assertRaises(SchemaError) as caught:
+                    compile_schema({"$ref": META})
+                self.assertTrue(str(caught.exception).endswith("cannot be read: gone"))
+        self.assertTrue(compile_schema({"$ref": META}).is_valid({}))
 
 
 if __name__ == "__main__":

@@ -36,6 +36,23 @@ class UriTests(unittest.TestCase):
         self.assertEqual(split_fragment("http://x/s.json#"), ("http://x/s.json", ""))
         self.assertEqual(split_fragment("http://x/s.json"), ("http://x/s.json", None))
 
+    def test_dot_segments_and_empty_base_paths(self) -> None:
+        # RFC 3986 5.2.2: a reference with a scheme has its own path's dot
+        # segments removed (5.2.4 rules A, B, C, D, E); 5.2.3: a base with an
+        # authority and an empty path merges as "/" + the reference.
+        cases = [
+            ("x:../a/./b", "x:a/b"),  # A ("../", then "./" via "/./"), E
+            ("x:./a", "x:a"),  # A ("./")
+            ("http://h/a/b/..", "http://h/a/"),  # C ("/..", at the end)
+            ("http://h/a/b/.", "http://h/a/b/"),  # B ("/.", at the end)
+            ("x:..", "x:"),  # D
+        ]
+        for reference, target in cases:
+            with self.subTest(reference=reference):
+                self.assertEqual(resolve("http://base/p/q", reference), target)
+        self.assertEqual(resolve("http://h", "g"), "http://h/g")
+        self.assertEqual(resolve("http://h?q", "g/../k"), "http://h/k")
+
     def test_rfc6901_fragments(self) -> None:
         doc = _load("rfc6901-fragments.json")
         self.assertEqual(len(doc["cases"]), 12)

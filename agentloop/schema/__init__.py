@@ -4,7 +4,9 @@ A standalone layer: it imports only :mod:`agentloop.canonical` and
 :mod:`agentloop.errors`.  Its parts: the document pass that checks a schema
 and resolves its references (``document``), the validator (``validator``),
 ``format`` assertions (``formats``), ECMA-262 patterns (``patterns``), URI and
-JSON Pointer handling (``uri``) and the JSON data model (``values``).
+JSON Pointer handling (``uri``), the JSON data model (``values``) and the
+draft 2020-12 meta-schemas, shipped as package data so a ``$ref`` to them
+resolves without a fetch (``bundled``).
 """
 
 from __future__ import annotations

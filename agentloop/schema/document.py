@@ -15,10 +15,29 @@ in the schema's own key order, and for every subschema ("place"):
    (Core 8.2.2).
 
 :meth:`Document.link` then resolves every ``$ref`` (Core 8.2.3.1) against
-those records only -- a reference that leaves the document is refused as
-remote -- and refuses a cycle of references and in-place applicators that
-never moves into the instance (Core 9.4.1).  Every refusal is a
-:class:`~agentloop.errors.SchemaError` naming the place (``$.properties.a``).
+those records only, and refuses a cycle of references and in-place
+applicators that never moves into the instance (Core 9.4.1).  A reference
+that leaves the document is refused as remote, except one to a draft 2020-12
+meta-schema (:mod:`.bundled`): that document is read from the package and
+scanned like the user's, in a *scope* of its own (see :class:`Place`).  Every
+refusal is a :class:`~agentloop.errors.SchemaError` naming the place
+(``$.properties.a``).
+
+The meta-schemas use three keywords agentloop reads nowhere else
+(:data:`META_KEYWORDS`; in a user's schema they are unsupported keywords):
+
+* Core 8.1.2 ``$vocabulary`` -- only its shape is checked (an object of
+  draft 2020-12 vocabulary URIs to booleans): it says what a schema whose
+  ``$schema`` names this document must understand, and the only ``$schema``
+  accepted is draft 2020-12 itself;
+* Core 8.2.2 ``$dynamicAnchor`` -- also a plain-name fragment, like ``$anchor``;
+* Core 8.2.3.2 ``$dynamicRef`` -- resolved statically, which is exact here:
+  the user's schemas cannot hold a ``$dynamicAnchor``, so the outermost
+  resource of the dynamic scope that has one is the first bundled resource the
+  evaluation entered, the resource the user's ``$ref`` named (the *scope*).
+  Only the form the meta-schemas use is accepted: ``"#name"`` where both the
+  referring resource and the scope's resource declare ``$dynamicAnchor: name``.
+  Anything else is refused.
 """
 
 from __future__ import annotations
@@ -31,13 +50,14 @@ from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple, Union
 
 from ..canonical import MAX_DEPTH, json_path
 from ..errors import SchemaError
+from . import bundled
 from .formats import FORMAT_CHECKS
 from .values import is_integer, is_number, show, type_name
 from .patterns import UnsupportedPattern, compile_pattern
 from .uri import parse_pointer, resolve, split_fragment
 
-__all__ = ["KNOWN_KEYWORDS", "ANNOTATIONS", "NUMBER_KEYWORDS", "DEFAULT_BASE", "Document", "Place", "Pointer",
-           "Schema", "ecma_regex"]
+__all__ = ["KNOWN_KEYWORDS", "ANNOTATIONS", "META_KEYWORDS", "NUMBER_KEYWORDS", "DEFAULT_BASE", "Document",
+           "Place", "Pointer", "Schema", "ecma_regex"]
 
 #: Keywords agentloop enforces (or, for ``$id``/``$anchor``/``$defs``, resolves).
 KNOWN_KEYWORDS: FrozenSet[str] = frozenset(
@@ -54,10 +74,15 @@ KNOWN_KEYWORDS: FrozenSet[str] = frozenset(
     )
 )
 
-#: Keywords accepted and ignored (``$schema`` must still name draft 2020-12).
+#: Keywords accepted and ignored, their values checked where the specification
+#: gives a type (Validation 9.1-9.5, Core 8.3; ``$schema`` must name draft 2020-12).
 ANNOTATIONS: FrozenSet[str] = frozenset(
-    ("title", "description", "default", "examples", "$comment", "$schema")
+    ("title", "description", "default", "deprecated", "readOnly", "writeOnly", "examples", "$comment",
+     "$schema")
 )
+
+#: Keywords read only inside the bundled meta-schemas (see the module docstring).
+META_KEYWORDS: FrozenSet[str] = frozenset(("$vocabulary", "$dynamicAnchor", "$dynamicRef"))
 
 _DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 DEFAULT_BASE = "agentloop:/schema"  # the base URI of a schema without $id (Core 9.1.1)
@@ -91,6 +116,10 @@ class Place:
     where: str  # for messages: "$.properties.a"
     base: str  # the base URI in effect here (RFC 3986, no fragment)
     pointer: Pointer  # JSON Pointer tokens from the document root
+    # "" in the user's schema; in a bundled meta-schema, the URI of the bundled
+    # resource the user's $ref entered (its pointers start (scope, $id), which
+    # no user pointer can: a user schema's keys are keywords, never URIs).
+    scope: str = ""
 
 
 def _json_value_problem(value: object) -> Optional[str]:
@@ -147,17 +176,20 @@ class Document:
         self.tool = tool
         self.assert_formats = assert_formats
         self.places: Dict[Pointer, Place] = {}
-        self.resources: Dict[str, Pointer] = {}  # absolute URI (no fragment) -> place
-        self.anchors: Dict[str, Pointer] = {}  # "uri#name" -> place
+        self.resources: Dict[Tuple[str, str], Pointer] = {}  # (scope, absolute URI without fragment) -> place
+        self.anchors: Dict[Tuple[str, str], Pointer] = {}  # (scope, "uri#name") -> place
+        self.dynamic_anchors: Dict[Tuple[str, str], Pointer] = {}  # the same, for $dynamicAnchor
         self.refs: List[Place] = []  # places holding a $ref, in document order
+        self.dynamic_refs: List[Place] = []  # places holding a $dynamicRef (bundled scopes only)
         self.targets: Dict[Pointer, Pointer] = {}  # $ref holder -> target
+        self.dynamic_targets: Dict[Pointer, Pointer] = {}  # $dynamicRef holder -> target
 
     def fail(self, where: str, reason: str) -> SchemaError:
         return SchemaError(where, reason, self.tool)
 
-    def scan(self, schema: object, where: str, pointer: Pointer, base: str, depth: int) -> None:
+    def scan(self, schema: object, where: str, pointer: Pointer, base: str, depth: int, scope: str = "") -> None:
         if isinstance(schema, bool):
-            self.places[pointer] = Place(schema, where, base, pointer)
+            self.places[pointer] = Place(schema, where, base, pointer, scope)
             return
         if not isinstance(schema, dict):
             raise self.fail(where, "a schema must be an object or a boolean, got %s" % type_name(schema))
@@ -167,23 +199,23 @@ class Document:
             if not isinstance(key, str):
                 raise self.fail(where, "schema keys must be strings, got %s %r" % (type_name(key), key))
         if "$id" in schema:  # Core 8.2.1: $id sets the base of everything in this object
-            base = self._identify(schema["$id"], where, base, pointer)
+            base = self._identify(schema["$id"], where, base, pointer, scope)
         elif depth == 0:
-            self.resources[base] = pointer
-        place = Place(schema, where, base, pointer)
+            self.resources[(scope, base)] = pointer
+        place = Place(schema, where, base, pointer, scope)
         self.places[pointer] = place
         for key, value in schema.items():
             self._keyword(place, key, value, depth)
 
-    def _identify(self, value: object, where: str, base: str, pointer: Pointer) -> str:
+    def _identify(self, value: object, where: str, base: str, pointer: Pointer, scope: str) -> str:
         if not isinstance(value, str):
             raise self.fail(where, "$id must be a string, got %s" % type_name(value))
         uri, fragment = split_fragment(resolve(base, value))
         if fragment:
             raise self.fail(where, "$id %s must not have a fragment" % show(value))
-        if uri in self.resources:
+        if (scope, uri) in self.resources:
             raise self.fail(where, "$id %s is used twice in this schema" % show(value))
-        self.resources[uri] = pointer
+        self.resources[(scope, uri)] = pointer
         return uri
 
     def _keyword(self, place: Place, key: str, value: Any, depth: int) -> None:
@@ -197,29 +229,43 @@ class Document:
             for step in steps:
                 here = _schema_path(here, step)
                 tokens = tokens + (str(step),)
-            self.scan(schema, here, tokens, place.base, depth + 1)
+            self.scan(schema, here, tokens, place.base, depth + 1, place.scope)
 
-        if key not in KNOWN_KEYWORDS and key not in ANNOTATIONS:
+        if key not in KNOWN_KEYWORDS and key not in ANNOTATIONS and not (place.scope and key in META_KEYWORDS):
             raise fail("unsupported keyword %r" % key)
         if key == "$schema":
             if depth and "$id" not in place.schema:  # type: ignore[operator]
                 raise fail("$schema is only allowed at the root of a schema resource")
             if not isinstance(value, str) or value != _DRAFT_2020_12:
                 raise fail("$schema must be %s, got %s" % (show(_DRAFT_2020_12), show(value)))
-        elif key == "$anchor":
+        elif key in ("$anchor", "$dynamicAnchor"):
             if not isinstance(value, str) or not _ANCHOR.match(value):
-                raise fail("$anchor must be a name like [A-Za-z_][-A-Za-z0-9._]*, got %s" % show(value))
-            name = "%s#%s" % (place.base, value)
-            if name in self.anchors:
-                raise fail("$anchor %s is used twice in this resource" % show(value))
+                raise fail("%s must be a name like [A-Za-z_][-A-Za-z0-9._]*, got %s" % (key, show(value)))
+            name = (place.scope, "%s#%s" % (place.base, value))
+            if name in self.anchors:  # Core 8.2.2: both kinds name a plain fragment
+                raise fail("%s %s is used twice in this resource" % (key, show(value)))
             self.anchors[name] = place.pointer
-        elif key == "$ref":
+            if key == "$dynamicAnchor":
+                self.dynamic_anchors[name] = place.pointer
+        elif key in ("$ref", "$dynamicRef"):
             if not isinstance(value, str):
-                raise fail("$ref must be a string, got %s" % type_name(value))
-            self.refs.append(place)
+                raise fail("%s must be a string, got %s" % (key, type_name(value)))
+            (self.refs if key == "$ref" else self.dynamic_refs).append(place)
+        elif key == "$vocabulary":  # Core 8.1.2
+            if depth and "$id" not in place.schema:  # type: ignore[operator]
+                raise fail("$vocabulary is only allowed at the root of a schema resource")
+            if not isinstance(value, dict):
+                raise fail("$vocabulary must be an object, got %s" % type_name(value))
+            for uri, required in value.items():
+                if uri not in bundled.VOCABULARIES or not isinstance(required, bool):
+                    raise fail("$vocabulary must map draft 2020-12 vocabularies to booleans, got %s: %s"
+                               % (show(uri), show(required)))
         elif key in ("title", "description", "$comment"):
             if not isinstance(value, str):
                 raise fail("%s must be a string, got %s" % (key, type_name(value)))
+        elif key in ("deprecated", "readOnly", "writeOnly"):  # Validation 9.3, 9.4
+            if not isinstance(value, bool):
+                raise fail("%s must be a boolean, got %s" % (key, type_name(value)))
         elif key == "examples":
             if not isinstance(value, list):
                 raise fail("examples must be an array, got %s" % type_name(value))
@@ -264,7 +310,8 @@ class Document:
         elif key == "format":
             if not isinstance(value, str):
                 raise fail("format must be a string, got %s" % type_name(value))
-            if self.assert_formats and value not in FORMAT_CHECKS:
+            # The meta-schemas declare the format-annotation vocabulary (Validation 7.2.1).
+            if self.assert_formats and not place.scope and value not in FORMAT_CHECKS:
                 raise fail("format %s cannot be asserted (assertable: %s)"
                            % (show(value), ", ".join(sorted(FORMAT_CHECKS))))
         elif key == "uniqueItems":
@@ -306,29 +353,65 @@ class Document:
     # -- pass 1b: references ------------------------------------------------
 
     def link(self) -> None:
-        """Resolve every ``$ref`` (Core 8.2.3.1) and refuse in-place cycles (Core 9.4.1)."""
-        for place in self.refs:
-            ref = place.schema["$ref"]  # type: ignore[index]
-            uri, fragment = split_fragment(resolve(place.base, ref))
-            root = self.resources.get(uri)
-            if root is None:
-                raise self.fail(place.where, "$ref %s is a remote reference (%s is not part of this "
-                                "schema); only references within the schema are supported"
-                                % (show(ref), show(uri)))
-            if not fragment:
-                target: Optional[Pointer] = root
-            elif fragment.startswith("/") or "%" in fragment:
-                tokens = parse_pointer(fragment)
-                target = None if tokens is None else root + tokens
-                if target not in self.places:
-                    raise self.fail(place.where, "$ref %s does not point at a schema" % show(ref))
-            else:
-                target = self.anchors.get("%s#%s" % (uri, fragment))
-                if target is None:
-                    raise self.fail(place.where, "$ref %s names no $anchor of this schema" % show(ref))
-            assert target is not None
-            self.targets[place.pointer] = target
+        """Resolve every ``$ref`` (Core 8.2.3.1) and ``$dynamicRef`` (8.2.3.2); refuse in-place cycles (9.4.1)."""
+        index = 0
+        while index < len(self.refs):  # reading a bundled meta-schema appends its own $refs
+            place = self.refs[index]
+            index += 1
+            self.targets[place.pointer] = self._resolve(place, place.schema["$ref"])  # type: ignore[index]
+        for place in self.dynamic_refs:
+            self.dynamic_targets[place.pointer] = self._resolve_dynamic(place)
         self._refuse_cycles()
+
+    def _resolve(self, place: Place, ref: str) -> Pointer:
+        """The place a reference from ``place`` names, reading a bundled meta-schema if need be."""
+        uri, fragment = split_fragment(resolve(place.base, ref))
+        root = self.resources.get((place.scope, uri))
+        if root is None:
+            root = self._bundled(place, ref, uri)
+        scope = self.places[root].scope  # the user's, or the bundled scope just entered
+        if not fragment:
+            return root
+        if fragment.startswith("/") or "%" in fragment:
+            tokens = parse_pointer(fragment)
+            target = None if tokens is None else root + tokens
+            if target is None or target not in self.places or self.places[target].scope != scope:
+                raise self.fail(place.where, "$ref %s does not point at a schema" % show(ref))
+            return target
+        named = self.anchors.get((scope, "%s#%s" % (uri, fragment)))
+        if named is None:
+            raise self.fail(place.where, "$ref %s names no $anchor of this schema" % show(ref))
+        return named
+
+    def _bundled(self, place: Place, ref: str, uri: str) -> Pointer:
+        """Scan the bundled meta-schema ``uri`` (once per scope), or refuse ``ref`` as remote."""
+        scope = place.scope or uri  # a $ref from the user's schema opens a scope of its own
+        if (scope, uri) in self.resources:
+            return self.resources[(scope, uri)]
+        try:
+            document = bundled.load(uri)
+        except (OSError, ValueError) as exc:
+            raise self.fail(place.where, "$ref %s names a bundled meta-schema that cannot be read: %s"
+                            % (show(ref), exc)) from None
+        if document is None:
+            raise self.fail(place.where, "$ref %s is a remote reference (%s is not part of this "
+                            "schema); only references within the schema are supported"
+                            % (show(ref), show(uri)))
+        self.scan(document, uri, (scope, uri), uri, 0, scope)
+        if (scope, uri) not in self.resources:
+            raise self.fail(place.where, "the bundled meta-schema %s does not declare $id %s" % (show(ref), show(uri)))
+        return self.resources[(scope, uri)]
+
+    def _resolve_dynamic(self, place: Place) -> Pointer:
+        """Core 8.2.3.2, statically: ``"#name"`` in a bundled resource goes to its scope's ``$dynamicAnchor``."""
+        ref = place.schema["$dynamicRef"]  # type: ignore[index]
+        uri, fragment = split_fragment(resolve(place.base, ref))
+        initial = self.dynamic_anchors.get((place.scope, "%s#%s" % (uri, fragment)))
+        outermost = self.dynamic_anchors.get((place.scope, "%s#%s" % (place.scope, fragment)))
+        if not ref.startswith("#") or initial is None or outermost is None:
+            raise self.fail(place.where, "$dynamicRef %s is not supported: only \"#name\" where this resource "
+                            "and %s both declare $dynamicAnchor name" % (show(ref), show(place.scope)))
+        return outermost
 
     def _in_place(self, place: Place) -> List[Pointer]:
         """The subschemas applied to the same instance location as ``place``."""
@@ -336,8 +419,9 @@ class Document:
         if isinstance(schema, bool):
             return []
         out: List[Pointer] = []
-        if place.pointer in self.targets:
-            out.append(self.targets[place.pointer])
+        for targets in (self.targets, self.dynamic_targets):
+            if place.pointer in targets:
+                out.append(targets[place.pointer])
         for key in _IN_PLACE:
             value = schema.get(key)
             if isinstance(value, list):

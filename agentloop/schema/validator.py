@@ -6,7 +6,7 @@ The schemas are read with the semantics of JSON Schema draft 2020-12
 :class:`Validator`: a tree of closures, one per keyword, so validating an
 instance interprets no schema.  :func:`validate` is ``compile_schema(...).errors(...)``.
 Checking the document and resolving its references is pass 1,
-:mod:`agentloop.schema_document`; this module is pass 2 and the public surface.
+:mod:`agentloop.schema.document`; this module is pass 2 and the public surface.
 Every keyword below is enforced; any other keyword is refused
 (:class:`~agentloop.errors.SchemaError`), so a schema is never half-enforced.
 
@@ -31,16 +31,20 @@ Enforced (:data:`KNOWN_KEYWORDS`):
 * Core 10.2.1 ``allOf``, ``anyOf``, ``oneOf``, ``not``; 10.2.2 ``if``,
   ``then``, ``else``, ``dependentSchemas``.
 * Core 8.2.1 ``$id``, 8.2.2 ``$anchor``, 8.2.3.1 ``$ref``, 8.2.4 ``$defs``:
-  references are resolved (RFC 3986, :mod:`agentloop.uri`) inside the schema
-  document only -- JSON Pointers, ``$anchor`` names and embedded ``$id``
-  resources.  A reference that leaves the document (the meta-schema, another
-  file) is refused as remote: nothing is ever fetched.
+  references are resolved (RFC 3986, :mod:`agentloop.schema.uri`) inside the
+  schema document -- JSON Pointers, ``$anchor`` names and embedded ``$id``
+  resources -- or to the draft 2020-12 meta-schemas, which ship with the
+  package (:mod:`agentloop.schema.bundled`; inside them ``$dynamicRef`` and
+  ``$dynamicAnchor`` are read too, see :mod:`agentloop.schema.document`).  Any
+  other reference that leaves the document is refused as remote: nothing is
+  ever fetched.
 * Core 4.3.2 boolean schemas ``true`` and ``false``, anywhere.
 
 Accepted and ignored (:data:`ANNOTATIONS`): Validation 9.1 ``title`` and
-``description``, 9.2 ``default``, 9.5 ``examples``, Core 8.3 ``$comment``, and
-Core 8.1.1 ``$schema``, which must name draft 2020-12 and sit at the root of a
-schema resource.
+``description`` (strings), 9.2 ``default``, 9.3 ``deprecated``, 9.4
+``readOnly`` and ``writeOnly`` (booleans), 9.5 ``examples`` (an array), Core
+8.3 ``$comment`` (a string), and Core 8.1.1 ``$schema``, which must name draft
+2020-12 and sit at the root of a schema resource.
 
 Refused when compiled, besides unknown keywords and malformed values:
 
@@ -279,8 +283,12 @@ class _Compiler:
                                    self._unevaluated_properties(schema, tokens)) if c is not None]
         inner = _all(checks)
         if not unevaluated:
-            return _fast_leaf(schema, inner, self.assert_formats) or inner
+            return _fast_leaf(schema, inner, self._asserts_formats(tokens)) or inner
         return _with_unevaluated(inner, unevaluated)
+
+    def _asserts_formats(self, tokens: Pointer) -> bool:
+        """Whether ``format`` asserts here: never in a bundled meta-schema (format-annotation, Validation 7.2.1)."""
+        return self.assert_formats and not self.document.places[tokens].scope
 
     # -- Validation 6.1 -----------------------------------------------------
 
@@ -384,7 +392,7 @@ class _Compiler:
         pattern = schema.get("pattern")
         regex = None if pattern is None else ecma_regex(pattern)
         shown_pattern = show(pattern)
-        fmt = schema.get("format") if self.assert_formats else None
+        fmt = schema.get("format") if self._asserts_formats(tokens) else None
         fmt_check = None if fmt is None else FORMAT_CHECKS[fmt]
         if low is None and high is None and regex is None and fmt_check is None:
             return None
@@ -558,10 +566,12 @@ class _Compiler:
 
     # -- Core 8.2.3.1 $ref --------------------------------------------------
 
-    def _ref(self, schema: Mapping[str, Any], tokens: Pointer) -> Optional[Check]:
-        target = self.document.targets.get(tokens)
-        if target is None:
-            return None
+    def _ref(self, schema: Mapping[str, Any], tokens: Pointer) -> List[Check]:
+        """``$ref``, then ``$dynamicRef`` (resolved in pass 1, see :mod:`.document`)."""
+        targets = (self.document.targets.get(tokens), self.document.dynamic_targets.get(tokens))
+        return [self._follow(target) for target in targets if target is not None]
+
+    def _follow(self, target: Pointer) -> Check:
         cell = self.cells.setdefault(target, [_reject])
         if target in self.compiled:  # done, or in progress (node() fills the cell when done)
             cell[0] = self.compiled[target]
@@ -800,7 +810,7 @@ def _single_type(name: str) -> Check:
     return check_class
 
 
-_LEAF_ANNOTATIONS = frozenset(("title", "description", "default", "examples", "$comment"))
+_LEAF_ANNOTATIONS = ANNOTATIONS - {"$schema"}
 _STRING_LEAF = frozenset(("type", "minLength", "maxLength", "pattern", "enum", "format")) | _LEAF_ANNOTATIONS
 _NUMBER_LEAF = frozenset(("type",) + NUMBER_KEYWORDS) | _LEAF_ANNOTATIONS
 
@@ -1020,7 +1030,7 @@ def compile_schema(schema: object, tool: Optional[str] = None, *, assert_formats
     root = compiler.node(())
     while compiler.pending:
         compiler.node(compiler.pending.pop())
-    return Validator(schema, root, bool(document.refs), assert_formats)  # type: ignore[arg-type]
+    return Validator(schema, root, bool(document.refs or document.dynamic_refs), assert_formats)  # type: ignore[arg-type]
 
 
 def check_schema(schema: object, tool: Optional[str] = None, *, assert_formats: bool = False) -> None:
