@@ -1,9 +1,10 @@
-"""Three end-to-end runs of agentloop, each written to a verified transcript.
+"""Four end-to-end runs of agentloop, each written to a verified transcript.
 
     python3 demo.py [--out DIR]
 
-writes ``demo-answer.jsonl`` (5 records), ``demo-recover.jsonl`` (11) and
-``demo-budget.jsonl`` (9) into DIR (default: the current folder), and next to
+writes ``demo-answer.jsonl`` (5 records), ``demo-recover.jsonl`` (11),
+``demo-budget.jsonl`` (9) and ``demo-parallel.jsonl`` (11: parallel sync and
+async tools) into DIR (default: the current folder), and next to
 each its HTML report (``demo-answer.html``, ...; open one in a browser), prints
 each listing and its verification, and exits 0 only if every claim held.
 """
@@ -11,9 +12,12 @@ each listing and its verification, and exits 0 only if every claim held.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sys
+import threading
+import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from agentloop import (
@@ -26,7 +30,7 @@ from agentloop import (
     run,
     verify_file,
 )
-from agentloop.cli.output import format_record
+from agentloop.cli.output import format_record, visible
 from agentloop.report import default_report_path, write_report
 
 Message = Dict[str, Any]
@@ -169,23 +173,95 @@ def _claims_budget(result: RunResult, records: List[Dict[str, Any]]) -> List[Che
     ]
 
 
+CITIES = {"Paris": 18, "Oslo": 4, "Cairo": 31}
+
+
+def parallel_tools() -> ToolRegistry:
+    """Tools the parallel demo calls three at a time: ``lookup`` (sync) and ``fahrenheit`` (``async def``).
+
+    ``lookup`` waits at a barrier of three (five seconds at most): it answers
+    only if its three calls really run at the same time, else it fails.
+    """
+    barrier = threading.Barrier(len(CITIES), timeout=5)
+
+    def lookup(city: str) -> Dict[str, Any]:
+        barrier.wait()
+        time.sleep(0.05)  # an I/O-bound call: the three overlap
+        return {"city": city, "celsius": CITIES[city]}
+
+    async def fahrenheit(celsius: int) -> Dict[str, Any]:
+        await asyncio.sleep(0.01 * (40 - celsius) / 40)  # they finish out of order; the records do not
+        return {"fahrenheit": celsius * 9 / 5 + 32}
+
+    city = {"type": "object", "properties": {"city": {"enum": sorted(CITIES)}}, "required": ["city"], "additionalProperties": False}
+    degrees = {"type": "object", "properties": {"celsius": {"type": "integer"}}, "required": ["celsius"], "additionalProperties": False}
+    return ToolRegistry([
+        Tool("lookup", "Today's temperature of a city, in Celsius.", city, lookup, parallel=True),
+        Tool("fahrenheit", "Celsius to Fahrenheit.", degrees, fahrenheit, parallel=True),
+    ])
+
+
+def _parallel_answer(messages: List[Message], manifest: List[Dict[str, Any]]) -> ModelReply:
+    degrees = [json.loads(m["content"])["fahrenheit"] for m in messages[-3:]]
+    return ModelReply("Paris %g F, Oslo %g F, Cairo %g F." % tuple(degrees))
+
+
+def _parallel_convert(messages: List[Message], manifest: List[Dict[str, Any]]) -> ModelReply:
+    found = [json.loads(m["content"]) for m in messages[-3:]]
+    return ModelReply("Converting.", [ToolCall("fahrenheit", {"celsius": f["celsius"]}) for f in found])
+
+
+def parallel_model() -> ScriptedModel:
+    lookups = [ToolCall("lookup", {"city": city}) for city in CITIES]
+    return ScriptedModel([ModelReply("Looking up three cities at once.", lookups), _parallel_convert, _parallel_answer])
+
+
+def _claims_parallel(result: RunResult, records: List[Dict[str, Any]]) -> List[Check]:
+    tools = [r["payload"] for r in records if r["kind"] == "tool"]
+    return [
+        ("11 records", len(records) == 11),
+        ("the three lookups met at the barrier: they ran at once", [t.get("value", {}).get("celsius") for t in tools[:3]] == [18, 4, 31]),
+        ("records in the model's order, not the finishing order", [t.get("value") for t in tools[3:]] == [
+            {"fahrenheit": 64.4}, {"fahrenheit": 39.2}, {"fahrenheit": 87.8}]),
+        ("stops on no_tool_calls after 3 steps with the answer", (result.stop_reason, result.steps, result.output) == (
+            "no_tool_calls", 3, "Paris 64.4 F, Oslo 39.2 F, Cairo 87.8 F.")),
+    ]
+
+
 Demo = Tuple[str, str, Callable[[], Any], Dict[str, Any], Callable[[RunResult, List[Dict[str, Any]]], List[Check]]]
 
 DEMOS: List[Demo] = [
     ("demo-answer.jsonl", "What is 40 + 2? Use the add tool.", answer_model, {"max_steps": 8, "max_tokens": 2000}, _claims_answer),
     ("demo-recover.jsonl", "What is 6 * 7? Recover from tool failures.", recover_model, {"max_steps": 8, "max_tokens": 2000}, _claims_recover),
     ("demo-budget.jsonl", "Echo forever; the budget must stop you.", lambda: budget_model, {"max_steps": 8, "max_tokens": 40}, _claims_budget),
+    ("demo-parallel.jsonl", "Today's temperatures of Paris, Oslo and Cairo in Fahrenheit.", parallel_model,
+     {"max_steps": 8, "max_tokens": 2000}, _claims_parallel),
 ]
+#: The demos that do not use :func:`demo_tools`.
+DEMO_TOOLS: Dict[str, Callable[[], ToolRegistry]] = {"demo-parallel.jsonl": parallel_tools}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description="Run the three agentloop demos.")
+    parser = argparse.ArgumentParser(description="Run the four agentloop demos.")
     parser.add_argument("--out", default=".", help="folder for the demo-*.jsonl and demo-*.html files (default: .)")
     args = parser.parse_args(argv)
+    if not os.path.isdir(args.out):
+        what = "is not a folder" if os.path.exists(args.out) else "does not exist"
+        print("demo.py: error: --out %s: %s" % (visible(args.out), what), file=sys.stderr)
+        return 2
+    try:
+        return _run_demos(args.out)
+    except OSError as exc:
+        where = visible(str(exc.filename or args.out))
+        print("demo.py: error: %s: %s" % (where, visible(exc.strerror or str(exc))), file=sys.stderr)
+        return 2
+
+
+def _run_demos(folder: str) -> int:
     failed = 0
     for filename, task, make_model, budgets, claims in DEMOS:
-        path = os.path.join(args.out, filename)
-        result = run(task, make_model(), demo_tools(), transcript=path, overwrite=True, **budgets)
+        path = os.path.join(folder, filename)
+        result = run(task, make_model(), DEMO_TOOLS.get(filename, demo_tools)(), transcript=path, overwrite=True, **budgets)
         print("== %s" % (path,))
         records = _payloads(path)
         for record in records:

@@ -44,7 +44,9 @@ from .errors import (
     MalformedManifestError,
 )
 from .messages import STOP_REASONS, Message, Model, ModelReply, RunResult, ToolCall, Usage
-from .loop import estimate_tokens, run
+from .loop import estimate_tokens, run, run_async
+from .approval import ApprovalRequest, Approve, Deny, Modify, Terminate, verify_approvals
+from .resume import read_pending, resume
 from .transcript.proofs import check_consistency, check_proof, parse_proof, prove_consistency, prove_inclusion
 from .transcript.repair import repair
 from .tools.providers import openai_strict_problems
@@ -61,6 +63,7 @@ __all__ = [
     "__version__",
     # the loop
     "run",
+    "run_async",
     "RunResult",
     "ModelReply",
     "ToolCall",
@@ -70,6 +73,15 @@ __all__ = [
     "STOP_REASONS",
     "estimate_tokens",
     "ScriptedModel",
+    # a person in the loop
+    "ApprovalRequest",
+    "Approve",
+    "Deny",
+    "Modify",
+    "Terminate",
+    "resume",
+    "read_pending",
+    "verify_approvals",
     # tools
     "Tool",
     "ToolRegistry",

@@ -6,7 +6,11 @@ exact bytes they become.  A transcript line is ``canonical_bytes(record)``.
 What is implemented, by section of RFC 8785:
 
 * 3.1 -- the input must be I-JSON (RFC 7493): no ``NaN``/infinities, strings
-  must be valid Unicode (no lone surrogates), and, as RFC 7493 section 2.2
+  must be valid Unicode (no lone surrogates) and, as RFC 7493 section 2.1
+  requires, hold no Unicode noncharacters (U+FDD0..U+FDEF and the last two
+  code points of every plane, U+xFFFE and U+xFFFF): such a value is
+  unrecordable, so the writer refuses it and the verifier flags a record
+  holding one (``unserialisable_payload``), and both agree.  As RFC 7493 section 2.2
   recommends, integers stay within +/-(2**53 - 1) so every consumer reads the
   same number.  Anything else raises :class:`~agentloop.errors.UnrecordableError`
   naming where the value is.
@@ -28,8 +32,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import marshal
 import math
 import re
+import threading
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 from .errors import UnrecordableError
@@ -57,7 +63,12 @@ MAX_SAFE_INTEGER = 2**53 - 1
 #: The top-level value is depth 1, so ``[[1]]`` has depth 2.
 MAX_DEPTH = 64
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# RFC 7493 section 2.1: "Object member names, and string values in arrays
+# and object members, MUST NOT include code points that identify Surrogates or
+# Noncharacters as defined by [UNICODE]" (Unicode 15, section 23.7: U+FDD0..U+FDEF
+# and U+nFFFE, U+nFFFF for every plane n = 0..16).
+_NONCHARACTERS = "\ufdd0-\ufdef\ufffe\uffff" + "".join(chr(p + 0xFFFE) + chr(p + 0xFFFF) for p in range(0x10000, 0x110000, 0x10000))
+_NOT_I_JSON = re.compile("[\ud800-\udfff%s]" % (_NONCHARACTERS,))
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _encode_string: Callable[[str], str] = json.encoder.encode_basestring
 
@@ -120,12 +131,11 @@ def _sort_key(key: str) -> bytes:
 
 
 def _check_string(text: str, path: str) -> str:
-    match = _LONE_SURROGATE.search(text)
+    match = _NOT_I_JSON.search(text)
     if match is not None:
-        raise UnrecordableError(
-            path,
-            "string has a lone surrogate U+%04X at index %d" % (ord(match.group()), match.start()),
-        )
+        point = ord(match.group())
+        what = "a lone surrogate" if 0xD800 <= point <= 0xDFFF else "the noncharacter"
+        raise UnrecordableError(path, "string has %s U+%04X at index %d" % (what, point, match.start()))
     return text
 
 
@@ -227,6 +237,102 @@ def _encode(value: Any, path: str, depth: int, out: List[str]) -> None:
         raise UnrecordableError(path, "a %s is not a JSON value" % (_type_name(value),))
 
 
+# --- Encoding, fast ----------------------------------------------------------
+#
+# CPython's C JSON encoder writes the RFC 8785 form of a plain JSON value
+# (dict, list, str, int, float, bool, None) except where the two differ (see
+# "Proving a parsed line canonical" below).  :func:`_fast` encodes with it,
+# parses the text back and takes the text only when every difference is ruled
+# out; otherwise (and for anything not plain JSON) the exact encoder above
+# decides, and builds the error's JSON path.  So paths are built only on the
+# way to an error.  tests/test_canonical_fast.py compares the two over random
+# values (floats, unicode, big integers, deep nesting, non-JSON types).
+
+def _not_json(value: Any) -> Any:
+    raise TypeError("not a JSON value")
+
+
+# The C encoder and scanner behind json.dumps/json.loads, built once (CPython:
+# JSONEncoder.encode builds a new encoder per call, which costs more than the
+# encoding of a small record).  No circularity markers: a cycle ends in a
+# RecursionError, and the exact encoder decides.  None elsewhere: json.dumps.
+_C_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODE: Optional[Callable[[Any, int], Sequence[str]]] = (
+    None if _C_MAKE_ENCODER is None
+    else _C_MAKE_ENCODER(None, _not_json, json.encoder.encode_basestring, None, ":", ",", True, False, False)
+)
+
+
+class _Floats(threading.local):
+    """Per thread: whether the last scan met a float in ``repr`` layout that
+    ECMAScript writes otherwise (an exponent, 1e-07, or a trailing .0, 1.0)."""
+
+    other_layout = False
+
+
+_FLOATS = _Floats()
+
+
+def _float_token(token: str) -> float:
+    # Called by the scanner for float tokens only: a line without floats pays nothing.
+    if "e" in token or token.endswith(".0"):
+        _FLOATS.other_layout = True
+    return float(token)
+
+
+_SCAN: Callable[[str, int], Tuple[Any, int]] = getattr(json.JSONDecoder(parse_float=_float_token), "scan_once")
+
+
+def _c_text(value: Any) -> str:
+    if _C_ENCODE is not None:
+        return "".join(_C_ENCODE(value, 0))
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False, check_circular=False)
+
+
+def _fast(value: Any, depth: int) -> Optional[Tuple[str, Any]]:
+    """``(RFC 8785 text of value, json.loads of it)`` when the C encoder's text is
+    proven to be it, else ``None`` ("not proven": use the exact encoder).
+    Only objects and arrays take this path: a scalar costs the exact encoder little.
+
+    1. every value in it is of an exact built-in type (``marshal`` writes
+       those only), so the C encoder and the exact one read it alike; the C
+       encoder writes it (no NaN, no type it cannot write, no cycle) and the
+       text is UTF-8 (no lone surrogate);
+    2. no byte that could start a character in U+E000..U+FFFF (key order by
+       code point = by UTF-16 unit; no U+FDD0..U+FDEF, U+FFFE, U+FFFF) and no
+       ``BF BE``/``BF BF`` (no noncharacter U+nFFFE/U+nFFFF): RFC 7493 2.1;
+    3. no run of 16 digits outside a fraction (no integer beyond 2**53 - 1);
+    4. nesting within what ``depth`` leaves of :data:`MAX_DEPTH`;
+    5. the text parses back (a float in ``repr`` layout that ECMAScript writes
+       otherwise is flagged as it is met) to a value equal to ``value``: so
+       ``value`` was plain JSON (a tuple, a non-string key, a set... compare
+       unequal) and the text is the C encoder's form of the parsed value,
+       which 1-4 and the float layout make the RFC 8785 form.
+    """
+    if type(value) is not dict and type(value) is not list:
+        return None
+    try:
+        marshal.dumps(value)  # refuses any subclass (an IntEnum, a dict that reads its own way)
+        text = _c_text(value)
+        raw = text.encode("utf-8")
+    except Exception:  # TypeError, ValueError (a subclass, NaN, a lone surrogate), RecursionError
+        return None
+    if not raw.isascii() and (b"\xee" in raw or b"\xef" in raw or b"\xbf\xbe" in raw or b"\xbf\xbf" in raw):
+        return None
+    if _maybe_long_integer(raw):
+        return None
+    room = MAX_DEPTH - depth
+    if raw.count(b"[") + raw.count(b"{") > room and json_depth(text) > room:
+        return None
+    _FLOATS.other_layout = False
+    try:
+        parsed, end = _SCAN(text, 0)
+        same = end == len(text) and not _FLOATS.other_layout and bool(parsed == value)
+    except Exception:  # a value whose __eq__ raises
+        return None
+    return (text, parsed) if same else None
+
+
 def canonical_text(value: Any, path: str = "$", depth: int = 0) -> str:
     """Return the RFC 8785 serialisation of ``value`` as a ``str``.
 
@@ -235,6 +341,9 @@ def canonical_text(value: Any, path: str = "$", depth: int = 0) -> str:
     arrays/objects of a record enclose ``value`` (a tool's result sits at 2,
     in ``record.payload``): :data:`MAX_DEPTH` bounds the whole record.
     """
+    fast = _fast(value, depth)
+    if fast is not None:
+        return fast[0]
     out: List[str] = []
     _encode(value, path, depth, out)
     return "".join(out)
@@ -248,6 +357,9 @@ def snapshot(value: Any, path: str = "$", depth: int = 0) -> Tuple[Any, str]:
     moment it is taken.  Any exception while reading ``value`` becomes an
     :class:`~agentloop.errors.UnrecordableError` naming ``path``.
     """
+    fast = _fast(value, depth)
+    if fast is not None:
+        return fast[1], fast[0]
     try:
         text = canonical_text(value, path, depth)
     except UnrecordableError:
@@ -370,7 +482,9 @@ def is_canonical_line(value: Any, text: str, raw: bytes, floats: Sequence[Tuple[
     here": the caller must decide with :func:`canonical_bytes`.
 
     1. no character in U+E000..U+FFFF (UTF-8 lead bytes EE, EF), so code point
-       and UTF-16 key order agree;
+       and UTF-16 key order agree, and no U+FDD0..U+FDEF, U+FFFE or U+FFFF;
+       and no ``BF BE``/``BF BF`` bytes, the end of every other noncharacter
+       U+nFFFE/U+nFFFF (F0-F4 xF BF BE/BF), which RFC 7493 refuses;
     2. no run of 16 digits outside a fraction, so no integer beyond 2**53 - 1;
     3. nesting within MAX_DEPTH (counted exactly only when the brackets,
        strings included, could exceed it);
@@ -381,7 +495,7 @@ def is_canonical_line(value: Any, text: str, raw: bytes, floats: Sequence[Tuple[
        integer as the C encoder wrote them, which is canonical; and at each
        float's place stands the line's own token, vetted as RFC 8785.
     """
-    if b"\xee" in raw or b"\xef" in raw:
+    if b"\xee" in raw or b"\xef" in raw or b"\xbf\xbe" in raw or b"\xbf\xbf" in raw:
         return False
     if _maybe_long_integer(raw):
         return False

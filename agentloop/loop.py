@@ -1,39 +1,91 @@
 """The budgeted tool loop: model turn -> tool calls -> tool results -> repeat.
 
-The whole loop is :func:`run`, readable top to bottom.  It touches no clock
-and no random source, so its transcript is a pure function of
-``(task, model, tools, budgets)``.
+The loop is :func:`_loop`, one coroutine readable top to bottom in its five
+numbered steps; :func:`run` drives it in the caller's thread (it never
+suspends there: :class:`~agentloop.calls.SyncRunner` blocks instead), and
+:func:`run_async` awaits it on the caller's event loop.  Both write the same
+bytes for the same inputs.  The loop touches no random source and reads a
+clock only for ``max_seconds`` (below), recording every reading, so the
+transcript is a pure function of ``(task, model, tools, budgets, recorded
+readings)`` -- whatever the thread scheduling of parallel calls.
 
 Three failure channels, never mixed:
 
 * developer misuse raises at once, before the transcript is created
   (:class:`~agentloop.errors.RunConfigError`, ``SchemaError``, ...);
 * model mistakes become ``tool`` records with ``ok: false`` that the model
-  sees (unknown tool, unrecordable or invalid arguments, a tool raising, a
-  result that cannot be recorded);
-* run stops are one of :data:`STOP_REASONS`, written as the last record.
+  sees (unknown tool, unrecordable or invalid arguments, a tool raising or
+  timing out, a result that cannot be recorded);
+* run stops are one of :data:`~agentloop.STOP_REASONS`, written as the last record.
 
-Stop precedence (pinned): ``step_budget`` is checked before each turn.  After
-a turn is recorded: ``sentinel``, then ``no_tool_calls``, then
-``token_budget`` (running total > ``max_tokens``: the turn's tools are not
-run).  ``model_error`` ends a turn that could not be recorded at all.
+Stop precedence (pinned by tests), each check in this order:
+
+====================  ====  =================  =====================================================
+when                  #     reason             condition
+====================  ====  =================  =====================================================
+before each turn      1     step_budget        steps >= max_steps
+(nothing spent yet)   2     time_budget        reading - start >= max_seconds (or the clock failed)
+                      3     cost_unknown       ``prices`` has no entry for the model
+the model call        4     model_error        it raised, or its reply is not a recordable ModelReply
+after the turn is     5     sentinel           ``stop_sentinel`` is in the reply's text
+recorded (its calls   6     final_result       a ``final_result`` call validates (``output_schema``)
+not yet run)          7     no_tool_calls      the reply asks for no tools
+                      8     token_budget       total tokens > max_tokens
+                      9     cost_unknown       the turn's cost cannot be counted (no usage, no price)
+                      10    cost_budget        total cost > max_cost
+                      11    tool_call_budget   calls run + this turn's calls > max_tool_calls
+====================  ====  =================  =====================================================
+
+An answer (5-7) beats a budget (8-11): a reply that ends the run is taken
+even from an over-budget turn, since nothing more would be spent.  A stop at
+8-11 runs none of the turn's calls ("a turn whose calls would exceed
+``max_tool_calls`` runs none of them").  Every call counts against
+``max_tool_calls``, whether it fails as data or not.
+
+The clock (``clock=``, default ``time.monotonic``) is read only when
+``max_seconds`` is set, at two points: once when the run starts (recorded as
+the task record's ``clock``) and once before each turn (recorded as that
+turn's assistant record's ``clock``, or the stop record's when the run stops
+there).  A replay given the recorded readings writes the same bytes
+(:func:`agentloop.models.replay`).  A turn that starts within ``max_seconds``
+runs to its end: bound its model call with the adapter's timeout and its
+tools with ``timeout``/``tool_timeout``.
+
+Approval (:mod:`agentloop.approval`): in step 5 a call of a tool with
+``requires_approval`` runs alone; once its arguments validate the
+``approver`` is asked, and its answer runs, denies, modifies or terminates
+(``approval_terminated``, written after that call's record) -- or defers:
+the run then pauses before the call, with no stop record, the records made
+durable and the checkpoint written; :func:`agentloop.resume` goes on.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
+import os
+import time
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Callable, Coroutine, Dict, Iterable, List, Mapping, Optional, Tuple, Union, cast
 
+from .approval import ApprovalRequest, Verdict, closed, judge
+from .budgets import Budgets, Seconds, Spent, budgets_from
+from .calls import DEFAULT_MAX_WORKERS, AsyncRunner, Done, Job, Raised, Runner, SyncRunner, describe, groups, prepare
 from .canonical import MAX_SAFE_INTEGER, canonical_bytes, canonical_text, json_path, snapshot
-from .transcript.checkpoint import check_run_anchor
-from .errors import RunConfigError, ToolFailure, UnrecordableError
-from .messages import Message, Model, ModelReply, RunResult, ToolCall, Usage, shown
+from .errors import DuplicateToolError, RunConfigError, UnrecordableError
+from .final import FINAL_RESULT, FinalResult, final_result
+from .messages import AWAITING_APPROVAL, Message, Model, ModelReply, RunResult, ToolCall, Usage, shown
+from .plan import RECORD_OVERHEAD, PlannedCall, TurnPlan, plan_turn
+from .prices import add, amount_text, turn_cost
 from .tools.registry import Tool, ToolRegistry
-from .transcript.format import FORMAT, MAX_RECORD_BYTES, MIN_RECORD_BYTES, PathLike
+from .transcript.checkpoint import ORIGIN_PREFIX, check_run_anchor
+from .transcript.format import FORMAT, MAX_RECORD_BYTES, PathLike
 from .transcript.writer import TranscriptWriter
 
-__all__ = ["run", "estimate_tokens", "MAX_ERROR_CHARS"]
+__all__ = ["run", "run_async", "estimate_tokens", "approval_policy", "Approver", "Resumed", "MAX_ERROR_CHARS", "DEFAULT_MAX_WORKERS"]
+
 
 def estimate_tokens(emitted: str) -> int:
     """The seed's heuristic: ``max(1, len(emitted) // 4)``, in code points.
@@ -45,66 +97,18 @@ def estimate_tokens(emitted: str) -> int:
 
 #: Exception messages and other error texts are cut to this many characters.
 MAX_ERROR_CHARS = 2000
-#: How deep a tool's arguments and its result sit inside their records
-#: (record > payload > tool_calls > call > arguments; record > payload > value):
-#: :data:`~agentloop.canonical.MAX_DEPTH` bounds the whole record.
-ARGUMENTS_DEPTH = 4
-RESULT_DEPTH = 2
-# Room kept in a record for everything but the text and arguments.
-_RECORD_OVERHEAD = 4096
+
+OnRecord = Callable[[Dict[str, Any]], Any]
+Clock = Callable[[], Seconds]
+#: ``run(approver=...)``: called with an :class:`~agentloop.approval.ApprovalRequest`, returns a
+#: decision (``Approve``, ``Deny``, ``Modify``, ``Terminate``) or ``None`` to defer; may be ``async def``.
+Approver = Callable[[ApprovalRequest], Any]
 
 
 def _bounded(text: str) -> str:
     if len(text) <= MAX_ERROR_CHARS:
         return text
     return "%s... (%d characters cut)" % (text[:MAX_ERROR_CHARS], len(text) - MAX_ERROR_CHARS)
-
-
-def _describe(exc: BaseException) -> str:
-    """``RuntimeError: message``, safe to record whatever the exception holds."""
-    try:
-        message = str(exc)
-    except Exception:  # an exception whose __str__ itself raises
-        message = "<unprintable>"
-    text = "%s: %s" % (type(exc).__name__, message) if message else type(exc).__name__
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def _check_config(
-    task: object,
-    model: object,
-    max_steps: object,
-    max_tokens: object,
-    stop_sentinel: object,
-    flags: Mapping[str, object],
-    max_record_bytes: object,
-) -> None:
-    if not isinstance(task, str):
-        raise RunConfigError("task", "must be a str, got %s" % (type(task).__name__,))
-    if not callable(model):
-        raise RunConfigError("model", "must be callable (messages, manifest) -> ModelReply")
-    for name, value in (("max_steps", max_steps), ("max_tokens", max_tokens)):
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SAFE_INTEGER:
-            raise RunConfigError(name, "must be an int from 0 to 2**53-1, got %s" % (shown(value),))
-    if stop_sentinel is not None and (not isinstance(stop_sentinel, str) or stop_sentinel == ""):
-        raise RunConfigError(
-            "stop_sentinel", "must be None or a non-empty str (every text contains %s)" % (shown(stop_sentinel),)
-        )
-    for name, flag in flags.items():
-        if not isinstance(flag, bool):
-            raise RunConfigError(name, "must be True or False, got %s" % (shown(flag),))
-    if isinstance(max_record_bytes, bool) or not isinstance(max_record_bytes, int) or max_record_bytes < MIN_RECORD_BYTES:
-        raise RunConfigError("max_record_bytes", "must be an int of at least %d, got %s" % (MIN_RECORD_BYTES, shown(max_record_bytes)))
-
-
-
-def _budgets(max_steps: int, max_tokens: int, stop_sentinel: Optional[str], max_record_bytes: int) -> Dict[str, Any]:
-    """The task record's budgets; ``max_record_bytes`` only when not the default,
-    so a replay can reproduce the run and default transcripts keep their bytes."""
-    budgets: Dict[str, Any] = {"max_steps": max_steps, "max_tokens": max_tokens, "stop_sentinel": stop_sentinel}
-    if max_record_bytes != MAX_RECORD_BYTES:
-        budgets["max_record_bytes"] = max_record_bytes
-    return budgets
 
 
 def _reply_problem(reply: object) -> str:
@@ -127,21 +131,26 @@ def _reply_problem(reply: object) -> str:
         if not isinstance(call.arguments_error, str):
             return "model reply tool_calls[%d] has an arguments_error that is not a str" % (position,)
     usage = reply.usage
-    if usage is not None and not (
-        isinstance(usage, Usage)
-        and all(
-            type(n) is int and 0 <= n <= MAX_SAFE_INTEGER for n in (usage.input_tokens, usage.output_tokens)
-        )
-    ):
-        return "model reply usage is %s, not a Usage of two ints from 0 to 2**53-1" % (type(usage).__name__,)
+    if usage is not None:
+        counts = [getattr(usage, name, None) for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")]
+        if not isinstance(usage, Usage) or not all(type(n) is int and 0 <= n <= MAX_SAFE_INTEGER for n in counts):
+            return "model reply usage is %s, not a Usage of two ints from 0 to 2**53-1" % (type(usage).__name__,)
+        if usage.cache_read_tokens + usage.cache_write_tokens > usage.input_tokens:
+            return "model reply usage has more cache tokens than input_tokens"
+    strings = [reply.text]
+    for call in reply.tool_calls:
+        strings += (call.name, call.id, call.arguments_error)
     try:
-        canonical_text(reply.text, "$.text")
-        for position, call in enumerate(reply.tool_calls):
-            canonical_text(call.name, "$.tool_calls[%d].name" % position)
-            canonical_text(call.id, "$.tool_calls[%d].id" % position)
-            canonical_text(call.arguments_error, "$.tool_calls[%d].arguments_error" % position)
-    except UnrecordableError as exc:
-        return "model reply is not recordable: %s" % (exc,)
+        canonical_text(strings)  # all at once (the fast path); on a failure, again one by one to name the place
+    except UnrecordableError:
+        try:
+            canonical_text(reply.text, "$.text")
+            for position, call in enumerate(reply.tool_calls):
+                canonical_text(call.name, "$.tool_calls[%d].name" % position)
+                canonical_text(call.id, "$.tool_calls[%d].id" % position)
+                canonical_text(call.arguments_error, "$.tool_calls[%d].arguments_error" % position)
+        except UnrecordableError as exc:
+            return "model reply is not recordable: %s" % (exc,)
     return ""
 
 
@@ -152,15 +161,15 @@ def _model_info(model: object) -> Optional[Dict[str, Any]]:
     loop records the object as the task record's ``model`` member.  A plain
     callable has no ``model_info`` and its task record has no ``model`` key.
     """
-    describe = getattr(model, "model_info", None)
-    if describe is None:
+    describe_model = getattr(model, "model_info", None)
+    if describe_model is None:
         return None
-    if not callable(describe):
+    if not callable(describe_model):
         raise RunConfigError("model", "model_info must be a method returning a dict or None")
     try:
-        info = describe()
+        info = describe_model()
     except Exception as exc:
-        raise RunConfigError("model", "model_info() raised %s" % (_describe(exc),)) from None
+        raise RunConfigError("model", "model_info() raised %s" % (describe(exc),)) from None
     if info is None:
         return None
     if not isinstance(info, dict):
@@ -170,6 +179,409 @@ def _model_info(model: object) -> Optional[Dict[str, Any]]:
     except UnrecordableError as exc:
         raise RunConfigError("model", "model_info() is not recordable: %s" % (exc,)) from None
     return dict(recorded)
+
+
+def _read_clock(clock: Clock) -> Tuple[Optional[Seconds], str]:
+    """``(reading, "")``, or ``(None, why the clock gave none)``: an int or a finite float is a reading."""
+    try:
+        value = clock()
+    except Exception as exc:
+        return None, "the clock raised %s" % (describe(exc),)
+    if isinstance(value, float) and value - value == 0 and abs(value) <= MAX_SAFE_INTEGER:  # finite, in I-JSON's range
+        return float(value), ""
+    if isinstance(value, int) and not isinstance(value, bool) and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        return int(value), ""
+    return None, "the clock returned %s, not a number of seconds" % (shown(value),)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """Everything a run fixes before its first record."""
+
+    task: str
+    model: Any
+    registry: ToolRegistry
+    manifest: List[Dict[str, Any]]
+    budgets: Budgets
+    task_payload: Dict[str, Any]
+    transcript: PathLike
+    overwrite: bool
+    fsync: bool
+    checkpoint: Optional[PathLike]
+    key: Optional[bytes]
+    signer: Any
+    system: Optional[str]
+    final: Optional[FinalResult]
+    on_record: Optional[OnRecord]
+    clock: Optional[Clock]
+    price: Optional[Dict[str, Decimal]]
+    model_name: str
+    started: Optional[Seconds]
+    max_workers: int
+    have: str  # the tool names, for "no tool named ..."
+    approver: Optional[Approver] = None
+
+    def first_messages(self) -> List[Message]:
+        system: List[Message] = [] if self.system is None else [{"role": "system", "content": self.system}]
+        return system + [{"role": "user", "content": self.task}]
+
+
+def _prepare(task: object, model: object, tools: object, transcript: PathLike, options: Mapping[str, Any]) -> _Run:
+    """Check every argument of a run and build what it fixes; raise before any file is touched."""
+    if not isinstance(task, str):
+        raise RunConfigError("task", "must be a str, got %s" % (type(task).__name__,))
+    if not callable(model):
+        raise RunConfigError("model", "must be callable (messages, manifest) -> ModelReply")
+    budgets = budgets_from(*(options[name] for name in (
+        "max_steps", "max_tokens", "stop_sentinel", "max_record_bytes", "max_tool_calls",
+        "max_cost", "prices", "max_seconds", "tool_timeout", "tell_budgets")))
+    for name in ("overwrite", "fsync"):
+        if not isinstance(options[name], bool):
+            raise RunConfigError(name, "must be True or False, got %s" % (shown(options[name]),))
+    system, on_record, clock, workers = options["system"], options["on_record"], options["clock"], options["max_workers"]
+    if system is not None and not isinstance(system, str):
+        raise RunConfigError("system", "must be None or a str, got %s" % (shown(system),))
+    if on_record is not None and not callable(on_record):
+        raise RunConfigError("on_record", "must be None or a callable taking each record (a dict)")
+    if clock is not None and (not callable(clock) or budgets.max_seconds is None):
+        raise RunConfigError("clock", "must be a callable returning seconds, and is read only with max_seconds")
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 1024:
+        raise RunConfigError("max_workers", "must be an int from 1 to 1024, got %s" % (shown(workers),))
+    approver = options["approver"]
+    if approver is not None and not callable(approver):
+        raise RunConfigError("approver", "must be None or a callable taking an ApprovalRequest")
+    final = None if options["output_schema"] is None else final_result(options["output_schema"])
+    check_run_anchor(transcript, options["checkpoint"], options["key"], options["overwrite"], options["signer"])
+    # The tools of this run are fixed here: registering more during the run
+    # changes nothing, so the recorded manifest stays the whole truth.
+    try:
+        registry = ToolRegistry(list(cast(Iterable[Tool], tools)) + ([] if final is None else [final.tool]))
+    except DuplicateToolError:
+        raise RunConfigError("output_schema", "the tool name %r is reserved for the final result" % (FINAL_RESULT,)) from None
+    manifest = registry.manifest()
+    payload: Dict[str, Any] = {"format": FORMAT, "task": task, "budgets": budgets.recorded(), "tools": manifest}
+    policy = approval_policy(registry)
+    if policy:  # only a run with gated tools records it: other runs' task records are unchanged
+        if approver is None and not options.get("deferred", False):
+            raise RunConfigError("approver", "tools %s require approval, and no approver was given"
+                                 % (", ".join(repr(name) for name in policy),))
+        payload["approval"] = policy
+    info = _model_info(model)
+    if info is not None:  # only an adapter adds the key: plain callables' records are unchanged
+        payload["model"] = info
+    if system is not None:
+        payload["system"] = system
+    model_name = info.get("model") if info is not None else None
+    model_name = model_name if isinstance(model_name, str) else ""
+    price = None if budgets.prices is None else budgets.prices.get(model_name)
+    clock = (clock or time.monotonic) if budgets.max_seconds is not None else None
+    started = None
+    if clock is not None:
+        started, problem = _read_clock(clock)
+        if started is None:
+            raise RunConfigError("clock", problem)
+        payload["clock"] = started
+    try:  # everything the task record holds, checked before the file is opened
+        size = len(canonical_bytes(payload, "$.payload", depth=1))
+    except UnrecordableError as exc:
+        raise RunConfigError("task", str(exc)) from None
+    if size > budgets.max_record_bytes - 256:
+        raise RunConfigError("task", "the task record (%d bytes) exceeds max_record_bytes %d" % (size, budgets.max_record_bytes))
+    return _Run(task, model, registry, manifest, budgets, payload, transcript, options["overwrite"], options["fsync"],
+                options["checkpoint"], options["key"], options["signer"], system, final, on_record, clock, price, model_name, started, workers,
+                ", ".join(registry.names) or "none", approver)
+
+
+def approval_policy(registry: ToolRegistry) -> Dict[str, str]:
+    """The task record's ``approval`` member: each gated tool's name -> ``"always"`` or ``"predicate"``."""
+    return {t.name: "always" if t.requires_approval is True else "predicate" for t in registry if t.gated}
+
+
+class _Recorder:
+    """The transcript writer, plus ``on_record`` called with each record as written."""
+
+    def __init__(self, out: TranscriptWriter, on_record: Optional[OnRecord], first: str = "") -> None:
+        self.out = out
+        self.on_record = on_record
+        self.first = first  # the hash of record 0: the run's name, in its origin
+
+    def append(self, kind: str, payload: Dict[str, Any]) -> str:
+        prev, seq = self.out.head, self.out.count
+        digest = self.out.append(kind, payload)
+        if not seq:
+            self.first = digest
+        if self.on_record is not None:
+            self.on_record({"hash": digest, "kind": kind, "payload": copy.deepcopy(payload), "prev": prev, "seq": seq})
+        return digest
+
+
+@dataclass
+class Resumed:
+    """Where a resumed run picks up (:mod:`agentloop.resume`): its open writer, the
+    conversation and what was spent, and the turn whose calls still wait (if any)."""
+
+    out: TranscriptWriter
+    first: str
+    messages: List[Message]
+    spent: Spent
+    plan: Optional[TurnPlan] = None
+    answered: int = 0  # how many of the plan's calls have their tool record
+    asked_by: str = ""  # the hash of the plan's assistant record
+
+
+@dataclass(frozen=True)
+class _Halt:
+    """Step 5 ended the run early: a pause (``awaiting_approval``) or ``approval_terminated``."""
+
+    reason: str
+    detail: str
+    pending: Tuple[ApprovalRequest, ...] = ()
+
+
+def _make_durable(path: str) -> None:
+    """fsync the transcript's data through a second descriptor (fsync acts on the file, not the descriptor)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _turn_payload(plan: TurnPlan, reply: ModelReply, spent: Spent, tokens: int, cost: Optional[Decimal], reading: Optional[Seconds]) -> Dict[str, Any]:
+    """The assistant record of a turn; members beyond the first five only when they say something."""
+    payload: Dict[str, Any] = {
+        "step": spent.steps + 1,
+        "text": reply.text,
+        "tool_calls": [call.recorded() for call in plan.calls],
+        "tokens": tokens,
+        "total_tokens": spent.tokens + tokens,
+    }
+    if reply.usage is not None:
+        payload["usage"] = reply.usage.recorded()
+    if reply.truncated:
+        payload["truncated"] = True
+    if cost is not None and spent.cost is not None:
+        payload["cost"], payload["total_cost"] = amount_text(cost), amount_text(add(spent.cost, cost))
+    if reading is not None:
+        payload["clock"] = reading
+    return payload
+
+
+async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> RunResult:
+    """The run, step by step (the module docstring has the stop precedence)."""
+    if resumed is None:
+        spent = Spent(started=r.started)
+        writer = TranscriptWriter(r.transcript, overwrite=r.overwrite, fsync=r.fsync, max_record_bytes=r.budgets.max_record_bytes)
+    else:
+        spent, writer = resumed.spent, resumed.out
+    with writer as out:
+        record = _Recorder(out, r.on_record)
+        if resumed is None:
+            record.append("task", r.task_payload)
+            messages = r.first_messages()
+        else:
+            record.first, messages = resumed.first, resumed.messages
+
+        def stop(reason: str, detail: str, reading: Optional[Seconds] = None, output: Any = None) -> RunResult:
+            payload: Dict[str, Any] = {"reason": reason, "steps": spent.steps, "tokens": spent.tokens, "detail": _bounded(detail)}
+            if reading is not None:
+                payload["clock"] = reading
+            record.append("stop", payload)
+            if r.checkpoint is not None:
+                out.checkpoint(r.checkpoint, r.key, r.signer)
+            if reason in ("no_tool_calls", "sentinel"):
+                output = messages[-1]["content"]
+            cost = amount_text(spent.cost) if r.price is not None and spent.cost is not None else None
+            return RunResult(reason, spent.steps, spent.tokens, out.count, out.head, _bounded(detail), output, cost)
+
+        def halt(ended: _Halt) -> RunResult:
+            if ended.reason != AWAITING_APPROVAL:
+                return stop(ended.reason, ended.detail)
+            # A pause: no stop record.  The records are made durable first, then the checkpoint is written.
+            if r.checkpoint is not None:
+                out.checkpoint(r.checkpoint, r.key, r.signer)
+            else:
+                _make_durable(out.path)
+            cost = amount_text(spent.cost) if r.price is not None and spent.cost is not None else None
+            return RunResult(AWAITING_APPROVAL, spent.steps, spent.tokens, out.count, out.head, _bounded(ended.detail),
+                             None, cost, ended.pending)
+
+        if resumed is not None and resumed.plan is not None:  # the turn a pause (or a crash) left unfinished
+            ended = await _run_calls(r, runner, resumed.plan, spent.steps, record, messages, resumed.asked_by, resumed.answered)
+            if ended is not None:
+                return halt(ended)
+
+        while True:
+            # 1. Before the turn, nothing of it spent: read the clock (max_seconds
+            #    only) and check the budgets that need nothing of the turn.
+            reading, clock_problem = _read_clock(r.clock) if r.clock is not None else (None, "")
+            if clock_problem:
+                return stop("time_budget", "max_seconds cannot be checked: %s" % (clock_problem,))
+            due = r.budgets.before_turn(spent, reading, r.price, r.model_name)
+            if due is not None:
+                return stop(due.reason, due.detail, reading)
+
+            # 2. One model turn; an Exception, a non-ModelReply or a reply that
+            #    cannot be recorded is a model_error.
+            shown_messages = messages + [{"role": "user", "content": r.budgets.note(spent, reading)}] if r.budgets.tell_budgets else messages
+            try:
+                reply = await runner.ask(r.model, shown_messages, r.manifest)
+            except Exception as exc:
+                return stop("model_error", "model raised %s" % (describe(exc),), reading)
+            problem = _reply_problem(reply)
+            if problem:
+                return stop("model_error", problem, reading)
+
+            # 3. Record the turn: its calls planned (arguments read once, kept
+            #    out of the record when they cannot be recorded), its tokens
+            #    (reported usage, else the estimate) and its cost counted.
+            plan = plan_turn(reply, spent.steps + 1, r.budgets.max_record_bytes)
+            tokens = estimate_tokens(plan.emitted) if reply.usage is None else reply.usage.input_tokens + reply.usage.output_tokens
+            cost, cost_problem = turn_cost(r.price, reply.usage) if r.price is not None else (None, "")
+            try:
+                asked_by = record.append("assistant", _turn_payload(plan, reply, spent, tokens, cost, reading))
+            except UnrecordableError as exc:  # only a reply over max_record_bytes
+                return stop("model_error", "model reply is not recordable: %s" % (exc,))
+            r.budgets.charge(spent, tokens, r.price is not None, cost, cost_problem)
+            messages.append(plan.message())
+
+            # 4. The stops a recorded turn can trigger, in their fixed order.
+            if r.budgets.stop_sentinel is not None and r.budgets.stop_sentinel in reply.text:
+                return stop("sentinel", "the assistant's text contains the stop sentinel %s" % (shown(r.budgets.stop_sentinel),))
+            answer = None if r.final is None else r.final.answer(plan)
+            if answer is not None:
+                return stop("final_result", "the model called %s with valid arguments (call %d of step %d); %d other tool call(s) not run"
+                            % (FINAL_RESULT, answer[0], spent.steps, len(plan.calls) - 1), output=answer[1])
+            if not plan.calls:
+                return stop("no_tool_calls", "the assistant asked for no tools")
+            due = r.budgets.after_turn(spent, len(plan.calls))
+            if due is not None:
+                return stop(due.reason, due.detail)
+
+            # 5. Run the calls (parallel-safe ones together, a gated one alone
+            #    once its approver said so); every failure is a result the
+            #    model sees, recorded in the model's order.
+            spent.tool_calls += len(plan.calls)
+            ended = await _run_calls(r, runner, plan, spent.steps, record, messages, asked_by)
+            if ended is not None:
+                return halt(ended)
+
+
+def _request(r: _Run, record: _Recorder, step: int, call: PlannedCall, asked_by: str) -> ApprovalRequest:
+    text = call.arguments_text or canonical_text(call.arguments)
+    return ApprovalRequest(ORIGIN_PREFIX + record.first, step, call.id, call.name, json.loads(text),
+                           hashlib.sha256(text.encode("utf-8")).hexdigest(), asked_by)
+
+
+def _gated(item: Union[Done, Job], call: PlannedCall) -> bool:
+    """Whether a call that passed its checks waits for the approver."""
+    return isinstance(item, Job) and call.arguments is not None and item.tool.needs_approval(call.arguments)
+
+
+def _act(verdict: Verdict, job: Job, call: PlannedCall) -> Union[Done, Job]:
+    """The call as the decision leaves it: the job (approve), another job (a valid modify) or its failure."""
+    if verdict.decision == "approve":
+        return job
+    if verdict.decision == "modify" and verdict.arguments is not None:
+        error = job.tool.first_error(verdict.arguments, json_path("$", call.name))
+        if error is not None:
+            return False, "invalid arguments (modified by %s): %s" % (json.dumps(verdict.by, ensure_ascii=False), error), ""
+        return Job(job.tool, json.loads(verdict.arguments_text), job.timeout)
+    return False, verdict.error(), ""
+
+
+async def _decide(r: _Run, runner: Runner, request: ApprovalRequest) -> Optional[Verdict]:
+    """Ask the approver; an ``Exception`` from it denies (fail closed), ``KeyboardInterrupt`` propagates."""
+    try:
+        answer = await runner.decide(r.approver, request)
+    except Exception as exc:
+        return closed("the approver raised %s" % (describe(exc),))
+    return judge(answer, request, r.budgets.max_record_bytes - RECORD_OVERHEAD)
+
+
+async def _run_calls(
+    r: _Run, runner: Runner, plan: TurnPlan, step: int, record: _Recorder, messages: List[Message], asked_by: str, start: int = 0
+) -> Optional[_Halt]:
+    """Step 5: each group's calls started together, their outcomes recorded in order as they come.
+
+    A gated call is a group of its own: validated, then decided, then run
+    (or not).  Returns a :class:`_Halt` when an approver deferred (nothing of
+    the call done) or terminated (after the call's record); ``start`` skips
+    the calls a resumed file already answers.
+    """
+    for whole in groups(plan.calls, r.registry):
+        group = [position for position in whole if position >= start]
+        if not group:
+            continue
+        ready = [prepare(plan.calls[position], r.registry, r.have, r.budgets.tool_timeout) for position in group]
+        verdict: Optional[Verdict] = None
+        if len(group) == 1 and _gated(ready[0], plan.calls[group[0]]):
+            call = plan.calls[group[0]]
+            request = _request(r, record, step, call, asked_by)
+            verdict = await _decide(r, runner, request)
+            if verdict is None:
+                return _pause(r, record, plan, step, group[0], request, asked_by)
+            ready[0] = _act(verdict, cast(Job, ready[0]), call)
+        handles = iter(runner.start([item for item in ready if isinstance(item, Job)]))
+        for position, item in zip(group, ready):
+            outcome = await runner.wait(next(handles)) if isinstance(item, Job) else item
+            if isinstance(outcome, Raised):  # KeyboardInterrupt, SystemExit...: the records so far stand
+                raise outcome.exception
+            call = plan.calls[position]
+            ok, value, text = outcome
+            result: Dict[str, Any] = {"step": step, "id": call.id, "name": call.name, "ok": ok}
+            result["value" if ok else "error"] = value if ok else _bounded(value)
+            if verdict is not None:
+                result["approval"] = verdict.member()
+            try:
+                record.append("tool", result)
+            except UnrecordableError as exc:  # a result over max_record_bytes
+                ok, value, text = False, "tool %r returned an unrecordable result: %s" % (call.name, exc), ""
+                result = {"step": step, "id": call.id, "name": call.name, "ok": ok, "error": value}
+                if verdict is not None:
+                    result["approval"] = verdict.member()
+                record.append("tool", result)
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call.id,
+                    "name": call.name,
+                    "ok": ok,
+                    "content": text if ok else result["error"],
+                }
+            )
+        if verdict is not None and verdict.decision == "terminate":
+            call = plan.calls[group[0]]
+            return _Halt("approval_terminated", "%s terminated the run at call %s (%s) of step %d: %s" % (
+                json.dumps(verdict.by, ensure_ascii=False), json.dumps(call.id, ensure_ascii=False), call.name, step,
+                verdict.reason or "(no reason given)"))
+    return None
+
+
+def _pause(r: _Run, record: _Recorder, plan: TurnPlan, step: int, position: int, request: ApprovalRequest, asked_by: str) -> _Halt:
+    """The halt of a deferred call: its request, and those of the gated calls after it in the turn (not yet asked)."""
+    pending = [request]
+    for later in range(position + 1, len(plan.calls)):
+        call = plan.calls[later]
+        if _gated(prepare(call, r.registry, r.have, r.budgets.tool_timeout), call):
+            pending.append(_request(r, record, step, call, asked_by))
+    detail = "call %s (%s) of step %d awaits approval; %d gated call(s) of this turn wait in all" % (
+        json.dumps(request.call_id, ensure_ascii=False), request.tool, step, len(pending))
+    return _Halt(AWAITING_APPROVAL, detail, tuple(pending))
+
+
+def _drive(loop: Coroutine[Any, Any, RunResult]) -> RunResult:
+    """Run a coroutine that never suspends (the loop under a :class:`SyncRunner`) to its end, without an event loop."""
+    try:
+        loop.send(None)
+    except StopIteration as done:
+        return cast(RunResult, done.value)
+    loop.close()  # only an await on a real future suspends, and SyncRunner awaits none
+    raise RuntimeError("the loop suspended outside an event loop")
+
+
+def _options(**options: Any) -> Dict[str, Any]:
+    return options
 
 
 def run(
@@ -186,196 +598,115 @@ def run(
     max_record_bytes: int = MAX_RECORD_BYTES,
     checkpoint: Optional[PathLike] = None,
     key: Optional[bytes] = None,
+    signer: Any = None,
+    system: Optional[str] = None,
+    output_schema: Any = None,
+    on_record: Optional[OnRecord] = None,
+    max_tool_calls: Optional[int] = None,
+    max_cost: Union[str, Decimal, int, None] = None,
+    prices: Optional[Mapping[str, Mapping[str, Union[str, Decimal, int]]]] = None,
+    max_seconds: Optional[float] = None,
+    clock: Optional[Clock] = None,
+    tell_budgets: bool = False,
+    tool_timeout: Optional[float] = None,
+    max_workers: int = DEFAULT_MAX_WORKERS,
+    approver: Optional[Approver] = None,
 ) -> RunResult:
     """Run ``model`` on ``task`` with ``tools`` and write the transcript.
 
     The transcript file must not exist unless ``overwrite=True``.  Records are
-    written as they happen; ``fsync=True`` also forces each to disk.  No
-    record may exceed ``max_record_bytes``: a tool result that would is
+    written as they happen; ``fsync=True`` also forces each to disk, and
+    ``on_record`` (a callable) is called with each record (a dict) as written.
+    No record may exceed ``max_record_bytes``: a tool result that would is
     refused as data, a model reply that would is a ``model_error``.
-    ``KeyboardInterrupt`` and ``SystemExit`` propagate, leaving a verifiable
-    prefix; every ``Exception`` from the model or a tool becomes data.
-    Developer mistakes raise before the transcript file is touched.
-    ``checkpoint=PATH`` writes the run's checkpoint there after the stop
-    record (the records made durable first, then the checkpoint replaced
-    atomically), HMAC-signed when ``key`` (bytes) is given; an existing
-    checkpoint file is refused unless ``overwrite=True``.
+    ``KeyboardInterrupt`` and ``SystemExit`` (from the model, a tool or
+    ``on_record``) propagate, leaving a verifiable prefix; every
+    ``Exception`` from the model or a tool becomes data.  Developer mistakes
+    raise before the transcript file is touched.  ``checkpoint=PATH`` writes
+    the run's checkpoint there after the stop record (the records made
+    durable first, then the checkpoint replaced atomically), HMAC-signed when
+    ``key`` (bytes) is given and signed by ``signer`` (one signer or a list:
+    an Ed25519 key from :mod:`agentloop.signing`, or anything with ``name``,
+    ``key_id`` and ``sign(message)``) when given; an existing checkpoint file
+    is refused unless ``overwrite=True``.
+
+    ``system`` is a system prompt: recorded in the task record and given to
+    the model as a first ``{"role": "system"}`` message.  ``output_schema``
+    (a JSON Schema or a type) adds the reserved ``final_result`` tool
+    (:mod:`agentloop.final`).  Budgets beyond steps and tokens, each recorded
+    only when set: ``max_tool_calls``; ``max_cost`` (USD, a decimal string)
+    with ``prices`` (:mod:`agentloop.prices`), which alone records each
+    turn's cost; ``max_seconds`` by ``clock``; ``tell_budgets=True`` shows the
+    model what remains before each turn (a last, transient user message).
+    Tools run serially unless marked ``parallel=True``; at most
+    ``max_workers`` sync tools run at once, and a call past its tool's
+    ``timeout`` (else ``tool_timeout``) fails as data (:mod:`agentloop.calls`).
+
+    ``approver`` decides the calls of tools with ``requires_approval``
+    (:mod:`agentloop.approval`); a run with such tools and no approver is
+    refused before it starts.  An approver that defers (returns ``None``)
+    pauses the run: the result's ``stop_reason`` is ``"awaiting_approval"``,
+    ``pending`` holds the requests, no stop record is written, the records
+    are made durable and ``checkpoint`` is written; :func:`agentloop.resume`
+    goes on from the file.
     """
-    _check_config(
-        task, model, max_steps, max_tokens, stop_sentinel, {"overwrite": overwrite, "fsync": fsync}, max_record_bytes
-    )
-    check_run_anchor(transcript, checkpoint, key, overwrite)
-    # The tools of this run are fixed here: registering more during the run
-    # changes nothing, so the recorded manifest stays the whole truth.
-    registry = ToolRegistry(list(tools))
-    manifest = registry.manifest()
-    have = ", ".join(registry.names) or "none"
-    task_payload = {
-        "format": FORMAT,
-        "task": task,
-        "budgets": _budgets(max_steps, max_tokens, stop_sentinel, max_record_bytes),
-        "tools": manifest,
-    }
-    model_info = _model_info(model)
-    if model_info is not None:  # only an adapter adds the key: plain callables' records are unchanged
-        task_payload["model"] = model_info
-    try:  # everything the task record holds, checked before the file is opened
-        size = len(canonical_bytes(task_payload, "$.payload", depth=1))
-    except UnrecordableError as exc:
-        raise RunConfigError("task", str(exc)) from None
-    if size > max_record_bytes - 256:
-        raise RunConfigError("task", "the task record (%d bytes) exceeds max_record_bytes %d" % (size, max_record_bytes))
-
-    with TranscriptWriter(transcript, overwrite=overwrite, fsync=fsync, max_record_bytes=max_record_bytes) as out:
-        out.append("task", task_payload)
-        messages: List[Message] = [{"role": "user", "content": task}]
-        steps = tokens = 0
-
-        def stop(reason: str, detail: str) -> RunResult:
-            out.append("stop", {"reason": reason, "steps": steps, "tokens": tokens, "detail": _bounded(detail)})
-            if checkpoint is not None:
-                out.checkpoint(checkpoint, key)
-            answer = messages[-1]["content"] if reason in ("no_tool_calls", "sentinel") else None
-            return RunResult(reason, steps, tokens, out.count, out.head, _bounded(detail), answer)
-
-        while True:
-            # 1. The step budget is checked before the turn is spent.
-            if steps >= max_steps:
-                return stop("step_budget", "max_steps of %d reached (steps=%d)" % (max_steps, steps))
-
-            # 2. One model turn; an Exception, a non-ModelReply or a reply that
-            #    cannot be recorded is a model_error.
-            try:
-                reply = model(messages, manifest)
-            except Exception as exc:
-                return stop("model_error", "model raised %s" % (_describe(exc),))
-            problem = _reply_problem(reply)
-            if problem:
-                return stop("model_error", problem)
-
-            # 3. Record the turn.  Each argument object is read once into a
-            #    plain-JSON snapshot that the record, the model and the tool
-            #    all share; arguments that cannot be recorded are kept out of
-            #    the record (``arguments: null`` plus the reason).
-            calls: List[Tuple[str, str, Optional[Dict[str, Any]], str]] = []
-            recorded_calls: List[Dict[str, Any]] = []
-            emitted = [reply.text]
-            seen_ids = set()
-            # Arguments are kept in the record while they fit in it, in order.
-            room = max_record_bytes - len(reply.text.encode("utf-8")) - _RECORD_OVERHEAD
-            for position, call in enumerate(reply.tool_calls):
-                call_id = call.id or "call_%d_%d" % (steps + 1, position)
-                problem = "call id %s is used twice in this turn" % (json.dumps(call_id),) if call_id in seen_ids else ""
-                seen_ids.add(call_id)
-                arguments: Optional[Dict[str, Any]] = None
-                try:
-                    if call.arguments_error:  # unreadable arguments take the unrecordable path below,
-                        problem = problem or call.arguments_error  # with this text as the error
-                        raise UnrecordableError(json_path("$", call.name), call.arguments_error)
-                    arguments, arguments_text = snapshot(call.arguments, json_path("$", call.name), ARGUMENTS_DEPTH)
-                    size = len(arguments_text.encode("utf-8")) + len(call.name) + len(call_id)
-                    if size > room:
-                        arguments = None
-                        raise UnrecordableError(
-                            json_path("$", call.name),
-                            "arguments of %d bytes do not fit max_record_bytes %d" % (size, max_record_bytes),
-                        )
-                    room -= size
-                    emitted.append(call.name + arguments_text)
-                except UnrecordableError as exc:
-                    problem = problem or "unrecordable arguments: %s" % (exc,)
-                    emitted.append(call.name)
-                entry: Dict[str, Any] = {"id": call_id, "name": call.name, "arguments": arguments}
-                if arguments is None:
-                    entry["arguments_error"] = problem
-                calls.append((call_id, call.name, arguments, problem))
-                recorded_calls.append(entry)
-            # Reported usage, when the model gives it, replaces the heuristic for this turn.
-            usage = reply.usage
-            turn_tokens = estimate_tokens("".join(emitted)) if usage is None else usage.input_tokens + usage.output_tokens
-            payload: Dict[str, Any] = {
-                "step": steps + 1,
-                "text": reply.text,
-                "tool_calls": recorded_calls,
-                "tokens": turn_tokens,
-                "total_tokens": tokens + turn_tokens,
-            }
-            if usage is not None:
-                payload["usage"] = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
-            if reply.truncated:
-                payload["truncated"] = True
-            try:
-                out.append("assistant", payload)
-            except UnrecordableError as exc:  # only a reply over max_record_bytes
-                return stop("model_error", "model reply is not recordable: %s" % (exc,))
-            steps += 1
-            tokens += turn_tokens
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": reply.text,
-                    "tool_calls": [{"id": c[0], "name": c[1], "arguments": c[2]} for c in calls],
-                }
-            )
-
-            # 4. The stops a recorded turn can trigger, in their fixed order.
-            if stop_sentinel is not None and stop_sentinel in reply.text:
-                return stop("sentinel", "the assistant's text contains the stop sentinel %s" % (shown(stop_sentinel),))
-            if not calls:
-                return stop("no_tool_calls", "the assistant asked for no tools")
-            if tokens > max_tokens:
-                return stop(
-                    "token_budget",
-                    "max_tokens of %d exceeded (tokens=%d); %d tool call(s) not run"
-                    % (max_tokens, tokens, len(calls)),
-                )
-
-            # 5. Run the calls in order; every failure is a result the model sees.
-            for call_id, name, arguments, problem in calls:
-                if problem:
-                    ok, value = False, problem
-                else:
-                    ok, value = _call_tool(registry, have, name, arguments, problem)
-                result: Dict[str, Any] = {"step": steps, "id": call_id, "name": name, "ok": ok}
-                result["value" if ok else "error"] = value if ok else _bounded(value)
-                try:
-                    out.append("tool", result)
-                except UnrecordableError as exc:  # a result over max_record_bytes
-                    ok, value = False, "tool %r returned an unrecordable result: %s" % (name, exc)
-                    result = {"step": steps, "id": call_id, "name": name, "ok": ok, "error": value}
-                    out.append("tool", result)
-                messages.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": call_id,
-                        "name": name,
-                        "ok": ok,
-                        "content": canonical_text(value) if ok else result["error"],
-                    }
-                )
-
-
-def _call_tool(
-    registry: ToolRegistry, have: str, name: str, arguments: Optional[Mapping[str, Any]], problem: str
-) -> Tuple[bool, Any]:
-    """Run one call; return ``(True, value)`` or ``(False, error text)``."""
-    tool = registry.get(name)
-    if tool is None:
-        return False, "no tool named %r (have: %s)" % (name, have)
-    if arguments is None:
-        return False, problem
-    # The tool's schema was compiled when it was built; report the first error.
-    error = tool.first_error(arguments, json_path("$", name))
-    if error is not None:
-        return False, "invalid arguments: %s" % (error,)
-    try:  # invoke converts validated arguments to fn's annotations when the tool knows them
-        value = tool.invoke(copy.deepcopy(dict(arguments)))
-    except ToolFailure as exc:  # the tool chose its own error text
-        return False, exc.text
-    except Exception as exc:
-        return False, "tool %r raised %s" % (name, _describe(exc))
+    r = _prepare(task, model, tools, transcript, _options(
+        stop_sentinel=stop_sentinel, max_steps=max_steps, max_tokens=max_tokens, overwrite=overwrite, fsync=fsync,
+        max_record_bytes=max_record_bytes, checkpoint=checkpoint, key=key, signer=signer, system=system, output_schema=output_schema,
+        on_record=on_record, max_tool_calls=max_tool_calls, max_cost=max_cost, prices=prices, max_seconds=max_seconds,
+        clock=clock, tell_budgets=tell_budgets, tool_timeout=tool_timeout, max_workers=max_workers, approver=approver))
+    runner = SyncRunner(r.max_workers)
     try:
-        recorded, _ = snapshot(value, "$", RESULT_DEPTH)
-    except UnrecordableError as exc:
-        return False, "tool %r returned an unrecordable result: %s" % (name, exc)
-    return True, recorded
+        return _drive(_loop(r, runner))
+    finally:
+        runner.close()
+
+
+async def run_async(
+    task: str,
+    model: Any,
+    tools: Union[ToolRegistry, Iterable[Tool]],
+    *,
+    transcript: PathLike,
+    max_steps: int,
+    max_tokens: int,
+    stop_sentinel: Optional[str] = None,
+    overwrite: bool = False,
+    fsync: bool = False,
+    max_record_bytes: int = MAX_RECORD_BYTES,
+    checkpoint: Optional[PathLike] = None,
+    key: Optional[bytes] = None,
+    signer: Any = None,
+    system: Optional[str] = None,
+    output_schema: Any = None,
+    on_record: Optional[OnRecord] = None,
+    max_tool_calls: Optional[int] = None,
+    max_cost: Union[str, Decimal, int, None] = None,
+    prices: Optional[Mapping[str, Mapping[str, Union[str, Decimal, int]]]] = None,
+    max_seconds: Optional[float] = None,
+    clock: Optional[Clock] = None,
+    tell_budgets: bool = False,
+    tool_timeout: Optional[float] = None,
+    max_workers: int = DEFAULT_MAX_WORKERS,
+    approver: Optional[Approver] = None,
+) -> RunResult:
+    """:func:`run` as a coroutine, for callers inside an event loop: the same
+    arguments, the same transcript bytes.
+
+    The model is awaited: its ``acall(messages, manifest)`` coroutine method
+    when it has one, else the model itself when its ``__call__`` is ``async
+    def``, else the sync model runs in a thread (``run_in_executor``).
+    ``async def`` tools run on the caller's event loop, sync ones on threads.
+    The transcript is written in the event loop's thread, one ``write`` per
+    record (a local file; not offloaded).
+    """
+    r = _prepare(task, model, tools, transcript, _options(
+        stop_sentinel=stop_sentinel, max_steps=max_steps, max_tokens=max_tokens, overwrite=overwrite, fsync=fsync,
+        max_record_bytes=max_record_bytes, checkpoint=checkpoint, key=key, signer=signer, system=system, output_schema=output_schema,
+        on_record=on_record, max_tool_calls=max_tool_calls, max_cost=max_cost, prices=prices, max_seconds=max_seconds,
+        clock=clock, tell_budgets=tell_budgets, tool_timeout=tool_timeout, max_workers=max_workers, approver=approver))
+    runner = AsyncRunner(r.max_workers)
+    try:
+        return await _loop(r, runner)
+    finally:
+        runner.close()

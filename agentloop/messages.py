@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 import json
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .canonical import MAX_SAFE_INTEGER, describe_integer
 
@@ -24,13 +24,32 @@ def shown(value: object) -> str:
     return "a %s" % (type(value).__name__,)
 
 
-__all__ = ["STOP_REASONS", "Message", "ToolCall", "Usage", "ModelReply", "Model", "RunResult"]
+__all__ = ["STOP_REASONS", "AWAITING_APPROVAL", "APPROVAL_DECISIONS", "Message", "ToolCall", "Usage", "ModelReply", "Model", "RunResult"]
 
-#: The closed set of reasons a run stops for.
-STOP_REASONS = ("no_tool_calls", "sentinel", "step_budget", "token_budget", "model_error")
+#: The closed set of reasons a run stops for (their precedence: :mod:`agentloop.loop`).
+STOP_REASONS = (
+    "no_tool_calls",
+    "sentinel",
+    "step_budget",
+    "token_budget",
+    "model_error",
+    "final_result",  # the model called final_result with arguments that validate (output_schema=)
+    "tool_call_budget",  # the turn's calls would take the run past max_tool_calls
+    "cost_budget",  # the running cost exceeds max_cost
+    "cost_unknown",  # prices= is set but a turn's cost cannot be counted (no usage, no price)
+    "time_budget",  # max_seconds have passed by the clock, read before a turn
+    "approval_terminated",  # an approver answered Terminate for a gated call (agentloop.approval)
+)
+
+#: ``RunResult.stop_reason`` of a run paused for a human decision: never written
+#: as a stop record (the file ends mid-turn), so not one of :data:`STOP_REASONS`.
+AWAITING_APPROVAL = "awaiting_approval"
+#: The decisions an ``approval`` member of a tool record may hold (docs/approvals.md).
+APPROVAL_DECISIONS = ("approve", "deny", "modify", "terminate")
 
 #: A message the model sees: a plain dict with a ``"role"`` key.  Shapes:
 #:
+#: * ``{"role": "system", "content": system}`` (first, only when ``run(system=...)`` is given)
 #: * ``{"role": "user", "content": task}``
 #: * ``{"role": "assistant", "content": text, "tool_calls": [{"id", "name", "arguments"}]}``
 #:   (``arguments`` is ``None`` when the model sent arguments that cannot be recorded)
@@ -81,16 +100,39 @@ class Usage:
     When a :class:`ModelReply` carries it, the assistant record stores it and
     the turn counts ``input_tokens + output_tokens`` against ``max_tokens``
     instead of :func:`estimate_tokens`.
+
+    ``cache_read_tokens`` and ``cache_write_tokens`` say how many of the
+    ``input_tokens`` were read from / written to the provider's prompt cache
+    (they are part of ``input_tokens``, never added to it, so their sum cannot
+    exceed it); the assistant record holds each only when it is not 0.  Only
+    the cost (``run(prices=...)``) tells them apart: they are priced at
+    ``cache_read`` / ``cache_write`` and the rest of the input at ``input``.
     """
 
     input_tokens: int
     output_tokens: int
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("input_tokens", "output_tokens"):
+        for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SAFE_INTEGER:
                 raise TypeError("Usage.%s must be an int from 0 to 2**53-1, got %s" % (name, shown(value)))
+        if self.cache_read_tokens + self.cache_write_tokens > self.input_tokens:
+            raise ValueError(
+                "Usage: cache_read_tokens %d + cache_write_tokens %d exceed input_tokens %d (they are part of it)"
+                % (self.cache_read_tokens, self.cache_write_tokens, self.input_tokens)
+            )
+
+    def recorded(self) -> Dict[str, int]:
+        """The assistant record's ``usage`` member: the two counts, and the cache counts that are not 0."""
+        shape = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        if self.cache_read_tokens:
+            shape["cache_read_tokens"] = self.cache_read_tokens
+        if self.cache_write_tokens:
+            shape["cache_write_tokens"] = self.cache_write_tokens
+        return shape
 
 
 @dataclass(frozen=True)
@@ -125,7 +167,9 @@ class ModelReply:
             raise TypeError("ModelReply.truncated must be True or False, got %s" % (type(self.truncated).__name__,))
 
 
-#: A model: any callable ``(messages, manifest) -> ModelReply``.
+#: A model: any callable ``(messages, manifest) -> ModelReply``.  :func:`agentloop.run_async`
+#: (and :func:`agentloop.run`) also take one whose ``__call__`` is ``async def``, and
+#: ``run_async`` prefers an ``acall`` coroutine method when the model has one.
 Model = Callable[[List[Message], List[Dict[str, Any]]], ModelReply]
 
 
@@ -134,7 +178,14 @@ class RunResult:
     """How a run ended.  ``records`` is the number of records written and
     ``head`` the hash of the last one (the ``stop`` record).  ``output`` is
     the run's answer: the last assistant text when the run ended on one
-    (``no_tool_calls`` or ``sentinel``), ``None`` after any other stop."""
+    (``no_tool_calls`` or ``sentinel``); with ``output_schema``, the validated
+    (and, for a type, converted) arguments of the ``final_result`` call that
+    ended it (``final_result``); ``None`` after any other stop.  ``cost`` is
+    the run's total cost in USD as a decimal string when ``prices`` were
+    given and every turn's cost was counted, else ``None``.  ``pending`` holds
+    the :class:`~agentloop.approval.ApprovalRequest` of each gated call left
+    undecided when the run paused (``stop_reason == "awaiting_approval"``:
+    no stop record was written), else it is empty."""
 
     stop_reason: str
     steps: int
@@ -143,4 +194,6 @@ class RunResult:
     head: str
     detail: str = ""
     output: Any = None
+    cost: Optional[str] = None
+    pending: Tuple[Any, ...] = ()
 

@@ -8,9 +8,9 @@ ModelReply`` for a reply that depends on what the model was shown.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterable, List, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Union
 
-from .errors import ScriptExhaustedError
+from .errors import RunConfigError, ScriptExhaustedError
 from .messages import Message, ModelReply
 
 __all__ = ["ScriptedModel"]
@@ -22,10 +22,16 @@ class ScriptedModel:
     """Return the script's replies in order; raise once it is used up.
 
     Running out raises :class:`~agentloop.errors.ScriptExhaustedError`, which
-    the loop records as a ``model_error`` stop.
+    the loop records as a ``model_error`` stop.  It ignores what it is shown
+    (a system message, a budget note): only a callable entry reads the messages.
+
+    ``info``, when given, is what :meth:`model_info` says (the task record's
+    ``model``, and the name ``prices`` is looked up by): a run with prices
+    needs ``ScriptedModel(script, info={"model": "name"})``.  Without it the
+    task record has no ``model`` member, as before.
     """
 
-    def __init__(self, script: Iterable[ScriptEntry]) -> None:
+    def __init__(self, script: Iterable[ScriptEntry], *, info: Optional[Dict[str, Any]] = None) -> None:
         self.script: List[ScriptEntry] = list(script)
         for position, entry in enumerate(self.script):
             if not isinstance(entry, ModelReply) and not callable(entry):
@@ -33,6 +39,13 @@ class ScriptedModel:
                     "script[%d] is a %s, not a ModelReply or a callable" % (position, type(entry).__name__)
                 )
         self.turns = 0
+        if info is not None and not isinstance(info, dict):
+            raise RunConfigError("info", "must be a dict or None, got %s" % (type(info).__name__,))
+        self.info = None if info is None else dict(info)
+
+    def model_info(self) -> Optional[Dict[str, Any]]:
+        """``info`` as given (a copy), or ``None``."""
+        return None if self.info is None else dict(self.info)
 
     def __call__(self, messages: List[Message], manifest: List[Dict[str, Any]]) -> ModelReply:
         if self.turns >= len(self.script):

@@ -9,7 +9,10 @@ microseconds per step, and the peak memory traced by ``tracemalloc`` in a
 separate run (tracing slows Python down, so it is not timed).
 
 Targets (issue 6): under 100 us per step, and the per-step cost at the
-largest N within 1.3x of the smallest.
+largest N within 1.3x of the smallest; (issue 12) at most 60 us per step at
+N=200.  The last line is the baseline of the same run for the encoder's fast
+path: the smallest N again with ``canonical._fast`` switched off, so every
+record, argument and result goes through the exact RFC 8785 encoder.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any, Dict, List
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from agentloop import ModelReply, Tool, ToolCall, run  # noqa: E402
+from agentloop import ModelReply, Tool, ToolCall, canonical, run  # noqa: E402
 
 TOOL = Tool(
     "echo",
@@ -73,6 +76,19 @@ def main(argv: List[str]) -> int:
             base = base or per_step
             peak = peak_memory(n, folder)
             print("%8d %12.1f %13.2fx %11.1f KiB" % (n, per_step, per_step / base, peak / 1024))
+        # The fast path's baseline: runs with and without it, interleaved so that
+        # the machine's load falls on both alike; the best of each.
+        n, fast = sizes[0], canonical._fast
+        with_fast, without = [], []
+        for _ in range(args.repeat):
+            with_fast.append(one_run(n, folder))
+            canonical._fast = lambda value, depth: None  # type: ignore[assignment]
+            try:
+                without.append(one_run(n, folder))
+            finally:
+                canonical._fast = fast
+        on, off = min(with_fast) / n * 1e6, min(without) / n * 1e6
+        print("fast path at N=%d: %.1f us/step with it, %.1f without (exact encoder only): %.2fx" % (n, on, off, off / on))
     return 0
 
 

@@ -20,11 +20,13 @@ PINNED = {
     "demo-answer.jsonl": (5, "1acbc9fe52df3169e14e33274d4d910e9141378ee918ab797aff379ba0a844fc"),
     "demo-recover.jsonl": (11, "4ca06439d80f009a894b230ec552d23854f995a8ddef60c9f4ff80d9413872ea"),
     "demo-budget.jsonl": (9, "e1f2c97507e87425124653a5d83f5789655b051ad26c58504b483b337269ae67"),
+    # parallel sync and async tools (issue 12): the same bytes whatever order the calls finish in
+    "demo-parallel.jsonl": (11, "efffb586c60af6728b907caf3342da70042bbd8afd98a1a93785adfb3da1f951"),
 }
 
 
 class TestDemo(TempDir):
-    def test_demo_writes_three_verified_transcripts_with_pinned_bytes(self) -> None:
+    def test_demo_writes_four_verified_transcripts_with_pinned_bytes(self) -> None:
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             status = demo.main(["--out", self.dir])

@@ -134,7 +134,12 @@ class TestStopReasons(TempDir):
     def test_every_stop_reason_is_in_the_closed_set(self) -> None:
         from agentloop import STOP_REASONS
 
-        self.assertEqual(set(STOP_REASONS), {"no_tool_calls", "sentinel", "step_budget", "token_budget", "model_error"})
+        self.assertEqual(
+            set(STOP_REASONS),
+            {"no_tool_calls", "sentinel", "step_budget", "token_budget", "model_error",  # agentloop 0.x
+             "final_result", "tool_call_budget", "cost_budget", "cost_unknown", "time_budget",  # issue 12
+             "approval_terminated"},  # issue 13
+        )
 
 
 class TestInterrupts(TempDir):

@@ -20,12 +20,24 @@ Two ways to build one:
 The result of ``@tool`` is a :class:`Tool`, so it goes straight into a
 :class:`ToolRegistry`; it stays callable, and calling it calls the function
 directly, as plain Python (no validation, no conversion).
+
+``fn`` may be an ``async def`` function (typed and validated like any other):
+the loop awaits it on an event loop (:mod:`agentloop.calls`).  Two options
+shape how the loop runs a tool: ``parallel=True`` says calls to it may run at
+the same time as other parallel-safe calls of the same turn (the default is
+serial: a call that runs alone); ``timeout=SECONDS`` bounds each call (past
+it, the call fails as data; see :mod:`agentloop.calls` for what happens to a
+sync function that cannot be stopped).  ``requires_approval=True`` (or a
+predicate over the validated arguments) makes a person say yes first: the
+loop asks the run's approver before each such call (:mod:`agentloop.approval`).
 """
 
 from __future__ import annotations
 
 import copy
+import inspect
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Union, overload
@@ -49,6 +61,8 @@ _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 MANIFEST_STYLES = ("agentloop", "openai", "anthropic")
 
 Converter = Callable[[Dict[str, Any]], Dict[str, Any]]
+#: ``requires_approval=``: always (``True``), never (``False``), or a predicate over the validated arguments.
+ApprovalRule = Union[bool, Callable[[Dict[str, Any]], Any]]
 
 
 @dataclass(frozen=True)
@@ -61,6 +75,14 @@ class Tool:
     ``fn(**arguments)`` returns a JSON value.  ``convert``, when set, maps
     validated arguments to ``fn``'s keyword arguments (``from_function`` sets
     it).  ``assert_formats=True`` makes ``format`` an assertion.
+    ``parallel=True`` marks the tool safe to run concurrently with other
+    parallel-safe calls; ``timeout`` (seconds, ``None`` for the run's
+    ``tool_timeout``) bounds each call.  ``is_async`` says whether ``fn`` is
+    an ``async def`` function (or an object with an ``async def __call__``).
+    ``requires_approval`` is ``False`` (the default), ``True`` (every call
+    waits for the run's approver) or a predicate given a copy of the
+    validated arguments (a dict of JSON values) that says whether this call
+    does: :meth:`needs_approval`.  Such a tool never runs in parallel.
     """
 
     name: str
@@ -69,7 +91,11 @@ class Tool:
     fn: Callable[..., Any] = field(compare=False)
     convert: Optional[Converter] = field(default=None, compare=False, repr=False)
     assert_formats: bool = False
+    parallel: bool = False
+    timeout: Optional[float] = None
+    requires_approval: ApprovalRule = False
     validator: Validator = field(init=False, compare=False, repr=False)
+    is_async: bool = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -82,6 +108,19 @@ class Tool:
             raise ToolDefinitionError(self.name, "fn must be callable")
         if self.convert is not None and not callable(self.convert):
             raise ToolDefinitionError(self.name, "convert must be callable or None")
+        if inspect.isasyncgenfunction(self.fn) or inspect.isgeneratorfunction(self.fn):
+            raise ToolDefinitionError(self.name, "fn is a generator function; a tool returns one JSON value")
+        if not isinstance(self.parallel, bool):
+            raise ToolDefinitionError(self.name, "parallel must be True or False, got %s" % (type(self.parallel).__name__,))
+        timeout = self.timeout
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0
+        ):
+            raise ToolDefinitionError(self.name, "timeout must be None or a number of seconds > 0, got %r" % (timeout,))
+        if not isinstance(self.requires_approval, bool) and not callable(self.requires_approval):
+            raise ToolDefinitionError(
+                self.name, "requires_approval must be True, False or a predicate over the arguments, got %s"
+                % (type(self.requires_approval).__name__,))
         try:
             canonical_bytes(self.description, "$.description")
         except UnrecordableError as exc:
@@ -105,6 +144,8 @@ class Tool:
         validator = compile_schema(parameters, tool=self.name, assert_formats=self.assert_formats)
         object.__setattr__(self, "parameters", parameters)
         object.__setattr__(self, "validator", validator)
+        is_async = inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(getattr(self.fn, "__call__", None))
+        object.__setattr__(self, "is_async", is_async)
 
     @classmethod
     def from_function(
@@ -114,8 +155,11 @@ class Tool:
         description: Optional[str] = None,
         *,
         assert_formats: bool = False,
+        parallel: bool = False,
+        timeout: Optional[float] = None,
+        requires_approval: ApprovalRule = False,
     ) -> "Tool":
-        """A tool whose schema, description and argument conversion come from ``fn``.
+        """A tool whose schema, description and argument conversion come from ``fn`` (sync or ``async def``).
 
         ``name`` defaults to ``fn.__name__`` and ``description`` to the
         docstring's summary; see :mod:`agentloop.signature` for the
@@ -125,7 +169,7 @@ class Tool:
         """
 
         spec = function_spec(fn, name=name, description=description)
-        return cls(spec.name, spec.description, spec.parameters, fn, spec.convert, assert_formats)
+        return cls(spec.name, spec.description, spec.parameters, fn, spec.convert, assert_formats, parallel, timeout, requires_approval)
 
     def errors(self, arguments: object, path: str = "$") -> List[ValidationError]:
         """Every problem with ``arguments`` (at most 50), each naming its path; ``[]`` when valid."""
@@ -135,8 +179,29 @@ class Tool:
         """The first problem with ``arguments``, or ``None`` when they are valid."""
         return self.validator.first_error(arguments, path)
 
+    @property
+    def gated(self) -> bool:
+        """Whether any call of this tool may need approval (``requires_approval`` is not ``False``)."""
+        return self.requires_approval is not False
+
+    def needs_approval(self, arguments: Mapping[str, Any]) -> bool:
+        """Whether the call with these (validated) ``arguments`` waits for the approver.
+
+        A predicate gets a deep copy; it says no only by returning ``False``:
+        anything else it returns, and any ``Exception`` it raises, gates the
+        call (fail closed).
+        """
+        rule = self.requires_approval
+        if isinstance(rule, bool):
+            return rule
+        try:
+            return rule(copy.deepcopy(dict(arguments))) is not False
+        except Exception:
+            return True
+
     def invoke(self, arguments: Mapping[str, Any]) -> Any:
-        """Call ``fn`` with validated ``arguments``, converted first when ``convert`` is set.
+        """Call ``fn`` with validated ``arguments``, converted first when ``convert`` is set
+        (for an ``async def`` tool: the coroutine to await).
 
         Does not validate: check ``first_error`` first (the loop does).
         """
@@ -160,7 +225,14 @@ def tool(fn: Callable[..., Any]) -> Tool: ...
 
 @overload
 def tool(
-    fn: None = None, *, name: Optional[str] = None, description: Optional[str] = None, assert_formats: bool = False
+    fn: None = None,
+    *,
+    name: Optional[str] = None,
+    description: Optional[str] = None,
+    assert_formats: bool = False,
+    parallel: bool = False,
+    timeout: Optional[float] = None,
+    requires_approval: ApprovalRule = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -170,11 +242,18 @@ def tool(
     name: Optional[str] = None,
     description: Optional[str] = None,
     assert_formats: bool = False,
+    parallel: bool = False,
+    timeout: Optional[float] = None,
+    requires_approval: ApprovalRule = False,
 ) -> Union[Tool, Callable[[Callable[..., Any]], Tool]]:
-    """Decorator: ``@tool`` or ``@tool(name=..., description=...)`` turns a typed function into a :class:`Tool`."""
+    """Decorator: ``@tool`` or ``@tool(name=..., parallel=True, timeout=5, requires_approval=True)`` turns a typed
+    function (sync or ``async def``) into a :class:`Tool`."""
 
     def build(function: Callable[..., Any]) -> Tool:
-        return Tool.from_function(function, name=name, description=description, assert_formats=assert_formats)
+        return Tool.from_function(
+            function, name=name, description=description, assert_formats=assert_formats, parallel=parallel, timeout=timeout,
+            requires_approval=requires_approval,
+        )
 
     return build if fn is None else build(fn)
 

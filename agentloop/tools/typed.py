@@ -30,6 +30,10 @@ from the docstrings (:mod:`agentloop.docstrings`): the function's summary is
 the tool's description, ``Args`` entries describe parameters, and a class's
 ``Attributes``/``Args`` entries describe its fields.
 
+:func:`type_schema` does the same for one annotation (the loop's
+``output_schema=SomeDataclass``).  An ``async def`` function is read exactly
+like a sync one (its return annotation, as any function's, is not used).
+
 Refused, with an error naming the parameter: no annotation, ``*args``,
 ``**kwargs``, positional-only parameters, and any annotation not in the table
 (an arbitrary class, ``Sequence``, ``Set``, dict keys other than ``str``...).
@@ -54,7 +58,7 @@ from ..errors import ToolDefinitionError, UnrecordableError
 from ..schema.values import json_equal
 from ..schema.validator import Validator, compile_schema
 
-__all__ = ["FunctionSpec", "function_spec"]
+__all__ = ["FunctionSpec", "function_spec", "type_schema"]
 
 Conv = Optional[Callable[[Any], Any]]  # None means "the JSON value is already right"
 Schema = Dict[str, Any]
@@ -525,3 +529,23 @@ def function_spec(fn: Callable[..., Any], name: Optional[str] = None, descriptio
 
     text = description if description is not None else doc.summary
     return FunctionSpec(tool_name, text, parameters, convert)
+
+
+def type_schema(tp: Any, what: str = "output_schema") -> Tuple[Dict[str, Any], Callable[[Any], Any]]:
+    """The JSON Schema of one annotation from the table above, and the converter
+    from a validated JSON value to what the annotation says (a dataclass
+    instance, a tuple, an Enum member...).
+
+    Raises :class:`~agentloop.errors.ToolDefinitionError` naming ``what``
+    when the annotation cannot be expressed.
+    """
+    builder = _Builder()
+    builder.context = [what]
+    try:
+        schema, conv = builder.build(tp)
+        schema = _with_defs(schema, builder.defs)
+        for finish in builder.pending:
+            finish(builder.defs)
+    except _Refused as exc:
+        raise ToolDefinitionError(what, str(exc)) from None
+    return schema, conv or _identity

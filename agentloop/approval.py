@@ -1,0 +1,409 @@
+"""A person in the loop: approval before a gated tool call runs, recorded and bound to the call.
+
+A tool built with ``requires_approval=True`` (or a predicate over its
+validated arguments: :meth:`~agentloop.tools.registry.Tool.needs_approval`)
+is *gated*.  For each gated call the loop (:mod:`agentloop.loop`) does, in
+this order: 1. validate the arguments; 2. ask the run's approver with an
+:class:`ApprovalRequest`; 3. act on the answer:
+
+* :class:`Approve` -- the tool runs;
+* :class:`Deny` -- the call fails as data with :data:`DENIED` (who, why);
+  the model sees it and the run goes on;
+* :class:`Modify` -- the new arguments are validated, then the tool runs
+  with them (invalid ones fail as data);
+* :class:`Terminate` -- the call fails as data with :data:`TERMINATED` and
+  the run stops with ``approval_terminated``;
+* ``None`` -- defer: the run pauses before the call, without a stop record
+  (``RunResult.stop_reason == "awaiting_approval"``); :func:`agentloop.resume`
+  goes on once someone has decided.
+
+Fail closed: an approver that raises, returns anything else, returns a
+decision bound to other arguments (``arguments_sha256``) or one that cannot
+be signed or recorded denies the call (``by: null`` in the record).
+
+The call's ``tool`` record holds the decision as its ``approval`` member
+(:meth:`Verdict.member`): ``decision``, ``by``, ``reason`` (deny, terminate),
+``arguments`` (modify) and ``note`` -- a C2SP signed note
+(:mod:`agentloop.signing.note`) over :func:`note_text`, present when the
+decision carried a ``signer``.  The note binds the run (origin), the
+assistant record that asked, the call, the SHA-256 of its recorded arguments
+and the decision; :func:`verify_approvals` checks every note of a file.
+Ed25519 signatures are deterministic, so a signed decision replays to the
+same bytes.  ``docs/approvals.md`` is the guide.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
+
+from .canonical import canonical_bytes, snapshot
+from .errors import BadSignatureError, MalformedNoteError, SigningKeyError, UnrecordableError
+from .messages import APPROVAL_DECISIONS
+from .signing.note import Note, Verifier, parse_note, sign_note, verify_note
+from .transcript.format import PathLike
+from .transcript.verify import iter_file, verify_file
+
+__all__ = [
+    "ApprovalRequest",
+    "Approve",
+    "Deny",
+    "Modify",
+    "Terminate",
+    "Decision",
+    "RecordedDecision",
+    "Verdict",
+    "judge",
+    "closed",
+    "decision_from_json",
+    "arguments_sha256",
+    "note_text",
+    "verify_approvals",
+    "NOTE_HEADER",
+    "DENIED",
+    "DENIED_CLOSED",
+    "TERMINATED",
+]
+
+#: The first line of a decision note: the note format and its version.
+NOTE_HEADER = "agentloop-approval/1"
+#: The error of a denied call: ``DENIED % (by as JSON, reason)`` (``reason`` "" reads "(no reason given)").
+DENIED = "call denied by %s: %s"
+#: The error of a call denied because the approver failed: ``DENIED_CLOSED % (what went wrong)``.
+DENIED_CLOSED = "call denied (fail closed): %s"
+#: The error of the call an approver terminated the run at: ``TERMINATED % (by as JSON, reason)``.
+TERMINATED = "call refused: the run was terminated by %s: %s"
+#: How deep modified arguments sit in their record (record > payload > approval > arguments).
+_MODIFIED_DEPTH = 3
+_NO_REASON = "(no reason given)"
+
+
+def arguments_sha256(arguments: Mapping[str, Any]) -> str:
+    """The hex SHA-256 of the RFC 8785 bytes of ``arguments`` (as recorded)."""
+    return hashlib.sha256(canonical_bytes(arguments)).hexdigest()
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """What an approver is asked about one gated call.
+
+    ``origin`` names the run (``agentloop/1/<hash of record 0>``, as in its
+    checkpoints), ``step`` the turn (from 1), ``call_id`` and ``tool`` the
+    call, ``arguments`` a private copy of its recorded (validated) arguments,
+    ``arguments_sha256`` the SHA-256 of their RFC 8785 bytes and
+    ``assistant_hash`` the hash of the assistant record that asked for it.
+    """
+
+    origin: str
+    step: int
+    call_id: str
+    tool: str
+    arguments: Dict[str, Any]
+    arguments_sha256: str
+    assistant_hash: str
+
+    def to_json(self) -> Dict[str, Any]:
+        """The request as a JSON object (``agentloop pending --json``)."""
+        return {"origin": self.origin, "step": self.step, "call_id": self.call_id, "tool": self.tool,
+                "arguments": self.arguments, "arguments_sha256": self.arguments_sha256,
+                "assistant_hash": self.assistant_hash}
+
+
+def _check_by(kind: str, by: object) -> None:
+    if not isinstance(by, str) or not by:
+        raise TypeError("%s.by must be a non-empty str naming who decided, got %s" % (kind, type(by).__name__))
+
+
+def _check_common(kind: str, by: object, sha: object, signer: object) -> None:
+    _check_by(kind, by)
+    if sha is not None and (not isinstance(sha, str) or len(sha) != 64 or sha.strip("0123456789abcdef")):
+        raise ValueError("%s.arguments_sha256 must be None or 64 lowercase hex digits" % (kind,))
+    if signer is not None and not all(hasattr(signer, name) for name in ("name", "key_id", "sign")):
+        raise TypeError("%s.signer must be None or a note signer (name, key_id, sign)" % (kind,))
+
+
+def _check_reason(kind: str, reason: object) -> None:
+    if not isinstance(reason, str):
+        raise TypeError("%s.reason must be a str, got %s" % (kind, type(reason).__name__))
+
+
+@dataclass(frozen=True)
+class Approve:
+    """Run the call.  ``by`` names who decided; ``arguments_sha256``, when
+    given, binds the decision to exactly those arguments; ``signer`` (a note
+    signer such as :class:`~agentloop.signing.Ed25519Signer`) signs it."""
+
+    by: str
+    arguments_sha256: Optional[str] = None
+    signer: Any = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _check_common("Approve", self.by, self.arguments_sha256, self.signer)
+
+
+@dataclass(frozen=True)
+class Deny:
+    """Do not run the call: it fails as data with :data:`DENIED`, and the run goes on."""
+
+    reason: str
+    by: str
+    arguments_sha256: Optional[str] = None
+    signer: Any = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _check_reason("Deny", self.reason)
+        _check_common("Deny", self.by, self.arguments_sha256, self.signer)
+
+
+@dataclass(frozen=True)
+class Modify:
+    """Run the call with these ``arguments`` instead (validated again first; recorded)."""
+
+    arguments: Mapping[str, Any]
+    by: str
+    arguments_sha256: Optional[str] = None
+    signer: Any = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.arguments, Mapping):
+            raise TypeError("Modify.arguments must be a mapping, got %s" % (type(self.arguments).__name__,))
+        _check_common("Modify", self.by, self.arguments_sha256, self.signer)
+
+
+@dataclass(frozen=True)
+class Terminate:
+    """Do not run the call (it fails as data with :data:`TERMINATED`) and stop the run (``approval_terminated``)."""
+
+    reason: str
+    by: str
+    arguments_sha256: Optional[str] = None
+    signer: Any = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _check_reason("Terminate", self.reason)
+        _check_common("Terminate", self.by, self.arguments_sha256, self.signer)
+
+
+Decision = Union[Approve, Deny, Modify, Terminate]
+_NAMES: Dict[type, str] = {Approve: "approve", Deny: "deny", Modify: "modify", Terminate: "terminate"}
+
+
+@dataclass(frozen=True)
+class RecordedDecision:
+    """A decision read back from a transcript's ``approval`` member, taken as recorded.
+
+    :func:`agentloop.models.replay` answers with these, so a run with
+    approvals replays byte for byte with nobody present (fail-closed denials
+    and signed notes included).
+    """
+
+    member: Dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A decision as the loop acts on it and records it.
+
+    ``by`` is ``None`` when nobody decided (the approver failed: fail
+    closed); ``arguments`` and ``arguments_text`` are the new arguments of a
+    modify (their snapshot and RFC 8785 text); ``note`` the signed note, or "".
+    """
+
+    decision: str
+    by: Optional[str]
+    reason: str = ""
+    arguments: Optional[Dict[str, Any]] = None
+    arguments_text: str = ""
+    note: str = ""
+
+    def member(self) -> Dict[str, Any]:
+        """The tool record's ``approval`` member."""
+        entry: Dict[str, Any] = {"decision": self.decision, "by": self.by}
+        if self.decision in ("deny", "terminate"):
+            entry["reason"] = self.reason
+        if self.decision == "modify":
+            entry["arguments"] = self.arguments
+        if self.note:
+            entry["note"] = self.note
+        return entry
+
+    def error(self) -> str:
+        """The error a call not run for this decision fails with (deny, terminate)."""
+        if self.by is None:
+            return DENIED_CLOSED % (self.reason,)
+        template = TERMINATED if self.decision == "terminate" else DENIED
+        return template % (json.dumps(self.by, ensure_ascii=False), self.reason or _NO_REASON)
+
+
+def closed(reason: str) -> Verdict:
+    """A denial nobody decided: the approver failed (fail closed)."""
+    return Verdict("deny", None, reason)
+
+
+def note_text(request: ApprovalRequest, verdict: Verdict) -> str:
+    """The text a decision note signs (every value ASCII; strings as JSON)::
+
+        agentloop-approval/1
+        agentloop/1/<hash of record 0>
+        step <n>
+        assistant <hash of the assistant record>
+        call <call id as JSON>
+        tool <tool name as JSON>
+        arguments <SHA-256 of the recorded arguments>
+        decision <approve|deny|modify|terminate>
+        by <who, as JSON>
+        reason <reason as JSON>            (deny and terminate only)
+        modified <SHA-256 of the new arguments>   (modify only)
+    """
+    lines = [
+        NOTE_HEADER,
+        request.origin,
+        "step %d" % (request.step,),
+        "assistant %s" % (request.assistant_hash,),
+        "call %s" % (json.dumps(request.call_id),),
+        "tool %s" % (json.dumps(request.tool),),
+        "arguments %s" % (request.arguments_sha256,),
+        "decision %s" % (verdict.decision,),
+        "by %s" % (json.dumps(verdict.by),),
+    ]
+    if verdict.decision in ("deny", "terminate"):
+        lines.append("reason %s" % (json.dumps(verdict.reason),))
+    if verdict.decision == "modify":
+        lines.append("modified %s" % (hashlib.sha256(verdict.arguments_text.encode("utf-8")).hexdigest(),))
+    return "\n".join(lines) + "\n"
+
+
+def judge(answer: object, request: ApprovalRequest, max_arguments_bytes: int) -> Optional[Verdict]:
+    """What the loop does with an approver's ``answer`` to ``request``: ``None`` to defer, else a :class:`Verdict`.
+
+    1. ``None`` defers; a :class:`RecordedDecision` is taken as recorded;
+    2. anything but a :class:`Decision` denies (fail closed);
+    3. a decision bound to other arguments (``arguments_sha256``) denies;
+    4. a modify's arguments must be recordable and fit ``max_arguments_bytes``, else it denies;
+    5. a decision with a ``signer`` is signed (:func:`note_text`); a signer that fails denies.
+    """
+    # 1.
+    if answer is None:
+        return None
+    if isinstance(answer, RecordedDecision):
+        member = answer.member
+        recorded = member.get("arguments")
+        recorded_text = canonical_bytes(recorded).decode("utf-8") if isinstance(recorded, dict) else ""
+        return Verdict(str(member.get("decision")), member.get("by"), str(member.get("reason", "")),
+                       recorded if isinstance(recorded, dict) else None, recorded_text, str(member.get("note", "")))
+    # 2.
+    kind = _NAMES.get(type(answer))
+    if kind is None:
+        return closed("the approver returned %s, not Approve, Deny, Modify, Terminate or None" % (type(answer).__name__,))
+    decision: Decision = answer  # type: ignore[assignment]
+    # 3.
+    if decision.arguments_sha256 is not None and decision.arguments_sha256 != request.arguments_sha256:
+        return closed("the decision of %s is bound to arguments with SHA-256 %s, but this call's are %s"
+                      % (json.dumps(decision.by, ensure_ascii=False), decision.arguments_sha256, request.arguments_sha256))
+    # 4.
+    arguments: Optional[Dict[str, Any]] = None
+    text = ""
+    if isinstance(decision, Modify):
+        try:
+            value, text = snapshot(dict(decision.arguments), "$.arguments", _MODIFIED_DEPTH)
+        except UnrecordableError as exc:
+            return closed("the arguments modified by %s cannot be recorded: %s" % (json.dumps(decision.by, ensure_ascii=False), exc))
+        if len(text.encode("utf-8")) > max_arguments_bytes:
+            return closed("the arguments modified by %s are %d bytes, more than a record holds (%d)"
+                          % (json.dumps(decision.by, ensure_ascii=False), len(text.encode("utf-8")), max_arguments_bytes))
+        arguments = dict(value)
+    reason = getattr(decision, "reason", "")
+    try:
+        canonical_bytes([decision.by, reason])
+    except UnrecordableError as exc:
+        return closed("the decision cannot be recorded: %s" % (exc,))
+    verdict = Verdict(kind, decision.by, reason, arguments, text)
+    # 5.
+    if decision.signer is not None:
+        try:
+            signed = sign_note(note_text(request, verdict), decision.signer)
+        except Exception as exc:  # a signer that fails: nothing unsigned is passed off as signed
+            return closed("the decision of %s could not be signed: %s: %s"
+                          % (json.dumps(decision.by, ensure_ascii=False), type(exc).__name__, exc))
+        verdict = Verdict(kind, decision.by, reason, arguments, text, signed.to_bytes().decode("utf-8"))
+    return verdict
+
+
+def decision_from_json(value: object, where: str = "$") -> Decision:
+    """A decision from its JSON form (a decisions file, ``agentloop resume --decisions``).
+
+    ``{"decision": "approve"|"deny"|"modify"|"terminate", "by": "...",
+    "reason": "..." (deny, terminate), "arguments": {...} (modify),
+    "arguments_sha256": "<hex>" (optional)}``.  Raises ``ValueError`` naming the place.
+    """
+    if not isinstance(value, dict):
+        raise ValueError("%s: a decision is an object, got %s" % (where, type(value).__name__))
+    allowed = {"decision", "by", "reason", "arguments", "arguments_sha256"}
+    extra = sorted(set(value) - allowed)
+    if extra:
+        raise ValueError("%s: unknown member %s (have: %s)" % (where, json.dumps(extra[0]), ", ".join(sorted(allowed))))
+    kind = value.get("decision")
+    if kind not in APPROVAL_DECISIONS:
+        raise ValueError("%s.decision: %s is not one of %s" % (where, json.dumps(kind), ", ".join(APPROVAL_DECISIONS)))
+    by, sha = value.get("by"), value.get("arguments_sha256")
+    try:
+        if kind == "approve":
+            return Approve(by, sha)  # type: ignore[arg-type]
+        if kind == "modify":
+            if "arguments" not in value:
+                raise ValueError("a modify needs 'arguments'")
+            return Modify(value["arguments"], by, sha)  # type: ignore[arg-type]
+        if "reason" not in value:
+            raise ValueError("a %s needs 'reason'" % (kind,))
+        cls = Deny if kind == "deny" else Terminate
+        return cls(value["reason"], by, sha)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise ValueError("%s: %s" % (where, exc)) from None
+
+
+def verify_approvals(path: PathLike, trusted: Sequence[Verifier], require: Sequence[str] = ()) -> List[Tuple[int, str]]:
+    """Check every signed decision note in a transcript; return ``[(record index, problem)]``, empty when all hold.
+
+    For each tool record whose ``approval`` member has a ``note``:
+    1. the note parses (C2SP signed-note);
+    2. its text is exactly :func:`note_text` of the run, the assistant
+       record that asked, the call, its recorded arguments and the recorded
+       decision (so a note moved to another call, run or decision fails);
+    3. a trusted key signed it (:func:`~agentloop.signing.note.verify_note`).
+    The file must verify first (a problem at index -1 otherwise).
+    """
+    verdict = verify_file(path)
+    if not verdict.ok:
+        return [(-1, "the transcript does not verify: %s" % (verdict.faults[0],))]
+    problems: List[Tuple[int, str]] = []
+    origin, assistant_hash, step, calls = "", "", 0, {}  # type: str, str, int, Dict[Any, Any]
+    for index, (_, entry, _) in enumerate(iter_file(path)):
+        record = cast(Dict[str, Any], entry)  # the file verifies: every record is an object
+        kind, payload, digest = record["kind"], record["payload"], record["hash"]
+        if index == 0:
+            origin = "agentloop/1/" + digest
+        elif kind == "assistant":
+            assistant_hash, step = digest, payload["step"]
+            calls = {c["id"]: c for c in payload["tool_calls"] if isinstance(c, dict)}
+        elif kind == "tool" and isinstance(payload.get("approval"), dict) and "note" in payload["approval"]:
+            member = payload["approval"]
+            call = calls.get(payload["id"], {})
+            arguments = call.get("arguments")
+            if not isinstance(arguments, dict):
+                problems.append((index, "the call has no recorded arguments, so nothing to bind the note to"))
+                continue
+            request = ApprovalRequest(origin, step, payload["id"], payload["name"], arguments, arguments_sha256(arguments), assistant_hash)
+            modified = member.get("arguments")
+            expected = note_text(request, Verdict(
+                str(member.get("decision")), member.get("by"), str(member.get("reason", "")), None,
+                canonical_bytes(modified).decode("utf-8") if isinstance(modified, dict) else ""))
+            try:
+                note: Note = parse_note(str(member["note"]).encode("utf-8"))
+                if note.text != expected:
+                    raise BadSignatureError("the note's text does not match this call and decision")
+                verify_note(note, trusted, require)
+            except (MalformedNoteError, BadSignatureError, SigningKeyError) as exc:
+                problems.append((index, str(exc)))
+    return problems

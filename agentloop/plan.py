@@ -1,0 +1,133 @@
+"""A turn's plan: the model's tool calls, each read once into what is recorded, shown and run.
+
+:func:`plan_turn` is pure: given a reply, the step and the record size limit,
+it returns a frozen :class:`TurnPlan` and touches nothing else.  Each call's
+arguments are read once into a plain-JSON snapshot that the record, the model
+and the tool all share; arguments that cannot be recorded (or that the
+adapter could not read: ``ToolCall.arguments_error``) are kept out of the
+record (``arguments: null`` plus the reason), and such a call fails as data
+with that reason as its error.
+
+A later decision about a call (an approval: :mod:`agentloop.approval`) is
+taken between planning and running, against the planned call's recorded
+arguments; :func:`plan_from_record` rebuilds a recorded turn's plan.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from .canonical import canonical_text, json_path, snapshot
+from .errors import UnrecordableError
+from .messages import Message, ModelReply
+
+__all__ = ["PlannedCall", "TurnPlan", "plan_turn", "plan_from_record", "ARGUMENTS_DEPTH", "RECORD_OVERHEAD"]
+
+#: How deep a call's arguments sit in their record (record > payload >
+#: tool_calls > call > arguments): :data:`~agentloop.canonical.MAX_DEPTH` bounds the whole record.
+ARGUMENTS_DEPTH = 4
+#: Room kept in an assistant record for everything but the text and the arguments.
+RECORD_OVERHEAD = 4096
+
+
+@dataclass(frozen=True)
+class PlannedCall:
+    """One call as recorded: its ``id`` (the model's, or ``call_<step>_<position>``),
+    ``name``, ``arguments`` (a plain-JSON snapshot, ``None`` when not recordable)
+    and ``problem`` (``""`` when the call may run, else the error it fails with)."""
+
+    id: str
+    name: str
+    arguments: Optional[Dict[str, Any]]
+    problem: str = ""
+    arguments_text: str = field(default="", compare=False, repr=False)  # their RFC 8785 text
+
+    def recorded(self) -> Dict[str, Any]:
+        """The call in the assistant record: ``{id, name, arguments}``, plus
+        ``arguments_error`` when the arguments are kept out."""
+        entry: Dict[str, Any] = {"id": self.id, "name": self.name, "arguments": self.arguments}
+        if self.arguments is None:
+            entry["arguments_error"] = self.problem
+        return entry
+
+    def shown(self) -> Dict[str, Any]:
+        """The call in the assistant message the model sees next."""
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+@dataclass(frozen=True)
+class TurnPlan:
+    """A reply's calls in the model's order, and the text the token estimate counts
+    (the reply's text, each call's name and its arguments' canonical JSON)."""
+
+    text: str
+    calls: Tuple[PlannedCall, ...]
+    emitted: str
+
+    def message(self) -> Message:
+        """The assistant message the model sees in later turns."""
+        return {"role": "assistant", "content": self.text, "tool_calls": [call.shown() for call in self.calls]}
+
+
+def plan_turn(reply: ModelReply, step: int, max_record_bytes: int) -> TurnPlan:
+    """Read ``reply``'s calls for step ``step`` (from 1) into a :class:`TurnPlan`.
+
+    Arguments are kept in the record while they fit in it, in order: a call
+    whose arguments would push the assistant record past ``max_record_bytes``
+    has them kept out instead.  A call id used twice in the turn fails as data.
+    """
+    calls: List[PlannedCall] = []
+    emitted = [reply.text]
+    seen = set()
+    room = max_record_bytes - len(reply.text.encode("utf-8")) - RECORD_OVERHEAD
+    for position, call in enumerate(reply.tool_calls):
+        call_id = call.id or "call_%d_%d" % (step, position)
+        problem = "call id %s is used twice in this turn" % (json.dumps(call_id),) if call_id in seen else ""
+        seen.add(call_id)
+        arguments, text, unrecordable = _read_arguments(call.name, call.arguments, call.arguments_error, call_id, room, max_record_bytes)
+        if arguments is None:
+            problem = problem or unrecordable
+            emitted.append(call.name)
+        else:
+            room -= len(text.encode("utf-8")) + len(call.name) + len(call_id)
+            emitted.append(call.name + text)
+        calls.append(PlannedCall(call_id, call.name, arguments, problem, text))
+    return TurnPlan(reply.text, tuple(calls), "".join(emitted))
+
+
+def plan_from_record(payload: Dict[str, Any]) -> TurnPlan:
+    """The plan of a recorded assistant record (``payload`` of a verified file), as
+    :func:`plan_turn` made it: the same calls, ids, arguments and problems.
+
+    :func:`agentloop.resume` uses it to finish a turn a pause or a crash left unfinished.
+    """
+    calls: List[PlannedCall] = []
+    seen = set()
+    for call in payload["tool_calls"]:
+        call_id, name, arguments = call["id"], call["name"], call["arguments"]
+        problem = "call id %s is used twice in this turn" % (json.dumps(call_id),) if call_id in seen else ""
+        seen.add(call_id)
+        if arguments is None:
+            calls.append(PlannedCall(call_id, name, None, call.get("arguments_error", "")))  # recorded as the problem
+        else:
+            calls.append(PlannedCall(call_id, name, arguments, problem, canonical_text(arguments)))
+    return TurnPlan(payload["text"], tuple(calls), "")
+
+
+def _read_arguments(
+    name: str, arguments: Any, arguments_error: str, call_id: str, room: int, max_record_bytes: int
+) -> Tuple[Optional[Dict[str, Any]], str, str]:
+    """``(snapshot, its canonical text, "")``, or ``(None, "", why they are kept out)``."""
+    if arguments_error:  # the adapter could not read them: that text is the error, verbatim
+        return None, "", arguments_error
+    try:
+        value, text = snapshot(arguments, json_path("$", name), ARGUMENTS_DEPTH)
+    except UnrecordableError as exc:
+        return None, "", "unrecordable arguments: %s" % (exc,)
+    size = len(text.encode("utf-8")) + len(name) + len(call_id)
+    if size > room:
+        reason = "arguments of %d bytes do not fit max_record_bytes %d" % (size, max_record_bytes)
+        return None, "", "unrecordable arguments: %s" % (UnrecordableError(json_path("$", name), reason),)
+    return value, text, ""
