@@ -7,9 +7,14 @@ the time is up: mutated transcripts (byte flips, deleted, duplicated and
 swapped lines, truncation at every byte, junk, huge, invalid-UTF-8 and deep
 lines, duplicate keys, lone surrogates, NaN, big integers, non-canonical
 spellings) through ``verify_file``, and scripted models sending random,
-malformed and oversized calls through ``run``.  Then checks that
-``verify_file`` time grows linearly with hostile input size.  Prints cases,
-crashes (must be 0), silent accepts (must be 0) and the slowest input.
+malformed and oversized calls through ``run``.  Then the type confusions:
+every field of every record kind (of a run holding every optional member,
+and of the demo's recover run) replaced by every JSON type with the chain
+recomputed, through ``verify_file``, ``render_report``, ``checkpoint_of``
+and ``repair`` (crashes must be 0; a type the grammar fixes accepted must be
+0).  Then checks that ``verify_file`` time grows linearly with hostile input
+size.  Prints cases, crashes (must be 0), silent accepts (must be 0) and the
+slowest input.
 """
 
 from __future__ import annotations
@@ -25,7 +30,22 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from agentloop import verify_file  # noqa: E402
-from tests.fuzzing import FuzzReport, fuzz_all  # noqa: E402
+from agentloop.loop import run  # noqa: E402
+from tests.fuzzing import FuzzReport, TypeReport, fuzz_all, fuzz_types, rich_transcript  # noqa: E402
+
+
+def type_confusions() -> TypeReport:
+    from demo import demo_tools, recover_model
+
+    report = TypeReport()
+    with tempfile.TemporaryDirectory() as folder:
+        source = os.path.join(folder, "recover.jsonl")
+        run("fuzz source", recover_model(), demo_tools(), transcript=source, max_steps=8, max_tokens=2000)
+        with open(source, "rb") as handle:
+            recover = handle.read()
+        for data in (rich_transcript(folder), recover):
+            fuzz_types(data, folder, report, readers_every=1)
+    return report
 
 
 def scaling() -> None:
@@ -70,8 +90,12 @@ def main(argv: List[str]) -> int:
         print("%-12s %s" % (name, total.summary()))
         for line in (total.crashes + total.silent_accepts)[:10]:
             print("    " + line)
+    types = type_confusions()
+    print("%-12s %s" % ("types", types.summary()))
+    for line in (types.crashes + types.missed)[:10]:
+        print("    " + line)
     scaling()
-    bad = sum(len(t.crashes) + len(t.silent_accepts) for t in totals.values())
+    bad = sum(len(t.crashes) + len(t.silent_accepts) for t in totals.values()) + len(types.crashes) + len(types.missed)
     return 1 if bad else 0
 
 

@@ -1,6 +1,13 @@
 """verify_file throughput against a same-run baseline, and its peak memory.
 
     python3 bench/verify.py [--mb 100] [--keep PATH]
+    python3 bench/verify.py --hostile
+
+With ``--hostile``: the time (best of ``--repeat``) and the peak RSS (of a
+fresh child process) of ``verify_file`` on 1 MB of ``x\n`` lines and on 6 MB
+of ``{}\n`` lines, each against a valid transcript of the same size,
+generated and measured in the same run, and their ratios (target: <= 3x the
+valid file's time; memory flat).
 
 Generates a transcript of about ``--mb`` megabytes with realistic payloads
 (nested objects, lists of records, unicode text, integers and floats), then
@@ -37,34 +44,44 @@ from agentloop import TranscriptWriter, verify_file  # noqa: E402
 WORDS = ["alpha", "beta", "gamma", "delta", "naïve", "café", "Zürich", "東京", "данные", "😀", "ok", "error"]
 
 
-def payload(rng: random.Random, step: int) -> Dict[str, Any]:
-    kind = step % 4
-    if kind == 0:
-        return {"step": step, "text": " ".join(rng.choice(WORDS) for _ in range(40)), "tool_calls": [
-            {"id": "call_%d_0" % step, "name": "search", "arguments": {"query": rng.choice(WORDS), "limit": 10}}],
-            "tokens": rng.randint(10, 500), "total_tokens": step * 100}
-    if kind == 1:
-        return {"step": step, "id": "call_%d_0" % step, "name": "search", "ok": True, "value": {"results": [
+CALLS = ("search", "calc", "fetch")
+
+
+def assistant(rng: random.Random, step: int, total: int) -> Dict[str, Any]:
+    tokens = rng.randint(10, 500)
+    return {"step": step, "text": " ".join(rng.choice(WORDS) for _ in range(40)), "tool_calls": [
+        {"id": "call_%d_%d" % (step, i), "name": name, "arguments": {"query": rng.choice(WORDS), "limit": 10}}
+        for i, name in enumerate(CALLS)], "tokens": tokens, "total_tokens": total + tokens}
+
+
+def result(rng: random.Random, step: int, position: int) -> Dict[str, Any]:
+    head = {"step": step, "id": "call_%d_%d" % (step, position), "name": CALLS[position]}
+    if position == 0:
+        return dict(head, ok=True, value={"results": [
             {"title": " ".join(rng.choice(WORDS) for _ in range(6)), "score": round(rng.random(), 4),
              "rank": i, "tags": [rng.choice(WORDS) for _ in range(3)], "meta": {"lang": "en", "size": rng.randint(0, 10**6)}}
-            for i in range(8)]}}
-    if kind == 2:
-        return {"step": step, "id": "call_%d_1" % step, "name": "calc", "ok": True,
-                "value": {"sum": rng.randint(-10**9, 10**9), "mean": rng.uniform(-1e6, 1e6), "ratio": rng.random() / 1e7}}
-    return {"step": step, "id": "call_%d_2" % step, "name": "fetch", "ok": False,
-            "error": "tool 'fetch' raised TimeoutError: " + "".join(rng.choice(WORDS) for _ in range(20))}
+            for i in range(8)]})
+    if position == 1:
+        return dict(head, ok=True, value={"sum": rng.randint(-10**9, 10**9), "mean": rng.uniform(-1e6, 1e6), "ratio": rng.random() / 1e7})
+    return dict(head, ok=False, error="tool 'fetch' raised TimeoutError: " + "".join(rng.choice(WORDS) for _ in range(20)))
 
 
 def generate(path: str, megabytes: float) -> int:
+    """A transcript of the agentloop/1 grammar of about ``megabytes``: turns of three calls each."""
     rng = random.Random(6)
     target = megabytes * 1e6
     with TranscriptWriter(path, overwrite=True) as out:
-        out.append("task", {"format": "agentloop/1", "task": "bench", "budgets": {}, "tools": []})
-        step = 0
-        while os.path.getsize(path) < target if step % 1000 == 0 else True:
+        out.append("task", {"format": "agentloop/1", "task": "bench", "budgets": {
+            "max_steps": 10**9, "max_tokens": 10**15, "stop_sentinel": None}, "tools": []})
+        step = total = 0
+        while os.path.getsize(path) < target if step % 100 == 0 else True:
             step += 1
-            out.append("assistant" if step % 4 == 0 else "tool", payload(rng, step))
-        out.append("stop", {"reason": "step_budget", "steps": step, "tokens": 0, "detail": ""})
+            turn = assistant(rng, step, total)
+            total = turn["total_tokens"]
+            out.append("assistant", turn)
+            for position in range(len(CALLS)):
+                out.append("tool", result(rng, step, position))
+        out.append("stop", {"reason": "step_budget", "steps": step, "tokens": total, "detail": ""})
         return out.count
 
 
@@ -87,7 +104,53 @@ def best_of(repeat: int, fn: Any, *args: Any) -> float:
     return min(times)
 
 
-CHILD = "import sys,resource; sys.path.insert(0, sys.argv[1]); from agentloop import verify_file; r = verify_file(sys.argv[2]); print(r.ok, r.count, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+# Peak RSS in KiB: VmHWM of this process image where Linux gives it (ru_maxrss
+# can carry the parent's peak across fork and exec), else ru_maxrss.
+_PEAK = ("def peak():\n try:\n  return [int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')][0]\n"
+         " except (OSError, IndexError):\n  import resource; return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n")
+CHILD = _PEAK + "import sys; sys.path.insert(0, sys.argv[1]); from agentloop import verify_file; r = verify_file(sys.argv[2]); print(r.ok, r.count, peak())"
+#: The same child, without the verify_file call: what the interpreter and agentloop's import hold.
+IDLE = _PEAK + "import sys; sys.path.insert(0, sys.argv[1]); from agentloop import verify_file; print(True, 0, peak())"
+
+
+def peak_rss(path: str, program: str = CHILD) -> float:
+    """MB of peak RSS of a fresh process running ``program`` on ``path``."""
+    child = subprocess.run([sys.executable, "-c", program, ROOT, path], stdout=subprocess.PIPE, universal_newlines=True, check=True)
+    return int(child.stdout.split()[2]) / 1024
+
+
+def hostile(repeat: int) -> None:
+    """verify_file on the issue's two hostile files against valid files of the same sizes."""
+    folder = tempfile.mkdtemp()
+    try:
+        print("python %s on %s, %d cpus; verify_file, best of %d" % (
+            platform.python_version(), platform.machine(), os.cpu_count() or 0, repeat))
+        print("peak RSS of a process that only imports agentloop: %.1f MB" % (peak_rss(os.devnull, IDLE),))
+        print("%-30s %9s %9s %8s %12s %8s" % ("file", "MB", "seconds", "faults", "peak RSS MB", "x valid"))
+        for label, unit, megabytes in (("x\\n lines", b"x\n", 1.0), ("{}\\n lines", b"{}\n", 6.0)):
+            bad = os.path.join(folder, "hostile.jsonl")
+            with open(bad, "wb") as handle:
+                handle.write(unit * int(megabytes * 1e6 / len(unit)))
+            good = os.path.join(folder, "valid.jsonl")
+            generate(good, megabytes)
+            # the valid file cut to the hostile one's size, at a line boundary
+            with open(good, "rb") as handle:
+                data = handle.read(os.path.getsize(bad))
+            with open(good, "wb") as handle:
+                handle.write(data[: data.rfind(b"\n") + 1])
+            del data
+            rows = []
+            for name, path in (("valid, same size", good), (label, bad)):
+                verdict = verify_file(path)
+                seconds = best_of(repeat, verify_file, path)
+                rows.append((name, os.path.getsize(path) / 1e6, seconds, len(verdict.faults), peak_rss(path)))
+            base = rows[0][2]
+            for name, size, seconds, faults, rss in rows:
+                print("%-30s %9.2f %9.3f %8d %12.1f %8.2f" % (name, size, seconds, faults, rss, seconds / base))
+    finally:
+        for name in os.listdir(folder):
+            os.remove(os.path.join(folder, name))
+        os.rmdir(folder)
 
 
 def main(argv: List[str]) -> int:
@@ -95,7 +158,11 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--mb", type=float, default=100.0)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--keep", help="write the transcript here and keep it")
+    parser.add_argument("--hostile", action="store_true", help="the two hostile files against valid ones of the same size")
     args = parser.parse_args(argv)
+    if args.hostile:
+        hostile(max(args.repeat, 3))
+        return 0
     folder = tempfile.mkdtemp()
     path = args.keep or os.path.join(folder, "verify-bench.jsonl")
     try:

@@ -6,15 +6,20 @@ can be replayed from its seed and case number.
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import json
 import math
 import os
 import random
+import shutil
 import tempfile
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
-from agentloop import FAULT_KINDS, ModelReply, Tool, ToolCall, verify_file
+from agentloop import FAULT_KINDS, ModelReply, Tool, ToolCall, Usage, verify_file
+from agentloop.canonical import canonical_bytes
+from agentloop.errors import AgentloopError
 from agentloop.loop import run
 
 Mutation = Tuple[str, bytes]
@@ -219,3 +224,229 @@ def fuzz_all(seed: int, transcript_cases: int, loop_runs: int, data: Optional[by
         fuzz_transcripts(data, seed, transcript_cases, folder, reports["transcripts"], every_truncation)
         fuzz_loop(seed, loop_runs, folder, reports["loop"])
     return reports
+
+
+# --- type confusion: every field of every record kind, as every JSON type -----
+#
+# Each case replaces one value of one record (a top-level member, or a member
+# or element at any depth of the payload) by a value of another JSON type and
+# recomputes the chain from that record on, so only the type is wrong.  The
+# verifier must never raise, and where the agentloop/1 grammar fixes a type
+# (the oracle below, written from docs/format.md section 2, not from the
+# verifier) a value of another type must be a fault.
+
+#: One value of each JSON type (integers both >= 0 and < 0, as counts differ).
+JSON_VALUES: Tuple[Any, ...] = (None, True, False, 0, -3, 2.5, "", "x", [], [1], {}, {"a": 1})
+
+Path = Tuple[Union[str, int], ...]
+
+
+def _json_types(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "count" if value >= 0 else "integer"
+    if isinstance(value, float):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}[type(value)]
+
+
+_STRING, _COUNT, _OBJECT, _ARRAY, _BOOL = ({"string"}, {"count"}, {"object"}, {"array"}, {"boolean"})
+#: (kind, path with "*" for any array index) -> the JSON types the grammar allows there.
+GRAMMAR_TYPES: Dict[Tuple[str, Path], set] = {
+    ("task", ("payload", "format")): _STRING,
+    ("task", ("payload", "task")): _STRING,
+    ("task", ("payload", "budgets")): _OBJECT,
+    ("task", ("payload", "budgets", "max_steps")): _COUNT,
+    ("task", ("payload", "budgets", "max_tokens")): _COUNT,
+    ("task", ("payload", "budgets", "stop_sentinel")): {"string", "null"},
+    ("task", ("payload", "budgets", "max_record_bytes")): _COUNT,
+    ("task", ("payload", "tools")): _ARRAY,
+    ("task", ("payload", "tools", "*")): _OBJECT,
+    ("task", ("payload", "tools", "*", "name")): _STRING,
+    ("task", ("payload", "tools", "*", "description")): _STRING,
+    ("task", ("payload", "tools", "*", "parameters")): _OBJECT,
+    ("task", ("payload", "model")): _OBJECT,
+    ("assistant", ("payload", "step")): _COUNT,
+    ("assistant", ("payload", "text")): _STRING,
+    ("assistant", ("payload", "tool_calls")): _ARRAY,
+    ("assistant", ("payload", "tool_calls", "*")): _OBJECT,
+    ("assistant", ("payload", "tool_calls", "*", "id")): _STRING,
+    ("assistant", ("payload", "tool_calls", "*", "name")): _STRING,
+    ("assistant", ("payload", "tool_calls", "*", "arguments")): _OBJECT,  # null only with arguments_error
+    ("assistant", ("payload", "tool_calls", "*", "arguments_error")): _STRING,
+    ("assistant", ("payload", "tokens")): _COUNT,
+    ("assistant", ("payload", "total_tokens")): _COUNT,
+    ("assistant", ("payload", "usage")): _OBJECT,
+    ("assistant", ("payload", "usage", "input_tokens")): _COUNT,
+    ("assistant", ("payload", "usage", "output_tokens")): _COUNT,
+    ("assistant", ("payload", "truncated")): _BOOL,
+    ("tool", ("payload", "step")): _COUNT,
+    ("tool", ("payload", "id")): _STRING,
+    ("tool", ("payload", "name")): _STRING,
+    ("tool", ("payload", "ok")): _BOOL,
+    ("tool", ("payload", "error")): _STRING,
+    ("stop", ("payload", "reason")): _STRING,
+    ("stop", ("payload", "steps")): _COUNT,
+    ("stop", ("payload", "tokens")): _COUNT,
+    ("stop", ("payload", "detail")): _STRING,
+}
+for _kind in ("task", "assistant", "tool", "stop"):
+    GRAMMAR_TYPES[(_kind, ("payload",))] = _OBJECT
+    GRAMMAR_TYPES[(_kind, ("kind",))] = _STRING
+    GRAMMAR_TYPES[(_kind, ("hash",))] = _STRING
+    GRAMMAR_TYPES[(_kind, ("prev",))] = _STRING
+    GRAMMAR_TYPES[(_kind, ("seq",))] = _COUNT
+
+
+def _paths(value: Any, prefix: Path = ()) -> Iterator[Path]:
+    """Every member and element of ``value`` at any depth, parents before children."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in items:
+        yield prefix + (key,)
+        yield from _paths(child, prefix + (key,))
+
+
+def _pattern(path: Path) -> Path:
+    return tuple("*" if isinstance(step, int) else step for step in path)
+
+
+def _line(record: Any) -> bytes:
+    return canonical_bytes(record) + b"\n"
+
+
+def _rechain(records: List[Any], start: int, keep_hash: bool) -> None:
+    """Recompute ``hash`` from ``start`` on (and each later ``prev``), as a forger would."""
+    for j in range(start, len(records)):
+        if j > start:
+            records[j]["prev"] = records[j - 1]["hash"]
+        if not (j == start and keep_hash):
+            body = {k: v for k, v in records[j].items() if k != "hash"}
+            records[j]["hash"] = hashlib.sha256(canonical_bytes(body)).hexdigest()
+
+
+def type_confusions(data: bytes) -> Iterator[Tuple[str, bytes, bool]]:
+    """``(name, mutated bytes, must_fail)`` for every field of every record and every JSON type.
+
+    ``must_fail`` is true when the grammar fixes that field's type and the
+    new value's type is not allowed there.
+    """
+    records = [json.loads(line) for line in data.splitlines()]
+    for index, record in enumerate(records):
+        kind = record.get("kind")
+        for path in list(_paths(record)):
+            allowed = GRAMMAR_TYPES.get((kind, _pattern(path)))
+            for value in JSON_VALUES:
+                mutated = copy.deepcopy(records)
+                target = mutated[index]
+                for step in path[:-1]:
+                    target = target[step]
+                if _json_types(target[path[-1]]) == _json_types(value) and target[path[-1]] == value:
+                    continue
+                target[path[-1]] = value
+                _rechain(mutated, index, keep_hash=path == ("hash",))
+                must_fail = allowed is not None and _json_types(value) not in allowed
+                if allowed is _COUNT and _json_types(value) == "integer":
+                    must_fail = True
+                name = "record %d %s %s := %s" % (index, kind, "/".join(map(str, path)), json.dumps(value))
+                yield name, b"".join(_line(r) for r in mutated), must_fail
+
+
+class _Described:
+    """A scripted model that names itself, as an adapter does (so the task record has ``model``)."""
+
+    def __init__(self, replies: List[ModelReply]) -> None:
+        self.replies = iter(replies)
+
+    def model_info(self) -> Dict[str, Any]:
+        return {"provider": "openai", "model": "m", "host": "h", "params": {"temperature": 0}, "system": "s"}
+
+    def __call__(self, messages: Any, manifest: Any) -> ModelReply:
+        return next(self.replies)
+
+
+def rich_transcript(folder: str) -> bytes:
+    """A run that holds every optional member: model, max_record_bytes, usage,
+    truncated, arguments_error, a failed and a succeeding tool, a sentinel stop."""
+    tools = [Tool("echo", "Echo.", {"type": "object", "properties": {"text": {"type": "string"}}}, lambda **kw: kw)]
+    model = _Described([
+        ModelReply("one", [ToolCall("echo", {"text": "a"}), ToolCall("echo", {}, "", "not JSON")], Usage(3, 4)),
+        ModelReply("two", [ToolCall("nope", {"x": [1, {"y": None}]})], truncated=True),
+        ModelReply("DONE"),
+    ])
+    path = os.path.join(folder, "rich.jsonl")
+    run("rich", model, tools, transcript=path, max_steps=5, max_tokens=1000, stop_sentinel="DONE",
+        max_record_bytes=512 * 1024, overwrite=True)
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+class TypeReport(FuzzReport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.missed: List[str] = []  # a wrong type the grammar fixes, accepted
+
+    def summary(self) -> str:
+        return "%s; %d wrong types accepted" % (super().summary(), len(self.missed))
+
+
+def fuzz_types(data: bytes, folder: str, report: TypeReport, readers_every: int = 0) -> None:
+    """Every type confusion of ``data`` through verify_file (and, every
+    ``readers_every``-th case, through the other readers: report, checkpoint, repair)."""
+    path = os.path.join(folder, "types.jsonl")
+    for number, (name, mutated, must_fail) in enumerate(type_confusions(data)):
+        report.cases += 1
+        with open(path, "wb") as handle:
+            handle.write(mutated)
+        start = time.perf_counter()
+        try:
+            verdict = verify_file(path)
+        except BaseException as exc:  # the property under test: nothing escapes
+            report.crashes.append("%s: verify_file raised %s: %s" % (name, type(exc).__name__, exc))
+            continue
+        elapsed = time.perf_counter() - start
+        if elapsed > report.slowest[0]:
+            report.slowest = (elapsed, name, len(mutated))
+        if any(f.kind not in FAULT_KINDS for f in verdict.faults):
+            report.crashes.append("%s: unknown fault kind" % (name,))
+        if must_fail and verdict.ok:
+            report.missed.append(name)
+        if readers_every and number % readers_every == 0:
+            for reader, problem in other_readers(path, folder):
+                report.crashes.append("%s: %s raised %s" % (name, reader, problem))
+
+
+def other_readers(path: str, folder: str) -> List[Tuple[str, str]]:
+    """Run the library's other readers of a transcript on ``path``; return what raised unexpectedly.
+
+    ``render_report`` and ``checkpoint_of`` promise
+    never to raise on file content; ``repair`` may raise only
+    ``AgentloopError`` (a refusal) or ``OSError``.
+    """
+    from agentloop.report import render_report
+    from agentloop.transcript.anchor import checkpoint_of
+    from agentloop.transcript.repair import repair
+
+    problems: List[Tuple[str, str]] = []
+    for reader, call in (
+        ("render_report", lambda: render_report(path)),
+        ("checkpoint_of", lambda: checkpoint_of(path)),
+    ):
+        try:
+            call()
+        except BaseException as exc:
+            problems.append((reader, "%s: %s" % (type(exc).__name__, str(exc)[:200])))
+    copy_path = os.path.join(folder, "repair-copy.jsonl")
+    shutil.copyfile(path, copy_path)
+    try:
+        repair(copy_path)
+    except (AgentloopError, OSError):
+        pass
+    except BaseException as exc:
+        problems.append(("repair", "%s: %s" % (type(exc).__name__, str(exc)[:200])))
+    for name in os.listdir(folder):
+        if name.startswith("repair-copy.jsonl.torn-"):
+            os.remove(os.path.join(folder, name))
+    return problems

@@ -18,6 +18,7 @@ from typing import Any, Dict, List
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from agentloop import ModelReply, Tool, ToolCall, TranscriptWriter, run  # noqa: E402
+from tests.runs import Run  # noqa: E402
 
 
 def blob(n: int) -> Dict[str, Any]:
@@ -42,12 +43,13 @@ def main(argv: List[str]) -> int:
                                                  "required": ["n"], "additionalProperties": False}, blob)]
         run("a long run, killed", model, tools, transcript=path, max_steps=5000, max_tokens=2**40, fsync=True)
         return 0
+    payloads = Run()
     with TranscriptWriter(path, fsync=True) as out:
-        out.append("task", {"format": "agentloop/1", "task": "checkpoint after every record"})
+        out.append("task", payloads.task("checkpoint after every record"))
         out.checkpoint(argv[2])
         print(out.count, flush=True)
         for step in range(1, 5000):
-            out.append("assistant", {"step": step, "text": "y" * size(step)})
+            out.append("assistant", payloads.assistant(text="y" * size(step)))
             out.checkpoint(argv[2])
             print(out.count, flush=True)
     return 0

@@ -42,12 +42,14 @@ HOST = "127.0.0.1"  # never any other address
 
 @dataclass(frozen=True)
 class Canned:
-    """One scripted answer: ``body`` is JSON (a dict) or raw bytes; ``delay`` seconds before answering."""
+    """One scripted answer: ``body`` is JSON (a dict) or raw bytes; ``delay`` seconds before answering;
+    ``drip`` seconds between single bytes of the body (a server that keeps a request alive)."""
 
     body: Union[Dict[str, Any], bytes] = b""
     status: int = 200
     headers: Dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    drip: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -190,7 +192,13 @@ class _Handler(BaseHTTPRequestHandler):
             for name, value in headers.items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(payload)
+            if not canned.drip:
+                self.wfile.write(payload)
+            for at in range(len(payload) if canned.drip else 0):
+                self.wfile.write(payload[at:at + 1])
+                self.wfile.flush()
+                if owner.release.wait(canned.drip):
+                    break
         except OSError:  # the client gave up (a timeout test)
             pass
 

@@ -251,7 +251,7 @@ class TestFailures(OpenAICase):
             (dict(base_url="http://u:p@127.0.0.1/v1"), "base_url: must not hold credentials (user:password@); pass api_key= instead"),
             (dict(base_url="http://127.0.0.1/v1", params={"messages": []}), "params: 'messages' is set by the adapter itself"),
             (dict(base_url="http://127.0.0.1/v1", params={"t": float("nan")}), "params: $.params.t: nan is not a JSON number"),
-            (dict(base_url="http://127.0.0.1/v1", transport=HttpTransport(), timeout=3), "transport: give timeout and max_retries to the HttpTransport, not beside it"),
+            (dict(base_url="http://127.0.0.1/v1", transport=HttpTransport(), timeout=3), "transport: give timeout, max_retries and on_retry to the HttpTransport, not beside it"),
         ]
         for options, message in cases:
             with self.subTest(message):
@@ -296,9 +296,9 @@ class TestCommandLine(OpenAICase):
         lines = out.splitlines()
         self.assertTrue(lines[0].startswith("seq=0 task     max_steps=4 max_tokens=2000 tools=add,echo,fail,greet"))
         self.assertIn('seq=2 add      ok=True  value={"sum": 42}', lines)
-        self.assertEqual(lines[-2], "stop: no_tool_calls (steps=2, tokens=36): the assistant asked for no tools")
+        self.assertIn("stop: no_tool_calls (steps=2, tokens=36): the assistant asked for no tools", lines)
         result = verify_file(self.path())
-        self.assertEqual(lines[-1], "transcript: %s (5 records, head %s)" % (self.path(), result.head))
+        self.assertIn("transcript: %s (5 records, head %s)" % (self.path(), result.head), lines)
         self.assertEqual(self.cli("replay", self.path(), "--tools", "demo:demo_tools")[0], 0)
 
     def test_agentloop_run_writes_a_signed_checkpoint_that_verifies(self) -> None:
@@ -309,7 +309,7 @@ class TestCommandLine(OpenAICase):
                 "--task", "What is 40 + 2?", "--max-steps", "4", "--max-tokens", "2000", "-o", self.path(),
                 "--checkpoint", self.path("t.ckpt"), "--key-env", "AGENTLOOP_TEST_KEY")
             self.assertEqual((status, err), (0, ""), out)
-            self.assertTrue(out.endswith("checkpoint: %s (signed)\n" % self.path("t.ckpt")))
+            self.assertIn("checkpoint: %s (signed)" % self.path("t.ckpt"), out.splitlines())
             status, out, _ = self.cli("verify", self.path(), "--checkpoint", self.path("t.ckpt"), "--key-env", "AGENTLOOP_TEST_KEY")
         self.assertEqual(status, 0, out)
 

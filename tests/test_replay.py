@@ -167,7 +167,7 @@ class TestCommandLine(LoopbackCase, ReplayCase):
         before = read_lines(self.path())
         status, _, err = self.cli("replay", self.path(), "--tools", "demo:demo_tools", "-o", self.path(), "--overwrite")
         self.assertEqual(status, 2)
-        self.assertIn("--output: must not be the transcript being replayed", err)
+        self.assertIn("is the transcript being replayed", err)
         self.assertEqual(read_lines(self.path()), before)
         for spec, message in (("demo", "--tools: must be MODULE:NAME"), ("no_such_module_x:t", "--tools: cannot import no_such_module_x"),
                               ("demo:nothing", "--tools: demo has no attribute \"nothing\"")):

@@ -17,6 +17,7 @@ from agentloop.errors import TranscriptExistsError, UnrecordableError
 from agentloop.transcript.format import GENESIS
 
 from .helpers import TempDir, read_lines, read_records
+from .runs import Run
 
 Faults = Set[Tuple[Any, str]]
 
@@ -65,18 +66,19 @@ class TestWriter(TempDir):
         with open(self.path(), "rb") as handle:
             self.assertEqual(handle.read(), b"evidence\n")
         with TranscriptWriter(self.path(), overwrite=True) as out:
-            out.append("task", {"format": "agentloop/1"})
+            out.append("task", Run.task())
         self.assertTrue(verify_file(self.path()).ok)
 
     def test_an_unrecordable_payload_raises_and_writes_nothing(self) -> None:
+        run = Run()
         with TranscriptWriter(self.path()) as out:
-            out.append("task", {"format": "agentloop/1"})
+            out.append("task", run.task())
             before = read_lines(self.path())
             with self.assertRaises(UnrecordableError) as caught:
                 out.append("tool", {"value": float("nan")})
             self.assertEqual(caught.exception.path, "$.payload.value")
             self.assertEqual(out.count, 1)
-            out.append("stop", {})
+            out.append("stop", run.stop())
         lines = read_lines(self.path())
         self.assertEqual(lines[:1], before)
         self.assertTrue(verify_file(self.path()).ok)
@@ -239,9 +241,13 @@ class TestLimits(TempDir):
         self.assertTrue(verdict.complete)
         self.assertEqual((verdict.count, verdict.head), (11, result.head))
 
-    def test_an_empty_file_is_a_valid_empty_chain(self) -> None:
+    def test_an_empty_file_holds_no_run(self) -> None:
         verdict = verify_file(self.write_bytes(b""))
-        self.assertEqual((verdict.ok, verdict.count, verdict.head, verdict.complete), (True, 0, None, False))
+        self.assertEqual((verdict.ok, verdict.count, verdict.head, verdict.complete), (False, 0, None, False))
+        self.assertEqual([str(f) for f in verdict.faults], ["file: no_records: it holds no record, so no run: the file is empty"])
+        junk = verify_file(self.write_bytes(b"junk\n\n"))
+        self.assertEqual([f.kind for f in junk.faults], ["bad_json", "bad_json", "no_records"])
+        self.assertEqual(junk.faults[-1].detail, "it holds no record, so no run: none of its 2 line(s) is a record")
 
 
 class TestFileFaults(TempDir):
@@ -340,10 +346,12 @@ class TestNeverRaises(TempDir):
 
 class TestStreaming(TempDir):
     def test_memory_stays_flat_in_the_file_length(self) -> None:
+        run = Run()
         with TranscriptWriter(self.path()) as out:
-            out.append("task", {"format": "agentloop/1"})
-            for i in range(20_000):
-                out.append("tool", {"id": "call_%d" % i, "ok": True, "value": {"text": "x" * 200}})
+            out.append("task", run.task())
+            for i in range(10_000):
+                out.append("assistant", run.assistant(calls=1))
+                out.append("tool", run.tool({"text": "x" * 400}))
         size = os.path.getsize(self.path())
         tracemalloc.start()
         try:

@@ -1,7 +1,9 @@
 """The transcript vectors in tests/vectors/transcript/ get their expected verdicts.
 
 Each ``NAME.expect.json`` names a transcript, how to verify it and the
-verdict (see that folder's README.md).  The loader fails when it finds no
+verdict (see that folder's README.md): ``ok``, ``records``, ``head``,
+``complete``, every fault, and, for a verification stopped by
+``too_many_faults``, how much of the file it left unexamined.  The loader fails when it finds no
 vector, every kind in ``agentloop.FAULT_KINDS`` must have one, and
 ``make.py`` must rebuild the folder byte for byte.
 """
@@ -20,6 +22,7 @@ import unittest
 from typing import Any, Dict, List
 
 from agentloop import FAULT_KINDS, VerifyResult, verify_checkpoint, verify_file
+from agentloop.transcript.format import MAX_FAULTS
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vectors", "transcript")
 
@@ -36,12 +39,18 @@ def load_vectors() -> List[Dict[str, Any]]:
 
 def verdict_of(expect: Dict[str, Any]) -> VerifyResult:
     how = expect["verify"]
-    unknown = set(how) - {"expect_count", "expect_head", "checkpoint", "exact", "key_file"}
+    unknown = set(how) - {"expect_count", "expect_head", "require_complete", "max_faults", "checkpoint", "exact", "key_file"}
     if unknown:
         raise AssertionError("%s: unknown verify options %s" % (expect["name"], sorted(unknown)))
     path = os.path.join(HERE, expect["transcript"])
     if "checkpoint" not in how:
-        return verify_file(path, expect_count=how.get("expect_count"), expect_head=how.get("expect_head"))
+        return verify_file(
+            path,
+            expect_count=how.get("expect_count"),
+            expect_head=how.get("expect_head"),
+            require_complete=how.get("require_complete", False),
+            max_faults=how.get("max_faults", MAX_FAULTS),
+        )
     key = None
     if "key_file" in how:
         with open(os.path.join(HERE, how["key_file"]), "rb") as handle:
@@ -66,6 +75,11 @@ class TestTranscriptVectors(unittest.TestCase):
                     "complete": result.complete,
                     "faults": [{"kind": f.kind, "index": f.index, "line": f.line} for f in result.faults],
                 }
+                if "unexamined_lines" in expect:  # only a verification stopped by too_many_faults
+                    got["unexamined_lines"] = result.unexamined_lines
+                    got["unexamined_bytes"] = result.unexamined_bytes
+                else:
+                    self.assertEqual((result.unexamined_lines, result.unexamined_bytes), (0, 0))
                 want = {name: expect[name] for name in got}
                 self.assertEqual(got, want, [str(f) for f in result.faults])
                 self.assertEqual(expect["ok"], not expect["faults"])
@@ -74,8 +88,10 @@ class TestTranscriptVectors(unittest.TestCase):
         vectors = {v["name"]: v for v in load_vectors()}
         for kind in FAULT_KINDS:
             with self.subTest(kind=kind):
-                self.assertIn(kind, vectors)
-                self.assertEqual(vectors[kind]["faults"][0]["kind"], kind)
+                self.assertIn(kind, sorted(vectors))
+                kinds = [f["kind"] for f in vectors[kind]["faults"]]
+                # too_many_faults comes after the max_faults faults it stops at; every other kind comes first.
+                self.assertEqual(kinds[-1] if kind == "too_many_faults" else kinds[0], kind)
         valid = [name for name in vectors if name.startswith("valid")]
         self.assertGreaterEqual(len(valid), 1)
         for name in valid:

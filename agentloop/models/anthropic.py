@@ -44,7 +44,13 @@ Mapping choices, documented where they are made:
 * ``usage``: input is ``input_tokens`` plus both cache counts (the API
   reports cached input apart), output is ``output_tokens``;
 * ``stop_reason: "refusal"`` (or an empty reply) is a turn with whatever
-  text came and no tool calls: the run ends on ``no_tool_calls``.
+  text came and no tool calls: the run ends on ``no_tool_calls``;
+* ``stop_reason: "max_tokens"`` sets ``ModelReply.truncated``, recorded as
+  ``"truncated": true``;
+* a leading ``{"role": "system"}`` message in ``messages`` (how the loop
+  passes ``run(system=...)``) replaces the constructor's ``system`` as the
+  body's ``system`` field;
+* a query in ``base_url`` is kept after the appended ``/v1/messages``.
 
 Not covered yet: streaming, images and documents, extended thinking (whose
 blocks would have to be sent back with tool results), prompt caching
@@ -58,8 +64,8 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from ..errors import ModelConfigError
 from ..messages import Message, ModelReply, ToolCall
-from .base import Endpoint, Reader, usage_from
-from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport
+from .base import Adapter, Endpoint, Reader, join_url, system_prompt, usage_from
+from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport, Notice
 
 __all__ = ["AnthropicMessages", "DEFAULT_BASE_URL", "API_VERSION", "DEFAULT_MAX_TOKENS"]
 
@@ -73,7 +79,7 @@ _OFFICIAL_HOST = "api.anthropic.com"
 _RESERVED = ("model", "messages", "tools", "max_tokens", "system", "stream")
 
 
-class AnthropicMessages:
+class AnthropicMessages(Adapter):
     """A model ``(messages, manifest) -> ModelReply`` over the Messages API.
 
     ``api_key`` defaults to ``$ANTHROPIC_API_KEY``; it is required for
@@ -101,6 +107,7 @@ class AnthropicMessages:
         timeout: float = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
         transport: Optional[HttpTransport] = None,
+        on_retry: Optional[Notice] = None,
     ) -> None:
         if isinstance(model, str) and model and (
             isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= 2**31
@@ -108,13 +115,11 @@ class AnthropicMessages:
             raise ModelConfigError("max_tokens", "must be a positive int, got %r" % (max_tokens,))
         end = Endpoint(
             model, base_url=base_url, api_key=api_key, system=system, params=params, headers=headers,
-            timeout=timeout, max_retries=max_retries, transport=transport,
+            timeout=timeout, max_retries=max_retries, transport=transport, on_retry=on_retry,
             base_url_env="ANTHROPIC_BASE_URL", default_base_url=DEFAULT_BASE_URL, api_key_env="ANTHROPIC_API_KEY",
             official_host=_OFFICIAL_HOST, reserved=_RESERVED, style="anthropic",
         )
-        self.model, self.base_url, self.host, self._key = end.model, end.base_url, end.host, end.key
-        self.system, self.params, self._extra_headers = end.system, end.params, end.headers
-        self.transport, self._tools, self._secrets = end.transport, end.tools, end.secrets
+        self._take(end)
         self.max_tokens = max_tokens
 
     def __repr__(self) -> str:  # never the key
@@ -123,7 +128,7 @@ class AnthropicMessages:
     @property
     def url(self) -> str:
         """The endpoint requests go to."""
-        return self.base_url + "/v1/messages"
+        return join_url(self.base_url, "/v1/messages")
 
     def model_info(self) -> Dict[str, Any]:
         """What the task record says about this model: provider, model, host, ``params`` (with ``max_tokens``), ``system``."""
@@ -152,9 +157,10 @@ class AnthropicMessages:
 
     def request_body(self, messages: List[Message], manifest: List[Dict[str, Any]]) -> Dict[str, Any]:
         """The JSON body sent for one turn (see the module docstring)."""
+        system, messages = system_prompt(messages, self.system)
         body: Dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "messages": messages_api_messages(messages)}
-        if self.system is not None:
-            body["system"] = self.system
+        if system is not None:
+            body["system"] = system
         tools = self._tools(manifest)
         if tools:
             body["tools"] = tools
@@ -169,7 +175,7 @@ class AnthropicMessages:
             provider=self.provider,
             secrets=self._secrets,
         )
-        return messages_api_reply(answer, self.provider, self.host)
+        return self._reply(messages_api_reply(answer, self.provider, self.host))
 
 
 def messages_api_messages(messages: List[Message]) -> List[Dict[str, Any]]:
@@ -230,4 +236,5 @@ def messages_api_reply(answer: Mapping[str, Any], provider: str = "anthropic", h
                 kind_name = "null" if arguments is None else "an array" if isinstance(arguments, list) else type(arguments).__name__
                 calls.append(ToolCall(name, {}, call_id, "tool_use input must be a JSON object, got %s" % (kind_name,)))
     usage = usage_from(answer, "input_tokens", "output_tokens", ("cache_creation_input_tokens", "cache_read_input_tokens"))
-    return ModelReply("".join(texts), calls, usage)
+    # stop_reason "max_tokens": the reply was cut at max_tokens.
+    return ModelReply("".join(texts), calls, usage, answer.get("stop_reason") == "max_tokens")

@@ -1,19 +1,43 @@
 """What the provider adapters share: base URL, API key, fixed request
-parameters, tool definitions from the manifest, and reading tool-call arguments.
+parameters, tool definitions from the manifest, reading tool-call arguments,
+keeping the key out of replies and pickles, and the async call.
+
+The key, in three places it could leak, and what is done:
+
+* a reply that holds it (a server echoing it): every string of the
+  :class:`~agentloop.ModelReply` (text, call names, ids, argument keys and
+  values at any depth, argument errors) is passed through
+  :func:`~agentloop.models.http.redact` (the key as it is, in base64, cut at
+  an edge; Anthropic's text blocks are joined first, so a key split across
+  two is whole again); a string that still holds it behind an escape
+  (``\\u``, ``%XX``, a JSON string inside a JSON string) makes the reply a
+  :class:`~agentloop.errors.ModelResponseError` that does not quote it, which
+  the loop records as a ``model_error``;
+* a pickle (adapters sent to worker processes): an adapter pickles without
+  its key and re-reads it from the environment variable it came from
+  (``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``) when unpickled, so a worker
+  uses its own environment.  A key given directly (``api_key="sk-..."``),
+  or a header value treated as a secret (8 characters or more), cannot be
+  re-read, so pickling such an adapter raises ``TypeError`` naming the way
+  out instead of writing the secret into the pickle.  (``api_key=""``, no
+  key, pickles.)
+* text printed or recorded from an error: see :mod:`agentloop.models.http`.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import os
 import urllib.parse
-from typing import Any, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple
 
 from ..canonical import canonical_bytes
 from ..errors import ModelConfigError, ModelResponseError, UnrecordableError
-from ..messages import Usage
+from ..messages import Message, ModelReply, ToolCall, Usage
 from ..tools.providers import anthropic_tool, openai_tool
-from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport, RetryPolicy, endpoint_host
+from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport, Notice, RetryPolicy, endpoint_host, holds_secret, redact
 
 __all__ = [
     "base_url_from",
@@ -26,6 +50,10 @@ __all__ = [
     "usage_from",
     "read_arguments",
     "ARGUMENTS_QUOTED_CHARS",
+    "join_url",
+    "scrub_reply",
+    "system_prompt",
+    "Adapter",
 ]
 
 #: How much of unreadable arguments the error quotes back to the model.
@@ -52,7 +80,15 @@ def base_url_from(base_url: Optional[str], env_var: str, default: str) -> str:
         parts.port
     except ValueError:
         raise ModelConfigError("base_url", "has a bad port") from None
-    return chosen.rstrip("/")
+    return urllib.parse.urlunsplit(parts._replace(path=parts.path.rstrip("/")))
+
+
+def join_url(base_url: str, path: str) -> str:
+    """``base_url`` with ``path`` appended to its path, its query kept after it
+    (``https://h/v1?api-version=2`` + ``/chat/completions`` ->
+    ``https://h/v1/chat/completions?api-version=2``)."""
+    parts = urllib.parse.urlsplit(base_url)
+    return urllib.parse.urlunsplit(parts._replace(path=parts.path.rstrip("/") + path))
 
 
 def api_key_from(api_key: Optional[str], env_var: str, required: bool) -> str:
@@ -117,14 +153,16 @@ def extra_headers(headers: Optional[Mapping[str, str]]) -> Dict[str, str]:
     return dict(headers)
 
 
-def make_transport(transport: Optional[HttpTransport], timeout: float, max_retries: int) -> HttpTransport:
-    """The adapter's transport: the one given, else one with ``timeout`` and ``max_retries``."""
+def make_transport(
+    transport: Optional[HttpTransport], timeout: float, max_retries: int, on_retry: Optional[Notice] = None
+) -> HttpTransport:
+    """The adapter's transport: the one given, else one with ``timeout``, ``max_retries`` and ``on_retry``."""
     if transport is None:
-        return HttpTransport(timeout=timeout, retry=RetryPolicy(max_retries=max_retries))
+        return HttpTransport(timeout=timeout, retry=RetryPolicy(max_retries=max_retries), on_retry=on_retry)
     if not isinstance(transport, HttpTransport):
         raise ModelConfigError("transport", "must be an HttpTransport, got %s" % (type(transport).__name__,))
-    if timeout != DEFAULT_TIMEOUT or max_retries != DEFAULT_MAX_RETRIES:
-        raise ModelConfigError("transport", "give timeout and max_retries to the HttpTransport, not beside it")
+    if timeout != DEFAULT_TIMEOUT or max_retries != DEFAULT_MAX_RETRIES or on_retry is not None:
+        raise ModelConfigError("transport", "give timeout, max_retries and on_retry to the HttpTransport, not beside it")
     return transport
 
 
@@ -149,12 +187,13 @@ class Endpoint:
         timeout: float,
         max_retries: int,
         transport: Optional[HttpTransport],
-        base_url_env: str,
-        default_base_url: str,
-        api_key_env: str,
-        official_host: str,
-        reserved: Sequence[str],
-        style: str,
+        on_retry: Optional[Notice] = None,
+        base_url_env: str = "",
+        default_base_url: str = "",
+        api_key_env: str = "",
+        official_host: str = "",
+        reserved: Sequence[str] = (),
+        style: str = "openai",
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ModelConfigError("model", "must be a non-empty str naming the model")
@@ -164,13 +203,140 @@ class Endpoint:
         self.base_url = base_url_from(base_url, base_url_env, default_base_url)
         self.host = endpoint_host(self.base_url)
         self.key = api_key_from(api_key, api_key_env, required=self.host == official_host)
+        # Where the key came from, so that a pickle can leave it out and re-read it.
+        self.key_env: Optional[str] = api_key_env if api_key is None else None
+        self.required = self.host == official_host
         self.system: Optional[str] = system
         self.params = check_params(params, reserved)
         self.headers = extra_headers(headers)
-        self.transport = make_transport(transport, timeout, max_retries)
+        self.transport = make_transport(transport, timeout, max_retries, on_retry)
         self.tools = ToolShapes(style)
         # Redacted from every error text: the key, and header values long enough to be secrets.
         self.secrets: List[str] = [self.key] + [v for v in self.headers.values() if len(v) >= 8]
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return _keyless_state(self.__dict__, "Endpoint", self.key_env, self.secrets, "key", "secrets")
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.key = _reread_key(self.key_env, self.required)
+        self.secrets = [self.key]
+
+
+def _keyless_state(
+    attributes: Dict[str, Any], owner: str, key_env: Optional[str], secrets: Sequence[str], key_name: str, secrets_name: str
+) -> Dict[str, Any]:
+    """An object's attributes for a pickle, without its key; ``TypeError`` when
+    the key (or a secret header) could not be re-read where it is unpickled."""
+    if secrets[1:]:
+        raise TypeError(
+            "%s is not pickled: a header value of 8 characters or more is treated as a secret and cannot be"
+            " re-read from the environment; build the adapter in the process that uses it" % (owner,)
+        )
+    if secrets and secrets[0] and key_env is None:
+        raise TypeError(
+            "%s is not pickled: its API key was given as api_key= and would be written into the pickle;"
+            " build it without api_key= so that it reads the key from the environment where it is unpickled" % (owner,)
+        )
+    state = dict(attributes)
+    state[key_name] = ""
+    state[secrets_name] = []
+    return state
+
+
+def _reread_key(key_env: Optional[str], required: bool) -> str:
+    """The key of an unpickled adapter: from ``key_env`` in this process, or none."""
+    return "" if key_env is None else api_key_from(None, key_env, required)
+
+
+class Adapter:
+    """What :class:`~agentloop.models.OpenAIChat` and
+    :class:`~agentloop.models.AnthropicMessages` share besides their
+    :class:`Endpoint`: keyless pickling, the scrubbed reply, ``acall``."""
+
+    provider = ""
+    host = ""
+    _key = ""
+    _key_env: Optional[str] = None
+    _required = False
+    _secrets: List[str] = []
+
+    def _take(self, end: Endpoint) -> None:
+        self.model, self.base_url, self.host, self._key = end.model, end.base_url, end.host, end.key
+        self.system, self.params, self._extra_headers = end.system, end.params, end.headers
+        self.transport, self._tools, self._secrets = end.transport, end.tools, end.secrets
+        self._key_env, self._required = end.key_env, end.required
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return _keyless_state(self.__dict__, type(self).__name__, self._key_env, self._secrets, "_key", "_secrets")
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._key = _reread_key(self._key_env, self._required)
+        self._secrets = [self._key]
+
+    def _reply(self, reply: ModelReply) -> ModelReply:
+        return scrub_reply(reply, self._secrets, self.provider, self.host)
+
+    def __call__(self, messages: List[Message], manifest: List[Dict[str, Any]]) -> ModelReply:
+        raise NotImplementedError
+
+    async def acall(self, messages: List[Message], manifest: List[Dict[str, Any]]) -> ModelReply:
+        """The same call, awaited: the blocking request runs in the event loop's
+        default executor (a thread), so other tasks run meanwhile (for ``run_async``)."""
+        loop = asyncio.get_event_loop()
+        call: Callable[[], ModelReply] = functools.partial(self, messages, manifest)
+        return await loop.run_in_executor(None, call)
+
+
+def system_prompt(messages: List[Message], default: Optional[str]) -> Tuple[Optional[str], List[Message]]:
+    """``(system prompt, the other messages)``: a leading ``{"role": "system",
+    "content": str}`` message (how the loop passes ``run(system=...)``)
+    overrides the adapter's own ``system``."""
+    if messages and isinstance(messages[0], dict) and messages[0].get("role") == "system":
+        content = messages[0].get("content")
+        if not isinstance(content, str):
+            raise ModelConfigError("messages", "messages[0] is a system message whose content is not a str")
+        return content, list(messages[1:])
+    return default, messages
+
+
+def _scrub(value: Any, secrets: Sequence[str], where: str) -> Any:
+    if isinstance(value, str):
+        clean = redact(value, secrets)
+        if holds_secret(clean, secrets):
+            raise ValueError(where)
+        return clean
+    if isinstance(value, dict):
+        return {_scrub(k, secrets, where): _scrub(v, secrets, where) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(v, secrets, where) for v in value]
+    return value
+
+
+def scrub_reply(reply: ModelReply, secrets: Sequence[str], provider: str, host: str) -> ModelReply:
+    """``reply`` with every secret redacted from every string it holds, or a
+    :class:`~agentloop.errors.ModelResponseError` (which does not quote it)
+    when a secret hides behind an escape and cannot be cut out."""
+    hidden = [s for s in secrets if s]
+    if not hidden:
+        return reply
+    try:
+        calls = [
+            ToolCall(
+                _scrub(call.name, hidden, "$.tool_calls[%d].name" % i),
+                _scrub(call.arguments, hidden, "$.tool_calls[%d].arguments" % i),
+                _scrub(call.id, hidden, "$.tool_calls[%d].id" % i),
+                _scrub(call.arguments_error, hidden, "$.tool_calls[%d].arguments_error" % i),
+            )
+            for i, call in enumerate(reply.tool_calls)
+        ]
+        text = _scrub(reply.text, hidden, "$.text")
+    except ValueError as exc:
+        raise ModelResponseError(
+            provider, host, str(exc), "the reply holds the API key (or a secret header) in an escaped form; refused, not recorded"
+        ) from None
+    return ModelReply(text, calls, reply.usage, reply.truncated)
 
 
 class ToolShapes:

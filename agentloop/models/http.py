@@ -19,7 +19,19 @@ difference (step 4):
    ``min(initial_delay * 2**n, max_delay) * (1 - 0.25 * jitter())`` for the
    n-th retry (n from 0), ``jitter()`` in [0, 1);
 6. at most :attr:`RetryPolicy.max_retries` retries (2 by default, as in the
-   SDKs); after the last try the error is raised.
+   SDKs), and all tries and waits together within
+   :attr:`RetryPolicy.max_total` seconds (600 by default): a wait that would
+   end past it is not taken, and a try never runs past it; after the last
+   try the error is raised;
+7. before each wait, ``on_retry`` (when given) is called with one line
+   saying what failed and how long the wait is (already redacted; the CLI
+   prints it, escaped, on stderr), so a user is never left in silence.
+
+Deadlines.  ``timeout`` bounds each whole request, from the connection to
+the last byte of the answer, not each read of the socket (``urllib``'s
+meaning): a watchdog shuts the socket down when it runs out, so a server
+that drips one byte at a time cannot keep a request alive.  (A TLS
+handshake is bounded per read only; the request after it is bounded whole.)
 
 Failures raise :class:`~agentloop.errors.ModelAPIError` (an HTTP status,
 with the provider's own error message), :class:`~agentloop.errors.ModelConnectionError`
@@ -33,19 +45,25 @@ module puts in an exception is passed through :func:`redact` with the key
 first, and so is a successful answer before it is parsed (a server that
 echoes the key back cannot put it in a transcript), redirects are not
 followed (a redirect would carry the key's header to another URL), a loopback
-host is never reached through a proxy, and nothing is logged.  ``timeout``
-bounds the connection and each read of the socket (``urllib``'s meaning),
-not the whole exchange.
+host is never reached through a proxy, and nothing is logged.
+:func:`redact` knows the forms a key can come back in: as it is, in base64
+(at any alignment, standard or URL-safe), and cut, at either edge of a text;
+:func:`holds_secret` also sees it behind ``\\u``/``\\x`` escapes or
+percent-encoding, and then the text is withheld whole.  A transport holds no
+key, and pickles without its connections.
 """
 
 from __future__ import annotations
 
+import base64
 import datetime
 import email.utils
 import http.client
 import json
 import random
+import re
 import socket
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -61,6 +79,7 @@ __all__ = [
     "RetryPolicy",
     "HttpTransport",
     "redact",
+    "holds_secret",
     "endpoint_host",
 ]
 
@@ -74,11 +93,14 @@ MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 _ERROR_BODY_BYTES = 64 * 1024
 _QUOTED_CHARS = 500
 _REDACTED = "[redacted]"
+#: The shortest piece of a secret recognised at the edge of a text (a cut) or in base64.
+_MIN_PIECE = 8
 _LOOPBACK = frozenset(("127.0.0.1", "localhost", "::1"))
 
 Sleep = Callable[[float], None]
 Clock = Callable[[], float]
 Jitter = Callable[[], float]
+Notice = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -89,26 +111,98 @@ class RetryPolicy:
     initial_delay: float = 0.5
     max_delay: float = 8.0
     max_retry_after: float = 60.0
+    max_total: float = 600.0
 
     def __post_init__(self) -> None:
         if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) or not 0 <= self.max_retries <= 100:
             raise ModelConfigError("max_retries", "must be an int from 0 to 100, got %r" % (self.max_retries,))
-        for name in ("initial_delay", "max_delay", "max_retry_after"):
+        for name in ("initial_delay", "max_delay", "max_retry_after", "max_total"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 3600:
                 raise ModelConfigError(name, "must be a number of seconds from 0 to 3600, got %r" % (value,))
+        if not self.max_total > 0:
+            raise ModelConfigError("max_total", "must be above 0 seconds, got %r" % (self.max_total,))
 
     def backoff(self, retry: int, jitter: float) -> float:
         """The wait before retry number ``retry`` (from 0) without a ``Retry-After``."""
         return min(self.initial_delay * 2.0 ** min(retry, 60), self.max_delay) * (1.0 - 0.25 * jitter)
 
 
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every occurrence of each non-empty secret replaced by ``[redacted]``."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, _REDACTED)
+def _base64_cores(secret: str) -> List[str]:
+    """The base64 characters that stand for ``secret`` wherever it sits in an
+    encoded blob: for each of the 3 alignments, the groups made of its bytes
+    only, standard and URL-safe; none shorter than 16 characters."""
+    data = secret.encode("utf-8")
+    cores: List[str] = []
+    for offset in range(3):
+        encoded = base64.b64encode(b"\0" * offset + data).decode("ascii")
+        first, last = -(-offset // 3), (offset + len(data)) // 3  # whole 3-byte groups of the secret
+        core = encoded[4 * first: 4 * last]
+        if len(core) >= 16:
+            cores.extend(dict.fromkeys((core, core.replace("+", "-").replace("/", "_"))))
+    return cores
+
+
+def _pieces(text: str, secret: str) -> str:
+    """``text`` without a cut piece of ``secret`` at either edge: a prefix of it
+    ending the text, a suffix of it starting the text (what a length cut or a
+    split across two texts leaves), of at least ``max(8, len // 3)`` characters."""
+    least = max(_MIN_PIECE, len(secret) // 3)
+    if len(secret) <= least:
+        return text
+    if secret[:least] in text[-len(secret):]:
+        for size in range(len(secret) - 1, least - 1, -1):
+            if text.endswith(secret[:size]):
+                text = text[: len(text) - size] + _REDACTED
+                break
+    if secret[-least:] in text[: len(secret)]:
+        for size in range(len(secret) - 1, least - 1, -1):
+            if text.startswith(secret[-size:]):
+                text = _REDACTED + text[size:]
+                break
     return text
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with each non-empty secret replaced by ``[redacted]`` in every
+    form it can be recognised in without decoding: as it is, in base64 (at any
+    alignment, standard or URL-safe), and cut at either edge of ``text``."""
+    for secret in secrets:
+        if not secret:
+            continue
+        text = text.replace(secret, _REDACTED)
+        if len(secret) >= 12:
+            for core in _base64_cores(secret):
+                text = text.replace(core, _REDACTED)
+            text = _pieces(text, secret)
+    return text
+
+
+_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})|%([0-9a-fA-F]{2})|\\(.)", re.S)
+
+
+def _unescaped(text: str) -> str:
+    """``text`` with ``\\uXXXX``, ``\\xXX``, ``%XX`` and ``\\c`` escapes decoded (once, leniently)."""
+    def one(match: "re.Match[str]") -> str:
+        code = match.group(1) or match.group(2) or match.group(3)
+        return chr(int(code, 16)) if code else match.group(4)
+
+    return _ESCAPE.sub(one, text)
+
+
+def holds_secret(text: str, secrets: Iterable[str]) -> bool:
+    """Whether ``text``, once redacted, still holds a secret behind an escape:
+    ``\\u``/``\\x`` escapes, percent-encoding, or a second level of JSON string
+    escaping.  Such a text cannot be redacted in place and must be withheld."""
+    hidden = [s for s in secrets if s]
+    if not hidden or not any(ch in text for ch in "\\%"):
+        return False
+    view = text
+    for _ in range(3):  # escapes of escapes (a JSON string inside a JSON string)
+        view = _unescaped(view)
+        if redact(view, hidden) != view:
+            return True
+    return False
 
 
 def endpoint_host(url: str) -> str:
@@ -133,6 +227,77 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 class _Unreachable(Exception):
     """Internal: the request got no HTTP answer (its text is already redacted)."""
+
+
+class _Deadline:
+    """A watchdog for one request: when ``seconds`` run out before :meth:`finish`,
+    every socket registered is shut down, so a blocked read returns at once."""
+
+    def __init__(self, seconds: float) -> None:
+        self.expired = False
+        self._done = False
+        self._sockets: List[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def register(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            if not self.expired:
+                return
+        self._shut(sock)
+
+    @staticmethod
+    def _shut(sock: socket.socket) -> None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except (OSError, ValueError):
+            pass
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self.expired = True
+            sockets = list(self._sockets)
+        for sock in sockets:
+            self._shut(sock)
+
+    def finish(self) -> bool:
+        """Stop the watchdog; whether it had fired (then the answer is incomplete)."""
+        with self._lock:
+            self._done = True
+        self._timer.cancel()
+        return self.expired
+
+
+class _Watched:
+    """Mixed into urllib's HTTP(S) handlers: each connection they open registers
+    its socket with the calling thread's :class:`_Deadline`."""
+
+    local: threading.local
+
+    def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
+        local = self.local
+
+        class Connection(http_class):  # type: ignore[misc]
+            def connect(self) -> None:
+                super().connect()
+                deadline = getattr(local, "deadline", None)
+                if deadline is not None and self.sock is not None:
+                    deadline.register(self.sock)
+
+        return super().do_open(Connection, req, **kwargs)  # type: ignore[misc]
+
+
+class _WatchedHTTP(_Watched, urllib.request.HTTPHandler):
+    pass
+
+
+class _WatchedHTTPS(_Watched, urllib.request.HTTPSHandler):
+    pass
 
 
 def _quoted(raw: bytes, secrets: Iterable[str] = ()) -> str:
@@ -218,8 +383,10 @@ class HttpTransport:
     """POST a JSON body, get a JSON object back, retrying as the module docstring says.
 
     ``sleep``, ``clock`` (wall-clock seconds, for an HTTP-date
-    ``Retry-After``) and ``jitter`` (a float in [0, 1)) default to the real
-    ones; pass others to test without waiting.
+    ``Retry-After``), ``monotonic`` (for the deadlines) and ``jitter`` (a
+    float in [0, 1)) default to the real ones; pass others to test without
+    waiting.  ``on_retry``, when given, is told (one redacted line) about
+    each retry before its wait.
     """
 
     def __init__(
@@ -231,6 +398,8 @@ class HttpTransport:
         clock: Clock = time.time,
         jitter: Jitter = random.random,
         max_response_bytes: int = MAX_RESPONSE_BYTES,
+        monotonic: Clock = time.monotonic,
+        on_retry: Optional[Notice] = None,
     ) -> None:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 3600:
             raise ModelConfigError("timeout", "must be a number of seconds above 0 and at most 3600, got %r" % (timeout,))
@@ -242,44 +411,79 @@ class HttpTransport:
         self.clock = clock
         self.jitter = jitter
         self.max_response_bytes = max_response_bytes
+        self.monotonic = monotonic
+        self.on_retry = on_retry
         self._openers: Dict[bool, urllib.request.OpenerDirector] = {}
+        self._local = threading.local()
 
     def __repr__(self) -> str:
         return "HttpTransport(timeout=%r, retry=%r)" % (self.timeout, self.retry)
+
+    def __getstate__(self) -> Dict[str, Any]:
+        """Pickled without its connections and per-thread state (it holds no key)."""
+        state = dict(self.__dict__)
+        state["_openers"] = {}
+        del state["_local"]
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
 
     def _opener(self, url: str) -> urllib.request.OpenerDirector:
         loopback = (urllib.parse.urlsplit(url).hostname or "") in _LOOPBACK
         if loopback not in self._openers:
             handlers: List[urllib.request.BaseHandler] = [_NoRedirect()]
+            for handler in (_WatchedHTTP(), _WatchedHTTPS()):
+                handler.local = self._local
+                handlers.append(handler)
             if loopback:  # never send a loopback request (and its key) through a proxy
                 handlers.append(urllib.request.ProxyHandler({}))
             self._openers[loopback] = urllib.request.build_opener(*handlers)
         return self._openers[loopback]
 
-    def _send(self, url: str, headers: Mapping[str, str], data: bytes, secrets: Tuple[str, ...]) -> Tuple[int, Dict[str, str], bytes]:
-        """One request: ``(status, lower-cased headers, body)``, or :class:`_Unreachable`."""
+    def _send(
+        self, url: str, headers: Mapping[str, str], data: bytes, secrets: Tuple[str, ...], seconds: float
+    ) -> Tuple[int, Dict[str, str], bytes]:
+        """One request, connect to last byte within ``seconds``:
+        ``(status, lower-cased headers, body)``, or :class:`_Unreachable`."""
         request = urllib.request.Request(url, data=data, headers=dict(headers), method="POST")
+        deadline = self._local.deadline = _Deadline(seconds)
         try:
-            with self._opener(url).open(request, timeout=self.timeout) as response:
-                status = int(response.status)
-                answer_headers = {k.lower(): v for k, v in response.headers.items()}
-                limit = self.max_response_bytes if 200 <= status < 300 else _ERROR_BODY_BYTES
-                return status, answer_headers, response.read(limit + 1)
-        except urllib.error.HTTPError as exc:  # an HTTP answer with an error status
             try:
-                body = exc.read(_ERROR_BODY_BYTES) if exc.fp is not None else b""
-            except (OSError, http.client.HTTPException):
-                body = b""
-            finally:
-                exc.close()
-            return int(exc.code), {k.lower(): v for k, v in (exc.headers or {}).items()}, body
+                with self._opener(url).open(request, timeout=seconds) as response:
+                    status = int(response.status)
+                    answer_headers = {k.lower(): v for k, v in response.headers.items()}
+                    limit = self.max_response_bytes if 200 <= status < 300 else _ERROR_BODY_BYTES
+                    body = response.read(limit + 1)
+            except urllib.error.HTTPError as exc:  # an HTTP answer with an error status
+                try:
+                    body = exc.read(_ERROR_BODY_BYTES) if exc.fp is not None else b""
+                except (OSError, http.client.HTTPException):
+                    body = b""
+                finally:
+                    exc.close()
+                status, answer_headers = int(exc.code), {k.lower(): v for k, v in (exc.headers or {}).items()}
         except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
-            raise _Unreachable(redact(self._why(exc), secrets)) from None
+            if deadline.finish():
+                raise _Unreachable(self._late(seconds)) from None
+            raise _Unreachable(redact(self._why(exc, seconds), secrets)) from None
+        finally:
+            deadline.finish()
+            self._local.deadline = None
+        if deadline.expired:  # cut short by the watchdog: whatever came is incomplete
+            raise _Unreachable(self._late(seconds))
+        return status, answer_headers, body
 
-    def _why(self, exc: BaseException) -> str:
+    def _late(self, seconds: float) -> str:
+        if seconds < self.timeout:
+            return "no answer within the %g s left of max_total %g s" % (seconds, self.retry.max_total)
+        return "no answer within the timeout of %g s" % (self.timeout,)
+
+    def _why(self, exc: BaseException, seconds: float) -> str:
         reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
         if isinstance(reason, (socket.timeout, TimeoutError)):
-            return "no answer within the timeout of %g s" % (self.timeout,)
+            return self._late(seconds)
         if isinstance(reason, BaseException):
             text = str(reason)
             return "connection failed: %s%s" % (type(reason).__name__, ": " + text if text else "")
@@ -302,20 +506,38 @@ class HttpTransport:
         hidden = tuple(s for s in secrets if s)
         host = endpoint_host(url)
         data = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
+        started = self.monotonic()
+        total = self.retry.max_total
         attempt = 0
+
+        def may_wait(wait: float) -> bool:
+            return self.monotonic() - started + wait < total
+
+        def waiting(wait: float, why: str) -> None:
+            if self.on_retry is not None:
+                self.on_retry(redact("%s at %s: %s; retry %d of %d in %.1f s"
+                                     % (provider, host, why, attempt, self.retry.max_retries, wait), hidden))
+            self.sleep(wait)
+
         while True:
             attempt += 1
             retries_left = attempt <= self.retry.max_retries
+            seconds = min(self.timeout, total - (self.monotonic() - started))
             try:
-                status, answer_headers, raw = self._send(url, headers, data, hidden)
+                if seconds <= 0:
+                    raise _Unreachable("max_total of %g s spent before try %d" % (total, attempt))
+                status, answer_headers, raw = self._send(url, headers, data, hidden, seconds)
             except _Unreachable as exc:
-                if not retries_left:
+                backoff = self.retry.backoff(attempt - 1, self.jitter())
+                if not retries_left or not may_wait(backoff):
                     raise ModelConnectionError(provider, host, str(exc), attempt) from None
-                self.sleep(self.retry.backoff(attempt - 1, self.jitter()))
+                waiting(backoff, str(exc))
                 continue
             if 200 <= status < 300:
                 return self._parse(provider, host, raw, hidden)
             message = redact(self._error_text(status, answer_headers, raw, hidden), hidden)
+            if holds_secret(message, hidden):
+                message = "(the error text is withheld: it holds a secret in an escaped form)"
             if not _should_retry(status, answer_headers) or not retries_left:
                 raise ModelAPIError(provider, host, status, message, attempt)
             wait = _retry_after(answer_headers, self.clock())
@@ -330,7 +552,12 @@ class HttpTransport:
                     % (message, _asked_wait(answer_headers, hidden), self.retry.max_retry_after),
                     attempt,
                 )
-            self.sleep(wait if wait is not None else self.retry.backoff(attempt - 1, self.jitter()))
+            pause = wait if wait is not None else self.retry.backoff(attempt - 1, self.jitter())
+            if not may_wait(pause):
+                raise ModelAPIError(
+                    provider, host, status, "%s (not retried: the wait would pass max_total %g s)" % (message, total), attempt
+                )
+            waiting(pause, "HTTP %d: %s" % (status, message[:200]))
 
     @staticmethod
     def _error_text(status: int, headers: Mapping[str, str], raw: bytes, secrets: Tuple[str, ...] = ()) -> str:

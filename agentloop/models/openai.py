@@ -44,7 +44,13 @@ Mapping choices, documented where they are made:
   cached tokens, so it is the whole prompt); a reply without it falls back
   to the loop's heuristic;
 * only ``choices[0]`` is read; a tool call whose ``type`` is not
-  ``"function"`` is an unexpected response.
+  ``"function"`` is an unexpected response;
+* ``finish_reason: "length"`` (the reply hit its token limit) sets
+  ``ModelReply.truncated``, recorded as ``"truncated": true``;
+* a leading ``{"role": "system"}`` message in ``messages`` (how the loop
+  passes ``run(system=...)``) replaces the constructor's ``system``;
+* ``base_url`` may carry a query (``?api-version=...``, as Azure wants): it is
+  kept after the appended ``/chat/completions``.
 
 Not covered yet: streaming, images and other content parts, audio,
 ``parallel_tool_calls`` and ``tool_choice`` (passable through ``params``
@@ -58,8 +64,8 @@ from typing import Any, Dict, List, Mapping, Optional
 from ..canonical import canonical_text
 from ..errors import ModelConfigError
 from ..messages import Message, ModelReply, ToolCall
-from .base import Endpoint, Reader, read_arguments, usage_from
-from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport
+from .base import Adapter, Endpoint, Reader, join_url, read_arguments, system_prompt, usage_from
+from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport, Notice
 
 __all__ = ["OpenAIChat", "DEFAULT_BASE_URL"]
 
@@ -69,7 +75,7 @@ _OFFICIAL_HOST = "api.openai.com"
 _RESERVED = ("model", "messages", "tools", "stream")
 
 
-class OpenAIChat:
+class OpenAIChat(Adapter):
     """A model ``(messages, manifest) -> ModelReply`` over the Chat Completions API.
 
     ``api_key`` defaults to ``$OPENAI_API_KEY``; it is required for
@@ -96,16 +102,15 @@ class OpenAIChat:
         timeout: float = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
         transport: Optional[HttpTransport] = None,
+        on_retry: Optional[Notice] = None,
     ) -> None:
         end = Endpoint(
             model, base_url=base_url, api_key=api_key, system=system, params=params, headers=headers,
-            timeout=timeout, max_retries=max_retries, transport=transport,
+            timeout=timeout, max_retries=max_retries, transport=transport, on_retry=on_retry,
             base_url_env="OPENAI_BASE_URL", default_base_url=DEFAULT_BASE_URL, api_key_env="OPENAI_API_KEY",
             official_host=_OFFICIAL_HOST, reserved=_RESERVED, style="openai",
         )
-        self.model, self.base_url, self.host, self._key = end.model, end.base_url, end.host, end.key
-        self.system, self.params, self._extra_headers = end.system, end.params, end.headers
-        self.transport, self._tools, self._secrets = end.transport, end.tools, end.secrets
+        self._take(end)
 
     def __repr__(self) -> str:  # never the key
         return "OpenAIChat(%r, base_url=%r)" % (self.model, self.base_url)
@@ -113,7 +118,7 @@ class OpenAIChat:
     @property
     def url(self) -> str:
         """The endpoint requests go to."""
-        return self.base_url + "/chat/completions"
+        return join_url(self.base_url, "/chat/completions")
 
     def model_info(self) -> Dict[str, Any]:
         """What the task record says about this model: provider, model, host, and ``system``/``params`` when set."""
@@ -149,11 +154,13 @@ class OpenAIChat:
             provider=self.provider,
             secrets=self._secrets,
         )
-        return chat_reply(answer, self.provider, self.host)
+        return self._reply(chat_reply(answer, self.provider, self.host))
 
 
 def chat_messages(messages: List[Message], system: Optional[str] = None) -> List[Dict[str, Any]]:
-    """agentloop's messages in Chat Completions shape."""
+    """agentloop's messages in Chat Completions shape; a leading system message
+    overrides ``system`` (:func:`~agentloop.models.base.system_prompt`)."""
+    system, messages = system_prompt(messages, system)
     out: List[Dict[str, Any]] = [] if system is None else [{"role": "system", "content": system}]
     for position, message in enumerate(messages):
         role = message.get("role")
@@ -178,7 +185,9 @@ def chat_messages(messages: List[Message], system: Optional[str] = None) -> List
         elif role == "tool":
             out.append({"role": "tool", "tool_call_id": message["tool_call_id"], "content": message["content"]})
         else:
-            raise ModelConfigError("messages", "messages[%d] has role %r, not user, assistant or tool" % (position, role))
+            raise ModelConfigError(
+                "messages", "messages[%d] has role %r, not user, assistant or tool (system only first)" % (position, role)
+            )
     return out
 
 
@@ -208,4 +217,6 @@ def chat_reply(answer: Mapping[str, Any], provider: str = "openai", host: str = 
         call_id = read.get(call, "id", at, str, optional=True) or ""
         arguments, problem = read_arguments(function.get("arguments"))
         calls.append(ToolCall(name, arguments, call_id, problem))
-    return ModelReply(text, calls, usage_from(answer, "prompt_tokens", "completion_tokens"))
+    # finish_reason "length": the reply was cut at its token limit (max_completion_tokens or the context).
+    truncated = choices[0].get("finish_reason") == "length"
+    return ModelReply(text, calls, usage_from(answer, "prompt_tokens", "completion_tokens"), truncated)

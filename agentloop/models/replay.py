@@ -25,15 +25,20 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
+from ..approval import ApprovalRequest, RecordedDecision
 from ..canonical import canonical_bytes, canonical_text
-from ..errors import AgentloopError, ReplayError, ReplayMismatchError, UnrecordableError
+from ..errors import AgentloopError, ReplayError, ReplayMismatchError, RunConfigError, ToolFailure, UnrecordableError
+from ..final import FINAL_RESULT
+from ..budgets import BUDGET_NOTE_PREFIX
 from ..loop import MAX_ERROR_CHARS, run
 from ..messages import Message, ModelReply, RunResult, ToolCall, Usage
 from ..tools.registry import Tool, ToolRegistry
 from ..transcript.format import MAX_RECORD_BYTES, PathLike
+from ..transcript.durable import open_input
 from ..transcript.verify import iter_file, verify_file
 
 __all__ = ["ReplayModel", "Difference", "ReplayResult", "first_difference", "replay"]
@@ -122,6 +127,58 @@ def _reproduction(detail: str) -> Optional[BaseException]:
     return failure
 
 
+def _uncut(text: str) -> str:
+    """A text the loop cuts to exactly ``text`` (``_bounded``): ``text`` itself, or,
+    when it ends in the loop's own cut, the prefix padded back to its length."""
+    cut = _CUT.search(text)
+    if cut is not None and len(text) - len(cut.group(0)) == MAX_ERROR_CHARS:
+        return text[:MAX_ERROR_CHARS] + "." * int(cut.group(1))
+    return text
+
+
+def _recorded_results(records: List[Any]) -> List[Tuple[str, bytes, Dict[str, Any]]]:
+    """``(name, RFC 8785 arguments, tool payload)`` of each recorded tool record
+    whose call had recordable arguments (the only calls a tool is run for)."""
+    calls: Dict[Tuple[Any, Any], Any] = {}
+    results: List[Tuple[str, bytes, Dict[str, Any]]] = []
+    for record in records[1:]:
+        kind, payload = record["kind"], record["payload"]
+        if kind == "assistant":
+            calls = {(payload["step"], c["id"]): c.get("arguments") for c in payload["tool_calls"]}
+        elif kind == "tool":
+            arguments = calls.get((payload["step"], payload["id"]))
+            approval = payload.get("approval")
+            if isinstance(approval, dict) and approval.get("decision") == "modify":
+                arguments = approval.get("arguments")  # the tool ran with the approver's arguments
+            elif isinstance(approval, dict) and approval.get("decision") != "approve":
+                continue  # denied or terminated: the tool did not run
+            if isinstance(arguments, dict):
+                results.append((payload["name"], canonical_bytes(arguments), payload))
+    return results
+
+
+def _gated_calls(records: List[Any]) -> Set[Tuple[str, bytes]]:
+    """``(name, RFC 8785 arguments)`` of each call the recording shows gated: those whose tool
+    record holds an ``approval`` member, and those a pause left waiting (no stop record)."""
+    gated: Set[Tuple[str, bytes]] = set()
+    calls: Dict[Any, Any] = {}
+    answered: Set[Any] = set()
+    for record in records[1:]:
+        kind, payload = record["kind"], record["payload"]
+        if kind == "assistant":
+            calls = {c["id"]: c for c in payload["tool_calls"]}
+            answered = set()
+        elif kind == "tool":
+            answered.add(payload["id"])
+            call = calls.get(payload["id"])
+            if isinstance(payload.get("approval"), dict) and call is not None and isinstance(call["arguments"], dict):
+                gated.add((call["name"], canonical_bytes(call["arguments"])))
+    if records and records[-1]["kind"] != "stop":
+        gated.update((c["name"], canonical_bytes(c["arguments"])) for i, c in calls.items()
+                     if i not in answered and isinstance(c["arguments"], dict))
+    return gated
+
+
 def _reply(payload: Dict[str, Any]) -> ModelReply:
     calls = []
     for call in payload["tool_calls"]:
@@ -133,9 +190,25 @@ def _reply(payload: Dict[str, Any]) -> ModelReply:
     return ModelReply(
         payload["text"],
         calls,
-        None if usage is None else Usage(usage["input_tokens"], usage["output_tokens"]),
+        None if usage is None else Usage(
+            usage["input_tokens"], usage["output_tokens"], usage.get("cache_read_tokens", 0), usage.get("cache_write_tokens", 0)
+        ),
         truncated=payload.get("truncated") is True,
     )
+
+
+class _RecordedClock:
+    """A clock that gives back a run's recorded readings in order (``run(max_seconds=...)``)."""
+
+    def __init__(self, readings: List[Any], source: str) -> None:
+        self._readings = iter(readings)
+        self._source = source
+
+    def __call__(self) -> Any:
+        reading = next(self._readings, None)
+        if reading is None:
+            raise ReplayError(self._source, "it holds no more clock readings")
+        return reading
 
 
 class ReplayModel:
@@ -153,6 +226,10 @@ class ReplayModel:
         self._after = after
         self._stop = stop
         self.source = source
+        self._readings: List[Any] = []
+        self._results: List[Tuple[str, bytes, Dict[str, Any]]] = []
+        self._decisions: Dict[Tuple[Any, Any], Dict[str, Any]] = {}
+        self._gated: Set[Tuple[str, bytes]] = set()
 
     @classmethod
     def from_transcript(cls, path: PathLike) -> "ReplayModel":
@@ -172,7 +249,8 @@ class ReplayModel:
         if not records:
             raise ReplayError(source, "it holds no records")
         task = records[0]["payload"]
-        messages: List[Message] = [{"role": "user", "content": task["task"]}]
+        system: List[Message] = [{"role": "system", "content": task["system"]}] if "system" in task else []
+        messages: List[Message] = system + [{"role": "user", "content": task["task"]}]
         steps: List[_Step] = []
         stop = None
         for record in records[1:]:
@@ -187,7 +265,14 @@ class ReplayModel:
                 messages.append({"role": "tool", "tool_call_id": payload["id"], "name": payload["name"], "ok": ok, "content": content})
             elif kind == "stop":
                 stop = payload
-        return cls(task, steps, messages, stop, source)
+        model = cls(task, steps, messages, stop, source)
+        # The clock readings of a max_seconds run, in the order the loop took them.
+        model._readings = [r["payload"]["clock"] for r in records if "clock" in r["payload"]]
+        model._results = _recorded_results(records)
+        model._decisions = {(r["payload"]["step"], r["payload"]["id"]): r["payload"]["approval"] for r in records
+                            if r["kind"] == "tool" and isinstance(r["payload"].get("approval"), dict)}
+        model._gated = _gated_calls(records)
+        return model
 
     @property
     def task(self) -> str:
@@ -209,6 +294,90 @@ class ReplayModel:
         """How many replies the recording holds."""
         return len(self._steps)
 
+    def run_options(self, tools: Union[ToolRegistry, Iterable[Tool]]) -> Dict[str, Any]:
+        """The recorded :func:`~agentloop.run` arguments beyond the first budgets (each only when
+        the run had it): ``system``, the newer budgets, ``output_schema`` (the recorded
+        ``final_result`` parameters, when ``tools`` has no tool of that name) and, for
+        ``max_seconds``, a clock that gives back the recorded readings in order."""
+        budgets, options = self._task["budgets"], {}  # type: Dict[str, Any], Dict[str, Any]
+        for name in ("max_tool_calls", "max_cost", "prices", "max_seconds", "tool_timeout", "tell_budgets"):
+            if name in budgets:
+                options[name] = budgets[name]
+        if "system" in self._task:
+            options["system"] = self._task["system"]
+        final = [t for t in self.tools if isinstance(t, dict) and t.get("name") == FINAL_RESULT]
+        if final and FINAL_RESULT not in ToolRegistry(list(tools)):
+            options["output_schema"] = final[0]["parameters"]
+        if "max_seconds" in budgets:
+            options["clock"] = _RecordedClock(self._readings, self.source)
+        if isinstance(self._task.get("approval"), dict):
+            options["approver"] = self.recorded_approver()
+        return options
+
+    def recorded_approver(self) -> Callable[[ApprovalRequest], Optional[RecordedDecision]]:
+        """The recorded approval decisions as an approver: each gated call gets the decision
+        its tool record holds (by step and call id), taken as recorded (who, why, a signed
+        note, a fail-closed denial); a call with none -- the run paused there -- defers again."""
+        decisions = dict(self._decisions)
+
+        def approver(request: ApprovalRequest) -> Optional[RecordedDecision]:
+            member = decisions.get((request.step, request.call_id))
+            return None if member is None else RecordedDecision(dict(member))
+
+        return approver
+
+    def recorded_tools(self) -> ToolRegistry:
+        """Stand-ins for the recorded tools (``replay(..., tools="recorded")``):
+        the recorded manifest, each tool giving back its recorded results
+        instead of running anything (no side effects).
+
+        Each call must match a recorded call of that tool, by name and by
+        arguments (RFC 8785 equal), not yet answered; it then returns the
+        recorded ``value``, or fails (``ToolFailure``) with exactly the
+        recorded ``error``.  A call that matches none fails as data saying
+        so, and the replay then differs from the original.  Matching by
+        name and arguments, not by order, keeps parallel-safe calls right.
+        """
+        pending = list(self._results)
+        lock = threading.Lock()
+
+        def stand_in(name: str) -> Callable[..., Any]:
+            def answer(**arguments: Any) -> Any:
+                try:
+                    key = canonical_bytes(arguments)
+                except UnrecordableError:
+                    key = b""
+                with lock:
+                    found = next((i for i, (n, a, _) in enumerate(pending) if n == name and a == key), None)
+                    if found is None:
+                        raise ToolFailure(
+                            "replay with recorded tools: no recorded call of %s with these arguments is left to answer: %s"
+                            % (json.dumps(name), _shown(arguments))
+                        )
+                    payload = pending.pop(found)[2]
+                if payload.get("ok") is True:
+                    return payload.get("value")
+                raise ToolFailure(_uncut(str(payload.get("error", ""))))
+
+            return answer
+
+        entries = [e for e in self.tools if isinstance(e, dict) and e.get("name") != FINAL_RESULT]
+        recorded = self._task.get("approval")
+        policy: Dict[str, Any] = recorded if isinstance(recorded, dict) else {}
+        # A predicate is not recorded: a stand-in gates exactly the calls the recording shows gated.
+        gated = set(self._gated)
+
+        def rule(name: str) -> Any:
+            if policy.get(name) == "always":
+                return True
+            if policy.get(name) != "predicate":
+                return False
+            return lambda arguments: (name, canonical_bytes(arguments)) in gated
+
+        return ToolRegistry(
+            [Tool(e["name"], e["description"], e["parameters"], stand_in(e["name"]), requires_approval=rule(e["name"])) for e in entries]
+        )
+
     def model_info(self) -> Optional[Dict[str, Any]]:
         """The recorded model info (so the replay's task record is the original's), or ``None``."""
         info = self._task.get("model")
@@ -225,6 +394,9 @@ class ReplayModel:
             )
 
     def __call__(self, messages: List[Message], manifest: List[Dict[str, Any]]) -> ModelReply:
+        if self._task["budgets"].get("tell_budgets") is True and messages and isinstance(messages[-1], dict) and \
+                str(messages[-1].get("content")).startswith(BUDGET_NOTE_PREFIX):
+            messages = messages[:-1]  # run(tell_budgets=True)'s transient note: derived, not recorded
         step = 1 + sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
         if step <= len(self._steps):
             self._check(step, self._steps[step - 1].before, messages, manifest)
@@ -254,7 +426,7 @@ class Difference:
 
 
 def _lines(path: PathLike) -> Iterator[bytes]:
-    with open(path, "rb") as handle:
+    with open_input(path) as handle:
         for line in handle:
             yield line
 
@@ -312,7 +484,7 @@ class ReplayResult:
 
 def replay(
     path: PathLike,
-    tools: Union[ToolRegistry, Iterable[Tool]],
+    tools: Union[ToolRegistry, Iterable[Tool], str],
     *,
     transcript: PathLike,
     overwrite: bool = False,
@@ -320,10 +492,19 @@ def replay(
     """Re-run the task of the transcript at ``path`` with its recorded replies
     and ``tools``, write ``transcript``, and compare the two files.
 
-    The task, budgets and sentinel are the recorded ones.  Raises
-    :class:`~agentloop.errors.ReplayError` if ``path`` does not verify.
+    ``tools`` are the user's real tools, which run again (with whatever side
+    effects they have), or ``"recorded"``: then no tool runs, and each call
+    gets back its recorded result once its name and arguments match a
+    recorded call (:meth:`ReplayModel.recorded_tools`); the new transcript
+    must still be byte-identical.  The task, budgets and sentinel are the
+    recorded ones.  Raises :class:`~agentloop.errors.ReplayError` if ``path``
+    does not verify.
     """
     model = ReplayModel.from_transcript(path)
+    if isinstance(tools, str):
+        if tools != "recorded":
+            raise RunConfigError("tools", "must be tools or \"recorded\", got %s" % (json.dumps(tools[:40]),))
+        tools = model.recorded_tools()
     budgets = model.budgets
     result = run(
         model.task,
@@ -335,5 +516,6 @@ def replay(
         stop_sentinel=budgets["stop_sentinel"],
         overwrite=overwrite,
         max_record_bytes=budgets.get("max_record_bytes", MAX_RECORD_BYTES),
+        **model.run_options(tools),
     )
     return ReplayResult(str(path), str(transcript), result, first_difference(path, transcript))

@@ -13,13 +13,19 @@
   ``repair``, not a program that ignores it.  Where ``fcntl`` is missing
   (Windows) no lock is taken and :data:`HAVE_LOCKS` is false; so is a
   folder fsync where a folder cannot be opened.
+* :func:`open_input` opens a file to read, refusing at once anything that is
+  neither a regular file nor a pipe (a directory, ``/dev/zero``, a socket),
+  and never blocking on a FIFO that has no writer.  Every library reader of a
+  transcript opens its input through it; :func:`check_output` is its
+  counterpart for a file about to be written.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-from typing import Union
+import stat
+from typing import BinaryIO, Union
 
 from ..errors import TranscriptLockedError
 
@@ -30,7 +36,16 @@ try:
 except ImportError:  # pragma: no cover - Windows
     HAVE_LOCKS = False
 
-__all__ = ["HAVE_LOCKS", "write_atomic", "fsync_directory", "lock_exclusive", "lock_shared"]
+__all__ = [
+    "HAVE_LOCKS",
+    "write_atomic",
+    "fsync_directory",
+    "lock_exclusive",
+    "lock_shared",
+    "open_input",
+    "check_output",
+    "file_type",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -124,3 +139,66 @@ def lock_exclusive(fd: int, path: str) -> None:
 def lock_shared(fd: int, path: str) -> None:
     """Take a reader's lock (refused while a writer holds the file)."""
     _lock(fd, path, False)
+
+
+def file_type(mode: int) -> str:
+    """``a directory``, ``a character device``, ... : what ``st_mode`` names, in words."""
+    for test, name in (
+        (stat.S_ISREG, "a regular file"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a pipe"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _refusal(mode: int, path: str, allowed: str) -> OSError:
+    code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
+    return OSError(code, "it is %s, not %s" % (file_type(mode), allowed), path)
+
+
+def open_input(path: PathLike) -> BinaryIO:
+    """Open ``path`` to read as binary, refusing at once what cannot be a transcript.
+
+    1. open it with ``O_NONBLOCK``, so that a FIFO with no writer does not
+       block the open (a read then sees end of file, not a hang);
+    2. ``fstat`` the open file: a regular file or a pipe (``/dev/stdin``
+       fed by ``cat``) is accepted; a directory, a character or block device
+       (``/dev/zero``, ``/dev/urandom``) or a socket is refused with an
+       ``OSError`` (``IsADirectoryError`` for a directory, else ``EINVAL``)
+       whose ``strerror`` says what it is, without reading a byte;
+    3. clear ``O_NONBLOCK`` again, so reads of a pipe with a writer wait for it.
+
+    A socket path fails at step 1 (``ENXIO``).  Raises ``OSError``; the
+    caller closes the returned file.
+    """
+    name = os.fspath(path)
+    flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(name, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+            raise _refusal(mode, name, "a regular file or a pipe")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def check_output(fd: int, path: str) -> None:
+    """Refuse to write a transcript to an open ``fd`` that is not a regular file.
+
+    A transcript is appended to, locked, truncated and fsync-ed, which only a
+    regular file supports: ``/dev/null`` would swallow the evidence, a FIFO
+    or a terminal would block or garble it.  Raises ``OSError`` as
+    :func:`open_input` does.
+    """
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        raise _refusal(mode, path, "a regular file")

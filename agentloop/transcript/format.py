@@ -28,9 +28,12 @@ checkpoint at any point (:meth:`TranscriptWriter.checkpoint`).
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from typing import Optional, Tuple, Union
+
+from ..canonical import describe_integer
 
 
 
@@ -42,7 +45,9 @@ __all__ = [
     "MAX_LINE_BYTES",
     "MAX_RECORD_BYTES",
     "MIN_RECORD_BYTES",
+    "MAX_RECORD_BYTES_LIMIT",
     "PARSE_DEPTH",
+    "MAX_FAULTS",
     "FAULT_KINDS",
     "Fault",
     "VerifyResult",
@@ -71,6 +76,16 @@ PARSE_DEPTH = 512
 MAX_RECORD_BYTES = 1024 * 1024
 #: The smallest ``max_record_bytes`` allowed (room for any error record).
 MIN_RECORD_BYTES = 64 * 1024
+#: The largest ``max_record_bytes`` a writer accepts: the verifier's default
+#: line limit, so agentloop never writes a line its own verifier will not read.
+#: A larger value is refused up front (``RunConfigError``), not recorded.
+MAX_RECORD_BYTES_LIMIT = MAX_LINE_BYTES
+#: How many faults verification keeps by default (``verify_file(max_faults=)``,
+#: ``agentloop verify --max-faults``).  Past them it stops judging line by line:
+#: a ``too_many_faults`` fault says how many lines and bytes went unexamined.
+#: A verdict is decided by its first fault; the cap keeps a hostile file's cost
+#: (time and memory) within that of a valid file of the same size.
+MAX_FAULTS = 100
 
 #: Every fault kind verification can report.
 FAULT_KINDS = (
@@ -85,12 +100,16 @@ FAULT_KINDS = (
     "not_canonical",  # the line's bytes are not the RFC 8785 form of its record
     "unknown_format",  # record 0 is not an agentloop/1 task record
     "unexpected_kind",  # a kind outside task/assistant/tool/stop, a second task, a record after stop
+    "bad_payload",  # a payload breaks the agentloop/1 grammar (see verify.Chain._grammar)
     # against an outside expectation (verify_file's expect_count / expect_head)
     "count_mismatch",  # not the expected number of records: a missing tail, or extra records
     "head_mismatch",  # the last record's hash is not the expected one
     # per file
     "bad_json",  # a line that is not a JSON text (torn last line, bad UTF-8, ...)
-    "unreadable",  # the file cannot be opened or read
+    "unreadable",  # the file cannot be opened or read (or is not a regular file or a pipe)
+    "no_records",  # the file holds no record, so no run (an empty file)
+    "incomplete",  # verify_file(require_complete=True): the run has no stop record
+    "too_many_faults",  # more than max_faults: the rest of the file was not examined
     # against a checkpoint (agentloop.anchor.verify_checkpoint)
     "truncated",  # fewer records than the checkpoint holds: a missing tail, a rollback
     "anchor_mismatch",  # the first N records do not give the checkpoint's origin, root and head
@@ -142,7 +161,12 @@ class VerifyResult:
     ``count`` is the number of records read (lines that parse as JSON) and
     ``head`` the last record's ``hash`` member (``None`` when there is none).
     ``complete`` says whether the last record is a ``stop`` record; it is
-    information, not a verdict, since a chain cannot prove its own tail.
+    information, not a verdict, since a chain cannot prove its own tail
+    (``verify_file(require_complete=True)`` makes it one).  When more than
+    ``max_faults`` faults were found, verification stopped there (the last
+    fault is ``too_many_faults``): ``unexamined_lines`` and
+    ``unexamined_bytes`` say how much of the file was then not judged, and
+    ``count``/``head``/``complete`` describe only the part read.
     """
 
     ok: bool
@@ -150,6 +174,8 @@ class VerifyResult:
     head: Optional[str]
     faults: Tuple[Fault, ...] = field(default=())
     complete: bool = False
+    unexamined_lines: int = 0
+    unexamined_bytes: int = 0
 
 
 def is_hash(value: object) -> bool:
@@ -158,3 +184,40 @@ def is_hash(value: object) -> bool:
 
 
 _is_hex_hash = is_hash
+
+
+def _json_type(value: object) -> str:
+    """The JSON type of a parsed value, in words (``number`` for both ints and floats)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _a(noun: str) -> str:
+    return ("an " if noun[:1] in "aeiou" else "a ") + noun
+
+
+def _short(value: object) -> str:
+    """A value from a record, for a fault detail: bounded, ASCII, never raising.
+
+    Details are printed to terminals and written into reports, and the record
+    is untrusted: strings are cut and JSON-escaped (no control characters,
+    no lone surrogates), other values are named by their type.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        shown = describe_integer(int(value))
+        return shown if shown[:1] != "o" else "an integer " + shown
+    if isinstance(value, str):
+        cut = value[:12] + ("..." if len(value) > 12 else "")
+        return json.dumps(cut) if not is_hash(value) and not _HEX.issuperset(value) else cut
+    return _a(_json_type(value))

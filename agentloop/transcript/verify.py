@@ -1,7 +1,25 @@
 """Verify a transcript: one streaming, single-pass scan of its lines.
 
 See :mod:`agentloop.transcript.format` for the format this checks and
-``docs/format.md`` for its normative description.
+``docs/format.md`` for its normative description.  Beyond the chain, four
+fault kinds say what a user of the file needs to know:
+
+* ``bad_payload`` -- in a chain intact so far, a payload breaks the
+  ``agentloop/1`` grammar (:mod:`agentloop.transcript.grammar`: a stop reason
+  outside :data:`agentloop.messages.STOP_REASONS`, a tool record without
+  ``ok``, steps or tokens that do not add up, a member of the wrong type);
+* ``no_records`` -- the file holds no record, so no run (an empty file is
+  not a valid empty transcript);
+* ``incomplete`` -- asked for with ``require_complete=True``: the run has no
+  ``stop`` record;
+* ``too_many_faults`` -- more than ``max_faults`` (default
+  :data:`~agentloop.transcript.format.MAX_FAULTS`, 100) were found: the
+  rest of the file is counted (lines, bytes), not judged, so a hostile file
+  costs no more time or memory than a valid one of the same size.
+
+Every reader here opens its input with
+:func:`~agentloop.transcript.durable.open_input`: a directory, a device or a
+socket is ``unreadable`` at once, and a FIFO without a writer never blocks.
 """
 
 from __future__ import annotations
@@ -9,34 +27,24 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import BinaryIO, Callable, Iterable, Iterator, List, Optional, Tuple
+from typing import BinaryIO, Callable, Iterable, Iterator, List, Optional, Tuple, Union
 
-from ..canonical import FloatVetter, canonical_bytes, describe_integer, is_canonical_line, json_depth, parse_int
+from ..canonical import FloatVetter, canonical_bytes, is_canonical_line, json_depth, parse_int
 from ..errors import UnrecordableError
 
-from .format import FIELDS, FORMAT, Fault, GENESIS, KINDS, MAX_LINE_BYTES, PARSE_DEPTH, PathLike, VerifyResult, _BODY_AT, _FIELD_SET, _HEAD, _HEX, _LATER_KINDS, _is_hex_hash, is_hash
-
-def _short(value: object) -> str:
-    """A value from a record, for a fault detail: bounded, ASCII, never raising.
-
-    Details are printed to terminals and written into reports, and the record
-    is untrusted: strings are cut and JSON-escaped (no control characters,
-    no lone surrogates), other values are named by their type.
-    """
-    if isinstance(value, int) and not isinstance(value, bool):
-        shown = describe_integer(int(value))
-        return shown if shown[:1] != "o" else "an integer " + shown
-    if isinstance(value, str):
-        cut = value[:12] + ("..." if len(value) > 12 else "")
-        return json.dumps(cut) if not is_hash(value) and not _HEX.issuperset(value) else cut
-    return "a %s" % (_json_type(value),)
-
+from .durable import open_input
+from .format import FIELDS, FORMAT, Fault, GENESIS, KINDS, MAX_FAULTS, MAX_LINE_BYTES, PARSE_DEPTH, PathLike, VerifyResult, _BODY_AT, _FIELD_SET, _HEAD, _LATER_KINDS, _a, _is_hex_hash, _json_type, _short
+from .grammar import Grammar
 
 class Chain:
     """The per-record checks, shared by :func:`verify_records` and :func:`verify_file`.
 
-    It keeps O(1) state: the expected ``seq``, the expected ``prev`` and the
-    last record seen, so verification streams in flat memory.
+    It keeps O(1) state: the expected ``seq``, the expected ``prev``, the
+    last record seen and the run's tallies for the payload grammar
+    (:class:`~agentloop.transcript.grammar.Grammar`), so verification
+    streams in flat memory.  Every value it tests comes from an untrusted
+    file and may be of any JSON type: it is compared, never hashed (a list
+    as ``kind`` once made a set lookup raise ``TypeError``).
     """
 
     def __init__(self) -> None:
@@ -45,6 +53,21 @@ class Chain:
         self.expected_prev: Optional[str] = GENESIS
         self.head: Optional[str] = None
         self.last_kind: object = None
+        self.grammar = Grammar()
+        # The grammar is judged while every record so far passed the chain
+        # checks: in a tampered chain a payload proves nothing, and one
+        # rewritten kind would otherwise echo as a fault at every later record.
+        self.intact = True
+        # Set by scan when it stops judging past max_faults: what it left unread.
+        self.unexamined_lines = 0
+        self.unexamined_bytes = 0
+
+    def _payload(self, index: int, line: Optional[int], kind: str, payload: object) -> List[Fault]:
+        """``[bad_payload]`` when the payload breaks the agentloop/1 grammar, else ``[]``."""
+        if not self.intact:
+            return []
+        problem = self.grammar.problem(kind, payload)
+        return [Fault(index, line, "bad_payload", problem)] if problem else []
 
     def _kind_problem(self, index: int, kind: object) -> str:
         if self.last_kind == "stop":
@@ -73,7 +96,7 @@ class Chain:
             payload = record["payload"]
             if kind != "task" or not isinstance(payload, dict) or payload.get("format") != FORMAT:
                 return False
-        elif kind not in _LATER_KINDS or self.last_kind == "stop":
+        elif type(kind) is not str or kind not in _LATER_KINDS or self.last_kind == "stop":  # str first: never hash a list
             return False
         if not _is_hex_hash(stored) or not is_canonical_line(record, text, raw, floats):
             return False
@@ -96,8 +119,8 @@ class Chain:
         """Check one record (and, when ``raw`` is given, its line bytes).
 
         With ``text``, the decoded line, and ``floats``, its vetted float
-        tokens (:class:`~agentloop.canonical.FloatVetter`), a sound record is
-        accepted by :meth:`_sound` alone.
+        tokens (:class:`~agentloop.canonical.FloatVetter`), a sound record
+        passes the chain checks by :meth:`_sound` alone.
         Anything else, and every record from :func:`verify_records`, goes
         through the full checks, which name every fault:
 
@@ -106,10 +129,13 @@ class Chain:
         3. ``seq`` is the expected position;
         4. ``prev`` is the previous record's ``hash``;
         5. the record is encodable, and its line is its RFC 8785 form;
-        6. ``hash`` is the SHA-256 of the record without ``hash``.
+        6. ``hash`` is the SHA-256 of the record without ``hash``;
+        7. while every record so far (this one included) passed checks
+           1-6, a record's payload is of the agentloop/1 grammar
+           (:mod:`~agentloop.transcript.grammar`; ``bad_payload``).
         """
         if text is not None and raw is not None and floats is not None and self._sound(record, text, raw, floats):
-            return []
+            return self._payload(self.index - 1, line, record["kind"], record["payload"])  # type: ignore[index]
         index = self.index
         self.index += 1
         faults: List[Fault] = []
@@ -120,6 +146,7 @@ class Chain:
         # 1. shape
         if not isinstance(record, dict):
             fault("not_an_object", "record is %s, not an object" % (_a(_json_type(record)),))
+            self.intact = False
             self.expected_seq += 1
             self.expected_prev = None
             self.head = None
@@ -145,10 +172,13 @@ class Chain:
 
         # 2b. kind grammar: task only first, nothing after a stop
         kind = record.get("kind")
+        kind_known = False
         if "kind" in record:
             problem = self._kind_problem(index, kind)
             if problem:
                 fault("unexpected_kind", problem)
+            else:
+                kind_known = True
 
         # 3. seq
         seq = record.get("seq")
@@ -184,27 +214,12 @@ class Chain:
         self.expected_prev = stored if _is_hex_hash(stored) else computed
         self.head = stored if isinstance(stored, str) else None
         self.last_kind = kind
+
+        # 7. payload grammar, in a chain intact so far
+        self.intact = self.intact and not faults
+        if kind_known and "payload" in record:
+            faults.extend(self._payload(index, line, str(kind), record["payload"]))
         return faults
-
-
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
-def _a(noun: str) -> str:
-    return ("an " if noun[:1] in "aeiou" else "a ") + noun
 
 
 def _first_difference(raw: bytes, expected: bytes) -> str:
@@ -246,12 +261,27 @@ def verify_records(records: Iterable[object]) -> List[Fault]:
             faults.append(Fault(index, None, "unserialisable_payload", "inspecting the record raised %s" % (type(exc).__name__,)))
 
 
-def _read_lines(handle: BinaryIO, limit: int) -> Iterator[Tuple[bytes, bool]]:
+class _Tapped:
+    """A binary file whose ``readline`` also hands every byte it returns to ``tap``."""
+
+    def __init__(self, handle: BinaryIO, tap: Callable[[bytes], None]) -> None:
+        self._handle = handle
+        self._tap = tap
+
+    def readline(self, size: int = -1) -> bytes:
+        data = self._handle.readline(size)
+        if data:
+            self._tap(data)
+        return data
+
+
+def _read_lines(handle: "Union[BinaryIO, _Tapped]", limit: int) -> Iterator[Tuple[bytes, bool]]:
     """Yield ``(line, whole)`` with memory bounded by ``limit``.
 
     A line longer than ``limit`` bytes is yielded as its first ``limit``
-    bytes with ``whole=False``; the rest of it is read and dropped in
-    ``limit``-sized pieces.
+    bytes with ``whole=False``, once the rest of it has been read and dropped
+    in ``limit``-sized pieces: at each ``yield`` the file stands at the start
+    of the next line, so a caller may stop and read on by itself.
     """
     while True:
         raw = handle.readline(limit + 1)
@@ -260,11 +290,39 @@ def _read_lines(handle: BinaryIO, limit: int) -> Iterator[Tuple[bytes, bool]]:
         if len(raw) <= limit or raw.endswith(b"\n") and len(raw) == limit + 1:
             yield raw, True
             continue
+        piece = raw
+        while not piece.endswith(b"\n"):
+            piece = handle.readline(limit)
+            if not piece:
+                break
         yield raw[:limit], False
-        while not raw.endswith(b"\n"):
-            raw = handle.readline(limit)
-            if not raw:
-                return
+
+
+_REST_CHUNK = 1 << 20
+
+
+def _count_rest(handle: BinaryIO, on_bytes: Optional[Callable[[bytes], None]]) -> Tuple[int, int]:
+    """``(lines, bytes)`` left in ``handle`` from where it stands: read in 1 MiB
+    chunks and counted with ``bytes.count``, in C, never judged; a last line
+    without its newline counts as a line."""
+    lines = size = 0
+    last = b"\n"
+    while True:
+        chunk = handle.read(_REST_CHUNK)
+        if not chunk:
+            break
+        if on_bytes is not None:
+            on_bytes(chunk)
+        lines += chunk.count(b"\n")
+        size += len(chunk)
+        last = chunk[-1:]
+    return lines + (last != b"\n"), size
+
+
+def _check_max_faults(max_faults: object) -> int:
+    if isinstance(max_faults, bool) or not isinstance(max_faults, int) or max_faults < 1:
+        raise ValueError("max_faults must be an int of at least 1, got %r" % (max_faults,))
+    return max_faults
 
 
 def _parse_line(
@@ -298,51 +356,102 @@ def _parse_line(
 
 
 def scan(
-    path: PathLike, limit: int = MAX_LINE_BYTES, on_record: Optional[Callable[[bytes], None]] = None
+    path: PathLike,
+    limit: int = MAX_LINE_BYTES,
+    on_record: Optional[Callable[[bytes], None]] = None,
+    on_bytes: Optional[Callable[[bytes], None]] = None,
+    max_faults: int = MAX_FAULTS,
 ) -> Iterator[Tuple[int, object, List[Fault], "Chain"]]:
     """Read a transcript once, yielding ``(line, record, faults, chain)`` per line.
 
     ``record`` is ``None`` for a line that is not a record (its ``bad_json``
-    fault is in ``faults``).  An ``OSError`` becomes one ``unreadable`` fault,
-    yielded with line ``0`` and record ``None``.  ``on_record``, if given, is
-    called with each record's line bytes (without ``\\n``) before it is yielded.
+    fault is in ``faults``).  An ``OSError`` (the file cannot be opened or
+    read, or is not a regular file or a pipe:
+    :func:`~agentloop.transcript.durable.open_input`) becomes one
+    ``unreadable`` fault, yielded with line ``0`` and record ``None``; so
+    does, at the end, a ``no_records`` fault for a file that holds no record.
+
+    At most ``max_faults`` faults are yielded for the lines.  When a line
+    brings more, its first ones up to ``max_faults`` are yielded, then one
+    ``too_many_faults`` fault (line ``0``, record ``None``), and the rest of
+    the file is not judged: its lines and bytes are only counted
+    (``chain.unexamined_lines``/``unexamined_bytes``), so that a hostile file
+    costs no more than a valid one.  ``on_record``, if given, is
+    called with each record's line bytes (without ``\\n``) before it is yielded;
+    ``on_bytes``, if given, with every byte read from the file, in order, as it
+    is read (the bytes of a line too long to judge included), so one pass can
+    also hash or show the file.
     """
+    room = _check_max_faults(max_faults)
     chain = Chain()
     vetter = FloatVetter()
     loads = json.JSONDecoder(parse_float=vetter.on_float, parse_constant=vetter.on_constant).decode
     line = 0
     try:
-        with open(os.fspath(path), "rb") as handle:
-            for raw, whole in _read_lines(handle, limit):
+        with open_input(path) as handle:
+            for raw, whole in _read_lines(handle if on_bytes is None else _Tapped(handle, on_bytes), limit):
                 line += 1
                 vetter.reset()
                 record, bad, text = _parse_line(line, raw, whole, loads)
                 if bad is not None:
-                    yield line, None, [bad], chain
+                    record, found = None, [bad]
                 else:
                     body = raw[:-1]
                     if on_record is not None:
                         on_record(body)
-                    yield line, record, chain.check(record, line, body, text, vetter.pairs), chain
+                    found = chain.check(record, line, body, text, vetter.pairs)
+                if len(found) <= room:
+                    room -= len(found)
+                    yield line, record, found, chain
+                    continue
+                # More than max_faults: keep the first ones, count the rest of the file.
+                yield line, record, found[:room], chain
+                lines, size = _count_rest(handle, on_bytes)
+                chain.unexamined_lines, chain.unexamined_bytes = lines, size
+                detail = "more than %d faults: stopped judging after line %d; %d more line(s) (%d bytes) not examined" % (
+                    max_faults, line, lines, size)
+                yield 0, None, [Fault(None, None, "too_many_faults", detail)], chain
+                return
     except OSError as exc:
         reason = "%s: %s" % (type(exc).__name__, exc.strerror or exc)
         yield 0, None, [Fault(None, line or None, "unreadable", reason)], chain
+        return
+    if not chain.index:
+        what = "the file is empty" if not line else "none of its %d line(s) is a record" % (line,)
+        yield 0, None, [Fault(None, None, "no_records", "it holds no record, so no run: %s" % (what,))], chain
 
 
-def iter_file(path: PathLike) -> Iterator[Tuple[int, Optional[object], Optional[Fault]]]:
+def iter_file(
+    path: PathLike, *, max_faults: Optional[int] = None
+) -> Iterator[Tuple[int, Optional[object], Optional[Fault]]]:
     """Yield ``(line_number, record, fault)`` for each line of a transcript.
 
     Exactly one of ``record`` and ``fault`` is set: ``fault`` is a ``bad_json``
     fault for a line that is not a complete JSON text (no terminating newline,
     invalid UTF-8, a syntax error, nesting too deep to parse, too long).  An
-    ``OSError`` opening or reading the file propagates.
+    ``OSError`` opening or reading the file propagates, and so does one for a
+    path that is not a regular file or a pipe
+    (:func:`~agentloop.transcript.durable.open_input`: refused at once).
+
+    With ``max_faults``, after that many ``bad_json`` lines the next one ends
+    the iteration as a ``too_many_faults`` fault (line number ``0``) naming
+    how much of the file was left unread, counted, not parsed.
     """
+    room = None if max_faults is None else _check_max_faults(max_faults)
     handle: BinaryIO
-    with open(os.fspath(path), "rb") as handle:
+    with open_input(path) as handle:
         number = 0
         for raw, whole in _read_lines(handle, MAX_LINE_BYTES):
             number += 1
             record, fault, _ = _parse_line(number, raw, whole)
+            if fault is not None and room is not None:
+                if not room:
+                    lines, size = _count_rest(handle, None)
+                    detail = "more than %d lines that are not records: stopped after line %d; %d more line(s) (%d bytes) not read" % (
+                        max_faults or 0, number - 1, lines + 1, size + len(raw))
+                    yield 0, None, Fault(None, None, "too_many_faults", detail)
+                    return
+                room -= 1
             yield number, record, fault
 
 
@@ -352,6 +461,10 @@ def verify_file(
     expect_count: Optional[int] = None,
     expect_head: Optional[str] = None,
     max_line_bytes: int = MAX_LINE_BYTES,
+    on_line: Optional[Callable[[int, object, List[Fault]], None]] = None,
+    on_bytes: Optional[Callable[[bytes], None]] = None,
+    max_faults: int = MAX_FAULTS,
+    require_complete: bool = False,
 ) -> VerifyResult:
     """Verify a transcript file, streaming it in flat memory.
 
@@ -359,23 +472,46 @@ def verify_file(
     checks as :func:`verify_records`, plus a check that the line's bytes are
     its record's RFC 8785 form.  Lines that do not parse are ``bad_json``, and
     so are lines longer than ``max_line_bytes`` (not read into memory); a
-    file that cannot be opened or read is ``unreadable``.  Never raises on
-    any file content.
+    file that cannot be opened or read, or that is not a regular file or a
+    pipe (a directory, ``/dev/zero``: refused before a byte is read), is
+    ``unreadable``; a file that holds no record is ``no_records``.  Never
+    raises on any file content.
+
+    At most ``max_faults`` faults (:data:`~agentloop.transcript.format.MAX_FAULTS`,
+    100, by default) are kept; past them the rest of the file is counted, not
+    judged, and the last fault is ``too_many_faults`` (see :func:`scan`), so
+    time and memory stay those of a valid file of the same size.  Then
+    ``count``, ``head`` and ``complete`` describe the part judged, and the
+    checks below are not made.
 
     The chain alone cannot show a missing tail.  ``expect_count`` and
     ``expect_head``, an anchor held outside the file, can: a different count
-    is ``count_mismatch``, a different last hash ``head_mismatch``.
+    is ``count_mismatch``, a different last hash ``head_mismatch``.  With
+    ``require_complete``, a run whose last record is not a ``stop`` record
+    is ``incomplete``.
+
+    ``on_line(line, record, faults)``, if given, sees each line as it is
+    judged (``record`` is ``None`` for a line that is not a record, and for an
+    ``unreadable`` fault at line 0), and ``on_bytes`` every byte read (see
+    :func:`scan`): a listing or a page built so shows exactly the bytes the
+    verdict judged, read once (a pipe works).
     """
     chain = Chain()
     faults: List[Fault] = []
-    for _, _, found, chain in scan(path, max_line_bytes):
+    for line, record, found, chain in scan(path, max_line_bytes, on_bytes=on_bytes, max_faults=max_faults):
         faults.extend(found)
+        if on_line is not None:
+            on_line(line, record, found)
     head = chain.head if chain.index else None
-    if expect_count is not None and chain.index != expect_count:
+    last = faults[-1].kind if faults else ""
+    judged = last != "too_many_faults"  # else count, head and complete describe a part only
+    if require_complete and judged and last not in ("unreadable", "no_records") and chain.last_kind != "stop":
+        faults.append(Fault(None, None, "incomplete", "the run has no stop record: it was cut short, or is still running"))
+    if judged and expect_count is not None and chain.index != expect_count:
         faults.append(
             Fault(None, None, "count_mismatch", "expected %d records, found %d" % (expect_count, chain.index))
         )
-    if expect_head is not None and head != expect_head:
+    if judged and expect_head is not None and head != expect_head:
         faults.append(Fault(None, None, "head_mismatch", "expected head %s, found %s" % (expect_head, _short(head))))
     return VerifyResult(
         ok=not faults,
@@ -383,4 +519,6 @@ def verify_file(
         head=head,
         faults=tuple(faults),
         complete=chain.last_kind == "stop",
+        unexamined_lines=chain.unexamined_lines,
+        unexamined_bytes=chain.unexamined_bytes,
     )

@@ -9,8 +9,9 @@ random source), and each faulty vector is a base with one documented change,
 made here with ``hashlib`` and ``agentloop.canonical_bytes`` only.
 
 The expected verdicts are written by hand below (``faults=[...]``), from the
-rules of docs/format.md, not read back from the verifier: ``ok``,
-``records`` and ``head`` follow from the construction, and
+rules of docs/format.md (the chain, section 6; the payload grammar, section
+7), not read back from the verifier: ``ok``, ``records`` and ``head`` follow
+from the construction, and
 ``tests/test_transcript_vectors.py`` checks that ``agentloop.verify_file`` (or
 ``agentloop.verify_checkpoint``) agrees with every one of them.
 """
@@ -30,6 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
 
 from agentloop import (  # noqa: E402 -- after the path is set
+    STOP_REASONS,
     ModelReply,
     ScriptedModel,
     Tool,
@@ -108,6 +110,43 @@ def canonical_run(path: str) -> None:
         max_steps=4, max_tokens=100000, stop_sentinel="DONE")
 
 
+#: The task record's ``clock`` and the readings before each turn, in seconds.
+MEMBERS_CLOCK = (100, 100.5, 102.25)
+#: The price table of members_run, USD per million tokens.
+MEMBERS_PRICES = {"m-1": {"input": "3", "output": "15", "cache_read": "0.3", "cache_write": "3.75"}}
+
+
+def members_run(path: str) -> None:
+    """valid_members.jsonl: every optional member a run of this version can write, and a final_result stop.
+
+    Turn 1 costs (1200-1000-100)*3 + 1000*0.3 + 100*3.75 + 40*15 = 1575 micro-USD
+    (prices are per million tokens): "0.001575"; turn 2, (1300-1200)*3 + 1200*0.3
+    + 20*15 = 960: "0.00096", so total_cost "0.002535".
+    """
+    readings = iter(MEMBERS_CLOCK)
+    model = ScriptedModel(
+        [
+            ModelReply("Adding.", [ToolCall("add", {"a": 40, "b": 2})],
+                       usage=Usage(1200, 40, cache_read_tokens=1000, cache_write_tokens=100), truncated=True),
+            ModelReply("Done.", [ToolCall("final_result", {"answer": 42})], usage=Usage(1300, 20, cache_read_tokens=1200)),
+        ],
+        info={"model": "m-1"},
+    )
+    schema = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"],
+              "additionalProperties": False}
+    run("What is 40 + 2?", model, [add_tool()], transcript=path, max_steps=4, max_tokens=100000,
+        system="Answer with final_result.", output_schema=schema, max_tool_calls=5, max_cost="1",
+        prices=MEMBERS_PRICES, max_seconds=60, clock=lambda: next(readings), tool_timeout=30, tell_budgets=True)
+
+
+def clock_run(path: str) -> None:
+    """valid_time_budget.jsonl: max_seconds of 2; readings 0 (start), 0.5 (turn 1), 2.5 (a time_budget stop)."""
+    readings = iter((0, 0.5, 2.5))
+    model = ScriptedModel([ModelReply("Adding.", [ToolCall("add", {"a": 40, "b": 2})])])
+    run("What is 40 + 2?", model, [add_tool()], transcript=path, max_steps=4, max_tokens=1000,
+        max_seconds=2, clock=lambda: next(readings))
+
+
 def read(path: str) -> List[bytes]:
     with open(path, "rb") as handle:
         return handle.read().splitlines(keepends=True)
@@ -180,8 +219,13 @@ class Vectors:
         head: Optional[str] = "auto",
         verify: Optional[Dict[str, Any]] = None,
         transcript: Optional[str] = None,
+        unexamined: Optional[Dict[str, int]] = None,
     ) -> None:
-        """Write ``NAME.jsonl`` (unless ``lines`` is None) and ``NAME.expect.json``."""
+        """Write ``NAME.jsonl`` (unless ``lines`` is None) and ``NAME.expect.json``.
+
+        ``unexamined`` (``{"lines": N, "bytes": M}``) is what a verification
+        stopped by ``too_many_faults`` left unjudged; it is written only then.
+        """
         transcript = transcript or name + ".jsonl"
         if lines is not None:
             write(self.path(transcript), lines)
@@ -195,6 +239,9 @@ class Vectors:
             "complete": complete,
             "faults": faults,
         }
+        if unexamined is not None:
+            expect["unexamined_lines"] = unexamined["lines"]
+            expect["unexamined_bytes"] = unexamined["bytes"]
         text = json.dumps(expect, indent=2, ensure_ascii=True, sort_keys=False) + "\n"
         with open(self.path(name + ".expect.json"), "w", encoding="ascii", newline="\n") as handle:
             handle.write(text)
@@ -221,11 +268,15 @@ def build(out: str) -> List[str]:
     try:
         base_run(os.path.join(scratch, "valid.jsonl"))
         canonical_run(os.path.join(scratch, "canonical.jsonl"))
+        members_run(os.path.join(scratch, "members.jsonl"))
+        clock_run(os.path.join(scratch, "clock.jsonl"))
         valid = read(os.path.join(scratch, "valid.jsonl"))
         canonical = read(os.path.join(scratch, "canonical.jsonl"))
+        members = read(os.path.join(scratch, "members.jsonl"))
+        clocked = read(os.path.join(scratch, "clock.jsonl"))
     finally:
         shutil.rmtree(scratch, True)
-    assert len(valid) == 5
+    assert len(valid) == 5 and len(members) == 5 and len(clocked) == 4
 
     # --- valid transcripts ---------------------------------------------------
     v.add("valid", "A complete run: task, assistant (one add call), tool, assistant, stop (no_tool_calls).",
@@ -234,10 +285,16 @@ def build(out: str) -> List[str]:
           "2**53-1, keys sorted by UTF-16 code units (U+E000 after U+1F600), escapes, non-ASCII text; reported usage; "
           "failed calls (invalid arguments, unknown tool, unrecordable and unreadable arguments with arguments: null); "
           "a sentinel stop.", canonical, records=len(canonical), complete=True, faults=[])
+    v.add("valid_members", "A complete run with every optional member: the task record's system, model, clock and "
+          "budgets max_tool_calls, max_cost, prices, max_seconds, tool_timeout, tell_budgets, and the reserved "
+          "final_result tool (output_schema); assistant records with usage (cache_read_tokens, cache_write_tokens), "
+          "truncated, cost, total_cost and clock; a final_result stop right after the turn that calls it "
+          "(that call has no tool record).", members, records=5, complete=True, faults=[])
+    v.add("valid_time_budget", "A run with max_seconds 2 whose clock reads 0 at the start, 0.5 before turn 1 and 2.5 "
+          "before turn 2: a time_budget stop record carrying the reading (clock 2.5) that stopped it.",
+          clocked, records=4, complete=True, faults=[])
     v.add("valid_incomplete", "The first 3 records of valid.jsonl: a valid chain with no stop record "
           "(complete is false; a chain cannot show its missing tail).", valid[:3], records=3, complete=False, faults=[])
-    v.add("valid_empty", "An empty file: a valid chain of no records (head null).", [], records=0, complete=False,
-          faults=[], head=None)
 
     # --- one fault kind each, per record ---------------------------------------
     lines = list(valid)
@@ -300,6 +357,61 @@ def build(out: str) -> List[str]:
     v.add("unexpected_kind", "A sixth record, an assistant record correctly chained, after the stop record.",
           lines, records=6, complete=False, faults=[fault("unexpected_kind", 5, 6)])
 
+    lines = list(valid)
+    lines[2] = valid[2].replace(b'"sum":42', b'"sum":"\xef\xb7\x90"')
+    v.add("unserialisable_payload_noncharacter", "Record 2's result is the string U+FDD0, a Unicode noncharacter "
+          "that I-JSON (RFC 7493 section 2.1) forbids, written as itself in UTF-8: the record has no canonical form.",
+          lines, records=5, complete=True, faults=[fault("unserialisable_payload", 2, 3)])
+
+    # --- the payload grammar (a chain intact so far) -----------------------------
+    record = parse(valid[4])
+    record["payload"]["reason"] = "done"
+    assert "done" not in STOP_REASONS
+    lines = valid[:4] + [seal(record)]
+    v.add("bad_payload", "The stop record's reason rewritten to \"done\", not a stop reason, and its hash "
+          "recomputed: the chain is intact, the payload breaks the grammar.",
+          lines, records=5, complete=True, faults=[fault("bad_payload", 4, 5)])
+
+    record = parse(valid[0])
+    record["payload"]["budgets"]["max_steps"] = "4"
+    lines = rechain([seal(record)] + valid[1:], 1)
+    v.add("bad_payload_task", "The task record's budgets.max_steps rewritten to the string \"4\" and every hash "
+          "recomputed: a member of the wrong type (\"4\" is not 4).",
+          lines, records=5, complete=True, faults=[fault("bad_payload", 0, 1)])
+
+    record = parse(valid[3])
+    record["payload"]["tokens"] = 4
+    lines = rechain(valid[:3] + [seal(record), valid[4]], 4)
+    v.add("bad_payload_tokens", "Record 3's tokens rewritten from 3 to 4 (its total_tokens left at 9) and every hash "
+          "recomputed: 6 + 4 is not 9. The stop record's tokens, 9, still equal the last total_tokens.",
+          lines, records=5, complete=True, faults=[fault("bad_payload", 3, 4)])
+
+    record = parse(valid[2])
+    record["payload"]["id"] = "call_1_9"
+    lines = rechain(valid[:2] + [seal(record)] + valid[3:], 3)
+    v.add("bad_payload_answer", "The tool record's id rewritten to call_1_9 and every hash recomputed: it does not "
+          "answer the call the assistant record asked for (call_1_0).",
+          lines, records=5, complete=True, faults=[fault("bad_payload", 2, 3)])
+
+    renumbered = []
+    for position, line in enumerate(valid[:2] + valid[3:]):
+        record = parse(line)
+        record["seq"] = position
+        renumbered.append(unsealed(record))
+    lines = rechain(renumbered, 0)
+    v.add("bad_payload_unanswered", "The tool record deleted and seq, prev and hash recomputed after it (a forger's "
+          "whole work): the chain is intact, but the assistant record of step 2 comes while step 1's call awaits "
+          "its tool record.", lines, records=4, complete=True, faults=[fault("bad_payload", 2, 3)])
+
+    record = parse(valid[2])
+    record["payload"]["value"]["sum"] = 43
+    stop = parse(valid[4])
+    stop["payload"]["reason"] = "done"
+    lines = valid[:2] + [unsealed(record), valid[3], seal(stop)]
+    v.add("hash_mismatch_hides_bad_payload", "hash_mismatch.jsonl with its stop reason also rewritten to \"done\" "
+          "(that record's hash recomputed): once a record has broken the chain, no later payload is judged, so the "
+          "only fault is the hash_mismatch.", lines, records=5, complete=True, faults=[fault("hash_mismatch", 2, 3)])
+
     # --- against an expectation held outside the file -------------------------
     v.add("count_mismatch", "valid_incomplete.jsonl's 3 records, checked against an expected count of 5.",
           valid[:3], records=3, complete=False, faults=[fault("count_mismatch", None, None)],
@@ -316,6 +428,28 @@ def build(out: str) -> List[str]:
     v.add("unreadable", "A transcript path that does not exist (there is no unreadable.jsonl).",
           None, records=0, complete=False, faults=[fault("unreadable", None, None)], head=None,
           transcript="unreadable.jsonl")
+    v.add("no_records", "An empty file: no record, so no run (head null).",
+          [], records=0, complete=False, faults=[fault("no_records", None, None)], head=None)
+    v.add("no_records_torn", "A file holding only the first 60 bytes of valid.jsonl's first line (a writer that died "
+          "during its first write): the torn line, then no record at all.", [valid[0][:60]], records=0,
+          complete=False, faults=[fault("bad_json", None, 1), fault("no_records", None, None)], head=None)
+    v.add("no_records_require_complete", "no_records.jsonl verified with require_complete: a file with no record is "
+          "no_records only (incomplete is not added to it).", None, records=0, complete=False,
+          faults=[fault("no_records", None, None)], head=None, verify={"require_complete": True},
+          transcript="no_records.jsonl")
+    v.add("incomplete", "valid_incomplete.jsonl's 3 records verified with require_complete: a valid chain whose run "
+          "has no stop record.", valid[:3], records=3, complete=False, faults=[fault("incomplete", None, None)],
+          verify={"require_complete": True})
+    rest = valid[1:]
+    lines = valid[:1] + [b"x\n"] * 4 + rest
+    v.add("too_many_faults", "valid.jsonl with 4 lines 'x' after record 0, verified with max_faults 3: lines 2-4 are "
+          "3 bad_json faults, line 5 a fourth, so verification stops there; the 4 lines after it (valid.jsonl's "
+          "records 1-4, %d bytes) are counted, not judged. records, head and complete describe lines 1-5 only."
+          % (len(b"".join(rest)),), lines, records=1, complete=False,
+          faults=[fault("bad_json", None, 2), fault("bad_json", None, 3), fault("bad_json", None, 4),
+                  fault("too_many_faults", None, None)],
+          head=parse(valid[0])["hash"], verify={"max_faults": 3},
+          unexamined={"lines": len(rest), "bytes": len(b"".join(rest))})
 
     # --- against a checkpoint (agentloop.verify_checkpoint) ----------------------
     full = v.checkpoint("valid.checkpoint", valid)
