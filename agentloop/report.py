@@ -32,9 +32,9 @@ from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple
 
 from ._version import __version__
 from .transcript.format import FORMAT, Fault, PathLike, VerifyResult
-from .transcript.verify import iter_file, verify_file
+from .transcript.verify import verify_file
 
-__all__ = ["render_report", "write_report", "default_report_path"]
+__all__ = ["render_report", "write_report", "default_report_path", "is_report_page"]
 
 #: ``(ok, detail)`` from a checkpoint check; the checkpoint issue plugs in here.
 CheckpointStatus = Tuple[bool, str]
@@ -51,6 +51,8 @@ _LINK_BREAKERS = ("prev_mismatch", "seq_gap")  # a fault of the record the link 
 _UNTRUSTED_HASH = ("hash_mismatch", "unserialisable_payload", "not_an_object", "missing_fields")
 _HIDDEN = frozenset(("Cc", "Cf", "Cs", "Zl", "Zp"))  # the categories cli._quote escapes too
 _KEPT = frozenset("\n\t")
+#: How every page begins; the generator ``<meta>`` marks a page agentloop wrote.
+_PAGE_HEAD = '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta name="generator" content="agentloop">\n'
 
 _CSS = """\
 :root{color-scheme:light dark;--ok:#1a7f37;--bad:#cf222e;--warn:#9a6700;--mute:#59636e;--bg2:#f6f8fa;--line:#d0d7de}
@@ -230,7 +232,6 @@ class _Summary:
     stop: Optional[Dict[str, Any]] = None
     digest: Any = field(default_factory=hashlib.sha256)
     size: int = 0
-    read_error: Optional[str] = None
 
 
 def _label(value: object) -> str:
@@ -375,45 +376,72 @@ def _link(prev_seq: object, faults: List[Fault], prev_faults: List[str]) -> str:
     return '<p class="link">✓ chain link intact: prev is the hash of seq %s</p>' % (_label(prev_seq),)
 
 
-def _raw_lines(handle: BinaryIO, summary: _Summary) -> Iterator[Tuple[bytes, int]]:
-    """Each line's first :data:`_RAW_SHOWN` bytes and how many more it has.
+@dataclass
+class _Raw:
+    """One line's first :data:`_RAW_SHOWN` bytes and how many more it has."""
 
-    Every byte is counted and hashed; the lines split where ``iter_file``'s do.
+    shown: bytes = b""
+    skipped: int = 0
+
+
+class _Bytes:
+    """Every byte the verifier reads, counted and hashed, split into lines as it splits them.
+
+    Fed by ``verify_file(on_bytes=)``: each piece is one ``readline`` result,
+    so a ``\\n`` can only end it.  :attr:`last` is the line being read, the one
+    the verifier is judging when it calls ``on_line``.
     """
-    while True:
-        raw = handle.readline(_RAW_SHOWN)
-        if not raw:
-            return
-        summary.digest.update(raw)
-        summary.size += len(raw)
-        skipped, piece = 0, raw
-        while not piece.endswith(b"\n"):
-            piece = handle.readline(_RAW_SHOWN)
-            if not piece:
-                break
-            summary.digest.update(piece)
-            summary.size += len(piece)
-            skipped += len(piece)
-        yield raw, skipped
+
+    def __init__(self, summary: _Summary) -> None:
+        self.summary = summary
+        self.last = _Raw()
+        self._open = False
+
+    def feed(self, data: bytes) -> None:
+        self.summary.digest.update(data)
+        self.summary.size += len(data)
+        if not self._open:
+            self.last, self._open = _Raw(), True
+        room = _RAW_SHOWN - len(self.last.shown)
+        if room > 0:
+            self.last.shown += data[:room]
+        self.last.skipped += max(0, len(data) - max(room, 0))
+        if data.endswith(b"\n"):
+            self._open = False
 
 
-def _lines(path: PathLike, summary: _Summary) -> Iterator[Tuple[int, Optional[object], Optional[Fault], bytes, int]]:
-    """``iter_file`` in step with the raw bytes of each line (for the page and its SHA-256)."""
-    try:
-        with open(os.fspath(path), "rb") as handle:
-            for (number, record, bad), (raw, skipped) in zip(iter_file(path), _raw_lines(handle, summary)):
-                yield number, record, bad, raw, skipped
-    except (OSError, MemoryError) as exc:
-        summary.read_error = "%s: %s" % (type(exc).__name__, getattr(exc, "strerror", None) or exc)
+@dataclass
+class _Line:
+    """A line as the verifier judged it; ``raw`` only for a line with a fault."""
+
+    line: int
+    record: object
+    faults: List[Fault]
+    raw: Optional[_Raw]
 
 
-def _timeline(path: PathLike, by_line: Dict[int, List[Fault]], summary: _Summary) -> List[_Group]:
+def _read(path: PathLike, summary: _Summary) -> Tuple[VerifyResult, List[_Line]]:
+    """Verify ``path`` and keep its lines, in one read of the file (a pipe works)."""
+    seen = _Bytes(summary)
+    lines: List[_Line] = []
+
+    def on_line(line: int, record: object, faults: List[Fault]) -> None:
+        if line > 0:
+            lines.append(_Line(line, record, list(faults), seen.last if faults else None))
+
+    return verify_file(path, on_line=on_line, on_bytes=seen.feed), lines
+
+
+def _timeline(lines: List[_Line], by_line: Dict[int, List[Fault]], summary: _Summary) -> List[_Group]:
     groups: List[_Group] = []
     current: Optional[_Group] = None
     prev_seq: object = None
     prev_faults: List[str] = []
     seen_record = False
-    for line, record, bad, raw, skipped in _lines(path, summary):
+    for entry in lines:
+        line, record = entry.line, entry.record
+        bad = next((f for f in entry.faults if f.kind == "bad_json"), None)
+        raw, skipped = (entry.raw.shown, entry.raw.skipped) if entry.raw is not None else (b"", 0)
         summary.lines = line
         faults = by_line.get(line, [])
         if bad is not None:
@@ -522,8 +550,6 @@ def _verdict(path: str, result: VerifyResult, summary: _Summary, checkpoint: Opt
         if len(result.faults) > _LISTED_FAULTS:
             parts.append("<li>… and %d more, each marked at its line below</li>" % (len(result.faults) - _LISTED_FAULTS,))
         parts.append("</ul>")
-    if summary.read_error is not None and result.ok:
-        parts.append('<p class="bad">✗ the file could not be read for this page: %s</p>' % (_escape(summary.read_error),))
     if checkpoint is not None:
         ok, detail = checkpoint
         parts.append(
@@ -571,17 +597,17 @@ def render_report(path: PathLike, *, checkpoint: Optional[CheckpointStatus] = No
     its ``unreadable`` verdict.
     """
     name = os.fspath(path)
-    result = verify_file(path)
+    summary = _Summary()
+    result, lines = _read(path, summary)  # one pass: the page shows the bytes the verdict judged
     by_line: Dict[int, List[Fault]] = {}
     for fault in result.faults:
         if fault.line is not None and fault.kind != "unreadable":
             by_line.setdefault(fault.line, []).append(fault)
-    summary = _Summary()
-    groups = _timeline(path, by_line, summary)
+    groups = _timeline(lines, by_line, summary)
     turns = sum(1 for g in groups if g.kind == "turn")
     word = "verified" if result.ok else "NOT verified"
     page = [
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n',
+        _PAGE_HEAD,
         '<meta http-equiv="Content-Security-Policy" content="%s">\n' % (_csp(),),
         '<meta name="referrer" content="no-referrer">\n',
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
@@ -601,6 +627,15 @@ def render_report(path: PathLike, *, checkpoint: Optional[CheckpointStatus] = No
         page.append(_group_html(group, number, turns))
     page.append("</section>\n</main>\n</body>\n</html>\n")
     return "".join(page), result
+
+
+def is_report_page(head: bytes) -> bool:
+    """Whether ``head``, the first bytes of a file, begin a page :func:`render_report` wrote.
+
+    ``agentloop report`` replaces such a page without ``--overwrite`` (it is
+    derived output) and refuses any other file.
+    """
+    return head.startswith(_PAGE_HEAD.encode("utf-8"))
 
 
 def default_report_path(path: PathLike) -> str:

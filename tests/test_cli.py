@@ -219,10 +219,18 @@ class TestReportCommand(CliCase):
         with open(self.path("t.html"), encoding="utf-8") as handle:
             self.assertIn("<strong>✓ VERIFIED</strong>", handle.read())
 
-    def test_report_to_a_chosen_file_and_overwrites_an_old_report(self) -> None:
-        target = self.write_bytes(b"old", "out.html")
+    def test_report_to_a_chosen_file_replaces_only_its_own_page_without_overwrite(self) -> None:
+        target = self.path("out.html")
         self.assertEqual(self.cli("report", self.path(), "-o", target)[0], 0)
-        with open(target, encoding="utf-8") as handle:
+        self.assertEqual(self.cli("report", self.path(), "-o", target)[0], 0)  # its own page: replaced
+        other = self.write_bytes(b"someone else's notes", "notes.html")
+        status, _, err = self.cli("report", self.path(), "-o", other)
+        self.assertEqual(status, 2)
+        self.assertEqual(err, "agentloop report: error: %s: already exists (pass --overwrite to replace it)\n" % (other,))
+        with open(other, "rb") as handle:
+            self.assertEqual(handle.read(), b"someone else's notes")
+        self.assertEqual(self.cli("report", self.path(), "-o", other, "--overwrite")[0], 0)
+        with open(other, encoding="utf-8") as handle:
             self.assertTrue(handle.read().startswith("<!DOCTYPE html>"))
 
     def test_a_tampered_transcript_exits_1_and_its_report_is_still_written(self) -> None:
@@ -248,7 +256,7 @@ class TestReportCommand(CliCase):
         self.assertEqual(read_lines(self.path()), before)
         status, _, err = self.cli("report", self.path(), "-o", self.path("no/such/dir/r.html"))
         self.assertEqual(status, 2)
-        self.assertIn("agentloop report: error: cannot write ", err)
+        self.assertIn("agentloop report: error: %s: the folder %s does not exist" % (self.path("no/such/dir/r.html"), self.path("no/such/dir")), err)
         self.assertEqual(self.cli("report")[0], 2)
 
 
@@ -274,7 +282,8 @@ class TestHostileFields(CliCase):
             out.append(canonical_bytes(record) + b"\n")
         path = self.write_bytes(b"".join(out))
         status, text, _ = self.cli("show", path, "--no-color")
-        self.assertEqual(status, 0)
+        self.assertEqual(status, 1)  # chain-valid, but the payloads break the agentloop/1 grammar (bad_payload)
+        self.assertIn("bad_payload", text)
         self.assertNotIn("\x1b", text)
         self.assertNotIn("\x07", text)
         self.assertIn('ok="\\u001b]0;owned\\u0007\\u001b[2J"', text)

@@ -32,9 +32,19 @@ class TestOneWriter(TempDir):
             with self.assertRaises(TranscriptExistsError):
                 TranscriptWriter(self.path())
             out.append("assistant", {"step": 1})
+        old = read_lines(self.path())
         with TranscriptWriter(self.path(), overwrite=True) as again:  # the lock went with close
-            self.assertEqual(os.path.getsize(self.path()), 0)
+            self.assertEqual(read_lines(self.path()), old)  # kept until the new one has its first record
+            with self.assertRaises(TranscriptLockedError):  # and still locked against a third writer
+                TranscriptWriter(self.path(), overwrite=True)
             again.append("task", {"format": "agentloop/1"})
+            self.assertEqual(len(read_lines(self.path())), 1)
+            with self.assertRaises(TranscriptLockedError):
+                TranscriptWriter(self.path(), overwrite=True)
+        with TranscriptWriter(self.path(), overwrite=True):
+            pass  # no record written: the old transcript stays, and nothing is left beside it
+        self.assertEqual(len(read_lines(self.path())), 1)
+        self.assertEqual(sorted(os.listdir(os.path.dirname(self.path()))), [os.path.basename(self.path())])
 
     def test_run_is_refused_while_another_writer_holds_the_file(self) -> None:
         with TranscriptWriter(self.path()) as out:
@@ -73,10 +83,13 @@ class TestRepair(TempDir):
                 with open(path, "rb") as handle:
                     self.assertEqual(handle.read(), intact)
 
-    def test_a_torn_first_record_leaves_an_empty_file(self) -> None:
+    def test_a_torn_first_record_is_refused_not_cut_to_an_empty_file(self) -> None:
         path = self.write_bytes(self.lines[0][:20], "torn.jsonl")
-        done = repair(path)
-        self.assertEqual((done.removed, done.result.count, done.result.ok), (20, 0, True))
+        with self.assertRaises(RepairRefusedError) as caught:
+            repair(path)
+        self.assertIn("it holds no complete record", str(caught.exception))
+        with open(path, "rb") as handle:
+            self.assertEqual(handle.read(), self.lines[0][:20])
 
     def test_an_intact_file_has_nothing_to_repair(self) -> None:
         done = repair(self.path())

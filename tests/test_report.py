@@ -208,8 +208,9 @@ class TestReport(ReportCase):
         self.assertNotIn("://", text)  # no outside address at all
         head = [e for e in page.elements if e.tag in ("meta", "title", "style")]
         self.assertEqual(head[0].attrs, {"charset": "utf-8"})
-        self.assertEqual(head[1].attrs.get("http-equiv"), "Content-Security-Policy")
-        policy = head[1].attrs["content"] or ""
+        self.assertEqual(head[1].attrs, {"name": "generator", "content": "agentloop"})  # how report -o knows its own pages
+        self.assertEqual(head[2].attrs.get("http-equiv"), "Content-Security-Policy")
+        policy = head[2].attrs["content"] or ""
         self.assertIn("default-src 'none'", policy)
         self.assertNotIn("unsafe", policy)
         self.assertNotIn("script-src", policy)
@@ -332,9 +333,10 @@ class TestFaults(ReportCase):
         self.assertEqual(page.records(), {})
         self.assertIn("No lines to show.", text)
 
-    def test_an_empty_file_is_an_empty_chain(self) -> None:
+    def test_an_empty_file_holds_no_run(self) -> None:
         page, _ = self.page(self.write_bytes(b""))
-        self.assertTrue(page.verdict().content().startswith("✓ VERIFIED: 0 records"))
+        self.assertTrue(page.verdict().content().startswith("✗ NOT VERIFIED"), page.verdict().content())
+        self.assertIn("no_records", page.verdict().content())
         self.assertEqual(page.summary()["Task"], "not recorded")
 
     def test_many_faults_are_listed_up_to_a_limit_and_all_marked(self) -> None:
@@ -370,7 +372,7 @@ class TestHostile(ReportCase):
         for payload in self.payloads:
             with self.subTest(payload=payload):
                 self.assertIn(payload, task["task"])
-                self.assertIn(payload, task["model"])
+                self.assertIn(payload, task["model"]["model"])
                 self.assertIn(payload, [t["name"] for t in task["tools"]])
                 self.assertIn(payload, [c["name"] for c in records[1]["payload"]["tool_calls"]])
 
@@ -392,7 +394,7 @@ class TestHostile(ReportCase):
         self.assertTrue(records[3].content().startswith("seq 2 · tool <script>alert('xss')</script> · ✓ okline 3 · hash "))
         summary = page.summary()
         self.assertIn(visible(self.payloads[-1]), summary["Model"])
-        self.assertIn(visible(self.payloads[0]), summary["Stop reason"])
+        self.assertIn(visible(self.payloads[0]), summary["Stop detail"])
         long_text = "\n".join(self.payloads) * 40
         self.assertIn("(%d characters, %d lines: show all)" % (len(long_text), long_text.count("\n") + 1), records[28].content())
 

@@ -1,32 +1,70 @@
 """The command line: one parser, one ``except AgentloopError``, ``main(argv) -> int``.
 
 The subcommands live by family: ``verify``, ``show`` and ``report`` in
-:mod:`.inspect`; ``run`` and ``replay`` in :mod:`.models`; ``checkpoint``,
+:mod:`.inspect`; ``run`` and ``replay`` in :mod:`.models`; ``pending`` and
+``resume`` (and ``run --approve``) in :mod:`.approval`; ``checkpoint``,
 ``prove``, ``check-proof``, ``consistency``, ``repair`` and ``verify
 --checkpoint`` in :mod:`.anchor`.  What they print goes through
-:mod:`.output`.  Each module documents its own exit codes; ``docs/cli.md``
-lists them all.
+:mod:`.output`, which escapes every byte from outside.
+
+No failure prints a traceback.  Every failure is one line on stderr,
+``agentloop COMMAND: error: WHAT: WHY``, and an exit code:
+
+* 0 done; 1 a fault, a failed proof, a differing replay, a ``model_error``;
+  2 usage error or a file that cannot be read or written; 3 and 4 ``run``
+  only (a budget stop; a run that did not finish) -- see each module;
+* 70 internal error: an exception agentloop did not expect (a bug), shown
+  as one escaped line;
+* 130 interrupted by Ctrl-C (a transcript being written stays a verifiable
+  prefix); 141 standard output closed early (``agentloop show t | head``),
+  quietly, as other Unix tools do.
+
+``docs/cli.md`` lists every command's codes.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from typing import Optional, Sequence, TextIO
+from typing import IO, NoReturn, Optional, Sequence, TextIO
 
 from .._version import __version__
 from ..errors import AgentloopError
-from . import anchor, inspect, models
-from .output import report_verdict
+from . import anchor, approval, batch, inspect, keys, models
+from .output import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_PIPE,
+    EXIT_UNFINISHED,
+    EXIT_USAGE,
+    Refused,
+    cli_message,
+    complain,
+    report_verdict,
+    visible,
+)
 
 __all__ = ["main", "console"]
 
+#: The longest exception text an internal-error line shows.
+_INTERNAL_CHARS = 500
+
+
+class _Parser(argparse.ArgumentParser):
+    """``argparse`` with its usage-error line made :func:`~.output.visible` (a file name may hold anything)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, "%s: error: %s\n" % (self.prog, visible(message)))
+
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = _Parser(
         prog="agentloop",
         description="Verify and inspect agentloop transcripts (format agentloop/1).",
-        epilog="exit status: 0 verified, 1 a fault was found, 2 usage error",
+        epilog="exit status: 0 done, 1 a fault was found, 2 usage error; "
+        "run: 3 budget stop, 4 did not finish, 5 paused for approval; 70 internal error, 130 Ctrl-C",
     )
     parser.add_argument("--version", action="version", version="agentloop " + __version__)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -35,31 +73,79 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_commands(sub)  # verify, show, report
 
     models.add_commands(sub)  # run, replay
+    approval.add_commands(sub)  # pending, resume (run --approve is in models)
+    batch.add_commands(sub)  # batch (verify --manifest is in inspect)
     anchor.add_commands(sub, report_verdict)  # checkpoint, prove, check-proof, consistency, repair
+    keys.add_commands(sub)  # keygen, cosign, witness-request
     return parser
+
+
+def _tolerant(stream: IO[str]) -> None:
+    """Let a stream that cannot encode a character write an escape instead of raising."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if callable(reconfigure):
+        try:
+            reconfigure(errors="backslashreplace")
+        except (ValueError, OSError):
+            pass
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null so the exit flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _dispatch(args: argparse.Namespace, stream: TextIO) -> int:
+    if args.command == "verify" and len(args.files) > 1 and (
+        args.expect_count is not None or args.expect_head is not None
+    ):
+        complain("verify", "--expect-count/--expect-head take exactly one FILE")
+        return EXIT_USAGE
+    try:
+        return int(args.handler(args, stream))
+    except Refused as exc:
+        complain(args.command, str(exc))
+        return exc.status
+    except AgentloopError as exc:
+        complain(args.command, cli_message(exc))
+        return EXIT_USAGE
 
 
 def main(argv: Optional[Sequence[str]] = None, out: Optional[TextIO] = None) -> int:
     """Run the command line; return the exit status instead of exiting."""
     stream = sys.stdout if out is None else out
+    for tty in (sys.stdout, sys.stderr):
+        _tolerant(tty)
     parser = _parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits on --help, --version and usage errors
-        return exc.code if isinstance(exc.code, int) else 2
-    if args.command == "verify" and len(args.files) > 1 and (
-        args.expect_count is not None or args.expect_head is not None
-    ):
-        print("agentloop verify: error: --expect-count/--expect-head take exactly one FILE", file=sys.stderr)
-        return 2
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
-        return int(args.handler(args, stream))
-    except AgentloopError as exc:
-        print("agentloop: error: %s" % (exc,), file=sys.stderr)
-        return 2
+        return _dispatch(args, stream)
+    except BrokenPipeError:
+        if out is None:
+            _silence_stdout()
+        return EXIT_PIPE
+    except KeyboardInterrupt:
+        complain(args.command, "interrupted (Ctrl-C)")
+        return EXIT_INTERRUPTED
+    except SystemExit as exc:  # raised by code agentloop ran (a tools module): said, not obeyed silently
+        complain(args.command, "stopped: SystemExit(%s) was raised by code agentloop ran (a tools module?)" % (exc.code,))
+        return EXIT_UNFINISHED
+    except Exception as exc:  # a bug: still one line, never a traceback
+        text = str(exc)
+        if len(text) > _INTERNAL_CHARS:
+            text = text[:_INTERNAL_CHARS] + "..."
+        complain(args.command, "internal error: %s: %s (a bug in agentloop %s; please report it)" % (type(exc).__name__, text, __version__))
+        return EXIT_INTERNAL
 
 
 def console() -> None:
     """The ``agentloop`` console script."""
     sys.exit(main())
-

@@ -4,162 +4,161 @@
 written; ``replay`` re-runs a transcript's task with its recorded replies
 and compares the new transcript with the original.
 
-Exit codes: 0 -- the run ended (on any stop reason but ``model_error``) /
-the replay is byte-identical; 1 -- the run ended on ``model_error`` / the
-replay differs; 2 -- usage or configuration error (nothing was run).
+Exit codes of ``run``: 0 -- the run ended on an answer (``no_tool_calls``,
+``sentinel``, ``final_result``), printed whole after ``answer:``; 1 -- it
+ended on ``model_error``; 2 -- usage or configuration error, or a file it
+would write that cannot be written (a missing folder, a directory, a
+device, an existing file without ``--overwrite``): every path is checked
+before the first model call, and nothing is run; 3 -- it ended on a budget
+(``step_budget``, ``token_budget`` or any other stop reason); 4 -- it did
+not finish: a tool (or the model) raised ``SystemExit``, and the transcript
+is a verifiable prefix without a stop record; 5 -- it paused for approval
+(``--approve``: :mod:`.approval`); 70 -- internal error; 130 --
+Ctrl-C, the transcript left a verifiable prefix.
+
+Exit codes of ``replay``: 0 -- the replay is byte-identical; 1 -- it
+differs; 2 -- usage error, a transcript that cannot be replayed, or an
+output that cannot be written; 4, 70, 130 as for ``run``.
+
+Every line printed from a model, a tool or a server (the records, the
+``stop:`` detail, the answer) goes through :func:`.output.visible`.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import sys
-from typing import Any, Dict, List, Optional, TextIO
+from decimal import Decimal
+from typing import Any, Callable, Optional, TextIO
 
-from ..errors import RunConfigError
-from ..messages import Message, Model, ModelReply, RunResult
+from ..errors import AgentloopError, RunConfigError
+from ..messages import RunResult
 from ..loop import run
-from ..tools.registry import Tool, ToolRegistry
 from ..transcript.checkpoint import load_key
-from ..transcript.format import PathLike
-from ..models.anthropic import DEFAULT_MAX_TOKENS, AnthropicMessages
-from ..models.http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
-from ..models.openai import OpenAIChat
+from ..models.anthropic import DEFAULT_MAX_TOKENS
+from ..models.http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport
 from ..models.replay import replay
-from .output import count_arg, format_record, seconds_arg
+from ..models.spec import model_from_spec
+from ..tools.loader import load_tools
+from ..transcript.verify import verify_file
+from .approval import add_approve_options, approver_from_args, report_pause
+from .output import (
+    EXIT_BUDGET,
+    EXIT_FAULT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_UNFINISHED,
+    Refused,
+    check_input,
+    check_output,
+    complain,
+    count_arg,
+    emit,
+    format_record,
+    same_file,
+    seconds_arg,
+)
 
 __all__ = ["add_commands", "load_tools", "model_from_spec"]
 
 
-def load_tools(spec: str) -> ToolRegistry:
-    """``MODULE:NAME`` -> the tools it names: a ``ToolRegistry``, an iterable of ``Tool``, or a callable returning one.
-
-    The current folder is importable, as with ``python -m``.
-    """
-    module_name, sep, attribute = spec.partition(":")
-    if not sep or not module_name or not attribute:
-        raise RunConfigError("--tools", "must be MODULE:NAME (e.g. demo:demo_tools), got %s" % (json.dumps(spec),))
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:
-        raise RunConfigError("--tools", "cannot import %s: %s: %s" % (module_name, type(exc).__name__, exc)) from None
-    value: Any = module
-    for part in attribute.split("."):
-        if not hasattr(value, part):
-            raise RunConfigError("--tools", "%s has no attribute %s" % (module_name, json.dumps(attribute)))
-        value = getattr(value, part)
-    if callable(value) and not isinstance(value, (ToolRegistry, Tool)):
-        try:
-            value = value()
-        except Exception as exc:
-            raise RunConfigError("--tools", "%s raised %s" % (spec, type(exc).__name__)) from None
-    if isinstance(value, ToolRegistry):
-        return value
-    if isinstance(value, Tool):
-        return ToolRegistry([value])
-    try:
-        return ToolRegistry(list(value))
-    except TypeError:
-        raise RunConfigError("--tools", "%s is a %s, not a ToolRegistry or Tools" % (spec, type(value).__name__)) from None
-
-
-def model_from_spec(
-    spec: str,
-    *,
-    base_url: Optional[str] = None,
-    model_name: Optional[str] = None,
-    max_output_tokens: Optional[int] = None,
-    system: Optional[str] = None,
-    timeout: float = DEFAULT_TIMEOUT,
-    max_retries: int = DEFAULT_MAX_RETRIES,
-) -> Model:
-    """``openai:MODEL``, ``anthropic:MODEL`` or an OpenAI-compatible base URL (with ``model_name``) -> an adapter."""
-    if spec.startswith(("http://", "https://")):
-        if base_url is not None:
-            raise RunConfigError("--base-url", "the model is already a URL")
-        if not model_name:
-            raise RunConfigError("--model-name", "an OpenAI-compatible URL needs --model-name (the name the server knows)")
-        # A bare URL is someone else's server: never send it $OPENAI_API_KEY
-        # (use openai:NAME --base-url URL to send that key on purpose).
-        return OpenAIChat(model_name, base_url=spec, api_key="", system=system, timeout=timeout, max_retries=max_retries)
-    provider, sep, name = spec.partition(":")
-    if not sep or not name or provider not in ("openai", "anthropic"):
-        raise RunConfigError(
-            "--model", "must be openai:MODEL, anthropic:MODEL or an http(s):// base URL, got %s" % (json.dumps(spec),)
-        )
-    if model_name is not None:
-        raise RunConfigError("--model-name", "only goes with a URL --model")
-    if provider == "openai":
-        if max_output_tokens is not None:
-            raise RunConfigError("--max-output-tokens", "only goes with anthropic: models")
-        return OpenAIChat(name, base_url=base_url, system=system, timeout=timeout, max_retries=max_retries)
-    return AnthropicMessages(
-        name,
-        base_url=base_url,
-        max_tokens=DEFAULT_MAX_TOKENS if max_output_tokens is None else max_output_tokens,
-        system=system,
-        timeout=timeout,
-        max_retries=max_retries,
-    )
-
-
-class _Printing:
-    """Wraps a model: before each turn, prints the records written since the last one."""
-
-    def __init__(self, model: Model, transcript: PathLike, out: TextIO) -> None:
-        self.model = model
-        self.transcript = transcript
-        self.out = out
-        self.offset = 0
-
-    def model_info(self) -> Optional[Dict[str, Any]]:
-        describe = getattr(self.model, "model_info", None)
-        info: Optional[Dict[str, Any]] = describe() if callable(describe) else None
-        return info
-
-    def flush(self) -> None:
-        """Print every complete record written since the last call."""
-
-        try:
-            with open(self.transcript, "rb") as handle:
-                handle.seek(self.offset)
-                data = handle.read()
-        except OSError:
-            return
-        complete = data[: data.rfind(b"\n") + 1]
-        self.offset += len(complete)
-        for line in complete.splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                record = None
-            print(format_record(record), file=self.out, flush=True)
-
-    def __call__(self, messages: List[Message], manifest: List[Dict[str, Any]]) -> ModelReply:
-        self.flush()
-        return self.model(messages, manifest)
+#: The stop reasons that are an answer (``run`` exits 0 on them only).
+_ANSWERS = ("no_tool_calls", "sentinel", "final_result")
 
 
 def _finish(result: RunResult, path: str, out: TextIO) -> None:
-    print("stop: %s (steps=%d, tokens=%d): %s" % (result.stop_reason, result.steps, result.tokens, result.detail), file=out)
-    print("transcript: %s (%d records, head %s)" % (path, result.records, result.head), file=out)
+    emit(out, "stop: %s (steps=%d, tokens=%d): %s" % (result.stop_reason, result.steps, result.tokens, result.detail))
+    emit(out, "transcript: %s (%d records, head %s)" % (path, result.records, result.head))
+
+
+def _status(result: RunResult) -> int:
+    if result.stop_reason in _ANSWERS:
+        return EXIT_OK
+    return EXIT_FAULT if result.stop_reason == "model_error" else EXIT_BUDGET
+
+
+def _answer(result: RunResult, out: TextIO) -> None:
+    """The run's answer, whole, escaped (its newlines kept); nothing when it ended without one."""
+    value = getattr(result, "output", None)
+    if value is None:
+        return
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    emit(out, "answer:")
+    emit(out, text, lines=True)
+
+
+def _left(command: str, path: str, what: str) -> None:
+    """After a run that did not finish: say what happened and what the transcript holds."""
+    if not os.path.exists(path):
+        complain(command, "%s; nothing was written to %s" % (what, path))
+        return
+    result = verify_file(path)
+    state = "a verifiable prefix without a stop record" if result.ok else "NOT verifiable: %s" % (result.faults[0],)
+    complain(command, "%s; %s holds %d records, %s" % (what, path, result.count, state))
+
+
+def _guarded(command: str, path: str, work: Callable[[], Any]) -> Any:
+    """``work()``; Ctrl-C and ``SystemExit`` inside it become a message and exit 130 / 4 (as ``_Stopped``)."""
+    try:
+        return work()
+    except KeyboardInterrupt:
+        _left(command, path, "interrupted (Ctrl-C)")
+        raise _Stopped(EXIT_INTERRUPTED) from None
+    except SystemExit as exc:
+        _left(command, path, "the run did not finish: a tool or the model raised SystemExit(%s)" % (exc.code,))
+        raise _Stopped(EXIT_UNFINISHED) from None
+    except AgentloopError:
+        raise  # TranscriptExistsError, TranscriptLockedError: said in the command line's words by main
+    except OSError as exc:
+        where = getattr(exc, "filename", None) or path
+        raise Refused(str(where), "cannot write it: %s" % (exc.strerror or exc,)) from None
+
+
+class _Stopped(Exception):
+    """A run that did not finish; its message is already printed."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+def _check_paths(transcript: str, checkpoint: Optional[str], overwrite: bool, source: Optional[str] = None) -> None:
+    """Every file a run will write, checked before the first model call."""
+    check_output(transcript, overwrite)
+    if source is not None:
+        check_input(source, pipe=False)
+        if same_file(transcript, source):
+            raise Refused(transcript, "is the transcript being replayed")
+    if checkpoint is not None:
+        if same_file(transcript, checkpoint):
+            raise Refused(checkpoint, "is the transcript's own path")
+        check_output(checkpoint, overwrite)
 
 
 def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        return _run(args, out)
+    except _Stopped as stopped:
+        return stopped.status
+
+
+def _run(args: argparse.Namespace, out: TextIO) -> int:
+    _check_paths(args.output, args.checkpoint, args.overwrite)
     tools = load_tools(args.tools)
-    model = model_from_spec(
+    model = model_from_spec(  # the system prompt goes to run(), which records it and passes it on
         args.model,
         base_url=args.base_url,
         model_name=args.model_name,
         max_output_tokens=args.max_output_tokens,
-        system=args.system,
         timeout=args.timeout,
         max_retries=args.max_retries,
     )
+    transport = getattr(model, "transport", None)
+    if isinstance(transport, HttpTransport) and transport.on_retry is None:  # never a silent wait
+        transport.on_retry = lambda text: emit(sys.stderr, "agentloop run: waiting to retry: %s" % (text,))
+    prices = None if args.prices is None else _read_prices(args.prices)
     if args.checkpoint is None and (args.key_file is not None or args.key_env is not None):
         raise RunConfigError("--key-file/--key-env", "needs --checkpoint")
     key = None
@@ -167,10 +166,10 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
 
 
         key = load_key(args.key_file, args.key_env)
-    printing = _Printing(model, args.output, out)
-    result = run(
+    approver = approver_from_args(args)  # --approve: who decides calls of tools that require approval
+    result = _guarded("run", args.output, lambda: run(
         args.task,
-        printing,
+        model,
         tools,
         transcript=args.output,
         max_steps=args.max_steps,
@@ -179,12 +178,43 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         overwrite=args.overwrite,
         checkpoint=args.checkpoint,
         key=key,
-    )
-    printing.flush()
+        system=args.system,
+        on_record=lambda record: emit(out, format_record(record)),  # each record, live, as written
+        max_tool_calls=args.max_tool_calls,
+        max_cost=args.max_cost,
+        prices=prices,
+        max_seconds=args.max_seconds,
+        tell_budgets=args.tell_budgets,
+        tool_timeout=args.tool_timeout,
+        approver=approver,
+    ))
+    if result.pending:  # paused for approval: no stop record, exit 5 (cli/approval.py)
+        return report_pause(result, args.output, out)
     _finish(result, args.output, out)
     if args.checkpoint is not None:
-        print("checkpoint: %s%s" % (args.checkpoint, " (signed)" if key is not None else ""), file=out)
-    return 1 if result.stop_reason == "model_error" else 0
+        emit(out, "checkpoint: %s%s" % (args.checkpoint, " (signed)" if key is not None else ""))
+    _answer(result, out)
+    return _status(result)
+
+
+def _read_prices(path: str) -> Any:
+    """``--prices FILE``: a JSON price table; its numbers are read as exact decimals, never floats."""
+    check_input(path, pipe=False)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle, parse_float=Decimal, parse_int=Decimal)
+    except (OSError, ValueError) as exc:
+        raise RunConfigError("--prices", "cannot read %s as JSON: %s" % (path, exc)) from None
+
+
+def _budget_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be a number of seconds") from None
+    if not 0 <= value <= 2**53 - 1:
+        raise argparse.ArgumentTypeError("must be a number of seconds >= 0")
+    return value
 
 
 def _default_replay_path(path: str) -> str:
@@ -193,18 +223,18 @@ def _default_replay_path(path: str) -> str:
 
 
 def _cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
-    tools = load_tools(args.tools)
     target = _default_replay_path(args.file) if args.output is None else args.output
-    if os.path.abspath(target) == os.path.abspath(args.file) or (
-        os.path.exists(target) and os.path.exists(args.file) and os.path.samefile(target, args.file)
-    ):
-        raise RunConfigError("--output", "must not be the transcript being replayed")
-    outcome = replay(args.file, tools, transcript=target, overwrite=args.overwrite)
+    _check_paths(target, None, args.overwrite, source=args.file)
+    tools = "recorded" if args.recorded_tools else load_tools(args.tools)
+    try:
+        outcome = _guarded("replay", target, lambda: replay(args.file, tools, transcript=target, overwrite=args.overwrite))
+    except _Stopped as stopped:
+        return stopped.status
     _finish(outcome.run, target, out)
     if outcome.difference is None:
-        print("replay: identical to %s" % (args.file,), file=out)
+        emit(out, "replay: identical to %s" % (args.file,))
         return 0
-    print("replay: differs from %s at %s" % (args.file, outcome.difference), file=out)
+    emit(out, "replay: differs from %s at %s" % (args.file, outcome.difference))
     return 1
 
 
@@ -215,7 +245,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     command = sub.add_parser(
         "run",
         help="run a task against a real model, printing each record as it is written",
-        epilog="exit status: 0 the run ended, 1 it ended on model_error, 2 usage error. "
+        epilog="exit status: 0 an answer, 1 model_error, 2 usage error (nothing run), 3 a budget stop, "
+        "4 a tool raised SystemExit, 130 Ctrl-C (the transcript stays a verifiable prefix). "
         "Keys: OPENAI_API_KEY / ANTHROPIC_API_KEY (required for the official endpoints only).",
     )
     command.add_argument("--model", required=True, metavar="SPEC", help="openai:MODEL, anthropic:MODEL, or an OpenAI-compatible base URL (up to /v1)")
@@ -227,6 +258,12 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     command.add_argument("--max-tokens", required=True, type=count_arg, metavar="N", help="the run's token budget")
     command.add_argument("--stop-sentinel", metavar="TEXT")
     command.add_argument("--system", metavar="TEXT", help="a system prompt (recorded in the task record)")
+    command.add_argument("--max-tool-calls", type=count_arg, metavar="N", help="stop (tool_call_budget) before a turn whose calls would exceed N")
+    command.add_argument("--max-cost", metavar="USD", help="stop (cost_budget) once the cost exceeds USD, a decimal like 0.50; needs --prices")
+    command.add_argument("--prices", metavar="FILE.json", help='USD per million tokens by model: {"MODEL": {"input": "3.00", "output": "15.00"}}; records each turn\'s cost')
+    command.add_argument("--max-seconds", type=_budget_seconds, metavar="SECONDS", help="stop (time_budget) before a turn once SECONDS have passed")
+    command.add_argument("--tell-budgets", action="store_true", help="show the model what remains of each budget before each turn")
+    command.add_argument("--tool-timeout", type=seconds_arg, metavar="SECONDS", help="a tool call past SECONDS fails as data (default: none)")
     command.add_argument("--max-output-tokens", type=count_arg, metavar="N", help="anthropic: max_tokens per reply (default %d)" % DEFAULT_MAX_TOKENS)
     command.add_argument("--timeout", type=seconds_arg, default=DEFAULT_TIMEOUT, metavar="SECONDS", help="per request (default %g)" % DEFAULT_TIMEOUT)
     command.add_argument("--max-retries", type=count_arg, default=DEFAULT_MAX_RETRIES, metavar="N", help="default %d" % DEFAULT_MAX_RETRIES)
@@ -236,15 +273,23 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     keys = command.add_mutually_exclusive_group()
     keys.add_argument("--key-file", metavar="K", help="sign the checkpoint with the HMAC-SHA256 key in this file")
     keys.add_argument("--key-env", metavar="VAR", help="sign the checkpoint with the key in this environment variable")
+    add_approve_options(command)
     command.set_defaults(handler=_cmd_run)
 
     again = sub.add_parser(
         "replay",
         help="re-run a transcript's task with its recorded replies and compare the new transcript with it",
-        epilog="exit status: 0 identical, 1 the replay differs, 2 usage error",
+        epilog="exit status: 0 identical, 1 the replay differs, 2 usage error. "
+        "With --tools the replay calls the user's real tools again, for real (their side effects happen again); "
+        "--recorded-tools runs none and feeds back the recorded results.",
     )
     again.add_argument("file", metavar="FILE")
-    again.add_argument("--tools", required=True, metavar="MODULE:REGISTRY", help="the tools, e.g. demo:demo_tools")
+    source = again.add_mutually_exclusive_group(required=True)
+    source.add_argument("--tools", metavar="MODULE:REGISTRY", help="the tools, e.g. demo:demo_tools: they run again, for real")
+    source.add_argument(
+        "--recorded-tools", action="store_true",
+        help="run no tool: feed back each call's recorded result (after checking its name and arguments); no side effects",
+    )
     again.add_argument("-o", "--output", metavar="OUT.jsonl", help="the new transcript (default: FILE with .jsonl replaced by .replay.jsonl)")
     again.add_argument("--overwrite", action="store_true", help="replace OUT.jsonl if it exists")
     again.set_defaults(handler=_cmd_replay)

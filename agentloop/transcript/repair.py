@@ -5,11 +5,14 @@ a process killed at any moment leaves every complete line intact and at
 most one incomplete final fragment (a line with no ``\\n``).  :func:`repair`
 removes that fragment and nothing else:
 
-1. take the writer's lock (a live writer's file is refused);
+1. refuse anything but a regular file, then take the writer's lock (a live
+   writer's file is refused);
 2. find the bytes after the last ``\\n``; none means there is nothing to do;
 3. refuse unless verification finds exactly one fault, the ``bad_json`` of
    that last line, and the fragment is not a JSON text (a complete record
-   missing only its newline is kept: it may be a record someone saw written);
+   missing only its newline is kept: it may be a record someone saw written),
+   and unless a complete record comes before it (cutting a file's only line
+   would leave an empty file, which is no run at all);
 4. save the fragment beside the file, as ``<file>.torn-<offset>`` (created,
    never overwritten, and made durable);
 5. cut the file at the fragment's offset and ``fsync`` it;
@@ -26,7 +29,7 @@ import os
 from dataclasses import dataclass
 from typing import Optional
 
-from .durable import fsync_directory, lock_exclusive
+from .durable import check_output, fsync_directory, lock_exclusive
 from ..errors import RepairRefusedError
 from .format import PathLike, VerifyResult
 from .verify import verify_file
@@ -93,13 +96,14 @@ def repair(path: PathLike) -> RepairResult:
     """Remove a torn last line from a transcript, saving its bytes beside it.
 
     Raises :class:`~agentloop.errors.RepairRefusedError` when the file has any
-    other fault, :class:`~agentloop.errors.TranscriptLockedError` while a
+    other fault or no complete record, :class:`~agentloop.errors.TranscriptLockedError` while a
     writer holds it, ``OSError`` when it cannot be read or written.
     """
     name = os.fspath(path)
-    fd = os.open(name, os.O_RDWR | getattr(os, "O_BINARY", 0))
+    fd = os.open(name, os.O_RDWR | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     try:
         # 1.
+        check_output(fd, name)  # a directory cannot be opened so; a FIFO or a device is refused here
         lock_exclusive(fd, name)
         # 2.
         size = os.fstat(fd).st_size
@@ -112,12 +116,17 @@ def repair(path: PathLike) -> RepairResult:
         # 3.
         torn_line = _newlines(fd, offset) + 1
         others = [f for f in result.faults if not (f.kind == "bad_json" and f.line == torn_line)]
-        if others:
-            raise RepairRefusedError(name, "it has a fault besides its torn last line: %s" % (others[0],))
-        if size - offset <= _MAX_PARSED and _is_json(_read_at(fd, offset, size - offset)):
+        whole = size - offset <= _MAX_PARSED and _is_json(_read_at(fd, offset, size - offset))
+        if whole:
             raise RepairRefusedError(
                 name, "its last line is a complete JSON text missing only its newline; append the newline to keep it"
             )
+        if offset == 0:
+            raise RepairRefusedError(
+                name, "it holds no complete record: its one line of %d bytes is torn, and cutting it would leave an empty file" % (size,)
+            )
+        if others:
+            raise RepairRefusedError(name, "it has a fault besides its torn last line: %s" % (others[0],))
         # 4.
         saved = "%s.torn-%d" % (name, offset)
         _save(fd, saved, offset, size)

@@ -7,7 +7,8 @@ writes, next to this file:
 * ``hostile.jsonl`` -- a transcript whose chain VERIFIES and whose every field
   a model or a tool could fill (task, model, sentinel, tool names and
   descriptions, call ids, argument keys and values, results, errors, the stop
-  reason and detail) holds every payload;
+  detail; the stop reason is one of the closed set, as the grammar of
+  ``agentloop/1`` requires) holds every payload;
 * ``hostile-broken.jsonl`` -- the same records with faults mixed in: lines that
   are not JSON, invalid UTF-8, a record that is a JSON string, a rewritten
   payload, a lone surrogate, nesting too deep to encode, an extra field, a
@@ -51,7 +52,7 @@ def hostile_records(every: List[str]) -> List[Any]:
             {
                 "format": FORMAT,
                 "task": joined,
-                "model": joined,
+                "model": {"provider": joined, "model": joined, "host": joined},
                 "budgets": {"max_steps": 8, "max_tokens": 2000, "stop_sentinel": joined},
                 "tools": [
                     {"name": p, "description": p, "parameters": {"type": "object", "properties": {p: {"type": "string"}}}}
@@ -69,7 +70,7 @@ def hostile_records(every: List[str]) -> List[Any]:
             tool["error"] = call.get("arguments_error", call["name"])
         records.append(("tool", tool))
     records.append(("assistant", {"step": 2, "text": joined * 40, "tool_calls": [], "tokens": 10, "total_tokens": 20}))
-    records.append(("stop", {"reason": joined, "steps": 2, "tokens": 20, "detail": joined}))
+    records.append(("stop", {"reason": "no_tool_calls", "steps": 2, "tokens": 20, "detail": joined}))
     return records
 
 
