@@ -28,6 +28,7 @@ from agentloop.transcript.proofs import (
 )
 
 from .helpers import TempDir, read_lines
+from .runs import records
 from .test_checkpoint import case_bytes, vectors
 from .test_merkle import mth
 
@@ -93,7 +94,7 @@ class TestCheckpointOfAFile(AnchorCase):
         self.assertEqual(result.faults[0].kind, "hash_mismatch")
         head, result = checkpoint_of(self.write_bytes(b"", "empty.jsonl"))
         self.assertIsNone(head)
-        self.assertTrue(result.ok)
+        self.assertEqual([f.kind for f in result.faults], ["no_records"])  # an empty file is no run
 
     def test_the_anchor_fault_kinds_are_fault_kinds(self) -> None:
         self.assertTrue(set(ANCHOR_FAULT_KINDS) <= set(FAULT_KINDS))
@@ -139,10 +140,11 @@ class TestTamperMatrix(AnchorCase):
         path = self.path("open.jsonl")
         ckpt = self.path("open.checkpoint")
         with TranscriptWriter(path) as out:
-            out.append("task", {"format": "agentloop/1", "task": "t"})
-            out.append("assistant", {"step": 1, "text": "a"})
+            first, second, later = records(3)  # a valid unfinished run (tests/runs.py)
+            out.append(*first)
+            out.append(*second)
             out.checkpoint(ckpt, KEY)
-            out.append("assistant", {"step": 2, "text": "forged later"})
+            out.append(*later)
         self.assertTrue(verify_file(path).ok)
         result = verify_checkpoint(path, ckpt, key=KEY)
         self.assertTrue(result.ok)
@@ -209,12 +211,12 @@ class TestTamperMatrix(AnchorCase):
         path = self.path("grow.jsonl")
         old = self.path("old.checkpoint")
         with TranscriptWriter(path) as out:
-            out.append("task", {"format": "agentloop/1", "task": "t"})
-            for step in range(1, 5):
-                out.append("assistant", {"step": step})
+            grow = records(8)
+            for kind, payload in grow[:5]:
+                out.append(kind, payload)
             out.checkpoint(old)
-            for step in range(5, 8):
-                out.append("assistant", {"step": step})
+            for kind, payload in grow[5:]:
+                out.append(kind, payload)
         lines = read_lines(path)
         grown = verify_checkpoint(path, since=old)
         self.assertTrue(grown.ok, grown.faults)
@@ -222,11 +224,11 @@ class TestTamperMatrix(AnchorCase):
         rolled = verify_checkpoint(self.variant(lines[:4], "rolled.jsonl"), since=old)
         self.assertEqual(kinds(rolled), ["truncated"])
         self.assertIn("older checkpoint covers 5 records, the file has 4", rolled.faults[0].detail)
-        fork = forge(lines, 2, lambda r: r["payload"].__setitem__("step", 99))
+        fork = forge(lines, 2, lambda r: r["payload"].__setitem__("value", 99))  # records 2 and 6 are tool results
         forked = verify_checkpoint(self.variant(fork, "fork.jsonl"), since=old)
         self.assertEqual(kinds(forked), ["anchor_mismatch"])
         self.assertIn("the first 5 records give root", forked.faults[0].detail)
-        later = forge(lines, 6, lambda r: r["payload"].__setitem__("step", 99))  # beyond the old checkpoint: allowed
+        later = forge(lines, 6, lambda r: r["payload"].__setitem__("value", 99))  # beyond the old checkpoint: allowed
         self.assertTrue(verify_checkpoint(self.variant(later, "later.jsonl"), since=old).ok)
 
     def test_chain_faults_are_still_reported_first(self) -> None:
@@ -357,8 +359,8 @@ class TestWriterTree(TempDir):
         with TranscriptWriter(path) as out:
             with self.assertRaisesRegex(ValueError, "has no record to checkpoint"):
                 out.tree_head()
-            for index in range(20):
-                out.append("task" if index == 0 else "assistant", {"format": "agentloop/1"} if index == 0 else {"step": index})
+            for index, (kind, payload) in enumerate(records(20)):
+                out.append(kind, payload)
                 data = [line[:-1] for line in read_lines(path)]
                 self.assertEqual(out.root, mth(data).hex())
                 head = out.tree_head()

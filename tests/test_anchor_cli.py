@@ -60,7 +60,7 @@ class TestCheckpointCommand(AnchorCliCase):
     def test_a_bad_key_is_a_usage_error(self) -> None:
         status, _, err = self.cli("checkpoint", self.path(), "-o", "-", "--key-file", self.write_bytes(b"short", "k2"))
         self.assertEqual(status, 2)
-        self.assertIn("agentloop: error: key file %s: is 5 bytes" % (self.path("k2"),), err)
+        self.assertIn("agentloop checkpoint: error: key file %s: is 5 bytes" % (self.path("k2"),), err)
         status, _, err = self.cli("checkpoint", self.path(), "-o", "-", "--key-env", "AGENTLOOP_NO_SUCH_VARIABLE")
         self.assertEqual(status, 2)
         self.assertIn("is not set", err)
@@ -105,7 +105,7 @@ class TestVerifyCheckpoint(AnchorCliCase):
         self.assertEqual(status, 1)
         (entry,) = json.loads(out)
         self.assertEqual([f["kind"] for f in entry["faults"]], ["bad_signature"])
-        self.assertEqual(entry["checkpoint"], {"anchored": 11, "unanchored": 0, "root": read_checkpoint(self.ckpt).root, "signed": False})
+        self.assertEqual(entry["checkpoint"], {"anchored": 11, "unanchored": 0, "root": read_checkpoint(self.ckpt).root, "signed": False, "signers": []})
 
     def test_usage_errors(self) -> None:
         for argv, message in [

@@ -4,8 +4,9 @@ The chain alone cannot see records missing from the end, and whoever can
 write the file can recompute every hash.  A checkpoint
 (:mod:`agentloop.checkpoint`) kept elsewhere closes both gaps: it pins the
 record count, the RFC 6962 Merkle root over the record lines
-(:mod:`agentloop.merkle`) and the last hash, and an HMAC signature can pin
-who made it.
+(:mod:`agentloop.merkle`) and the last hash, and its signatures (HMAC,
+Ed25519 note keys, witness cosignatures: :mod:`agentloop.signing`) pin who
+made it and who saw it.
 
 :func:`verify_checkpoint` is :func:`~agentloop.transcript.verify_file`
 plus these checks, in one streaming pass.  Its faults, beside the chain's:
@@ -15,8 +16,9 @@ plus these checks, in one streaming pass.  Its faults, beside the chain's:
   origin (another run), root (rewritten records) or head;
 * ``unanchored_tail`` -- records beyond the checkpoint; counted in
   :attr:`AnchoredResult.unanchored` always, a fault only with ``exact=True``;
-* ``bad_signature`` -- a key was given and a checkpoint has no valid
-  signature by it;
+* ``bad_signature`` -- a key or trusted keys were given and a checkpoint
+  fails signed-note's rules for them
+  (:func:`~agentloop.transcript.checkpoint.verify_signatures`);
 * ``anchor_malformed`` / ``unreadable`` -- the checkpoint itself is bad.
 """
 
@@ -26,8 +28,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
-from .checkpoint import Checkpoint, check_key, read_checkpoint, sign, verify_signature
-from ..errors import BadSignatureError, MalformedCheckpointError
+from .checkpoint import Checkpoint, SignerArg, check_key, check_signers, check_trusted, read_checkpoint, sign_checkpoint, verify_signatures
+from ..errors import BadSignatureError, MalformedCheckpointError, SigningKeyError
+from ..signing.note import Verifier
 from .merkle import CompactRange, leaf_hash
 from .format import MAX_LINE_BYTES, Fault, PathLike, VerifyResult
 from .verify import scan, Chain
@@ -54,8 +57,11 @@ class AnchoredResult(VerifyResult):
     ``root`` is the hex Merkle root over every record of the file,
     ``anchored`` the number of records the checkpoint covers when they match
     it (0 otherwise), ``unanchored`` the number of records after them
-    (reported, a fault only with ``exact``), ``signed`` whether a key was
-    given and every checkpoint checked carries a valid signature by it.
+    (reported, a fault only with ``exact``), ``signed`` whether a key or
+    trusted keys were given and every checkpoint checked passed the
+    signature rules, ``signers`` the names of the trusted keys whose
+    signatures verified on ``checkpoint`` (on ``since`` when it is alone;
+    the HMAC key's name is the origin).
     ``anchor_faults`` are the faults the checkpoints found (they are also
     in ``faults``, after the chain's).
     """
@@ -65,6 +71,7 @@ class AnchoredResult(VerifyResult):
     unanchored: int = 0
     signed: bool = False
     anchor_faults: Tuple[Fault, ...] = field(default=())
+    signers: Tuple[str, ...] = field(default=())
 
 
 @dataclass(frozen=True)
@@ -171,6 +178,8 @@ def verify_checkpoint(
     *,
     since: Optional[CheckpointSource] = None,
     key: Optional[bytes] = None,
+    trusted: Sequence[Verifier] = (),
+    require: Sequence[str] = (),
     exact: bool = False,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> AnchoredResult:
@@ -181,11 +190,18 @@ def verify_checkpoint(
     ``exact``.  ``since`` is an older checkpoint the file must extend (same
     first N records), for rollbacks and forks.  Each is a
     :class:`~agentloop.checkpoint.Checkpoint` or a path.  With ``key``, each
-    must carry a valid HMAC signature by it.  Never raises on any file or
-    checkpoint content (a bad ``key`` value raises ``SigningKeyError``).
+    must carry a valid HMAC signature by it; with ``trusted`` (note
+    verifiers: :class:`~agentloop.signing.Ed25519Verifier`,
+    :class:`~agentloop.signing.CosignatureVerifier`, ...), each must pass
+    signed-note's rules -- unknown keys ignored, a trusted key's bad
+    signature a fault, at least one trusted signature, every ``require``
+    name among the signers (:func:`~agentloop.transcript.checkpoint.verify_signatures`).
+    Never raises on any file or checkpoint content (a bad ``key``, a
+    ``trusted`` entry that is no verifier, or a ``require`` name no trusted
+    key has raises ``SigningKeyError`` before anything is read).
 
     1. read the checkpoints (``unreadable``, ``anchor_malformed``);
-    2. with a key, check their signatures (``bad_signature``);
+    2. with a key or trusted keys, check their signatures (``bad_signature``);
     3. verify the file, building its Merkle tree, in one pass;
     4. for each checkpoint: a) the file reaches its size (``truncated``),
        b) record 0 names the same run, c) the first N records give its root,
@@ -194,19 +210,27 @@ def verify_checkpoint(
     """
     if key is not None:
         key = check_key(key)
+    if require and not trusted:
+        raise SigningKeyError("require", "given without trusted keys")
+    trusted = check_trusted(trusted, require, key)
+    checks = key is not None or bool(trusted)
     faults: List[Fault] = []
     # 1.
     roles = [(role, _load(source, role, faults)) for role, source in (("checkpoint", checkpoint), ("older checkpoint", since)) if source is not None]
     loaded = [(role, ckpt) for role, ckpt in roles if ckpt is not None]
     # 2.
-    signed = key is not None and len(loaded) == len(roles) and bool(roles)
-    if key is not None:
+    signed = checks and len(loaded) == len(roles) and bool(roles)
+    signers: Tuple[str, ...] = ()
+    if checks:
         for role, ckpt in loaded:
             try:
-                verify_signature(ckpt, key)
+                names = verify_signatures(ckpt, trusted, require, key)
             except BadSignatureError as exc:
                 faults.append(Fault(None, None, "bad_signature", "%s: %s" % (role, exc.reason)))
                 signed = False
+                continue
+            if role == "checkpoint" or not signers:
+                signers = names
     # 3.
     scan = scan_tree(path, [ckpt.size for _, ckpt in loaded], max_line_bytes=max_line_bytes)
     # 4.
@@ -232,20 +256,26 @@ def verify_checkpoint(
         unanchored=unanchored,
         signed=signed,
         anchor_faults=tuple(faults),
+        signers=signers if signed else (),
     )
 
 
-def checkpoint_of(path: PathLike, key: Optional[bytes] = None) -> Tuple[Optional[Checkpoint], VerifyResult]:
-    """The checkpoint of a transcript file as it is, signed by ``key`` if given.
+def checkpoint_of(
+    path: PathLike, key: Optional[bytes] = None, signer: SignerArg = None
+) -> Tuple[Optional[Checkpoint], VerifyResult]:
+    """The checkpoint of a transcript file as it is, signed by ``key`` and ``signer`` if given.
 
-    The file is verified first: the checkpoint is ``None`` when it has any
-    fault or no record (a checkpoint vouches for what it covers).
+    ``signer`` is one note signer or a list of them, as for
+    :func:`~agentloop.transcript.checkpoint.sign_checkpoint`.  The file is
+    verified first: the checkpoint is ``None`` when it has any fault or no
+    record (a checkpoint vouches for what it covers).
     """
     if key is not None:
         key = check_key(key)
+    check_signers(signer)
     scan = scan_tree(path)
     result = scan.result
     if not result.ok or not result.count or scan.first is None or result.head is None:
         return None, result
     head = Checkpoint(scan.first, result.count, scan.root, result.head)
-    return (head if key is None else sign(head, key)), result
+    return sign_checkpoint(head, key, signer), result

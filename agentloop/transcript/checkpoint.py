@@ -36,6 +36,18 @@ HMAC proves: that someone holding the key made the checkpoint.  Anyone with
 the key can forge one, so it protects against a party that can write the
 transcript and the checkpoint but never sees the key.
 
+Public-key signatures (:mod:`agentloop.signing`) sit beside it: any
+:class:`~agentloop.signing.note.Signer` -- an Ed25519 note key (type 0x01)
+or a witness's ``cosignature/v1`` key (type 0x04) -- signs the same text
+under its own key name, which the user chose and which need not be the
+origin (one key signs many runs; each run has its own origin).
+:func:`sign_checkpoint` adds the HMAC signature first (so an HMAC-only
+checkpoint is byte for byte what :func:`sign` makes), then one per signer
+in order; Ed25519 signing is deterministic (RFC 8032 section 5.1.6), so the
+signed checkpoint is a pure function of the tree head and the keys.
+:func:`verify_signatures` applies signed-note's rules to a set of trusted
+keys (numbered there).
+
 :func:`parse_checkpoint` is strict: every rule it enforces is numbered in
 its docstring and body, and a broken one raises
 :class:`~agentloop.errors.MalformedCheckpointError` naming the line.
@@ -49,9 +61,11 @@ import hashlib
 import hmac
 import os
 from dataclasses import dataclass, field, replace
-from typing import List, Optional, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union, cast
 
 from ..errors import BadSignatureError, MalformedCheckpointError, RunConfigError, SigningKeyError
+from ..signing.hmac_sha256 import HmacKey
+from ..signing.note import Note, NoteSignature, Signer, Verifier, sign_note, verify_note
 
 __all__ = [
     "ORIGIN_PREFIX",
@@ -65,6 +79,10 @@ __all__ = [
     "key_id",
     "sign",
     "verify_signature",
+    "sign_checkpoint",
+    "verify_signatures",
+    "check_signers",
+    "check_trusted",
     "load_key",
     "check_key",
     "check_run_anchor",
@@ -142,6 +160,11 @@ class Checkpoint:
     def unsigned(self) -> "Checkpoint":
         """The same tree head without signatures."""
         return replace(self, signatures=())
+
+    def to_note(self) -> Note:
+        """The checkpoint as a :class:`~agentloop.signing.note.Note` (same text, same signatures)."""
+        sigs = tuple(NoteSignature(s.name, s.key_id, s.signature) for s in self.signatures)
+        return Note(self.text().decode("ascii"), sigs)
 
 
 def _b64(text: str, line: int, what: str) -> bytes:
@@ -320,6 +343,119 @@ def verify_signature(checkpoint: Checkpoint, key: bytes) -> None:
             raise BadSignatureError("the signature by key ID %s does not match the checkpoint's text" % (kid.hex(),))
 
 
+SignerArg = Union[None, Signer, Sequence[Signer]]
+
+
+def check_signers(signer: object, source: str = "signer") -> Tuple[Signer, ...]:
+    """``signer`` (``None``, one signer, or a list or tuple of them) as a tuple of signers.
+
+    A signer is any :class:`~agentloop.signing.note.Signer`: a valid key
+    name, a 4-byte key ID and ``sign``.  Anything else raises
+    :class:`~agentloop.errors.SigningKeyError` naming ``source``.
+    """
+    if signer is None:
+        return ()
+    items = list(signer) if isinstance(signer, (list, tuple)) else [signer]
+    for index, item in enumerate(items):
+        where = source if not isinstance(signer, (list, tuple)) else "%s[%d]" % (source, index)
+        name, kid = getattr(item, "name", None), getattr(item, "key_id", None)
+        if isinstance(item, (str, bytes, bytearray)) or not callable(getattr(item, "sign", None)):
+            raise SigningKeyError(where, "must be a note signer (agentloop.signing.Ed25519Signer, ...), got %s" % (type(item).__name__,))
+        if not isinstance(name, str) or not name or "+" in name or any(ch.isspace() or ord(ch) < 0x20 for ch in name):
+            raise SigningKeyError(where, "has no valid key name")
+        if not isinstance(kid, (bytes, bytearray)) or len(kid) != 4:
+            raise SigningKeyError(where, "has no 4-byte key ID")
+    return tuple(cast(Signer, item) for item in items)
+
+
+def sign_checkpoint(checkpoint: Checkpoint, key: Optional[bytes] = None, signers: SignerArg = None) -> Checkpoint:
+    """``checkpoint`` signed by the HMAC ``key`` (if given), then by each of ``signers``.
+
+    The HMAC signature is :func:`sign`'s, so with no signer the bytes are
+    exactly those of ``sign(checkpoint, key)``.  Each signer then signs the
+    note text (:func:`~agentloop.signing.note.sign_note`: a signature by the
+    same name and key ID is replaced, others kept, new ones follow in order).
+    More than :data:`MAX_SIGNATURES` signatures raise
+    :class:`~agentloop.errors.SigningKeyError` (the note could not be read
+    back).  Signing errors (no ``cryptography`` and no opt-in) propagate.
+    """
+    chosen = check_signers(signers)
+    if key is not None:
+        checkpoint = sign(checkpoint, key)
+    if not chosen:
+        return checkpoint
+    note = sign_note(checkpoint.to_note(), *chosen)
+    if len(note.signatures) > MAX_SIGNATURES:
+        raise SigningKeyError("signers", "the checkpoint would hold %d signatures; at most %d are allowed" % (len(note.signatures), MAX_SIGNATURES))
+    return replace(checkpoint, signatures=tuple(Signature(s.name, s.key_id, s.signature) for s in note.signatures))
+
+
+def check_trusted(trusted: Sequence[Verifier] = (), require: Sequence[str] = (), key: Optional[bytes] = None) -> Tuple[Verifier, ...]:
+    """Check a verification request before anything is read; return the trusted verifiers.
+
+    Misuse raises :class:`~agentloop.errors.SigningKeyError`: a trusted key
+    that is not a verifier, two different trusted keys with one name and key
+    ID (Go: "ambiguous key"), a ``require`` name that no trusted key has (the
+    HMAC key of ``key`` is always required, so it is never named).
+    """
+    if isinstance(trusted, (str, bytes)) or isinstance(require, (str, bytes)):
+        raise SigningKeyError("trusted" if isinstance(trusted, (str, bytes)) else "require", "must be a list, not a single str or bytes")
+    verifiers = tuple(trusted)
+    known: Dict[Tuple[str, bytes], Verifier] = {}
+    for index, verifier in enumerate(verifiers):
+        name, kid = getattr(verifier, "name", None), getattr(verifier, "key_id", None)
+        if not isinstance(name, str) or not isinstance(kid, (bytes, bytearray)) or not callable(getattr(verifier, "verify", None)):
+            raise SigningKeyError("trusted[%d]" % (index,), "must be a note verifier (agentloop.signing.Ed25519Verifier, ...), got %s" % (type(verifier).__name__,))
+        pair = (name, bytes(kid))
+        if pair in known and known[pair] != verifier:
+            raise SigningKeyError("trusted keys", "ambiguous key %s+%s: two trusted keys share its name and key ID" % (name, pair[1].hex()))
+        known[pair] = verifier
+    names = {name for name, _ in known}
+    for name in require:
+        if not isinstance(name, str) or name not in names:
+            raise SigningKeyError("require", "no trusted key is named %r" % (name,))
+    if key is not None:
+        check_key(key)
+    return verifiers
+
+
+def verify_signatures(
+    checkpoint: Checkpoint, trusted: Sequence[Verifier] = (), require: Sequence[str] = (), key: Optional[bytes] = None
+) -> Tuple[str, ...]:
+    """Check ``checkpoint``'s signatures; return the names of the trusted keys that verified.
+
+    C2SP signed-note "Signatures", with the HMAC ``key`` as one more trusted
+    key that is also required (the caller named that very key):
+
+    1. with ``key``, its HMAC signature must be there and verify
+       (:func:`verify_signature`, whose messages are kept);
+    2. a signature by a key not in ``trusted`` (another name or key ID, an
+       ML-DSA cosignature) is ignored;
+    3. every signature by a trusted key must verify: one that does not is a
+       fault, even when another verifies;
+    4. at least one trusted signature must verify;
+    5. each name in ``require`` must be among those that verified.
+
+    Raises :class:`~agentloop.errors.BadSignatureError` (a fault) or
+    :class:`~agentloop.errors.SigningKeyError` (misuse, as
+    :func:`check_trusted`).
+    """
+    verifiers = check_trusted(trusted, require, key)
+    if key is None and not verifiers:
+        raise SigningKeyError("trusted", "no trusted key and no HMAC key: nothing to verify with")
+    names: List[str] = []
+    # 1.
+    if key is not None:
+        verify_signature(checkpoint, key)
+        names.append(checkpoint.origin)
+        if not verifiers:
+            return tuple(names)
+        verifiers = verifiers + (HmacKey(checkpoint.origin, key),)
+    # 2.-5. (verify_note numbers the same rules)
+    verified = verify_note(checkpoint.to_note(), verifiers, require)
+    return tuple(verified.signers)
+
+
 def load_key(path: Optional[PathLike] = None, env: Optional[str] = None) -> bytes:
     """Read a signing key from a file or an environment variable (exactly one).
 
@@ -351,18 +487,28 @@ def load_key(path: Optional[PathLike] = None, env: Optional[str] = None) -> byte
     return check_key(key, source)
 
 
-def check_run_anchor(transcript: PathLike, checkpoint: object, key: object, overwrite: bool) -> None:
-    """The checks :func:`agentloop.run` makes on ``checkpoint=`` and ``key=`` before it starts.
+def check_run_anchor(transcript: PathLike, checkpoint: object, key: object, overwrite: bool, signer: object = None) -> None:
+    """The checks :func:`agentloop.run` makes on ``checkpoint=``, ``key=`` and ``signer=`` before it starts.
 
-    Raises :class:`~agentloop.errors.RunConfigError`: a key without a
-    checkpoint (nothing would be signed), a checkpoint that is not a path,
-    is the transcript's own path, or already exists without ``overwrite``,
-    and a key that is not bytes of at least :data:`MIN_KEY_BYTES`.
+    Raises :class:`~agentloop.errors.RunConfigError`: a key or signer
+    without a checkpoint (nothing would be signed), a checkpoint that is not
+    a path, is the transcript's own path, or already exists without
+    ``overwrite``, a key that is not bytes of at least
+    :data:`MIN_KEY_BYTES`, and a signer that is not one or cannot sign (each
+    signs a test message now, so a missing ``cryptography`` is found before
+    the run, not after it).
     """
     if checkpoint is None:
         if key is not None:
             raise RunConfigError("key", "given without checkpoint=: nothing would be signed")
+        if signer is not None:
+            raise RunConfigError("signer", "given without checkpoint=: nothing would be signed")
         return
+    try:
+        for one in check_signers(signer):
+            one.sign(b"agentloop signer check\n")
+    except SigningKeyError as exc:
+        raise RunConfigError("signer", "%s %s" % (exc.source, exc.reason)) from None
     if not isinstance(checkpoint, (str, os.PathLike)):
         raise RunConfigError("checkpoint", "must be a path, got %s" % (type(checkpoint).__name__,))
     name = os.fspath(checkpoint)

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from .anchor import scan_tree
-from .checkpoint import ORIGIN_PREFIX, Checkpoint, verify_signature
-from ..errors import ProofError
+from .checkpoint import ORIGIN_PREFIX, Checkpoint, check_trusted, verify_signatures
+from ..signing.note import Verifier
+from ..errors import ProofError, SigningKeyError
 from .merkle import consistency_proof, inclusion_proof, root_of, verify_consistency, verify_inclusion
 from .format import PathLike
 
@@ -214,10 +215,26 @@ def _same_run(proof: Proof, checkpoint: Checkpoint, role: str) -> None:
                          % (proof.first[:16], role, checkpoint.first[:16]))
 
 
-def check_proof(proof: Proof, checkpoint: Checkpoint, key: Optional[bytes] = None) -> None:
+def _signatures(checkpoints: Sequence[Checkpoint], key: Optional[bytes], trusted: Sequence[Verifier], require: Sequence[str]) -> None:
+    """Step 1 of the checks below: each checkpoint's signatures, when a key or trusted keys are given."""
+    if require and not trusted:
+        raise SigningKeyError("require", "given without trusted keys")
+    verifiers = check_trusted(trusted, require, key)
+    if key is None and not verifiers:
+        return
+    for checkpoint in checkpoints:
+        verify_signatures(checkpoint, verifiers, require, key)
+
+
+def check_proof(
+    proof: Proof, checkpoint: Checkpoint, key: Optional[bytes] = None, *, trusted: Sequence[Verifier] = (), require: Sequence[str] = ()
+) -> None:
     """Check a proof against one checkpoint, without the transcript.
 
-    1. with ``key``, the checkpoint's signature (``BadSignatureError``);
+    1. with ``key`` or ``trusted`` keys, the checkpoint's signatures
+       (:func:`~agentloop.transcript.checkpoint.verify_signatures`:
+       ``BadSignatureError``; misuse such as a ``require`` name no trusted
+       key has is ``SigningKeyError``);
     2. the proof and the checkpoint are about the same run;
     3. the proof's tree is the checkpoint's: same ``size`` and ``root``;
     4. the proof itself (RFC 9162 section 2.1.3.2 or 2.1.4.2).
@@ -227,8 +244,7 @@ def check_proof(proof: Proof, checkpoint: Checkpoint, key: Optional[bytes] = Non
     :class:`~agentloop.errors.ProofError` (or ``BadSignatureError``).
     """
     # 1.
-    if key is not None:
-        verify_signature(checkpoint, key)
+    _signatures([checkpoint], key, trusted, require)
     # 2.
     _same_run(proof, checkpoint, "checkpoint")
     # 3.
@@ -246,10 +262,19 @@ def check_proof(proof: Proof, checkpoint: Checkpoint, key: Optional[bytes] = Non
         verify_consistency(proof.old_size, proof.size, bytes.fromhex(proof.old_root), root, path)
 
 
-def check_consistency(old: Checkpoint, new: Checkpoint, proof: ConsistencyProof, key: Optional[bytes] = None) -> None:
+def check_consistency(
+    old: Checkpoint,
+    new: Checkpoint,
+    proof: ConsistencyProof,
+    key: Optional[bytes] = None,
+    *,
+    trusted: Sequence[Verifier] = (),
+    require: Sequence[str] = (),
+) -> None:
     """Check that checkpoint ``new`` extends checkpoint ``old``, without the transcript.
 
-    1. with ``key``, both signatures (``BadSignatureError``);
+    1. with ``key`` or ``trusted`` keys, both checkpoints' signatures, as
+       :func:`check_proof` (``BadSignatureError``);
     2. both checkpoints and the proof are about the same run;
     3. ``new`` is not smaller than ``old`` (that would be a rollback);
     4. the proof goes from ``old``'s size and root to ``new``'s;
@@ -258,9 +283,7 @@ def check_consistency(old: Checkpoint, new: Checkpoint, proof: ConsistencyProof,
     Raises :class:`~agentloop.errors.ProofError` (or ``BadSignatureError``).
     """
     # 1.
-    if key is not None:
-        verify_signature(old, key)
-        verify_signature(new, key)
+    _signatures([old, new], key, trusted, require)
     # 2.
     if old.first != new.first:
         raise ProofError("the checkpoints are of different runs (%s... and %s...)" % (old.first[:16], new.first[:16]))

@@ -1,0 +1,382 @@
+"""The command line of public keys: ``keygen``, ``cosign``, ``witness-request``, and the key options.
+
+::
+
+    agentloop keygen NAME [--witness] [-o PREFIX] [--unsafe-pure-python-signer]
+    agentloop cosign CKPT --key WITNESS_KEY --trust LOG_VKEY... [--require NAME]... --transcript FILE
+                     [--state STATE] [--time T] [-o OUT | -o -] [--unsafe-pure-python-signer]
+    agentloop witness-request OLD NEW [--transcript FILE]
+
+and, for :mod:`.anchor`, ``--sign KEY`` (``checkpoint``) and ``--trust VKEY`` /
+``--require NAME`` (``verify``, ``check-proof``, ``consistency``, ``report``).
+Keys are in the text formats of Go's ``golang.org/x/mod/sumdb/note``
+(:mod:`agentloop.signing.keys`): a ``.key`` file holds
+``PRIVATE+KEY+<name>+<hash>+<base64>``, a ``.pub`` file ``<name>+<hash>+<base64>``.
+
+Signing needs the ``cryptography`` package (constant-time).  Without it,
+every command that signs refuses with one line unless
+``--unsafe-pure-python-signer`` is given: the pure-Python signer is slow
+and not side-channel safe.  Verifying never needs it.
+
+``cosign`` is a witness (C2SP ``tlog-witness``) for a log it trusts: it
+checks the checkpoint's signatures with the ``--trust`` keys, then its
+consistency with the last checkpoint of the same origin it cosigned (kept
+in ``--state``; the proof is computed from ``--transcript`` and checked
+against both roots, so a wrong transcript cannot make it pass), then adds a
+``cosignature/v1`` signature at ``--time`` (default: the clock) and
+records the new size in the state.
+
+``witness-request`` prints the body of a ``tlog-witness`` ``add-checkpoint``
+request: ``old <size>``, the consistency proof from ``OLD`` to ``NEW``
+computed from ``--transcript`` (and checked before it is printed), a blank
+line, and ``NEW``.  ``OLD`` is the checkpoint the witness last cosigned, or
+``0`` for a witness that has seen none (write ``./0`` for a file named 0).
+
+Exit codes: 0 done; 1 a fault (a signature that fails, an inconsistent or
+rolled-back checkpoint, a transcript that does not give the checkpoint):
+nothing is written then; 2 usage error (a key file that exists or cannot
+be read, a malformed key or state file, no signer available, an unsigned
+checkpoint); 70, 130, 141 as for every command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import time
+from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
+
+from ..errors import BadSignatureError, MalformedCheckpointError, ProofError, SigningKeyError
+from ..signing.backend import cryptography_available
+from ..signing.cosignature import CosignatureSigner, verifier_from_key
+from ..signing.keys import ALG_COSIGNATURE_V1, ALG_ED25519, generate_key, read_signer_key, read_verifier_key, write_signer_key, write_verifier_key
+from ..signing.note import Ed25519Signer, Verifier
+from ..signing.witness import build_add_checkpoint_request
+from ..transcript.anchor import verify_checkpoint
+from ..transcript.checkpoint import ORIGIN_PREFIX, Checkpoint, read_checkpoint, sign_checkpoint, verify_signatures
+from ..transcript.durable import write_atomic
+from ..transcript.proofs import check_consistency, prove_consistency
+from .output import Refused, check_input, check_output, emit
+
+__all__ = [
+    "NO_SIGNER",
+    "add_commands",
+    "add_sign_options",
+    "add_trust_options",
+    "load_signers",
+    "load_trusted",
+    "signer_names",
+]
+
+#: The one line a command that must sign prints without a signer.
+NO_SIGNER = (
+    "signing needs the 'cryptography' package (pip install agentloop[sign]), which is constant-time, "
+    "and it is not installed; --unsafe-pure-python-signer signs with the slow pure-Python signer, "
+    "which is not side-channel safe"
+)
+#: The witness state file's format name.
+STATE_FORMAT = "agentloop-witness-state/1"
+_MAX_STATE_BYTES = 1 << 20
+_MAX_SIZE = 2**53 - 1
+_HEX = re.compile(r"\A[0-9a-f]{64}\Z")
+
+
+# --- options shared with .anchor ----------------------------------------------------------------
+
+
+def add_unsafe_option(parser: argparse.ArgumentParser) -> None:
+    """``--unsafe-pure-python-signer``."""
+    parser.add_argument(
+        "--unsafe-pure-python-signer",
+        action="store_true",
+        help="without the 'cryptography' package, sign with the pure-Python signer (slow, NOT side-channel safe)",
+    )
+
+
+def add_sign_options(parser: argparse.ArgumentParser) -> None:
+    """``--sign KEY`` (repeatable) and ``--unsafe-pure-python-signer``."""
+    parser.add_argument("--sign", action="append", default=[], metavar="KEY",
+                        help="also sign with this Ed25519 note key file (PRIVATE+KEY+...; repeatable)")
+    add_unsafe_option(parser)
+
+
+def add_trust_options(parser: argparse.ArgumentParser) -> None:
+    """``--trust VKEY`` and ``--require NAME`` (both repeatable)."""
+    parser.add_argument("--trust", action="append", default=[], metavar="VKEY",
+                        help="a public key file (note key or witness key) whose signatures count; repeatable")
+    parser.add_argument("--require", action="append", default=[], metavar="NAME",
+                        help="this --trust key must have signed; repeatable")
+
+
+def _can_sign(args: argparse.Namespace, option: str) -> bool:
+    """The pure signer's opt-in, or ``Refused`` (exit 2) when no signer is available at all."""
+    unsafe = bool(getattr(args, "unsafe_pure_python_signer", False))
+    if not cryptography_available() and not unsafe:
+        raise Refused(option, NO_SIGNER)
+    return unsafe
+
+
+def _signer_key(path: str, option: str, alg: int, unsafe: bool) -> Any:
+    check_input(path, pipe=False)
+    key = read_signer_key(path, allow_slow_unsafe_signer=unsafe)
+    if key.alg != alg:
+        if alg == ALG_ED25519:
+            raise Refused(option, "%s is a witness key (cosignature/v1): it cosigns with 'agentloop cosign', it does not sign checkpoints" % (path,))
+        raise Refused(option, "%s is not a witness key (make one with 'agentloop keygen NAME --witness')" % (path,))
+    return key
+
+
+def load_signers(args: argparse.Namespace) -> List[Ed25519Signer]:
+    """The ``--sign`` key files as signers; ``Refused``/``SigningKeyError`` (exit 2) when unusable."""
+    if not args.sign:
+        return []
+    unsafe = _can_sign(args, "--sign")
+    signers = [Ed25519Signer(_signer_key(path, "--sign", ALG_ED25519, unsafe), unsafe) for path in args.sign]
+    names = [(s.name, s.key_id) for s in signers]
+    if len(set(names)) != len(names):
+        raise Refused("--sign", "the same key is given twice")
+    return signers
+
+
+def load_trusted(args: argparse.Namespace) -> List[Verifier]:
+    """The ``--trust`` key files as verifiers; ``--require`` without ``--trust`` is ``Refused``."""
+    if args.require and not args.trust:
+        raise Refused("--require", "names a --trust key, and none is given")
+    trusted: List[Verifier] = []
+    for path in args.trust:
+        check_input(path, pipe=False)
+        trusted.append(verifier_from_key(read_verifier_key(path)))
+    for name in args.require:
+        if name not in {verifier.name for verifier in trusted}:
+            raise Refused("--require", "no --trust key is named %r" % (name,))
+    return trusted
+
+
+def signer_names(names: Sequence[str]) -> str:
+    """``NAME, NAME`` with the HMAC key (whose name is the origin) called ``the HMAC key``."""
+    return ", ".join("the HMAC key" if name.startswith(ORIGIN_PREFIX) else name for name in names)
+
+
+# --- keygen ------------------------------------------------------------------------------------
+
+
+def _default_prefix(name: str) -> str:
+    """A file name from a key name: every character but letters, digits, ``.``, ``_``, ``-`` becomes ``_``."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "key"
+
+
+def _cmd_keygen(args: argparse.Namespace, out: TextIO) -> int:
+    unsafe = _can_sign(args, "no signer")
+    prefix = _default_prefix(args.name) if args.output is None else args.output
+    private, public = prefix + ".key", prefix + ".pub"
+    for path in (private, public):
+        if os.path.lexists(path):
+            raise Refused(path, "already exists; keygen never overwrites a key")
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise Refused(path, "its folder does not exist")
+    skey, vkey = generate_key(args.name, ALG_COSIGNATURE_V1 if args.witness else ALG_ED25519, unsafe)
+    write_signer_key(private, skey)
+    try:
+        write_verifier_key(public, vkey)
+    except BaseException:
+        os.unlink(private)  # ours: made a moment ago with O_EXCL
+        raise
+    kind = "witness key (cosignature/v1)" if args.witness else "note signing key (Ed25519)"
+    emit(out, "%s: private %s, mode 0600: keep it secret" % (private, kind))
+    emit(out, "%s: public key: %s" % (public, vkey))
+    return 0
+
+
+# --- cosign: a witness -------------------------------------------------------------------------
+
+_State = Dict[str, Tuple[int, str, str]]
+
+
+def _read_state(path: str) -> _State:
+    """The witness state: origin -> (size, root, head) of the last checkpoint cosigned; {} if no file."""
+    if not os.path.lexists(path):
+        return {}
+    check_input(path, pipe=False)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(_MAX_STATE_BYTES + 1)
+    except OSError as exc:
+        raise Refused(path, "cannot read the witness state: %s" % (exc.strerror or exc,)) from None
+    bad = Refused(path, "is not a witness state file (%s)" % (STATE_FORMAT,))
+    if len(data) > _MAX_STATE_BYTES:
+        raise bad
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise bad from None
+    if not isinstance(doc, dict) or set(doc) != {"format", "logs"} or doc["format"] != STATE_FORMAT or not isinstance(doc["logs"], dict):
+        raise bad
+    state: _State = {}
+    for origin, entry in doc["logs"].items():
+        ok = (
+            origin.startswith(ORIGIN_PREFIX) and _HEX.match(origin[len(ORIGIN_PREFIX):]) is not None
+            and isinstance(entry, dict) and set(entry) == {"size", "root", "head"}
+            and isinstance(entry["size"], int) and not isinstance(entry["size"], bool) and 1 <= entry["size"] <= _MAX_SIZE
+            and isinstance(entry["root"], str) and _HEX.match(entry["root"]) is not None
+            and isinstance(entry["head"], str) and _HEX.match(entry["head"]) is not None
+        )
+        if not ok:
+            raise Refused(path, "the witness state's entry for %s is malformed" % (origin[:80],))
+        state[origin] = (entry["size"], entry["root"], entry["head"])
+    return state
+
+
+def _write_state(path: str, state: _State) -> None:
+    logs = {origin: {"size": size, "root": root, "head": head} for origin, (size, root, head) in state.items()}
+    text = json.dumps({"format": STATE_FORMAT, "logs": logs}, indent=1, sort_keys=True) + "\n"
+    try:
+        write_atomic(path, text.encode("ascii"))
+    except OSError as exc:
+        raise Refused(path, "cannot write the witness state: %s" % (exc.strerror or exc,)) from None
+
+
+def _timestamp_arg(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or len(text) > 20 or int(text) > 2**64 - 1:
+        raise argparse.ArgumentTypeError("must be seconds since the UNIX epoch (a non-negative integer)")
+    return int(text)
+
+
+def _failed(name: str, reason: str, out: TextIO) -> int:
+    emit(out, "%s: FAILED: %s" % (name, reason))
+    return 1
+
+
+def _cmd_cosign(args: argparse.Namespace, out: TextIO) -> int:
+    """Steps: 1. keys; 2. the checkpoint and the log's signatures; 3. consistency; 4. cosign, write, remember."""
+    # 1.
+    unsafe = _can_sign(args, "--key")
+    witness = _signer_key(args.key, "--key", ALG_COSIGNATURE_V1, unsafe)
+    trusted = load_trusted(args)
+    if not trusted:
+        raise Refused("--trust", "a witness needs the log's public key (repeatable)")
+    state = _read_state(args.state) if args.state is not None else {}
+    if args.state is not None and not os.path.isdir(os.path.dirname(os.path.abspath(args.state))):
+        raise Refused(args.state, "its folder does not exist")
+    target = args.ckpt if args.output is None else args.output
+    if target != "-" and target != args.ckpt:
+        check_output(target, args.overwrite)
+    check_input(args.ckpt, pipe=False)
+    check_input(args.transcript, pipe=False)
+    # 2.
+    try:
+        ckpt = read_checkpoint(args.ckpt)
+    except MalformedCheckpointError as exc:
+        return _failed(args.ckpt, "anchor_malformed: %s" % (exc,), out)
+    except OSError as exc:
+        raise Refused(args.ckpt, "cannot read it: %s" % (exc.strerror or exc,)) from None
+    try:
+        signers = verify_signatures(ckpt, trusted, args.require)
+    except BadSignatureError as exc:
+        return _failed(args.ckpt, "bad_signature: %s" % (exc.reason,), out)
+    # 3.
+    seen = state.get(ckpt.origin)
+    if seen is None:
+        result = verify_checkpoint(args.transcript, ckpt)
+        if not result.ok:
+            first = result.faults[0]
+            return _failed(args.ckpt, "the transcript %s does not give it: %s: %s" % (args.transcript, first.kind, first.detail), out)
+        history = "the first checkpoint of this log the witness sees"
+    else:
+        old = Checkpoint(ckpt.first, seen[0], seen[1], seen[2])
+        if ckpt.size < old.size:
+            return _failed(args.ckpt, "it covers %d records, fewer than the %d this witness cosigned before: a rollback" % (ckpt.size, old.size), out)
+        try:
+            check_consistency(old, ckpt, prove_consistency(args.transcript, old.size, ckpt.size))
+        except ProofError as exc:
+            return _failed(args.ckpt, "not consistent with the %d records this witness cosigned before: %s" % (old.size, exc), out)
+        history = "consistent with the %d records cosigned before" % (old.size,)
+    # 4.
+    stamp = int(time.time()) if args.time is None else args.time
+    cosigned = sign_checkpoint(ckpt, signers=[CosignatureSigner(witness, stamp, unsafe)])
+    data = cosigned.to_bytes()
+    if target == "-":
+        emit(out, data.decode("utf-8"), lines=True, end="")
+    else:
+        try:
+            write_atomic(target, data)
+        except OSError as exc:
+            raise Refused(target, "cannot write it: %s" % (exc.strerror or exc,)) from None
+    if args.state is not None:
+        state[ckpt.origin] = (ckpt.size, ckpt.root, ckpt.head)
+        _write_state(args.state, state)
+    if target != "-":
+        emit(out, "%s: cosigned by %s at time %d: %d records, signed by %s, %s"
+             % (target, witness.name, stamp, ckpt.size, signer_names(signers), history))
+    return 0
+
+
+# --- witness-request ---------------------------------------------------------------------------
+
+
+def _cmd_witness_request(args: argparse.Namespace, out: TextIO) -> int:
+    check_input(args.new, pipe=False)
+    try:
+        new = read_checkpoint(args.new)
+    except MalformedCheckpointError as exc:
+        return _failed(args.new, "anchor_malformed: %s" % (exc,), out)
+    except OSError as exc:
+        raise Refused(args.new, "cannot read it: %s" % (exc.strerror or exc,)) from None
+    if not new.signatures:
+        raise Refused(args.new, "is not signed: a witness verifies the log's signature (agentloop checkpoint --sign KEY)")
+    proof: List[bytes] = []
+    if args.old == "0":
+        old_size = 0
+    else:
+        if args.transcript is None:
+            raise Refused("--transcript", "is needed to compute the consistency proof from %s" % (args.old,))
+        check_input(args.old, pipe=False)
+        check_input(args.transcript, pipe=False)
+        try:
+            old = read_checkpoint(args.old)
+        except MalformedCheckpointError as exc:
+            return _failed(args.old, "anchor_malformed: %s" % (exc,), out)
+        except OSError as exc:
+            raise Refused(args.old, "cannot read it: %s" % (exc.strerror or exc,)) from None
+        try:
+            if new.size < old.size:
+                raise ProofError("the new checkpoint covers %d records, fewer than the old one's %d: a rollback" % (new.size, old.size))
+            made = prove_consistency(args.transcript, old.size, new.size)
+            check_consistency(old, new, made)
+        except ProofError as exc:
+            return _failed(args.new, str(exc), out)
+        old_size = old.size
+        proof = [bytes.fromhex(node) for node in made.proof]
+    body = build_add_checkpoint_request(old_size, proof, new.to_bytes())
+    emit(out, body.decode("utf-8"), lines=True, end="")
+    return 0
+
+
+def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Register ``keygen``, ``cosign`` and ``witness-request``."""
+    keygen = sub.add_parser("keygen", help="make an Ed25519 key pair: NAME.key (private, 0600) and NAME.pub")
+    keygen.add_argument("name", metavar="NAME", help="the key name in signature lines (yours to choose; no space or '+')")
+    keygen.add_argument("--witness", action="store_true", help="a witness key (cosignature/v1) instead of a note signing key")
+    keygen.add_argument("-o", "--output", metavar="PREFIX", help="write PREFIX.key and PREFIX.pub (default: NAME, made a file name)")
+    add_unsafe_option(keygen)
+    keygen.set_defaults(handler=_cmd_keygen)
+
+    cosign = sub.add_parser("cosign", help="act as a witness: check a checkpoint and its consistency, then cosign it")
+    cosign.add_argument("ckpt", metavar="CKPT")
+    cosign.add_argument("--key", required=True, metavar="WITNESS_KEY", help="the witness's private key (keygen --witness)")
+    cosign.add_argument("--transcript", required=True, metavar="FILE", help="the log's transcript, to compute the consistency proof")
+    cosign.add_argument("--state", metavar="STATE", help="the witness's memory: the last size cosigned per log (created if missing)")
+    cosign.add_argument("--time", type=_timestamp_arg, metavar="T", help="the cosignature's timestamp, seconds since the epoch (default: now)")
+    cosign.add_argument("-o", "--output", metavar="OUT", help="write the cosigned checkpoint there (default: replace CKPT; - for stdout)")
+    cosign.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    add_trust_options(cosign)
+    add_unsafe_option(cosign)
+    cosign.set_defaults(handler=_cmd_cosign)
+
+    request = sub.add_parser("witness-request", help="print the body of a C2SP tlog-witness add-checkpoint request")
+    request.add_argument("old", metavar="OLD", help="the checkpoint the witness last cosigned, or 0 for none")
+    request.add_argument("new", metavar="NEW", help="the new signed checkpoint")
+    request.add_argument("--transcript", metavar="FILE", help="the transcript, to compute the consistency proof from OLD to NEW")
+    request.set_defaults(handler=_cmd_witness_request)
