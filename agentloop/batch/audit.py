@@ -1,0 +1,182 @@
+"""A batch checked against its ledger: :func:`audit_batch`, behind ``agentloop verify --manifest``.
+
+Every file given is read once (:func:`~agentloop.batch.facts.transcript_facts`),
+in ``workers`` processes, and compared with the manifest line of the same
+name (the file name without ``.jsonl``).  The verdict names runs that are
+*missing* (an ``ok`` line with no file), *extra* (a file with no ``ok``
+line) and *altered* (a file whose bytes, chain or tree differ from its line).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ..errors import AgentloopError
+from ..signing.note import Verifier
+from ..transcript.checkpoint import ORIGIN_PREFIX
+from .facts import transcript_facts
+from .ledger import check_manifest_checkpoint, parse_ledger, parse_manifest_checkpoint
+
+__all__ = ["AuditResult", "audit_batch", "run_name"]
+
+
+def run_name(path: str) -> str:
+    """The run a transcript file is for: its file name without ``.jsonl``."""
+    base = os.path.basename(path)
+    return base[: -len(".jsonl")] if base.endswith(".jsonl") else base
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """The verdict on a batch.  Names are run names; ``extra`` holds paths.
+
+    ``failed`` lists the ledger's own non-``ok`` lines as ``(name, status:
+    error)``: runs the batch itself did not complete, not faults of the
+    files.  ``checkpoint`` is ``None`` when none was checked, ``""`` when it
+    holds, else the reason it does not.
+    """
+
+    runs: int
+    verified: Tuple[str, ...]
+    missing: Tuple[str, ...]
+    extra: Tuple[str, ...]
+    altered: Tuple[Tuple[str, str], ...]
+    failed: Tuple[Tuple[str, str], ...]
+    checkpoint: Optional[str] = None
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.extra or self.altered) and not self.checkpoint
+
+
+def _difference(line: Mapping[str, Any], facts: Mapping[str, Any]) -> str:
+    """Why a file is not the one its ledger line describes ("" when it is)."""
+    if not facts["exists"]:
+        return "cannot be read: %s" % (facts["fault"],)
+    if not facts["ok"]:
+        return "does not verify: %s" % (facts["fault"],)
+    if facts["sha256"] != line["sha256"]:
+        return "its SHA-256 is %s..., the ledger says %s..." % (facts["sha256"][:16], line["sha256"][:16])
+    for key in ("records", "head", "root", "stop"):
+        if facts[key] != line[key]:
+            return "its %s differs from the ledger's" % (key,)
+    if ORIGIN_PREFIX + str(facts["first"]) != line["origin"]:
+        return "its origin differs from the ledger's"
+    return ""
+
+
+def facts_of(paths: Sequence[str]) -> List[Dict[str, Any]]:
+    """:func:`~agentloop.batch.facts.transcript_facts` of each path, in order (one task of a pool)."""
+    return [transcript_facts(p) for p in paths]
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _facts(paths: Sequence[str], workers: int) -> List[Dict[str, Any]]:
+    """The facts of ``paths`` in ``workers`` processes: this one and ``workers - 1`` others.
+
+    The paths are cut into ``workers`` contiguous slices of about the same
+    number of bytes; this process reads the first while the pool reads the
+    rest, so one worker costs no process and two cost one.
+    """
+    if workers <= 1 or len(paths) < 2:
+        return facts_of(paths)
+    sizes = [_size(p) + 256 for p in paths]  # 256: the cost of a file beyond its bytes
+    slices: List[List[str]] = []
+    total, start, acc = sum(sizes), 0, 0
+    for index, size in enumerate(sizes):
+        acc += size
+        if acc * workers >= total * (len(slices) + 1) and len(slices) < workers - 1:
+            slices.append(list(paths[start:index + 1]))
+            start = index + 1
+    slices.append(list(paths[start:]))
+    with concurrent.futures.ProcessPoolExecutor(max_workers=len(slices) - 1) as pool:
+        futures = [pool.submit(facts_of, part) for part in slices[1:]]
+        out = facts_of(slices[0])
+        for future in futures:
+            out.extend(future.result())
+    return out
+
+
+def audit_batch(
+    files: Sequence[str],
+    manifest: str,
+    *,
+    checkpoint: Optional[str] = None,
+    key: Optional[bytes] = None,
+    verifiers: Sequence[Verifier] = (),
+    workers: int = 1,
+) -> AuditResult:
+    """Check ``files`` against the ledger in ``manifest`` (and its ``checkpoint`` note).
+
+    1. the manifest parses (:func:`~agentloop.batch.ledger.parse_ledger`);
+    2. with ``checkpoint``: it parses, covers exactly the manifest and,
+       with ``key``/``verifiers``, is signed by them;
+    3. the files (the manifest itself and the checkpoint skipped, so
+       ``runs/*.jsonl`` can be passed) are read in ``workers`` processes;
+    4. each is compared with its line: missing, extra, altered.
+
+    A manifest or checkpoint that cannot be read or parsed raises
+    (``OSError``, :class:`~agentloop.errors.MalformedManifestError`,
+    :class:`~agentloop.errors.MalformedCheckpointError`).
+    """
+    # 1.
+    with open(manifest, "rb") as handle:
+        data = handle.read()
+    lines = parse_ledger(data)
+    # 2.
+    verdict: Optional[str] = None
+    if checkpoint is not None:
+        with open(checkpoint, "rb") as handle:
+            note = parse_manifest_checkpoint(handle.read(64 * 1024 + 1))
+        try:
+            check_manifest_checkpoint(note, data, key, verifiers)
+            verdict = ""
+        except AgentloopError as exc:
+            verdict = str(exc)
+    # 3.
+    skip = {os.path.abspath(p) for p in (manifest, checkpoint) if p is not None}
+    by_name: Dict[str, str] = {}
+    extra: List[str] = []
+    for path in files:
+        if os.path.abspath(path) in skip:
+            continue
+        name = run_name(path)
+        if name in by_name:
+            extra.append(path)  # a second file for the same run
+        else:
+            by_name[name] = path
+    ok_lines = {line["name"]: line for line in lines if line["status"] == "ok"}
+    extra.extend(path for name, path in by_name.items() if name not in ok_lines)
+    present = [name for name in ok_lines if name in by_name]
+    facts = dict(zip(present, _facts([by_name[name] for name in present], workers)))
+    # 4.
+    altered = []
+    verified = []
+    for name in present:
+        why = _difference(ok_lines[name], facts[name])
+        if why:
+            altered.append((name, why))
+        else:
+            verified.append(name)
+    return AuditResult(
+        runs=len(lines),
+        verified=tuple(verified),
+        missing=tuple(name for name in ok_lines if name not in by_name),
+        extra=tuple(extra),
+        altered=tuple(altered),
+        failed=tuple(
+            (line["name"], "%s: %s" % (line["status"], line.get("error", line.get("reason"))))
+            for line in lines
+            if line["status"] != "ok"
+        ),
+        checkpoint=verdict,
+    )

@@ -1,0 +1,408 @@
+"""The driver: :func:`run_many` runs a list of specs on any ``concurrent.futures.Executor`` and writes the ledger.
+
+It schedules nothing itself: ``executor=None`` runs the specs one after
+another in this process; otherwise every spec is one ``executor.submit``
+of :func:`agentloop.batch.worker.run_one` with a JSON string, on whatever
+engine the caller already has (a thread or process pool, Dask's
+``Client.get_executor(pure=False)``, :class:`agentloop.executors.RayExecutor`).
+
+Trust nothing that comes back (numbered in :func:`run_many`'s body):
+
+1. each run's record 0 is computed before anything runs, from the spec,
+   the tools manifest and the model's ``model_info()``;
+2. every transcript is re-read by the driver: the chain must verify, end in
+   a stop record, and begin with exactly that record 0;
+3. a worker that raises (or dies) is a ``worker_error`` line holding the
+   exception's *type* only; the message goes to a side log;
+4. a process pool broken by a dying worker takes down every run it held, so
+   those runs are run again one at a time, each in a one-process pool
+   (started from a fork server, new after each death): only the run that
+   kills its own process is blamed, on every attempt;
+5. results are placed in spec order, never completion order.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import concurrent.futures
+import json
+import multiprocessing
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from ..errors import RunConfigError
+from ..models.spec import model_from_spec
+from ..signing.note import Signer
+from ..tools.loader import load_tools
+from ..tools.registry import ToolRegistry
+from ..transcript.checkpoint import ORIGIN_PREFIX, check_key
+from ..transcript.durable import write_atomic
+from .facts import transcript_facts
+from .ledger import batch_origin, ledger_bytes, ledger_root, make_checkpoint, parse_ledger
+from .spec import RunSpec, expected_task_line, spec_list_hash
+from .worker import MAX_TRANSFER_BYTES, make_job, publish, run_one, transcript_path
+
+__all__ = ["RunEntry", "BatchResult", "run_many"]
+
+#: Worker error messages in the side log are cut to this many characters.
+_MAX_LOGGED = 2000
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    """One spec's outcome.  ``status`` is ``ok``, ``worker_error`` or ``rejected``.
+
+    ``origin`` is ``agentloop/1/<hash of the expected record 0>``; for ``ok``
+    the transcript's facts follow; ``error`` is the exception type
+    (``worker_error``) or the rejection reason (``rejected``); ``message``
+    the worker's full error text (never in the ledger); ``resumed`` says
+    the transcript was already there and was only checked.
+    """
+
+    name: str
+    status: str
+    origin: str
+    path: str
+    records: int = 0
+    head: str = ""
+    root: str = ""
+    sha256: str = ""
+    stop: str = ""
+    steps: Optional[int] = None
+    tokens: Optional[int] = None
+    cost: Optional[float] = None
+    error: str = ""
+    message: str = ""
+    resumed: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def ledger_line(self) -> Dict[str, Any]:
+        """The entry's manifest line (see :mod:`agentloop.batch.ledger`)."""
+        line: Dict[str, Any] = {"name": self.name, "origin": self.origin, "status": self.status}
+        if self.status == "ok":
+            line.update(records=self.records, head=self.head, root=self.root, stop=self.stop, sha256=self.sha256)
+        elif self.status == "worker_error":
+            line["error"] = self.error
+        else:
+            line["reason"] = self.error
+        return line
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """What :func:`run_many` returns: one entry per spec in spec order, and the ledger.
+
+    ``extends`` is ``None`` unless a manifest already existed (``resume=True``);
+    then it says whether the new ledger extends the old one (the old lines
+    are its prefix, so an RFC 9162 consistency proof exists).
+    """
+
+    entries: Tuple[RunEntry, ...]
+    origin: str
+    manifest: str
+    root: str
+    checkpoint: bytes
+    checkpoint_path: Optional[str]
+    error_log: Optional[str]
+    extends: Optional[bool] = None
+
+    @property
+    def ok(self) -> bool:
+        """Every run is ``ok``."""
+        return all(entry.ok for entry in self.entries)
+
+    @property
+    def failed(self) -> Tuple[RunEntry, ...]:
+        return tuple(entry for entry in self.entries if not entry.ok)
+
+
+Progress = Callable[[RunEntry, int, int], None]
+
+
+def _check_arguments(
+    specs: object, model: object, tools: object, out_dir: object, transfer: object, max_transfer_bytes: object
+) -> List[RunSpec]:
+    if not isinstance(specs, (list, tuple)) or not specs:
+        raise RunConfigError("specs", "must be a non-empty list of RunSpec")
+    for index, spec in enumerate(specs):
+        if not isinstance(spec, RunSpec):
+            raise RunConfigError("specs[%d]" % (index,), "must be a RunSpec, got %s" % (type(spec).__name__,))
+    names = set()
+    for spec in specs:
+        if spec.name in names:
+            raise RunConfigError("specs", "the name %s is used twice (it names the transcript)" % (json.dumps(spec.name),))
+        names.add(spec.name)
+    for parameter, value in (("model", model), ("tools", tools), ("out_dir", out_dir)):
+        if not isinstance(value, str) or not value:
+            raise RunConfigError(parameter, "must be a non-empty str (a reference a worker resolves itself)")
+    if transfer not in ("path", "bytes"):
+        raise RunConfigError("transfer", "must be 'path' or 'bytes', got %s" % (json.dumps(transfer, default=repr),))
+    if isinstance(max_transfer_bytes, bool) or not isinstance(max_transfer_bytes, int) or max_transfer_bytes < 1:
+        raise RunConfigError("max_transfer_bytes", "must be a positive int")
+    return list(specs)
+
+
+def _expected(specs: Sequence[RunSpec], registry: ToolRegistry, model: str) -> List[str]:
+    """1. Each spec's expected origin, from ``run`` itself (see :func:`expected_task_line`)."""
+    describe = getattr(model_from_spec(model), "model_info", None)
+    info = describe() if callable(describe) else None
+    origins = []
+    with tempfile.TemporaryDirectory(prefix="agentloop-batch-") as scratch:
+        probe = os.path.join(scratch, "probe.jsonl")
+        for spec in specs:
+            line = json.loads(expected_task_line(spec, registry, info, probe))
+            origins.append(ORIGIN_PREFIX + line["hash"])
+    return origins
+
+
+def _judge(spec: RunSpec, origin: str, path: str, resumed: bool = False) -> RunEntry:
+    """2. The entry for the transcript at ``path``: ``ok`` only if it verifies, is complete and has ``origin``."""
+    facts = transcript_facts(path)
+    reason = ""
+    if not facts["exists"]:
+        reason = "missing"
+    elif not facts["ok"]:
+        reason = "does_not_verify"
+    elif not facts["complete"]:
+        reason = "incomplete"
+    elif ORIGIN_PREFIX + str(facts["first"]) != origin:
+        reason = "wrong_task_record"
+    if reason:
+        return RunEntry(spec.name, "rejected", origin, path, error=reason, message=facts["fault"])
+    return RunEntry(
+        spec.name, "ok", origin, path,
+        records=facts["records"], head=facts["head"], root=facts["root"], sha256=facts["sha256"],
+        stop=facts["stop"] or "", steps=facts["steps"], tokens=facts["tokens"], cost=facts["cost"], resumed=resumed,
+    )
+
+
+def _failure(spec: RunSpec, origin: str, path: str, exc: BaseException) -> RunEntry:
+    """3. A worker error: the type for the ledger, the bounded message for the side log."""
+    try:
+        message = str(exc)
+    except Exception:
+        message = "<unprintable>"
+    if len(message) > _MAX_LOGGED:
+        message = message[:_MAX_LOGGED] + "... (%d characters cut)" % (len(message) - _MAX_LOGGED,)
+    return RunEntry(spec.name, "worker_error", origin, path, error=type(exc).__name__, message=message)
+
+
+def _receive(spec: RunSpec, origin: str, path: str, reply: object, max_bytes: int) -> RunEntry:
+    """The entry for a worker's answer; with ``transfer="bytes"`` the driver publishes the bytes first."""
+    try:
+        answer = json.loads(reply) if isinstance(reply, str) else None
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict) or answer.get("name") != spec.name:
+        return RunEntry(spec.name, "rejected", origin, path, error="bad_reply")
+    if "data" in answer:
+        try:
+            data = base64.b64decode(str(answer["data"]).encode("ascii"), validate=True)
+        except (binascii.Error, ValueError, UnicodeEncodeError):
+            return RunEntry(spec.name, "rejected", origin, path, error="bad_reply")
+        if len(data) > max_bytes:
+            return RunEntry(spec.name, "rejected", origin, path, error="bad_reply", message="%d bytes returned" % (len(data),))
+        temp = path + ".tmp"
+        try:
+            with open(temp, "wb") as handle:
+                handle.write(data)
+            publish(temp, path)
+        except Exception as exc:
+            return _failure(spec, origin, path, exc)
+    return _judge(spec, origin, path)
+
+
+def _isolated(jobs: List[Tuple[int, str]], workers: int) -> Iterator[Tuple[int, Optional[str], Optional[BaseException]]]:
+    """4. Run each job alone in a one-process pool (reused until a job breaks it), ``workers`` at a time."""
+    local = threading.local()
+    pools: List[concurrent.futures.ProcessPoolExecutor] = []
+    # Forking from several threads can copy a lock another thread holds into
+    # the child, which then waits forever: the pools start from a fork server.
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    context = multiprocessing.get_context(method)
+    lock = threading.Lock()
+
+    def one(job: str) -> Tuple[Optional[str], Optional[BaseException]]:
+        pool = getattr(local, "pool", None)
+        if pool is None:
+            pool = local.pool = concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=context)
+            with lock:
+                pools.append(pool)
+        try:
+            return pool.submit(run_one, job).result(), None
+        except concurrent.futures.BrokenExecutor as exc:
+            local.pool = None
+            return None, exc
+        except Exception as exc:
+            return None, exc
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as threads:
+            futures = {threads.submit(one, job): index for index, job in jobs}
+            for future in concurrent.futures.as_completed(futures):
+                reply, error = future.result()
+                yield futures[future], reply, error
+    finally:
+        for pool in pools:
+            pool.shutdown(wait=True)
+
+
+def _side_log(path: str, entries: Sequence[RunEntry]) -> Optional[str]:
+    """3. The full texts of worker errors and rejections, in spec order; ``None`` when there are none."""
+    lines = [
+        "%s: %s: %s\n" % (e.name, e.error, e.message.encode("unicode_escape").decode("ascii"))
+        for e in entries
+        if not e.ok
+    ]
+    if not lines:
+        if os.path.lexists(path):  # an earlier attempt's log no longer describes this ledger
+            os.unlink(path)
+        return None
+    write_atomic(path, "".join(lines).encode("ascii"))
+    return path
+
+
+def run_many(
+    specs: Sequence[RunSpec],
+    *,
+    model: str,
+    tools: str,
+    out_dir: str,
+    executor: Optional[concurrent.futures.Executor] = None,
+    manifest: Optional[str] = None,
+    checkpoint: Optional[str] = None,
+    signer: Optional[Signer] = None,
+    key: Optional[bytes] = None,
+    resume: bool = False,
+    transfer: str = "path",
+    max_transfer_bytes: int = MAX_TRANSFER_BYTES,
+    progress: Optional[Progress] = None,
+) -> BatchResult:
+    """Run every spec with ``model`` and ``tools`` and write ``OUT_DIR/NAME.jsonl`` for each, then the ledger.
+
+    ``model`` is a model reference (``openai:MODEL``, ``anthropic:MODEL`` or
+    ``MODULE:FACTORY``) and ``tools`` a tools reference (``MODULE:REGISTRY``
+    or ``MODULE:FACTORY``); each worker resolves them itself, reading API
+    keys from its own environment.  The driver resolves them too, once, for
+    the tools manifest and ``model_info()`` (it never calls the model).
+
+    ``manifest`` (default ``OUT_DIR/manifest.jsonl``) receives the ledger;
+    ``checkpoint``, if given, its checkpoint note, signed with the HMAC
+    ``key`` (bytes) and/or ``signer`` (any
+    :class:`agentloop.signing.note.Signer`, e.g. an
+    :class:`~agentloop.signing.note.Ed25519Signer`).  Worker errors'
+    messages go to the manifest's side log (``manifest.errors.log``).
+    ``resume=True`` keeps each transcript that exists, verifies and has the
+    expected origin, and runs the rest; without it an existing manifest is
+    refused.  ``transfer="bytes"`` has workers return the transcript (at
+    most ``max_transfer_bytes``) instead of writing into ``out_dir``.
+    ``progress(entry, done, total)`` is called in completion order.
+
+    Misuse raises :class:`~agentloop.errors.RunConfigError` before anything
+    runs; run failures are entries, never exceptions.
+    """
+    spec_list = _check_arguments(specs, model, tools, out_dir, transfer, max_transfer_bytes)
+    if key is not None:
+        key = check_key(key, "key")
+    if (key is not None or signer is not None) and checkpoint is None:
+        raise RunConfigError("key/signer", "given without checkpoint=: nothing would be signed")
+    os.makedirs(out_dir, exist_ok=True)
+    manifest_path = manifest if manifest is not None else os.path.join(out_dir, "manifest.jsonl")
+    paths = [transcript_path(out_dir, spec.name) for spec in spec_list]
+    taken = {os.path.abspath(p): p for p in paths}
+    for parameter, other in (("manifest", manifest_path), ("checkpoint", checkpoint)):
+        if other is not None and os.path.abspath(other) in taken:
+            raise RunConfigError(parameter, "%s is also a run's transcript" % (other,))
+    previous: Optional[bytes] = None
+    if os.path.lexists(manifest_path):
+        if not resume:
+            raise RunConfigError("manifest", "%s already exists (pass resume=True to continue that batch)" % (manifest_path,))
+        with open(manifest_path, "rb") as handle:
+            previous = handle.read()
+        parse_ledger(previous)  # a malformed earlier ledger is refused, not overwritten
+
+    # 1. expected origins, before anything runs
+    registry = load_tools(tools, "tools")
+    origins = _expected(spec_list, registry, model)
+    origin = batch_origin(spec_list_hash(spec_list))
+
+    entries: List[Optional[RunEntry]] = [None] * len(spec_list)
+    done = 0
+
+    def settle(index: int, entry: RunEntry) -> None:
+        nonlocal done
+        entries[index] = entry
+        done += 1
+        if progress is not None:
+            progress(entry, done, len(spec_list))
+
+    todo: List[int] = []
+    for index, spec in enumerate(spec_list):
+        if resume and os.path.lexists(paths[index]):
+            entry = _judge(spec, origins[index], paths[index], resumed=True)
+            if entry.ok:
+                settle(index, entry)
+                continue
+        todo.append(index)
+    jobs = {i: make_job(spec_list[i], model, tools, out_dir, transfer, max_transfer_bytes) for i in todo}
+
+    def finish(index: int, reply: Optional[str], error: Optional[BaseException]) -> None:
+        spec, path = spec_list[index], paths[index]
+        if error is not None:
+            settle(index, _failure(spec, origins[index], path, error))
+        else:
+            settle(index, _receive(spec, origins[index], path, reply, max_transfer_bytes))
+
+    broken: List[int] = []
+    if executor is None:
+        for index in todo:
+            try:
+                reply = run_one(jobs[index])
+            except Exception as exc:
+                finish(index, None, exc)
+            else:
+                finish(index, reply, None)
+    else:
+        futures: Dict["concurrent.futures.Future[str]", int] = {}
+        for index in todo:
+            try:
+                futures[executor.submit(run_one, jobs[index])] = index
+            except concurrent.futures.BrokenExecutor:
+                broken.append(index)
+            except Exception as exc:
+                finish(index, None, exc)
+        # 5. completion order drives only progress; entries land at their index
+        for future in concurrent.futures.as_completed(futures):
+            index = futures[future]
+            try:
+                error = future.exception()
+            except concurrent.futures.CancelledError as exc:  # cancelled by someone else: a failure like any other
+                error = exc
+            if isinstance(error, concurrent.futures.BrokenExecutor):
+                broken.append(index)  # 4. maybe this run, maybe another that shared the pool
+            elif error is not None:
+                finish(index, None, error)
+            else:
+                finish(index, future.result(), None)
+    if broken:
+        workers = min(len(broken), max(1, getattr(executor, "_max_workers", None) or os.cpu_count() or 1))
+        for index, answer, error in _isolated([(i, jobs[i]) for i in sorted(broken)], workers):
+            finish(index, answer, error)
+
+    final = [entry for entry in entries if entry is not None]  # every index was settled exactly once
+    data = ledger_bytes(entry.ledger_line() for entry in final)
+    write_atomic(manifest_path, data)
+    note = make_checkpoint(origin, data, key, () if signer is None else (signer,)).to_bytes()
+    if checkpoint is not None:
+        write_atomic(checkpoint, note)
+    stem = manifest_path[: -len(".jsonl")] if manifest_path.endswith(".jsonl") else manifest_path
+    log = _side_log(stem + ".errors.log", final)
+    extends = None if previous is None else data.startswith(previous)
+    return BatchResult(tuple(final), origin, manifest_path, ledger_root(data), note, checkpoint, log, extends)

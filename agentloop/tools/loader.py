@@ -1,0 +1,63 @@
+"""References to Python objects, ``MODULE:NAME``, and the tools they name.
+
+The command line and :func:`agentloop.batch.run_many` name tools (and
+models) by reference rather than by object, so a worker on another process
+or machine can resolve them itself: only strings cross the boundary.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from typing import Any
+
+from ..errors import RunConfigError
+from .registry import Tool, ToolRegistry
+
+__all__ = ["import_reference", "load_tools"]
+
+
+def import_reference(spec: str, parameter: str, example: str) -> Any:
+    """``MODULE:NAME`` (``NAME`` may be dotted) -> the object it names.
+
+    The current folder is importable, as with ``python -m``.  Failures
+    raise :class:`~agentloop.errors.RunConfigError` naming ``parameter``.
+    """
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise RunConfigError(parameter, "must be MODULE:NAME (e.g. %s), got %s" % (example, json.dumps(spec)))
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise RunConfigError(parameter, "cannot import %s: %s: %s" % (module_name, type(exc).__name__, exc)) from None
+    value: Any = module
+    for part in attribute.split("."):
+        if not hasattr(value, part):
+            raise RunConfigError(parameter, "%s has no attribute %s" % (module_name, json.dumps(attribute)))
+        value = getattr(value, part)
+    return value
+
+
+def load_tools(spec: str, parameter: str = "--tools") -> ToolRegistry:
+    """``MODULE:NAME`` -> the tools it names: a ``ToolRegistry``, an iterable of ``Tool``, or a callable returning one.
+
+    The current folder is importable, as with ``python -m``.
+    """
+    value = import_reference(spec, parameter, "demo:demo_tools")
+    if callable(value) and not isinstance(value, (ToolRegistry, Tool)):
+        try:
+            value = value()
+        except Exception as exc:
+            raise RunConfigError(parameter, "%s raised %s" % (spec, type(exc).__name__)) from None
+    if isinstance(value, ToolRegistry):
+        return value
+    if isinstance(value, Tool):
+        return ToolRegistry([value])
+    try:
+        return ToolRegistry(list(value))
+    except TypeError:
+        raise RunConfigError(parameter, "%s is a %s, not a ToolRegistry or Tools" % (spec, type(value).__name__)) from None

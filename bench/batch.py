@@ -1,0 +1,155 @@
+"""run_many on a thread pool against the ideal, and ``verify --manifest --workers 2`` against 1 worker.
+
+    python3 bench/batch.py [--runs 1000] [--steps 5] [--sleep 0.02] [--threads 32] [--repeat 3]
+
+1. ``--runs`` runs of ``--steps`` model turns each, with a model that
+   sleeps ``--sleep`` seconds a turn (I/O-bound, like an API call), through
+   :func:`agentloop.batch.run_many` on a ``ThreadPoolExecutor`` of
+   ``--threads``: wall time against the ideal ``runs * steps * sleep /
+   threads`` (target: at most 1.25x).  The wall time includes everything
+   the driver does: computing every run's expected record 0, re-verifying
+   every transcript, and writing the ledger and its checkpoint.
+2. The same batch's transcripts checked against its ledger
+   (:func:`agentloop.batch.audit_batch`, what ``agentloop verify --manifest``
+   runs) with 1 worker and with 2 worker processes, best of ``--repeat``:
+   runs per second and their ratio (target: at least 1.7x on 2 cores).
+3. The control for 2: what two processes gain over one on pure CPU work
+   (SHA-256 chains) on this machine at that moment -- on a shared machine
+   the second core may not be free, and no verifier can beat this figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from agentloop import ModelReply, ToolCall, ToolRegistry, tool  # noqa: E402
+from agentloop.batch import RunSpec, audit_batch, run_many  # noqa: E402
+
+SLEEP = 0.02
+STEPS = 5
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+#: ``__main__:TOOLS``
+TOOLS = ToolRegistry([add])
+
+
+class SlowModel:
+    """``STEPS - 1`` turns that call ``add``, then an answer; each turn sleeps ``SLEEP`` seconds."""
+
+    def model_info(self) -> Dict[str, Any]:
+        return {"provider": "bench", "model": "slow"}
+
+    def __call__(self, messages: List[Any], manifest: List[Dict[str, Any]]) -> ModelReply:
+        time.sleep(SLEEP)
+        turns = sum(1 for m in messages if m["role"] == "assistant")
+        if turns < STEPS - 1:
+            return ModelReply("turn %d" % (turns,), (ToolCall("add", {"a": turns, "b": 1}, "c%d" % turns),))
+        return ModelReply("done")
+
+
+def _burn(rounds: int) -> bytes:
+    digest = b"x"
+    for _ in range(rounds):
+        digest = hashlib.sha256(digest).digest()
+    return digest
+
+
+def machine_speedup(seconds: float = 0.15) -> float:
+    """What 2 processes gain over 1 on pure CPU work on this machine now (2.0 on 2 idle cores): the control."""
+    import concurrent.futures
+
+    rounds = 1000
+    while True:  # calibrate: one share takes about ``seconds``
+        start = time.perf_counter()
+        _burn(rounds)
+        if time.perf_counter() - start > seconds / 4:
+            break
+        rounds *= 2
+    rounds = int(rounds * seconds / max(time.perf_counter() - start, 1e-6))
+    start = time.perf_counter()
+    _burn(rounds)
+    _burn(rounds)
+    one = time.perf_counter() - start
+    with concurrent.futures.ProcessPoolExecutor(1) as pool:
+        start = time.perf_counter()
+        other = pool.submit(_burn, rounds)
+        _burn(rounds)
+        other.result()
+        two = time.perf_counter() - start
+    return one / two
+
+
+def slow_model() -> SlowModel:
+    """``__main__:slow_model``"""
+    return SlowModel()
+
+
+def main() -> None:
+    global SLEEP, STEPS
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--sleep", type=float, default=0.02)
+    parser.add_argument("--threads", type=int, default=32)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    SLEEP, STEPS = args.sleep, args.steps
+    import concurrent.futures
+
+    folder = tempfile.mkdtemp(prefix="agentloop-bench-batch-")
+    try:
+        print("python %s on %s, %d cpus (load average %s)" % (
+            platform.python_version(), platform.machine(), os.cpu_count() or 0,
+            " ".join("%.2f" % x for x in os.getloadavg())))
+        specs = [RunSpec("run-%04d" % i, "task %d" % i, args.steps + 1, 10 ** 9) for i in range(args.runs)]
+        ideal = args.runs * args.steps * args.sleep / args.threads
+        start = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(args.threads) as pool:
+            result = run_many(
+                specs, model="__main__:slow_model", tools="__main__:TOOLS", out_dir=os.path.join(folder, "runs"),
+                executor=pool, checkpoint=os.path.join(folder, "runs", "manifest.checkpoint"),
+            )
+        wall = time.perf_counter() - start
+        steps = {e.steps for e in result.entries}
+        print("run_many: %d runs x %s steps, %.0f ms a turn, %d threads: %.2f s; ideal %.2f s; ratio %.3fx (target <= 1.25x); all ok: %s" % (
+            args.runs, "/".join(map(str, sorted(s for s in steps if s is not None))), args.sleep * 1000, args.threads,
+            wall, ideal, wall / ideal, result.ok))
+
+        files = [e.path for e in result.entries]
+        size = sum(os.path.getsize(p) for p in files)
+        best = {}
+        for workers in (1, 2):
+            times = []
+            for _ in range(args.repeat):
+                start = time.perf_counter()
+                audit = audit_batch(files, result.manifest, workers=workers)
+                times.append(time.perf_counter() - start)
+                assert audit.ok and len(audit.verified) == args.runs
+            best[workers] = min(times)
+            print("verify --manifest --workers %d: %d transcripts (%.1f MB) in %.3f s (best of %d): %.0f runs/s" % (
+                workers, len(files), size / 1e6, best[workers], args.repeat, args.runs / best[workers]))
+        print("verify --workers 2 / --workers 1 throughput: %.2fx (target >= 1.7x)" % (best[1] / best[2],))
+        print("control: 2 processes / 1 on pure CPU work on this machine now: %.2fx (2.0 on 2 idle cores)" % (machine_speedup(),))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
