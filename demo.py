@@ -1,10 +1,11 @@
-"""Four end-to-end runs of agentloop, each written to a verified transcript.
+"""Five end-to-end runs of agentloop, each written to a verified transcript.
 
     python3 demo.py [--out DIR]
 
 writes ``demo-answer.jsonl`` (5 records), ``demo-recover.jsonl`` (11),
-``demo-budget.jsonl`` (9) and ``demo-parallel.jsonl`` (11: parallel sync and
-async tools) into DIR (default: the current folder), and next to
+``demo-budget.jsonl`` (9), ``demo-parallel.jsonl`` (11: parallel sync and
+async tools) and ``demo-approval.jsonl`` (5: a gated call, a pause for a
+person, a resume; with its two checkpoints) into DIR (default: the current folder), and next to
 each its HTML report (``demo-answer.html``, ...; open one in a browser), prints
 each listing and its verification, and exits 0 only if every claim held.
 """
@@ -21,12 +22,19 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from agentloop import (
+    ApprovalRequest,
+    Approve,
     ModelReply,
     RunResult,
     ScriptedModel,
     Tool,
     ToolCall,
     ToolRegistry,
+    check_consistency,
+    prove_consistency,
+    read_checkpoint,
+    read_pending,
+    resume,
     run,
     verify_file,
 )
@@ -242,7 +250,7 @@ DEMO_TOOLS: Dict[str, Callable[[], ToolRegistry]] = {"demo-parallel.jsonl": para
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description="Run the four agentloop demos.")
+    parser = argparse.ArgumentParser(description="Run the five agentloop demos.")
     parser.add_argument("--out", default=".", help="folder for the demo-*.jsonl and demo-*.html files (default: .)")
     args = parser.parse_args(argv)
     if not os.path.isdir(args.out):
@@ -255,6 +263,77 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         where = visible(str(exc.filename or args.out))
         print("demo.py: error: %s: %s" % (where, visible(exc.strerror or str(exc))), file=sys.stderr)
         return 2
+
+
+#: Each real deletion the approval demo's tool made.
+DELETED: List[str] = []
+
+
+def approval_tools() -> ToolRegistry:
+    """``delete_file``, which a person must approve before each call (``requires_approval=True``)."""
+
+    def delete_file(path: str) -> Dict[str, str]:
+        """Delete a file (the demo only counts it)."""
+        DELETED.append(path)
+        return {"deleted": path}
+
+    return ToolRegistry([Tool.from_function(delete_file, requires_approval=True)])
+
+
+def approval_model(messages: List[Message], manifest: List[Dict[str, Any]]) -> ModelReply:
+    """Stateless (its reply depends on the turns it is shown), so the resumed run asks what the paused one did."""
+    if not any(m["role"] == "assistant" for m in messages):
+        return ModelReply("Removing the old log.", [ToolCall("delete_file", {"path": "logs/2023.log"}, "call_rm")])
+    return ModelReply("Done: %s." % (messages[-1]["content"],))
+
+
+def _approval_demo(folder: str) -> int:
+    """Pause at the gated call, then resume with a person's Approve: the same bytes as approving inline."""
+    path, inline = os.path.join(folder, "demo-approval.jsonl"), os.path.join(folder, "demo-approval-inline.jsonl")
+    paused_at, final = path + ".pause.ckpt", path + ".ckpt"
+    budgets: Dict[str, Any] = {"max_steps": 4, "max_tokens": 1000, "overwrite": True}
+    reviewer = Approve(by="demo-reviewer")
+    DELETED.clear()
+    run("Remove the 2023 log.", approval_model, approval_tools(), transcript=inline, approver=lambda request: reviewer, **budgets)
+    DELETED.clear()
+    asked: List[ApprovalRequest] = []
+    paused = run("Remove the 2023 log.", approval_model, approval_tools(), transcript=path, checkpoint=paused_at,
+                 approver=lambda request: asked.append(request), **budgets)  # None: defer to a person
+    at_pause = (paused.stop_reason, paused.records, list(DELETED), verify_file(path).complete)
+    pending = [call.call_id for call in read_pending(path).calls]
+    result = resume(path, approval_model, approval_tools(), decisions={"call_rm": reviewer}, anchor=paused_at,
+                    checkpoint=final, overwrite=True)
+    with open(path, "rb") as a, open(inline, "rb") as b:
+        same = a.read() == b.read()
+    os.remove(inline)
+    old, new = read_checkpoint(paused_at), read_checkpoint(final)
+    try:
+        check_consistency(old, new, prove_consistency(path, old.size))
+        consistent = True
+    except Exception:
+        consistent = False
+    print("== %s" % (path,))
+    records = _payloads(path)
+    for record in records:
+        print("  " + format_record(record))
+    verdict = verify_file(path, expect_count=result.records, expect_head=result.head)
+    checks = [
+        ("paused before the call: awaiting_approval, 2 records, nothing deleted, no stop record",
+         at_pause == ("awaiting_approval", 2, [], False)),
+        ("the pending call read from the file is the one the approver was asked about",
+         pending == [r.call_id for r in asked] == ["call_rm"]),
+        ("resumed with Approve: the file deleted once, 5 records", (DELETED, len(records)) == (["logs/2023.log"], 5)),
+        ("the tool record says who approved", records[2]["payload"].get("approval") == {"decision": "approve", "by": "demo-reviewer"}),
+        ("byte-identical to approving inline", same),
+        ("the pause checkpoint and the final one are consistent (RFC 9162)", consistent and (old.size, new.size) == (2, 5)),
+        ("verifies from disk (count and head as the run reported)", verdict.ok and verdict.complete),
+    ]
+    failed = 0
+    for label, held in checks:
+        failed += not held
+        print("  [%s] %s" % ("ok" if held else "FAILED", label))
+    print()
+    return failed
 
 
 def _run_demos(folder: str) -> int:
@@ -276,6 +355,7 @@ def _run_demos(folder: str) -> int:
             failed += not held
             print("  [%s] %s" % ("ok" if held else "FAILED", label))
         print()
+    failed += _approval_demo(folder)
     print("demo: %d claims failed" % failed if failed else "demo: every claim held")
     return 1 if failed else 0
 

@@ -22,11 +22,13 @@ PINNED = {
     "demo-budget.jsonl": (9, "e1f2c97507e87425124653a5d83f5789655b051ad26c58504b483b337269ae67"),
     # parallel sync and async tools (issue 12): the same bytes whatever order the calls finish in
     "demo-parallel.jsonl": (11, "efffb586c60af6728b907caf3342da70042bbd8afd98a1a93785adfb3da1f951"),
+    # a gated call, a pause for a person, a resume with Approve (issue 13): the inline-approve bytes
+    "demo-approval.jsonl": (5, "9692aed10bafdcc1d96b22fdb5d8438faf62c3d8f4e4aeddc3d00851bc54d0a0"),
 }
 
 
 class TestDemo(TempDir):
-    def test_demo_writes_four_verified_transcripts_with_pinned_bytes(self) -> None:
+    def test_demo_writes_five_verified_transcripts_with_pinned_bytes(self) -> None:
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             status = demo.main(["--out", self.dir])
