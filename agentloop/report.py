@@ -28,7 +28,7 @@ import json
 import os
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ._version import __version__
 from .transcript.format import FORMAT, Fault, PathLike, VerifyResult

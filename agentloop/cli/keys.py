@@ -46,9 +46,9 @@ import json
 import os
 import re
 import time
-from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, Dict, List, Sequence, TextIO, Tuple
 
-from ..errors import BadSignatureError, MalformedCheckpointError, ProofError, SigningKeyError
+from ..errors import BadSignatureError, MalformedCheckpointError, ProofError
 from ..signing.backend import cryptography_available
 from ..signing.cosignature import CosignatureSigner, verifier_from_key
 from ..signing.keys import ALG_COSIGNATURE_V1, ALG_ED25519, generate_key, read_signer_key, read_verifier_key, write_signer_key, write_verifier_key

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from typing import BinaryIO, Callable, Iterable, Iterator, List, Optional, Tuple, Union
 
 from ..canonical import FloatVetter, canonical_bytes, is_canonical_line, json_depth, parse_int
