@@ -79,7 +79,7 @@ from .final import FINAL_RESULT, FinalResult, final_result
 from .messages import AWAITING_APPROVAL, Message, Model, ModelReply, RunResult, ToolCall, Usage, shown
 from .plan import RECORD_OVERHEAD, PlannedCall, TurnPlan, plan_turn
 from .prices import add, amount_text, turn_cost
-from .tools.registry import Tool, ToolRegistry
+from .tools.registry import Tool, ToolRegistry, tool_sources
 from .transcript.checkpoint import ORIGIN_PREFIX, check_run_anchor
 from .transcript.format import FORMAT, MAX_RECORD_BYTES, PathLike
 from .transcript.writer import TranscriptWriter
@@ -271,6 +271,7 @@ def _prepare(task: object, model: object, tools: object, transcript: PathLike, o
         payload["model"] = info
     if system is not None:
         payload["system"] = system
+    payload.update(tool_sources(registry))  # e.g. "mcp": the servers behind MCP tools; nothing for local tools
     model_name = info.get("model") if info is not None else None
     model_name = model_name if isinstance(model_name, str) else ""
     price = None if budgets.prices is None else budgets.prices.get(model_name)

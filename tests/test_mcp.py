@@ -427,6 +427,26 @@ class TestLoop(unittest.TestCase):
         manifest = [t["name"] for t in records[0]["payload"]["tools"]]
         self.assertIn("calc_pick", manifest)
         self.assertNotIn("calc_deps", manifest)
+        servers = records[0]["payload"]["mcp"]  # the task record names the server behind the MCP tools
+        self.assertEqual([(s["name"], s["transport"]) for s in servers], [("t", "stdio")])
+        self.assertEqual(servers[0]["tools"]["calc_add"], "add")
+        self.assertNotIn("note", servers[0]["tools"])  # a local tool is not the server's
+
+    def test_a_run_replays_byte_for_byte_with_the_server_gone(self) -> None:
+        from agentloop.models import replay
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "t.jsonl")
+            with stdio(timeout=5) as server:
+                model = ScriptedModel([ModelReply("adding", [ToolCall("calc_add", {"a": 40, "b": 2})]), ModelReply("done")])
+                agentloop.run("add", model, server.tools(prefix="calc_"), transcript=path, max_steps=4, max_tokens=10000)
+            again = replay(path, "recorded", transcript=os.path.join(tmp, "r.jsonl"))  # the server has exited
+            self.assertTrue(again.identical, again.difference)
+
+    def test_local_tools_leave_the_task_record_unchanged(self) -> None:
+        from agentloop.tools.registry import tool_sources
+
+        self.assertEqual(tool_sources([Tool("note", "local", {"type": "object"}, lambda: "noted")]), {})
 
 
 class TestExample(unittest.TestCase):
@@ -444,3 +464,50 @@ class TestExample(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestRunCommand(unittest.TestCase):
+    """``agentloop run --mcp NAME=COMMAND``: the example calculator server's tools in a CLI run."""
+
+    def cli(self, *argv: str) -> "tuple[int, str, str]":
+        import contextlib
+        import io
+
+        from agentloop.cli import main
+
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stderr(err):
+            status = main(list(argv), out=out)
+        return status, out.getvalue(), err.getvalue()
+
+    def test_run_with_an_mcp_server_records_it_and_replays_without_it(self) -> None:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        server = "calc=%s %s" % (sys.executable, os.path.join(root, "examples", "mcp_calc_server.py"))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "t.jsonl")
+            status, out, err = self.cli("run", "--model", "tests.batch_models:factory", "--mcp", server,
+                                        "--task", "add", "--max-steps", "5", "--max-tokens", "10000", "-o", path)
+            self.assertEqual((status, err), (0, ""), out)
+            self.assertIn("answer:\ndone: add\n", out)
+            with open(path, encoding="utf-8") as handle:
+                task = json.loads(handle.readline())["payload"]
+            self.assertEqual(task["mcp"][0]["name"], "calc")
+            self.assertEqual(task["mcp"][0]["tools"], {"add": "add", "divide": "divide"})
+            self.assertNotIn(sys.executable, json.dumps(task["mcp"][0].get("env", {})))
+            status, out, err = self.cli("replay", path, "--recorded-tools", "-o", os.path.join(tmp, "r.jsonl"))
+            self.assertEqual(status, 0, out + err)
+
+    def test_a_bad_mcp_option_or_a_name_taken_twice_is_one_line_and_exit_2(self) -> None:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        server = "%s %s" % (sys.executable, os.path.join(root, "examples", "mcp_calc_server.py"))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "t.jsonl")
+            common = ("--model", "tests.batch_models:factory", "--task", "t", "--max-steps", "1", "--max-tokens", "9", "-o", path)
+            status, _, err = self.cli("run", "--mcp", "no-equals-sign", *common)
+            self.assertEqual(status, 2)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            status, _, err = self.cli("run", "--tools", "tests.batch_models:tools", "--mcp", "calc=" + server, *common)
+            self.assertEqual(status, 2)
+            self.assertIn("'add'", err)  # the local add and the server's add collide, both named
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertFalse(os.path.exists(path))

@@ -140,6 +140,8 @@ class MCPClient:
     """
 
     transport = "?"
+    #: The task-record member its tools are described under (agentloop.tools.registry.tool_sources).
+    record_member = "mcp"
 
     def __init__(self, name: str, protocol: str, timeout: float, init_timeout: float) -> None:
         if not isinstance(name, str) or not name:

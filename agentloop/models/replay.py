@@ -23,11 +23,12 @@ run that ended because a reply was of the wrong type or too big to record.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import threading
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple, Union
 
 from ..approval import ApprovalRequest, RecordedDecision
 from ..canonical import canonical_bytes, canonical_text
@@ -211,6 +212,44 @@ class _RecordedClock:
         return reading
 
 
+@dataclass(frozen=True)
+class _RecordedTool(Tool):
+    """A stand-in tool that also says where the original came from (an MCP server, say)."""
+
+    origin: Any = field(default=None, compare=False, repr=False)
+
+
+class _RecordedServer:
+    """A tool server as the task record describes it: it describes itself
+    exactly so again (:func:`agentloop.tools.registry.tool_sources`), so a
+    replay with recorded tools writes the same task record with no server."""
+
+    def __init__(self, member: str, description: Dict[str, Any]) -> None:
+        self.record_member = member
+        self._description = description
+
+    def describe(self, names: Iterable[str]) -> Dict[str, Any]:
+        return copy.deepcopy(self._description)
+
+
+@dataclass(frozen=True)
+class _Origin:
+    server: _RecordedServer
+
+
+def _recorded_origins(task: Mapping[str, Any]) -> Dict[str, _Origin]:
+    """Tool name -> the recorded server behind it, from the task record's ``mcp`` member."""
+    origins: Dict[str, _Origin] = {}
+    servers = task.get("mcp")
+    for entry in servers if isinstance(servers, list) else []:
+        tools = entry.get("tools") if isinstance(entry, dict) else None
+        if isinstance(tools, dict):
+            origin = _Origin(_RecordedServer("mcp", entry))
+            for name in tools:
+                origins.setdefault(name, origin)
+    return origins
+
+
 class ReplayModel:
     """The replies of a recorded run, in order, as a model; it checks each
     conversation it is asked to continue against the recording.
@@ -374,8 +413,10 @@ class ReplayModel:
                 return False
             return lambda arguments: (name, canonical_bytes(arguments)) in gated
 
+        origins = _recorded_origins(self._task)
         return ToolRegistry(
-            [Tool(e["name"], e["description"], e["parameters"], stand_in(e["name"]), requires_approval=rule(e["name"])) for e in entries]
+            [_RecordedTool(e["name"], e["description"], e["parameters"], stand_in(e["name"]),
+                           requires_approval=rule(e["name"]), origin=origins.get(e["name"])) for e in entries]
         )
 
     def model_info(self) -> Optional[Dict[str, Any]]:

@@ -312,3 +312,30 @@ class ToolRegistry:
 
     def __iter__(self) -> Iterator[Tool]:
         return iter([self._tools[name] for name in self.names])
+
+
+def tool_sources(tools: Iterable[Tool]) -> Dict[str, List[Dict[str, Any]]]:
+    """Where a run's tools from elsewhere came from, for its task record.
+
+    A tool may carry an ``origin`` whose ``server`` names the task-record
+    member it belongs under (``server.record_member``, e.g. ``"mcp"``) and
+    describes itself with ``server.describe(names)`` (JSON, no secrets), as
+    :class:`agentloop.mcp.MCPTool` does.  Returns ``{member: [description,
+    ...]}``, one description per server in the order its first tool comes;
+    ``{}`` when every tool is local, so such runs' records are unchanged.
+    """
+    order: List[Any] = []
+    names: Dict[int, List[str]] = {}
+    for each in tools:
+        server = getattr(getattr(each, "origin", None), "server", None)
+        if server is None or not isinstance(getattr(server, "record_member", None), str):
+            continue
+        if id(server) not in names:
+            order.append(server)
+            names[id(server)] = []
+        names[id(server)].append(each.name)
+    members: Dict[str, List[Dict[str, Any]]] = {}
+    for server in order:
+        members.setdefault(server.record_member, []).append(server.describe(names[id(server)]))
+    return members
+
