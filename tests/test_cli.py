@@ -287,3 +287,18 @@ class TestHostileFields(CliCase):
         self.assertNotIn("\x1b", text)
         self.assertNotIn("\x07", text)
         self.assertIn('ok="\\u001b]0;owned\\u0007\\u001b[2J"', text)
+
+
+class TestComplete(CliCase):
+    def test_verify_complete_fails_a_run_without_its_stop_record(self) -> None:
+        self.recover_run()
+        lines = read_lines(self.path())
+        cut = self.write_bytes(b"".join(lines[:-1]), "cut.jsonl")  # the stop record is gone
+        status, out, _ = self.cli("verify", cut)
+        self.assertEqual(status, 0, out)
+        self.assertIn("no stop record", out)
+        status, out, _ = self.cli("verify", "--complete", cut)
+        self.assertEqual(status, 1, out)
+        self.assertIn("incomplete", out)
+        status, out, _ = self.cli("verify", "--complete", self.path())
+        self.assertEqual(status, 0, out)

@@ -27,13 +27,15 @@ Every line printed from a model, a tool or a server (the records, the
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 from decimal import Decimal
-from typing import Any, Callable, Optional, TextIO
+from typing import Any, Callable, List, Optional, TextIO
 
 from ..errors import AgentloopError, RunConfigError
+from ..mcp import MCPClient, MCPHttp, MCPStdio, combine_tools
 from ..messages import RunResult
 from ..loop import run
 from ..transcript.checkpoint import load_key
@@ -44,6 +46,7 @@ from ..models.spec import model_from_spec
 from ..tools.loader import load_tools
 from ..transcript.verify import verify_file
 from .approval import add_approve_options, approver_from_args, report_pause
+from .keys import add_sign_options, load_signers
 from .output import (
     EXIT_BUDGET,
     EXIT_FAULT,
@@ -57,6 +60,7 @@ from .output import (
     count_arg,
     emit,
     format_record,
+    quote,
     same_file,
     seconds_arg,
 )
@@ -146,7 +150,31 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
 
 def _run(args: argparse.Namespace, out: TextIO) -> int:
     _check_paths(args.output, args.checkpoint, args.overwrite)
-    tools = load_tools(args.tools)
+    if args.sign and args.checkpoint is None:
+        raise RunConfigError("--sign", "needs --checkpoint")
+    signers = load_signers(args)  # before any server starts or model is called
+    with contextlib.ExitStack() as servers:
+        clients = [servers.enter_context(client) for client in _mcp_clients(args.mcp)]
+        local = [] if args.tools is None else list(load_tools(args.tools))
+        tools = combine_tools(local, *[client.tools() for client in clients])  # a name taken twice is an error
+        return _run_with(args, out, tools, signers)
+
+
+def _mcp_clients(specs: List[str]) -> List[MCPClient]:
+    """``--mcp NAME=COMMAND`` (a stdio server, split like a shell would, no shell) or ``NAME=URL`` (Streamable HTTP)."""
+    clients: List[MCPClient] = []
+    for spec in specs:
+        name, sep, where = spec.partition("=")
+        if not sep or not name or not where:
+            raise Refused("--mcp", "takes NAME=COMMAND or NAME=URL, got %s" % (quote(spec),))
+        if where.startswith(("http://", "https://")):
+            clients.append(MCPHttp(where, name=name))
+        else:
+            clients.append(MCPStdio(where, name=name))
+    return clients
+
+
+def _run_with(args: argparse.Namespace, out: TextIO, tools: Any, signers: List[Any]) -> int:
     model = model_from_spec(  # the system prompt goes to run(), which records it and passes it on
         args.model,
         base_url=args.base_url,
@@ -163,8 +191,6 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         raise RunConfigError("--key-file/--key-env", "needs --checkpoint")
     key = None
     if args.key_file is not None or args.key_env is not None:
-
-
         key = load_key(args.key_file, args.key_env)
     approver = approver_from_args(args)  # --approve: who decides calls of tools that require approval
     result = _guarded("run", args.output, lambda: run(
@@ -178,6 +204,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         overwrite=args.overwrite,
         checkpoint=args.checkpoint,
         key=key,
+        signer=signers or None,
         system=args.system,
         on_record=lambda record: emit(out, format_record(record)),  # each record, live, as written
         max_tool_calls=args.max_tool_calls,
@@ -192,7 +219,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         return report_pause(result, args.output, out)
     _finish(result, args.output, out)
     if args.checkpoint is not None:
-        emit(out, "checkpoint: %s%s" % (args.checkpoint, " (signed)" if key is not None else ""))
+        emit(out, "checkpoint: %s%s" % (args.checkpoint, " (signed)" if key is not None or signers else ""))
     _answer(result, out)
     return _status(result)
 
@@ -252,7 +279,11 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     command.add_argument("--model", required=True, metavar="SPEC", help="openai:MODEL, anthropic:MODEL, or an OpenAI-compatible base URL (up to /v1)")
     command.add_argument("--model-name", metavar="NAME", help="the model name, with a URL --model")
     command.add_argument("--base-url", metavar="URL", help="another base URL for openai: (up to /v1) or anthropic: (without /v1)")
-    command.add_argument("--tools", required=True, metavar="MODULE:REGISTRY", help="the tools, e.g. demo:demo_tools")
+    command.add_argument("--tools", metavar="MODULE:REGISTRY", help="the local tools, e.g. demo:demo_tools")
+    command.add_argument(
+        "--mcp", action="append", default=[], metavar="NAME=SERVER",
+        help="tools from an MCP server (repeatable): NAME=COMMAND (stdio) or NAME=URL (Streamable HTTP)",
+    )
     command.add_argument("--task", required=True, metavar="TEXT")
     command.add_argument("--max-steps", required=True, type=count_arg, metavar="N")
     command.add_argument("--max-tokens", required=True, type=count_arg, metavar="N", help="the run's token budget")
@@ -273,6 +304,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     keys = command.add_mutually_exclusive_group()
     keys.add_argument("--key-file", metavar="K", help="sign the checkpoint with the HMAC-SHA256 key in this file")
     keys.add_argument("--key-env", metavar="VAR", help="sign the checkpoint with the key in this environment variable")
+    add_sign_options(command)  # --sign KEY: an Ed25519 note signature on the checkpoint too
     add_approve_options(command)
     command.set_defaults(handler=_cmd_run)
 
