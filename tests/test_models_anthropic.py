@@ -122,7 +122,7 @@ class TestReplies(AnthropicCase):
         usage = {"input_tokens": 13, "output_tokens": 5, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 50}
         result = self.run_loop(anthropic_reply("Hi.", usage=usage))
         assistant = read_records(self.path())[1]["payload"]
-        self.assertEqual(assistant["usage"], {"input_tokens": 163, "output_tokens": 5})
+        self.assertEqual(assistant["usage"], {"input_tokens": 163, "output_tokens": 5, "cache_read_tokens": 50, "cache_write_tokens": 100})
         self.assertEqual((assistant["tokens"], result.tokens), (168, 168))
         self.assertEqual(messages_api_reply(anthropic_reply("x", usage={"input_tokens": 1, "output_tokens": 2,
                                                                         "cache_read_input_tokens": None})).usage.input_tokens, 1)  # type: ignore[union-attr]

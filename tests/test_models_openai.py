@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unittest
+
 import json
 import os
 from typing import Any, Dict, List, Tuple
@@ -329,3 +331,21 @@ class TestCommandLine(OpenAICase):
         self.assertEqual(status, 1)
         self.assertIn("stop: model_error (steps=0, tokens=0): model raised ModelConnectionError: openai at 127.0.0.1:%d: "
                       "connection failed: ConnectionRefusedError" % port, out)
+
+
+class TestCachedUsage(unittest.TestCase):
+    """Cached prompt tokens, as each API reports them, become Usage's cache counts (for cache prices)."""
+
+    def test_openai_cached_tokens_are_part_of_the_prompt(self) -> None:
+        from agentloop.models.base import usage_from
+
+        answer = {"usage": {"prompt_tokens": 100, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 60}}}
+        usage = usage_from(answer, "prompt_tokens", "completion_tokens", ("prompt_tokens_details.cached_tokens",), cache_included=True)
+        self.assertEqual((usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens),  # type: ignore[union-attr]
+                         (100, 7, 60, 0))
+        plain = usage_from({"usage": {"prompt_tokens": 5, "completion_tokens": 1}}, "prompt_tokens", "completion_tokens",
+                           ("prompt_tokens_details.cached_tokens",), cache_included=True)
+        self.assertEqual((plain.input_tokens, plain.cache_read_tokens), (5, 0))  # type: ignore[union-attr]
+        lying = {"usage": {"prompt_tokens": 10, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 60}}}
+        self.assertIsNone(usage_from(lying, "prompt_tokens", "completion_tokens", ("prompt_tokens_details.cached_tokens",),
+                                     cache_included=True))  # more cached than the prompt: malformed, not counted

@@ -382,19 +382,46 @@ class Reader:
         return value
 
 
-def usage_from(answer: Mapping[str, Any], input_key: str, output_key: str, extra_input: Sequence[str] = ()) -> Optional[Usage]:
-    """``answer["usage"]`` as a :class:`~agentloop.Usage`: ``input_key`` plus the ``extra_input``
-    counts (absent or null ones are 0) as input, ``output_key`` as output; ``None`` when absent or malformed."""
+def usage_from(
+    answer: Mapping[str, Any],
+    input_key: str,
+    output_key: str,
+    cache_read: Sequence[str] = (),
+    cache_write: Sequence[str] = (),
+    cache_included: bool = False,
+) -> Optional[Usage]:
+    """``answer["usage"]`` as a :class:`~agentloop.Usage`; ``None`` when absent or malformed.
+
+    ``input_key`` and ``output_key`` name the prompt and reply counts;
+    ``cache_read``/``cache_write`` are paths (dotted, e.g.
+    ``prompt_tokens_details.cached_tokens``) to the cached-prompt counts
+    (absent or null ones are 0).  ``Usage.input_tokens`` always holds the
+    whole prompt: when the provider counts cached tokens apart from
+    ``input_key`` (Anthropic), they are added to it; when its input count
+    already includes them (``cache_included``, OpenAI), they are not.
+    """
     usage = answer.get("usage")
     if not isinstance(usage, dict):
         return None
-    raw = [usage.get(input_key), usage.get(output_key)] + [usage.get(k) or 0 for k in extra_input]
-    counts = [n for n in raw if type(n) is int and n >= 0]
-    if len(counts) != len(raw):
+
+    def count(path: str) -> Any:
+        value: Any = usage
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        return value
+
+    raw = [count(input_key), count(output_key)]
+    reads = [count(k) or 0 for k in cache_read]
+    writes = [count(k) or 0 for k in cache_write]
+    if not all(type(n) is int and n >= 0 for n in raw + reads + writes):
+        return None
+    read, written = sum(reads), sum(writes)
+    prompt = raw[0] if cache_included else raw[0] + read + written
+    if read + written > prompt:
         return None
     try:
-        return Usage(counts[0] + sum(counts[2:]), counts[1])
-    except TypeError:  # beyond 2**53-1
+        return Usage(prompt, raw[1], cache_read_tokens=read, cache_write_tokens=written)
+    except (TypeError, ValueError):  # beyond 2**53-1
         return None
 
 

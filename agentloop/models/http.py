@@ -83,7 +83,7 @@ __all__ = [
     "endpoint_host",
 ]
 
-#: Seconds allowed for connecting and for each read of the socket.
+#: Seconds allowed for a whole request, from connecting to its last byte.
 DEFAULT_TIMEOUT = 120.0
 #: Retries after the first try, as in the official SDKs.
 DEFAULT_MAX_RETRIES = 2

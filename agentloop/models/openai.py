@@ -219,4 +219,6 @@ def chat_reply(answer: Mapping[str, Any], provider: str = "openai", host: str = 
         calls.append(ToolCall(name, arguments, call_id, problem))
     # finish_reason "length": the reply was cut at its token limit (max_completion_tokens or the context).
     truncated = choices[0].get("finish_reason") == "length"
-    return ModelReply(text, calls, usage_from(answer, "prompt_tokens", "completion_tokens"), truncated)
+    return ModelReply(text, calls, usage_from(
+        answer, "prompt_tokens", "completion_tokens", ("prompt_tokens_details.cached_tokens",), cache_included=True
+    ), truncated)
