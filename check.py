@@ -2,7 +2,8 @@
 
 Legs:
 
-1. ``suite``  -- the unittest suite under ``tests/``;
+1. ``suite``  -- the unittest suite under ``tests/`` (every ``test*.py``, as
+   ``unittest discover`` finds them), split into shards run side by side;
 2. ``tamper`` -- independent of the suite: writes a real transcript, derives
    what verification must say from the file's own bytes (using only
    ``hashlib`` and ``json``), then mutates the file at every record and checks
@@ -48,23 +49,66 @@ PASS, FAIL, UNGRADED = "pass", "fail", "ungraded"
 Verdict = Tuple[str, str]
 
 
+# Rough seconds of the slowest test modules, to balance the shards; others count 1.
+_WEIGHTS = {"test_docs": 23, "test_keys_cli": 31, "test_hostile_cli": 26, "test_fuzz": 6, "test_kill": 5,
+            "test_mcp": 9, "test_transcript": 4, "test_models_hardening": 3, "test_hardening": 4, "test_models_http": 3,
+            "test_loop_parallel": 3, "test_approval_cli": 5, "test_batch": 3, "test_batch_cli": 3}
+
+
+def _test_modules() -> List[str]:
+    """What ``unittest discover -s tests -t .`` would load: every ``test*.py`` in a package under tests/."""
+    found = []
+    for folder, dirs, files in os.walk(os.path.join(ROOT, "tests")):
+        dirs[:] = sorted(d for d in dirs if os.path.exists(os.path.join(folder, d, "__init__.py")))
+        for name in sorted(files):
+            if name.startswith("test") and name.endswith(".py"):
+                found.append(os.path.relpath(os.path.join(folder, name), ROOT)[:-3].replace(os.sep, "."))
+    return found
+
+
+def _shards(modules: List[str], count: int) -> List[List[str]]:
+    """Greedy balance by weight, heaviest first; each shard keeps discovery order."""
+    shards: List[List[str]] = [[] for _ in range(count)]
+    loads = [0.0] * count
+    for module in sorted(modules, key=lambda m: -_WEIGHTS.get(m.rsplit(".", 1)[-1], 1)):
+        i = loads.index(min(loads))
+        shards[i].append(module)
+        loads[i] += _WEIGHTS.get(module.rsplit(".", 1)[-1], 1)
+    return [sorted(shard, key=modules.index) for shard in shards if shard]
+
+
 def leg_suite() -> Verdict:
-    proc = subprocess.run(
-        [sys.executable, "-m", "unittest", "discover", "-s", "tests", "-t", "."],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        universal_newlines=True,
-    )
-    ran = re.search(r"^Ran (\d+) tests? in", proc.stdout, re.M)
-    if ran is None or int(ran.group(1)) == 0:
-        sys.stdout.write(proc.stdout[-3000:])
+    """The unittest suite, in ``AGENTLOOP_CHECK_SHARDS`` processes at once (default: 2, or 1 on one core)."""
+    modules = _test_modules()
+    if not modules:
+        return UNGRADED, "no test modules under tests/"
+    count = int(os.environ.get("AGENTLOOP_CHECK_SHARDS", "0") or 0) or min(2, os.cpu_count() or 1)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "unittest"] + shard,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            universal_newlines=True,
+        )
+        for shard in _shards(modules, count)
+    ]
+    outputs = [proc.communicate()[0] for proc in procs]
+    total, failed, summaries = 0, False, []
+    for proc, output in zip(procs, outputs):
+        ran = re.search(r"^Ran (\d+) tests? in", output, re.M)
+        if ran is None:
+            sys.stdout.write(output[-3000:])
+            return UNGRADED, "a shard of the suite ran no tests (exit %d)" % (proc.returncode,)
+        total += int(ran.group(1))
+        summaries.append(output.strip().splitlines()[-1])
+        if proc.returncode != 0:
+            failed = True
+            sys.stdout.write(output[-6000:])
+    if total == 0:
         return UNGRADED, "the suite ran no tests"
-    summary = proc.stdout.strip().splitlines()[-1]
-    if proc.returncode != 0:
-        sys.stdout.write(proc.stdout[-6000:])
-        return FAIL, "Ran %s tests: %s" % (ran.group(1), summary)
-    return PASS, "Ran %s tests: %s" % (ran.group(1), summary)
+    detail = "Ran %d tests in %d modules, %d shards: %s" % (total, len(modules), len(procs), "; ".join(summaries))
+    return (FAIL if failed else PASS), detail
 
 
 # --- tamper leg: expectations from the bytes, by hashlib + json alone -------
