@@ -368,6 +368,42 @@ def _turn_payload(plan: TurnPlan, reply: ModelReply, spent: Spent, tokens: int, 
     return payload
 
 
+class _Ending:
+    """How a run ends: its stop record (none for a pause, whose records are
+    made durable first) and checkpoint, then the :class:`RunResult`."""
+
+    def __init__(self, r: _Run, spent: Spent, record: "_Recorder", out: TranscriptWriter, messages: List[Message]) -> None:
+        self.r, self.spent, self.record, self.out, self.messages = r, spent, record, out, messages
+
+    def both(self) -> Tuple[Callable[..., RunResult], Callable[[_Halt], RunResult]]:
+        return self.stop, self.halt
+
+    def stop(self, reason: str, detail: str, reading: Optional[Seconds] = None, output: Any = None) -> RunResult:
+        spent = self.spent
+        payload: Dict[str, Any] = {"reason": reason, "steps": spent.steps, "tokens": spent.tokens, "detail": _bounded(detail)}
+        if reading is not None:
+            payload["clock"] = reading
+        self.record.append("stop", payload)
+        if self.r.checkpoint is not None:
+            self.out.checkpoint(self.r.checkpoint, self.r.key, self.r.signer)
+        if reason in ("no_tool_calls", "sentinel"):
+            output = self.messages[-1]["content"]
+        cost = amount_text(self.spent.cost) if self.r.price is not None and self.spent.cost is not None else None
+        return RunResult(reason, self.spent.steps, self.spent.tokens, self.out.count, self.out.head, _bounded(detail), output, cost)
+
+    def halt(self, ended: _Halt) -> RunResult:
+        if ended.reason != AWAITING_APPROVAL:
+            return self.stop(ended.reason, ended.detail)
+        # A pause: no stop record.  The records are made durable first, then the checkpoint is written.
+        if self.r.checkpoint is not None:
+            self.out.checkpoint(self.r.checkpoint, self.r.key, self.r.signer)
+        else:
+            _make_durable(self.out.path)
+        cost = amount_text(self.spent.cost) if self.r.price is not None and self.spent.cost is not None else None
+        return RunResult(AWAITING_APPROVAL, self.spent.steps, self.spent.tokens, self.out.count, self.out.head,
+                         _bounded(ended.detail), None, cost, ended.pending)
+
+
 async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> RunResult:
     """The run, step by step (the module docstring has the stop precedence)."""
     if resumed is None:
@@ -383,29 +419,7 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
         else:
             record.first, messages = resumed.first, resumed.messages
 
-        def stop(reason: str, detail: str, reading: Optional[Seconds] = None, output: Any = None) -> RunResult:
-            payload: Dict[str, Any] = {"reason": reason, "steps": spent.steps, "tokens": spent.tokens, "detail": _bounded(detail)}
-            if reading is not None:
-                payload["clock"] = reading
-            record.append("stop", payload)
-            if r.checkpoint is not None:
-                out.checkpoint(r.checkpoint, r.key, r.signer)
-            if reason in ("no_tool_calls", "sentinel"):
-                output = messages[-1]["content"]
-            cost = amount_text(spent.cost) if r.price is not None and spent.cost is not None else None
-            return RunResult(reason, spent.steps, spent.tokens, out.count, out.head, _bounded(detail), output, cost)
-
-        def halt(ended: _Halt) -> RunResult:
-            if ended.reason != AWAITING_APPROVAL:
-                return stop(ended.reason, ended.detail)
-            # A pause: no stop record.  The records are made durable first, then the checkpoint is written.
-            if r.checkpoint is not None:
-                out.checkpoint(r.checkpoint, r.key, r.signer)
-            else:
-                _make_durable(out.path)
-            cost = amount_text(spent.cost) if r.price is not None and spent.cost is not None else None
-            return RunResult(AWAITING_APPROVAL, spent.steps, spent.tokens, out.count, out.head, _bounded(ended.detail),
-                             None, cost, ended.pending)
+        stop, halt = _Ending(r, spent, record, out, messages).both()
 
         if resumed is not None and resumed.plan is not None:  # the turn a pause (or a crash) left unfinished
             ended = await _run_calls(r, runner, resumed.plan, spent.steps, record, messages, resumed.asked_by, resumed.answered)
@@ -442,7 +456,7 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
             try:
                 asked_by = record.append("assistant", _turn_payload(plan, reply, spent, tokens, cost, reading))
             except UnrecordableError as exc:  # only a reply over max_record_bytes
-                return stop("model_error", "model reply is not recordable: %s" % (exc,))
+                return stop("model_error", "model reply is not recordable: %s" % (exc,), reading)
             r.budgets.charge(spent, tokens, r.price is not None, cost, cost_problem)
             messages.append(plan.message())
 
