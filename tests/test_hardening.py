@@ -323,3 +323,67 @@ class TestRecordedTools(TempDir):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestWholeFileReads(unittest.TestCase):
+    """Key files, checkpoints and task lists are read whole: only regular files, never cut short."""
+
+    def test_fifos_devices_and_long_files_are_refused_at_once(self) -> None:
+        import tempfile
+
+        from agentloop.batch.spec import read_specs
+        from agentloop.errors import RunConfigError, SigningKeyError
+        from agentloop.transcript.checkpoint import MAX_KEY_FILE_BYTES, load_key
+
+        with tempfile.TemporaryDirectory() as tmp:
+            fifo = os.path.join(tmp, "fifo")
+            os.mkfifo(fifo)
+            long_key = os.path.join(tmp, "long.key")
+            with open(long_key, "wb") as handle:
+                handle.write(b"k" * (MAX_KEY_FILE_BYTES + 1))
+            for path, why in ((fifo, "it is a pipe"), ("/dev/zero", "character device"), (tmp, "directory"),
+                              (long_key, "is larger than 1048576 bytes")):
+                with self.subTest(path=path):
+                    with self.assertRaises(SigningKeyError) as caught:
+                        load_key(path)
+                    self.assertIn(why, str(caught.exception))
+            for path in (fifo, "/dev/zero", tmp):
+                with self.subTest(tasks=path):
+                    with self.assertRaisesRegex(RunConfigError, "cannot be read: it is a"):
+                        read_specs(path)
+
+
+class TestRecordedBudgets(unittest.TestCase):
+    """A task record whose optional budgets agentloop would never write is bad_payload, not a replayable run."""
+
+    def test_each_optional_budget_of_a_wrong_type_is_a_fault(self) -> None:
+        import hashlib
+        import json
+        import tempfile
+
+        from agentloop import ModelReply, ScriptedModel, run, verify_file
+        from agentloop.canonical import canonical_bytes
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "t.jsonl")
+            run("t", ScriptedModel([ModelReply("hi")]), [], transcript=path, max_steps=3, max_tokens=100)
+            with open(path, "rb") as handle:
+                records = [json.loads(line) for line in handle]
+            for member, bad in (("max_cost", [1]), ("max_cost", "1e2"), ("max_seconds", "x"), ("tell_budgets", 3),
+                                ("max_tool_calls", -1), ("tool_timeout", 0), ("prices", {"m": {"input": 3}})):
+                with self.subTest(member=member, value=bad):
+                    task = json.loads(json.dumps(records[0]))
+                    task["payload"]["budgets"][member] = bad
+                    chain, prev = [], "0" * 64
+                    for record in [task] + records[1:]:  # every hash recomputed: only the type is wrong
+                        body = {k: v for k, v in record.items() if k != "hash"}
+                        body["prev"] = prev
+                        prev = hashlib.sha256(canonical_bytes(body)).hexdigest()
+                        chain.append(canonical_bytes(dict(body, hash=prev)) + b"\n")
+                    forged = os.path.join(tmp, "forged.jsonl")
+                    with open(forged, "wb") as handle:
+                        handle.write(b"".join(chain))
+                    result = verify_file(forged)
+                    self.assertFalse(result.ok)
+                    self.assertEqual((result.faults[0].kind, result.faults[0].index), ("bad_payload", 0))
+                    self.assertIn("payload.budgets.%s" % member, result.faults[0].detail)

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import hashlib
 import hmac
 import os
@@ -66,6 +67,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union, cast
 from ..errors import BadSignatureError, MalformedCheckpointError, RunConfigError, SigningKeyError
 from ..signing.hmac_sha256 import HmacKey
 from ..signing.note import Note, NoteSignature, Signer, Verifier, sign_note, verify_note
+from .durable import read_small
 
 __all__ = [
     "ORIGIN_PREFIX",
@@ -280,8 +282,12 @@ def read_checkpoint(path: PathLike) -> Checkpoint:
     :class:`~agentloop.errors.MalformedCheckpointError`.  At most
     :data:`MAX_CHECKPOINT_BYTES` + 1 bytes are read.
     """
-    with open(os.fspath(path), "rb") as handle:
-        data = handle.read(MAX_CHECKPOINT_BYTES + 1)
+    try:
+        data = read_small(path, MAX_CHECKPOINT_BYTES)
+    except OSError as exc:
+        if exc.errno != errno.EFBIG:
+            raise
+        data = b"x" * (MAX_CHECKPOINT_BYTES + 1)  # too long: parse_checkpoint says so, as before
     return parse_checkpoint(data)
 
 
@@ -456,6 +462,10 @@ def verify_signatures(
     return tuple(verified.signers)
 
 
+#: The longest key file read; a longer one is refused, never cut.
+MAX_KEY_FILE_BYTES = 1 << 20
+
+
 def load_key(path: Optional[PathLike] = None, env: Optional[str] = None) -> bytes:
     """Read a signing key from a file or an environment variable (exactly one).
 
@@ -467,9 +477,8 @@ def load_key(path: Optional[PathLike] = None, env: Optional[str] = None) -> byte
     """
     if path is not None and env is None:
         source = "file %s" % (os.fspath(path),)
-        try:
-            with open(os.fspath(path), "rb") as handle:
-                key = handle.read(1 << 20)
+        try:  # a regular file of at most 1 MiB: never a FIFO, a device, or a longer file cut short
+            key = read_small(path, MAX_KEY_FILE_BYTES)
         except OSError as exc:
             raise SigningKeyError(source, "cannot be read: %s" % (exc.strerror or exc,)) from None
         if key.endswith(b"\r\n"):

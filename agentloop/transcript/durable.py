@@ -191,6 +191,25 @@ def open_input(path: PathLike) -> BinaryIO:
         raise
 
 
+def read_small(path: PathLike, limit: int) -> bytes:
+    """The bytes of ``path``, a regular file of at most ``limit`` bytes.
+
+    For keys, checkpoints and task lists, which are read whole: a FIFO, a
+    device, a directory or a socket is refused at once (never a hang, never
+    an endless read), and so is a file longer than ``limit`` (never a silent
+    cut, which would make two different key files the same key).  Raises
+    ``OSError`` whose ``strerror`` says which.
+    """
+    with open_input(path) as handle:
+        mode = os.fstat(handle.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            raise _refusal(mode, os.fspath(path), "a regular file")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, "is larger than %d bytes" % (limit,), os.fspath(path))
+    return data
+
+
 def check_output(fd: int, path: str) -> None:
     """Refuse to write a transcript to an open ``fd`` that is not a regular file.
 
