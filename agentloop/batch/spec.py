@@ -30,6 +30,7 @@ from ..errors import RunConfigError, UnrecordableError
 from ..loop import run
 from ..messages import Message, ModelReply, shown
 from ..tools.registry import ToolRegistry
+from ..transcript.durable import read_small
 
 __all__ = [
     "RunSpec",
@@ -147,12 +148,15 @@ def spec_list_hash(specs: Sequence[RunSpec]) -> str:
     return hashlib.sha256(canonical_bytes([spec.to_json() for spec in specs])).hexdigest()
 
 
+#: The largest tasks file ``agentloop batch`` reads (64 MiB); a larger one is refused.
+MAX_TASKS_FILE_BYTES = 64 << 20
+
+
 def read_specs(path: str) -> List[RunSpec]:
     """A tasks file: one spec per line (JSON), blank lines ignored; errors name ``FILE:LINE``."""
     specs: List[RunSpec] = []
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+    try:  # a regular file, read whole but bounded: never a FIFO or a device
+        data = read_small(path, MAX_TASKS_FILE_BYTES)
     except OSError as exc:
         raise RunConfigError(path, "cannot be read: %s" % (exc.strerror or exc,)) from None
     for number, raw in enumerate(data.split(b"\n"), 1):
