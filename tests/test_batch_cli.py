@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import os
+import unittest
 from typing import List, Tuple
 
 from agentloop.cli import main
@@ -120,3 +121,46 @@ class TestBatchCommand(TempDir):
                 self.assertIn(message, err)
                 self.assertEqual(err.count("\n"), 1, err)
                 self.assertNotIn("Traceback", err)
+
+
+class TestManifestTrust(unittest.TestCase):
+    """``verify --manifest --checkpoint`` honours --trust and --require like a transcript's checkpoint does."""
+
+    def test_an_unsigned_or_hmac_only_ledger_checkpoint_fails_a_required_public_key(self) -> None:
+        import contextlib
+        import io
+        import tempfile
+
+        from agentloop.batch import RunSpec, run_many
+        from agentloop.cli import main
+        from agentloop.signing import generate_key
+
+        def cli(*argv: str) -> "tuple[int, str]":
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stderr(err):
+                status = main(list(argv), out=out)
+            return status, out.getvalue() + err.getvalue()
+
+        with tempfile.TemporaryDirectory() as tmp:
+            skey, vkey = generate_key("alice", allow_slow_unsafe_signer=True)
+            with open(os.path.join(tmp, "alice.pub"), "w") as handle:
+                handle.write(vkey + "\n")
+            out = os.path.join(tmp, "out")
+            result = run_many([RunSpec("a", "t", 5, 10000)], model="tests.batch_models:factory",
+                              tools="tests.batch_models:tools", out_dir=out, key=b"k" * 32,
+                              checkpoint=os.path.join(out, "manifest.checkpoint"))
+            ckpt = os.path.join(out, "manifest.checkpoint")
+            with open(ckpt, "rb") as handle:
+                unsigned = b"".join(handle.readlines()[:4])  # the text and the blank line: no signature
+            bare = os.path.join(tmp, "bare.checkpoint")
+            with open(bare, "wb") as handle:
+                handle.write(unsigned)
+            files = [os.path.join(out, "a.jsonl"), "--manifest", result.manifest]
+            for checkpoint in (ckpt, bare):  # HMAC-only, and no signature at all: alice never signed
+                status, text = cli("verify", *files, "--checkpoint", checkpoint, "--trust", os.path.join(tmp, "alice.pub"),
+                                   "--require", "alice")
+                self.assertEqual(status, 1, text)
+                self.assertIn("FAILED", text)
+            status, text = cli("verify", *files, "--checkpoint", bare)
+            self.assertEqual(status, 0, text)
+            self.assertIn("signature was not checked", text)

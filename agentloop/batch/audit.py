@@ -113,6 +113,7 @@ def audit_batch(
     checkpoint: Optional[str] = None,
     key: Optional[bytes] = None,
     verifiers: Sequence[Verifier] = (),
+    require: Optional[Sequence[str]] = None,
     workers: int = 1,
 ) -> AuditResult:
     """Check ``files`` against the ledger in ``manifest`` (and its ``checkpoint`` note).
@@ -138,7 +139,7 @@ def audit_batch(
         with open(checkpoint, "rb") as handle:
             note = parse_manifest_checkpoint(handle.read(64 * 1024 + 1))
         try:
-            check_manifest_checkpoint(note, data, key, verifiers)
+            check_manifest_checkpoint(note, data, key, verifiers, require)
             verdict = ""
         except AgentloopError as exc:
             verdict = str(exc)

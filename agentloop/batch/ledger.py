@@ -262,14 +262,20 @@ def parse_manifest_checkpoint(data: bytes) -> ManifestCheckpoint:
 
 
 def check_manifest_checkpoint(
-    checkpoint: ManifestCheckpoint, data: bytes, key: Optional[bytes] = None, verifiers: Sequence[Verifier] = ()
+    checkpoint: ManifestCheckpoint,
+    data: bytes,
+    key: Optional[bytes] = None,
+    verifiers: Sequence[Verifier] = (),
+    require: Optional[Sequence[str]] = None,
 ) -> None:
     """Check that ``checkpoint`` is the tree head of manifest ``data`` and, when keys are given, signed by them.
 
     1. the size is the manifest's line count and the root its root;
     2. with ``key`` (HMAC, key name the origin) or ``verifiers``: C2SP
-       signed-note verification (:func:`agentloop.signing.note.verify_note`),
-       and each key given must have signed.
+       signed-note verification (:func:`agentloop.signing.note.verify_note`):
+       signatures by other keys are ignored, one by a given key that does not
+       verify is a fault, and the names in ``require`` must have signed --
+       by default (``None``) every key given; the HMAC ``key`` always.
 
     Raises :class:`~agentloop.errors.ProofError` (1) or
     :class:`~agentloop.errors.BadSignatureError` (2).
@@ -288,7 +294,8 @@ def check_manifest_checkpoint(
     if keys:
         if not checkpoint.signatures:
             raise BadSignatureError("the checkpoint is not signed")
-        verify_note(checkpoint.note(), keys, require=sorted({k.name for k in keys}))
+        names = {k.name for k in keys} if require is None else set(require) | ({checkpoint.origin} if key is not None else set())
+        verify_note(checkpoint.note(), keys, require=sorted(names))
 
 
 def prove_run(data: bytes, name: str) -> Tuple[int, List[str]]:

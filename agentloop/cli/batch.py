@@ -26,16 +26,19 @@ import importlib
 import json
 import os
 import time
-from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
+from typing import Any, Callable, Dict, Optional, TextIO, Tuple
 
 from ..batch.audit import AuditResult, audit_batch
 from ..batch.driver import BatchResult, RunEntry, run_many
 from ..batch.spec import read_specs
 from ..errors import RunConfigError
-from ..signing.keys import read_signer_key, read_verifier_key
-from ..signing.note import Ed25519Signer, Ed25519Verifier, Signer, Verifier
+from ..signing.keys import read_signer_key
+from ..signing.note import Ed25519Signer, Signer
 from ..tools.loader import import_reference
-from ..transcript.checkpoint import load_key
+from ..signing.backend import cryptography_available
+from ..transcript.checkpoint import MAX_KEY_FILE_BYTES, load_key
+from ..transcript.durable import read_small
+from .keys import add_unsafe_option, load_trusted
 from .output import EXIT_FAULT, EXIT_OK, Refused, emit, positive_arg, quote
 
 __all__ = ["add_commands", "verify_manifest"]
@@ -68,18 +71,23 @@ def _executor(args: argparse.Namespace) -> Tuple[Optional[concurrent.futures.Exe
     return made, made.shutdown
 
 
-def _signing(path: Optional[str]) -> Tuple[Optional[bytes], Optional[Signer]]:
-    """``--sign KEYFILE``: an Ed25519 signer key file (checked by signing once now) or an HMAC key."""
+def _signing(path: Optional[str], unsafe: bool) -> Tuple[Optional[bytes], Optional[Signer]]:
+    """``--sign KEYFILE``: an Ed25519 signer key file (checked by signing once now) or an HMAC key.
+
+    Without ``cryptography`` an Ed25519 key signs only with
+    ``--unsafe-pure-python-signer`` (as for ``agentloop checkpoint``)."""
     if path is None:
         return None, None
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(len(_SIGNER_PREFIX))
+        head = read_small(path, MAX_KEY_FILE_BYTES)[: len(_SIGNER_PREFIX)]
     except OSError as exc:
         raise Refused("--sign", "cannot read %s: %s" % (path, exc.strerror or exc)) from None
     if head != _SIGNER_PREFIX:
         return load_key(path), None
-    signer = Ed25519Signer(read_signer_key(path))
+    if not unsafe and not cryptography_available():
+        raise Refused("--sign", "signing with an Ed25519 key needs the 'cryptography' package (pip install "
+                      "agentloop[sign]); --unsafe-pure-python-signer signs with the slow pure-Python signer instead")
+    signer = Ed25519Signer(read_signer_key(path, allow_slow_unsafe_signer=unsafe), allow_slow_unsafe_signer=unsafe)
     signer.sign(b"agentloop batch: can this key sign?\n")  # fail before the batch, not after it
     return None, signer
 
@@ -136,7 +144,7 @@ def _summary(result: BatchResult, out: TextIO) -> None:
 
 def _cmd_batch(args: argparse.Namespace, out: TextIO) -> int:
     specs = read_specs(args.tasks)
-    key, signer = _signing(args.sign)
+    key, signer = _signing(args.sign, args.unsafe_pure_python_signer)
     manifest = os.path.join(args.out, "manifest.jsonl")
     checkpoint = os.path.join(args.out, "manifest.checkpoint")
     executor, close = _executor(args)
@@ -160,9 +168,6 @@ def _cmd_batch(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK if result.ok else EXIT_FAULT
 
 
-def _verifiers(paths: Optional[List[str]]) -> List[Verifier]:
-    return [Ed25519Verifier.from_key(read_verifier_key(p)) for p in paths or ()]
-
 
 def _audit_json(manifest: str, result: AuditResult) -> Dict[str, Any]:
     return {
@@ -174,19 +179,19 @@ def _audit_json(manifest: str, result: AuditResult) -> Dict[str, Any]:
 
 
 def verify_manifest(args: argparse.Namespace, out: TextIO) -> int:
-    """``verify FILES --manifest M [--checkpoint C] [--key-file K | --verifier-key V] [--workers N]``."""
+    """``verify FILES --manifest M [--checkpoint C] [--key-file K] [--trust VKEY]... [--require NAME]... [--workers N]``."""
     if getattr(args, "since", None) or getattr(args, "exact", False):
         raise Refused("--manifest", "--since and --exact are for one transcript's checkpoint")
     if args.expect_count is not None or args.expect_head is not None:
         raise Refused("--manifest", "--expect-count/--expect-head are for one transcript")
     key = load_key(args.key_file, args.key_env) if args.key_file is not None or args.key_env is not None else None
-    verifiers = _verifiers(args.verifier_key)
+    verifiers = load_trusted(args)  # --trust (and --require), as for one transcript's checkpoint
     if (key is not None or verifiers) and args.checkpoint is None:
-        raise Refused("--key-file/--key-env/--verifier-key", "need --checkpoint (the manifest's checkpoint)")
+        raise Refused("--key-file/--key-env/--trust", "need --checkpoint (the manifest's checkpoint)")
     try:
         result = audit_batch(
             args.files, args.manifest, checkpoint=args.checkpoint, key=key, verifiers=verifiers,
-            workers=args.workers or 1,
+            require=list(args.require) if verifiers else None, workers=args.workers or 1,
         )
     except OSError as exc:
         raise Refused(exc.filename or args.manifest, "cannot be read: %s" % (exc.strerror or exc,)) from None
@@ -203,6 +208,8 @@ def verify_manifest(args: argparse.Namespace, out: TextIO) -> int:
         emit(out, "note: run %s failed in the batch (%s)" % (quote(name), quote(status)[1:-1]))
     if result.checkpoint is not None:
         emit(out, "checkpoint %s: %s" % (quote(args.checkpoint), "ok" if not result.checkpoint else "FAILED: " + result.checkpoint))
+        if not result.checkpoint and key is None and not verifiers:
+            emit(out, "note: the checkpoint's signature was not checked (no --trust or --key-file/--key-env)")
     emit(out, "%s: %s: %d of %d transcripts match the ledger (%d runs)" % (
         "ok" if result.ok else "FAILED", quote(args.manifest), len(result.verified),
         len(result.verified) + len(result.missing) + len(result.altered), result.runs))
@@ -210,10 +217,9 @@ def verify_manifest(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def add_verify_manifest_options(verify: argparse.ArgumentParser) -> None:
-    """``verify``'s batch options: ``--manifest``, ``--workers``, ``--verifier-key``."""
+    """``verify``'s batch options: ``--manifest`` and ``--workers`` (its checkpoint takes ``--trust``/``--require``)."""
     verify.add_argument("--manifest", metavar="MANIFEST", help="check the FILEs against a batch ledger (agentloop batch)")
     verify.add_argument("--workers", type=positive_arg, metavar="N", help="with --manifest: read the files in N processes")
-    verify.add_argument("--verifier-key", action="append", metavar="VKEY", help="with --manifest: an Ed25519 verifier key file that must have signed --checkpoint")
 
 
 def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -233,5 +239,6 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     engine.add_argument("--executor", metavar="URL|MODULE:FACTORY", help="dask://HOST:PORT, or a factory returning a concurrent.futures.Executor")
     batch.add_argument("--resume", action="store_true", help="keep the transcripts that verify with the expected origin; run the rest")
     batch.add_argument("--sign", metavar="KEYFILE", help="sign the checkpoint: an Ed25519 signer key (PRIVATE+KEY+...) or an HMAC key file")
+    add_unsafe_option(batch)
     batch.add_argument("--transfer", choices=("path", "bytes"), default="path", help="bytes: workers return transcripts (no shared file system)")
     batch.set_defaults(handler=_cmd_batch)
