@@ -42,6 +42,7 @@ no JSON value of any type can make a check raise.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Callable, Dict, List, Mapping, Tuple
 
 from .. import messages
@@ -60,7 +61,25 @@ def _is_count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+_DECIMAL = re.compile(r"(0|[1-9][0-9]*)(\.[0-9]+)?\Z")
+
+
+def _is_decimal(value: object) -> bool:
+    """A plain decimal string as recorded amounts and prices are (``"0.075"``): no sign, no exponent."""
+    return isinstance(value, str) and _DECIMAL.match(value) is not None
+
+
+def _is_price_table(value: object) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(prices, dict) and all(_is_decimal(p) for p in prices.values()) for prices in value.values()
+    )
+
+
 _TESTS: Dict[str, Callable[[Any], bool]] = {
+    "a decimal string": _is_decimal,
+    "a number > 0": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
+    "true": lambda v: v is True,
+    "an object of prices (decimal strings) per model": _is_price_table,
     "a string": lambda v: isinstance(v, str),
     "a string or null": lambda v: v is None or isinstance(v, str),
     "an object": lambda v: isinstance(v, dict),
@@ -139,6 +158,12 @@ class Grammar:
             _member("payload.budgets", budgets, "max_tokens", _COUNT),
             _member("payload.budgets", budgets, "stop_sentinel", "a string or null"),
             _member("payload.budgets", budgets, "max_record_bytes", "an integer >= 1", optional=True),
+            _member("payload.budgets", budgets, "max_tool_calls", _COUNT, optional=True),
+            _member("payload.budgets", budgets, "max_cost", "a decimal string", optional=True),
+            _member("payload.budgets", budgets, "prices", "an object of prices (decimal strings) per model", optional=True),
+            _member("payload.budgets", budgets, "max_seconds", "a number > 0", optional=True),
+            _member("payload.budgets", budgets, "tool_timeout", "a number > 0", optional=True),
+            _member("payload.budgets", budgets, "tell_budgets", "true", optional=True),
         )
         if problem:
             return problem
