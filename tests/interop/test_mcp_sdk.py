@@ -107,9 +107,21 @@ class TestSdkServers(unittest.TestCase):
             path = os.path.join(tmp, "t.jsonl")
             agentloop.run("interop", model, tools, transcript=path, max_steps=5, max_tokens=100000)
             self.assertTrue(agentloop.verify_file(path).ok)
-            with open(path, encoding="utf-8") as handle:
-                results: List[Dict[str, Any]] = [r["payload"] for r in map(json.loads, handle) if r["kind"] == "tool"]
+            with open(path, "rb") as handle:
+                raw = handle.read()
+            records = [json.loads(line) for line in raw.splitlines()]
+            results: List[Dict[str, Any]] = [r["payload"] for r in records if r["kind"] == "tool"]
             record = describe(tools)
+            self.assertEqual(records[0]["payload"]["mcp"], record)  # the task record names the SDK server
+        with tempfile.TemporaryDirectory() as tmp2:  # the server has exited: replay from the records alone
+            from agentloop.models import replay
+
+            copy = os.path.join(tmp2, "t.jsonl")
+            with open(copy, "wb") as handle:
+                handle.write(raw)
+            self.assertTrue(agentloop.verify_file(copy).ok)
+            again = replay(copy, "recorded", transcript=os.path.join(tmp2, "r.jsonl"))
+            self.assertTrue(again.identical, again.difference)
         self.assertEqual(results[0]["value"]["structuredContent"], {"sum": 42})
         self.assertEqual((results[1]["ok"], results[1]["error"]), (False, "Error executing tool fail: refused: x"))
         self.assertEqual(record[0]["tools"]["sdk_add"], "add")
