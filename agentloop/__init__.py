@@ -42,6 +42,14 @@ from .errors import (
     MCPConfigError,
     MCPNameCollisionError,
     MalformedManifestError,
+    MessageError,
+    WrongTypeError,
+    BadArgumentError,
+    UnknownChoiceError,
+    NotPicklableError,
+    TranscriptClosedError,
+    TranscriptEmptyError,
+    ExecutorClosedError,
 )
 from .messages import STOP_REASONS, Message, Model, ModelReply, RunResult, ToolCall, Usage
 from .loop import estimate_tokens, run, run_async
@@ -146,4 +154,12 @@ __all__ = [
     "MCPConfigError",
     "MCPNameCollisionError",
     "MalformedManifestError",
+    "MessageError",
+    "WrongTypeError",
+    "BadArgumentError",
+    "UnknownChoiceError",
+    "NotPicklableError",
+    "TranscriptClosedError",
+    "TranscriptEmptyError",
+    "ExecutorClosedError",
 ]

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from .canonical import canonical_bytes, snapshot
-from .errors import BadSignatureError, MalformedNoteError, SigningKeyError, UnrecordableError
+from .errors import BadSignatureError, MalformedNoteError, MessageError, SigningKeyError, UnrecordableError, ValidationError
 from .messages import APPROVAL_DECISIONS
 from .signing.note import Note, Verifier, parse_note, sign_note, verify_note
 from .transcript.format import PathLike
@@ -113,20 +113,20 @@ class ApprovalRequest:
 
 def _check_by(kind: str, by: object) -> None:
     if not isinstance(by, str) or not by:
-        raise TypeError("%s.by must be a non-empty str naming who decided, got %s" % (kind, type(by).__name__))
+        raise MessageError(kind + ".by", "must be a non-empty str naming who decided, got %s" % (type(by).__name__,))
 
 
 def _check_common(kind: str, by: object, sha: object, signer: object) -> None:
     _check_by(kind, by)
     if sha is not None and (not isinstance(sha, str) or len(sha) != 64 or sha.strip("0123456789abcdef")):
-        raise ValueError("%s.arguments_sha256 must be None or 64 lowercase hex digits" % (kind,))
+        raise MessageError(kind + ".arguments_sha256", "must be None or 64 lowercase hex digits")
     if signer is not None and not all(hasattr(signer, name) for name in ("name", "key_id", "sign")):
-        raise TypeError("%s.signer must be None or a note signer (name, key_id, sign)" % (kind,))
+        raise MessageError(kind + ".signer", "must be None or a note signer (name, key_id, sign)")
 
 
 def _check_reason(kind: str, reason: object) -> None:
     if not isinstance(reason, str):
-        raise TypeError("%s.reason must be a str, got %s" % (kind, type(reason).__name__))
+        raise MessageError(kind + ".reason", "must be a str, got %s" % (type(reason).__name__,))
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,7 @@ class Modify:
 
     def __post_init__(self) -> None:
         if not isinstance(self.arguments, Mapping):
-            raise TypeError("Modify.arguments must be a mapping, got %s" % (type(self.arguments).__name__,))
+            raise MessageError("Modify.arguments", "must be a mapping, got %s" % (type(self.arguments).__name__,))
         _check_common("Modify", self.by, self.arguments_sha256, self.signer)
 
 
@@ -336,17 +336,18 @@ def decision_from_json(value: object, where: str = "$") -> Decision:
 
     ``{"decision": "approve"|"deny"|"modify"|"terminate", "by": "...",
     "reason": "..." (deny, terminate), "arguments": {...} (modify),
-    "arguments_sha256": "<hex>" (optional)}``.  Raises ``ValueError`` naming the place.
+    "arguments_sha256": "<hex>" (optional)}``.  Raises
+    :class:`~agentloop.errors.ValidationError` (a ``ValueError``) naming the place.
     """
     if not isinstance(value, dict):
-        raise ValueError("%s: a decision is an object, got %s" % (where, type(value).__name__))
+        raise ValidationError(where, "a decision is an object, got %s" % (type(value).__name__,))
     allowed = {"decision", "by", "reason", "arguments", "arguments_sha256"}
     extra = sorted(set(value) - allowed)
     if extra:
-        raise ValueError("%s: unknown member %s (have: %s)" % (where, json.dumps(extra[0]), ", ".join(sorted(allowed))))
+        raise ValidationError(where, "unknown member %s (have: %s)" % (json.dumps(extra[0]), ", ".join(sorted(allowed))))
     kind = value.get("decision")
     if kind not in APPROVAL_DECISIONS:
-        raise ValueError("%s.decision: %s is not one of %s" % (where, json.dumps(kind), ", ".join(APPROVAL_DECISIONS)))
+        raise ValidationError(where + ".decision", "%s is not one of %s" % (json.dumps(kind), ", ".join(APPROVAL_DECISIONS)))
     by, sha = value.get("by"), value.get("arguments_sha256")
     try:
         if kind == "approve":
@@ -360,7 +361,7 @@ def decision_from_json(value: object, where: str = "$") -> Decision:
         cls = Deny if kind == "deny" else Terminate
         return cls(value["reason"], by, sha)  # type: ignore[arg-type]
     except (TypeError, ValueError) as exc:
-        raise ValueError("%s: %s" % (where, exc)) from None
+        raise ValidationError(where, str(exc)) from None
 
 
 def verify_approvals(path: PathLike, trusted: Sequence[Verifier], require: Sequence[str] = ()) -> List[Tuple[int, str]]:

@@ -99,7 +99,7 @@ def format_number(value: float) -> str:
     Steele-White/Grisu-style "shortest" output), so only the layout differs.
     """
     if value != value or value in (math.inf, -math.inf):
-        raise ValueError("%r is not a finite number" % (value,))
+        raise UnrecordableError("$", "%r is not a finite number" % (value,))
     if value == 0:
         return "0"
     sign = "-" if value < 0 else ""

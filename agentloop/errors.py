@@ -13,7 +13,7 @@ records the model sees.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 __all__ = [
     "AgentloopError",
@@ -43,6 +43,14 @@ __all__ = [
     "MCPNameCollisionError",
     "MalformedNoteError",
     "MalformedManifestError",
+    "MessageError",
+    "WrongTypeError",
+    "BadArgumentError",
+    "UnknownChoiceError",
+    "NotPicklableError",
+    "TranscriptClosedError",
+    "TranscriptEmptyError",
+    "ExecutorClosedError",
 ]
 
 
@@ -380,3 +388,110 @@ class MalformedManifestError(AgentloopError, ValueError):
         self.reason = reason
         where = "manifest line %d" % (line,) if line is not None else "manifest"
         super().__init__("%s: %s" % (where, reason))
+
+
+# --- misuse of constructors and functions (issue 10) -------------------------
+# Each replaces a bare builtin raised before, and still inherits it, so an
+# ``except TypeError`` / ``except ValueError`` written against those keeps working.
+
+
+class MessageError(AgentloopError, TypeError, ValueError):
+    """A message value was built with a bad field: a :class:`agentloop.ToolCall`,
+    :class:`agentloop.Usage`, :class:`agentloop.ModelReply` or an approval
+    decision (:class:`agentloop.Approve`, ``Deny``, ``Modify``, ``Terminate``).
+
+    ``field`` names it (``ToolCall.name``, ``Usage.input_tokens``) and
+    ``reason`` says what is wrong (``must be a str, got int``).  A field of the
+    wrong type raised ``TypeError`` and one out of range ``ValueError`` before
+    this class existed; it is both, so either ``except`` still catches it.
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        self.reason = reason
+        super().__init__("%s %s" % (field, reason))
+
+
+class WrongTypeError(AgentloopError, TypeError):
+    """A public function or constructor was given an argument of the wrong type.
+
+    ``what`` names the argument (``the tool given to register()``), ``expected``
+    says what it must be (``a Tool``) and ``got`` is the type name received;
+    the value itself is not kept (it may be large, or hold a secret).
+    """
+
+    def __init__(self, what: str, expected: str, value: object) -> None:
+        self.what = what
+        self.expected = expected
+        self.got = type(value).__name__
+        super().__init__("%s must be %s, got %s" % (what, expected, self.got))
+
+
+class BadArgumentError(AgentloopError, ValueError):
+    """A public function was given an argument of the right type but a bad value.
+
+    ``parameter`` names it (``limit``, ``max_faults``) and ``reason`` says
+    what it must be (``must be a positive int, got 0``).
+    """
+
+    def __init__(self, parameter: str, reason: str) -> None:
+        self.parameter = parameter
+        self.reason = reason
+        super().__init__("%s %s" % (parameter, reason))
+
+
+class UnknownChoiceError(BadArgumentError):
+    """An argument names none of the choices a function knows (``manifest("gemini")``).
+
+    ``what`` says what was asked for (``manifest style``), ``value`` is the
+    name given and ``choices`` the names known, in their documented order.
+    """
+
+    def __init__(self, what: str, value: str, choices: Sequence[str]) -> None:
+        self.what = what
+        self.value = value
+        self.choices = tuple(choices)
+        super().__init__(what, "%r is not one of %s" % (value, ", ".join(self.choices)))
+        self.args = ("unknown %s %r (have: %s)" % (what, value, ", ".join(self.choices)),)
+
+
+class NotPicklableError(AgentloopError, TypeError):
+    """``pickle`` refused an object: pickling it would write a secret into the pickle.
+
+    ``owner`` names the object's class and ``reason`` says why and what to do
+    instead.  ``TypeError`` is what ``pickle`` raises for any object it cannot pickle.
+    """
+
+    def __init__(self, owner: str, reason: str) -> None:
+        self.owner = owner
+        self.reason = reason
+        super().__init__("%s is not pickled: %s" % (owner, reason))
+
+
+class TranscriptClosedError(AgentloopError, ValueError):
+    """A :class:`agentloop.TranscriptWriter` was written to after :meth:`close`
+    (``ValueError``, as for a closed file)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__("transcript %s is closed" % (path,))
+
+
+class TranscriptEmptyError(AgentloopError, ValueError):
+    """A :class:`agentloop.TranscriptWriter` was asked for a checkpoint before its first record.
+
+    Record 0 names the run, so a checkpoint of no record would name nothing.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__("transcript %s has no record to checkpoint" % (path,))
+
+
+class ExecutorClosedError(AgentloopError, RuntimeError):
+    """Work was submitted to an executor after its ``shutdown`` (``RuntimeError``,
+    as :mod:`concurrent.futures` executors raise)."""
+
+    def __init__(self, executor: str) -> None:
+        self.executor = executor
+        super().__init__("%s: cannot submit after shutdown" % (executor,))

@@ -10,11 +10,25 @@ from __future__ import annotations
 
 import concurrent.futures
 import importlib
+import multiprocessing
 from typing import Any, Callable, Dict, Optional
 
-from .errors import RunConfigError
+from .errors import ExecutorClosedError, RunConfigError
 
-__all__ = ["RayExecutor"]
+__all__ = ["RayExecutor", "process_pool"]
+
+
+def process_pool(max_workers: int) -> concurrent.futures.ProcessPoolExecutor:
+    """A process pool whose workers start from a fork server (``spawn`` where there is none).
+
+    Forking a process that runs other threads (a thread pool, an HTTP
+    client, a test's server) can copy a lock one of them holds into the
+    child, which then waits on it forever; a fork server forks from a
+    process with one thread.  Its workers import what they run afresh, so a
+    script that makes one needs the usual ``if __name__ == "__main__":``.
+    """
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    return concurrent.futures.ProcessPoolExecutor(max_workers=max_workers, mp_context=multiprocessing.get_context(method))
 
 
 class RayExecutor(concurrent.futures.Executor):
@@ -51,7 +65,7 @@ class RayExecutor(concurrent.futures.Executor):
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> "concurrent.futures.Future[Any]":
         if self._closed:
-            raise RuntimeError("cannot submit after shutdown")
+            raise ExecutorClosedError("RayExecutor")
         ray = self._module()
         remote = self._remotes.get(fn)
         if remote is None:

@@ -74,7 +74,7 @@ from .approval import ApprovalRequest, Verdict, closed, judge
 from .budgets import Budgets, Seconds, Spent, budgets_from
 from .calls import DEFAULT_MAX_WORKERS, AsyncRunner, Done, Job, Raised, Runner, SyncRunner, describe, groups, prepare
 from .canonical import MAX_SAFE_INTEGER, canonical_bytes, canonical_text, json_path, snapshot
-from .errors import DuplicateToolError, RunConfigError, UnrecordableError
+from .errors import DuplicateToolError, RunConfigError, UnrecordableError, WrongTypeError
 from .final import FINAL_RESULT, FinalResult, final_result
 from .messages import AWAITING_APPROVAL, Message, Model, ModelReply, RunResult, ToolCall, Usage, shown
 from .plan import RECORD_OVERHEAD, PlannedCall, TurnPlan, plan_turn
@@ -254,6 +254,8 @@ def _prepare(task: object, model: object, tools: object, transcript: PathLike, o
     check_run_anchor(transcript, options["checkpoint"], options["key"], options["overwrite"], options["signer"])
     # The tools of this run are fixed here: registering more during the run
     # changes nothing, so the recorded manifest stays the whole truth.
+    if isinstance(tools, (str, bytes)) or not isinstance(tools, Iterable):
+        raise WrongTypeError("tools", "a ToolRegistry or an iterable of Tool", tools)
     try:
         registry = ToolRegistry(list(cast(Iterable[Tool], tools)) + ([] if final is None else [final.tool]))
     except DuplicateToolError:

@@ -12,6 +12,7 @@ import json
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .canonical import MAX_SAFE_INTEGER, describe_integer
+from .errors import MessageError
 
 def shown(value: object) -> str:
     if isinstance(value, (bool, float)) or value is None:
@@ -78,18 +79,16 @@ class ToolCall:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str):
-            raise TypeError("ToolCall.name must be a str, got %s" % (type(self.name).__name__,))
+            raise MessageError("ToolCall.name", "must be a str, got %s" % (type(self.name).__name__,))
         if not isinstance(self.arguments, Mapping):
-            raise TypeError(
-                "ToolCall.arguments must be a mapping, got %s" % (type(self.arguments).__name__,)
-            )
+            raise MessageError("ToolCall.arguments", "must be a mapping, got %s" % (type(self.arguments).__name__,))
         if not isinstance(self.arguments, dict):
             object.__setattr__(self, "arguments", dict(self.arguments))
         if not isinstance(self.id, str):
-            raise TypeError("ToolCall.id must be a str, got %s" % (type(self.id).__name__,))
+            raise MessageError("ToolCall.id", "must be a str, got %s" % (type(self.id).__name__,))
         if not isinstance(self.arguments_error, str):
-            raise TypeError(
-                "ToolCall.arguments_error must be a str, got %s" % (type(self.arguments_error).__name__,)
+            raise MessageError(
+                "ToolCall.arguments_error", "must be a str, got %s" % (type(self.arguments_error).__name__,)
             )
 
 
@@ -118,10 +117,10 @@ class Usage:
         for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SAFE_INTEGER:
-                raise TypeError("Usage.%s must be an int from 0 to 2**53-1, got %s" % (name, shown(value)))
+                raise MessageError("Usage." + name, "must be an int from 0 to 2**53-1, got %s" % (shown(value),))
         if self.cache_read_tokens + self.cache_write_tokens > self.input_tokens:
-            raise ValueError(
-                "Usage: cache_read_tokens %d + cache_write_tokens %d exceed input_tokens %d (they are part of it)"
+            raise MessageError(
+                "Usage.cache_read_tokens + cache_write_tokens", "(%d + %d) exceed input_tokens %d (they are part of it)"
                 % (self.cache_read_tokens, self.cache_write_tokens, self.input_tokens)
             )
 
@@ -151,20 +150,20 @@ class ModelReply:
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
-            raise TypeError("ModelReply.text must be a str, got %s" % (type(self.text).__name__,))
+            raise MessageError("ModelReply.text", "must be a str, got %s" % (type(self.text).__name__,))
         if isinstance(self.tool_calls, (str, bytes)) or not isinstance(self.tool_calls, Iterable):
-            raise TypeError(
-                "ModelReply.tool_calls must be a sequence of ToolCall, got %s" % (type(self.tool_calls).__name__,)
+            raise MessageError(
+                "ModelReply.tool_calls", "must be a sequence of ToolCall, got %s" % (type(self.tool_calls).__name__,)
             )
         calls = tuple(self.tool_calls)
         for call in calls:
             if not isinstance(call, ToolCall):
-                raise TypeError("ModelReply.tool_calls must hold ToolCall, got %s" % (type(call).__name__,))
+                raise MessageError("ModelReply.tool_calls", "must hold ToolCall, got %s" % (type(call).__name__,))
         object.__setattr__(self, "tool_calls", calls)
         if self.usage is not None and not isinstance(self.usage, Usage):
-            raise TypeError("ModelReply.usage must be a Usage or None, got %s" % (type(self.usage).__name__,))
+            raise MessageError("ModelReply.usage", "must be a Usage or None, got %s" % (type(self.usage).__name__,))
         if not isinstance(self.truncated, bool):
-            raise TypeError("ModelReply.truncated must be True or False, got %s" % (type(self.truncated).__name__,))
+            raise MessageError("ModelReply.truncated", "must be True or False, got %s" % (type(self.truncated).__name__,))
 
 
 #: A model: any callable ``(messages, manifest) -> ModelReply``.  :func:`agentloop.run_async`

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Iterable, List, Optional, Union
 
-from .errors import RunConfigError, ScriptExhaustedError
+from .errors import RunConfigError, ScriptExhaustedError, WrongTypeError
 from .messages import Message, ModelReply
 
 __all__ = ["ScriptedModel"]
@@ -32,12 +32,12 @@ class ScriptedModel:
     """
 
     def __init__(self, script: Iterable[ScriptEntry], *, info: Optional[Dict[str, Any]] = None) -> None:
+        if isinstance(script, (str, bytes)) or not isinstance(script, Iterable):
+            raise WrongTypeError("script", "an iterable of ModelReply or callables", script)
         self.script: List[ScriptEntry] = list(script)
         for position, entry in enumerate(self.script):
             if not isinstance(entry, ModelReply) and not callable(entry):
-                raise TypeError(
-                    "script[%d] is a %s, not a ModelReply or a callable" % (position, type(entry).__name__)
-                )
+                raise WrongTypeError("script[%d]" % (position,), "a ModelReply or a callable", entry)
         self.turns = 0
         if info is not None and not isinstance(info, dict):
             raise RunConfigError("info", "must be a dict or None, got %s" % (type(info).__name__,))

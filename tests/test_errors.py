@@ -38,6 +38,19 @@ LATER_ERRORS = {
     "MalformedManifestError": ValueError,
 }
 
+# Misuse of constructors and functions (issue 10): each replaces a bare
+# builtin raised before and still inherits it (MessageError both that were).
+MISUSE_ERRORS = {
+    "MessageError": (TypeError, ValueError),
+    "WrongTypeError": (TypeError,),
+    "BadArgumentError": (ValueError,),
+    "UnknownChoiceError": (ValueError,),
+    "NotPicklableError": (TypeError,),
+    "TranscriptClosedError": (ValueError,),
+    "TranscriptEmptyError": (ValueError,),
+    "ExecutorClosedError": (RuntimeError,),
+}
+
 
 class TestHierarchy(unittest.TestCase):
     def test_every_exception_derives_from_the_base_and_its_builtin(self) -> None:
@@ -54,7 +67,8 @@ class TestHierarchy(unittest.TestCase):
         }
         self.assertEqual(
             set(errors.__all__),
-            set(expected) | set(MODEL_ERRORS) | set(INTEGRITY_ERRORS) | set(LATER_ERRORS) | {"AgentloopError"},
+            set(expected) | set(MODEL_ERRORS) | set(INTEGRITY_ERRORS) | set(LATER_ERRORS) | set(MISUSE_ERRORS)
+            | {"AgentloopError"},
         )
         for name, builtin in expected.items():
             with self.subTest(name):
@@ -76,6 +90,33 @@ class TestHierarchy(unittest.TestCase):
                 self.assertTrue(issubclass(cls, errors.AgentloopError))
                 self.assertTrue(issubclass(cls, builtin))
                 self.assertIs(getattr(agentloop, name), cls)
+        for name, builtins in MISUSE_ERRORS.items():
+            with self.subTest(name):
+                cls = getattr(errors, name)
+                self.assertTrue(issubclass(cls, errors.AgentloopError))
+                for builtin in builtins:
+                    self.assertTrue(issubclass(cls, builtin), builtin)
+                self.assertIs(getattr(agentloop, name), cls)
+                self.assertIn(name, agentloop.__all__)
+        self.assertTrue(issubclass(errors.UnknownChoiceError, errors.BadArgumentError))
+
+    def test_misuse_error_messages_are_formatted_from_fields(self) -> None:
+        e = errors.MessageError("ToolCall.name", "must be a str, got int")
+        self.assertEqual((e.field, e.reason, str(e)), ("ToolCall.name", "must be a str, got int", "ToolCall.name must be a str, got int"))
+        e = errors.WrongTypeError("a note", "bytes", "text")
+        self.assertEqual((e.what, e.expected, e.got, str(e)), ("a note", "bytes", "str", "a note must be bytes, got str"))
+        e = errors.BadArgumentError("limit", "must be a positive int, got 0")
+        self.assertEqual((e.parameter, e.reason, str(e)), ("limit", "must be a positive int, got 0", "limit must be a positive int, got 0"))
+        e = errors.UnknownChoiceError("manifest style", "gemini", ["agentloop", "openai"])
+        self.assertEqual((e.what, e.value, e.choices, e.parameter), ("manifest style", "gemini", ("agentloop", "openai"), "manifest style"))
+        self.assertEqual(str(e), "unknown manifest style 'gemini' (have: agentloop, openai)")
+        e = errors.NotPicklableError("OpenAIChat", "its key would be written")
+        self.assertEqual((e.owner, str(e)), ("OpenAIChat", "OpenAIChat is not pickled: its key would be written"))
+        self.assertEqual(str(errors.TranscriptClosedError("t.jsonl")), "transcript t.jsonl is closed")
+        self.assertEqual(str(errors.TranscriptEmptyError("t.jsonl")), "transcript t.jsonl has no record to checkpoint")
+        self.assertEqual(errors.TranscriptEmptyError("t.jsonl").path, "t.jsonl")
+        e = errors.ExecutorClosedError("RayExecutor")
+        self.assertEqual((e.executor, str(e)), ("RayExecutor", "RayExecutor: cannot submit after shutdown"))
 
     def test_integrity_error_messages_are_formatted_from_fields(self) -> None:
         self.assertEqual(str(errors.TranscriptLockedError("t.jsonl")), "transcript t.jsonl is locked by another writer")

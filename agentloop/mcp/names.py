@@ -22,7 +22,7 @@ import hashlib
 import re
 from typing import Dict, Iterable, List
 
-from ..errors import MCPNameCollisionError
+from ..errors import MCPNameCollisionError, WrongTypeError
 from ..tools import Tool
 
 __all__ = ["agentloop_name", "combine_tools", "MAX_NAME", "PREFIX"]
@@ -61,7 +61,7 @@ def combine_tools(*groups: Iterable[Tool]) -> List[Tool]:
     for group in groups:
         for tool in group:
             if not isinstance(tool, Tool):
-                raise TypeError("combine_tools() takes Tools, got %s" % (type(tool).__name__,))
+                raise WrongTypeError("each tool given to combine_tools()", "a Tool", tool)
             if tool.name in seen:
                 raise MCPNameCollisionError(tool.name, _side(seen[tool.name]), _side(tool))
             seen[tool.name] = tool

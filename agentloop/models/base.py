@@ -34,7 +34,7 @@ import urllib.parse
 from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple
 
 from ..canonical import canonical_bytes
-from ..errors import ModelConfigError, ModelResponseError, UnrecordableError
+from ..errors import ModelConfigError, ModelResponseError, NotPicklableError, UnrecordableError
 from ..messages import Message, ModelReply, ToolCall, Usage
 from ..tools.providers import anthropic_tool, openai_tool
 from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport, Notice, RetryPolicy, endpoint_host, holds_secret, redact
@@ -226,17 +226,17 @@ class Endpoint:
 def _keyless_state(
     attributes: Dict[str, Any], owner: str, key_env: Optional[str], secrets: Sequence[str], key_name: str, secrets_name: str
 ) -> Dict[str, Any]:
-    """An object's attributes for a pickle, without its key; ``TypeError`` when
+    """An object's attributes for a pickle, without its key; :class:`NotPicklableError` when
     the key (or a secret header) could not be re-read where it is unpickled."""
     if secrets[1:]:
-        raise TypeError(
-            "%s is not pickled: a header value of 8 characters or more is treated as a secret and cannot be"
-            " re-read from the environment; build the adapter in the process that uses it" % (owner,)
+        raise NotPicklableError(
+            owner, "a header value of 8 characters or more is treated as a secret and cannot be"
+            " re-read from the environment; build the adapter in the process that uses it"
         )
     if secrets and secrets[0] and key_env is None:
-        raise TypeError(
-            "%s is not pickled: its API key was given as api_key= and would be written into the pickle;"
-            " build it without api_key= so that it reads the key from the environment where it is unpickled" % (owner,)
+        raise NotPicklableError(
+            owner, "its API key was given as api_key= and would be written into the pickle;"
+            " build it without api_key= so that it reads the key from the environment where it is unpickled"
         )
     state = dict(attributes)
     state[key_name] = ""

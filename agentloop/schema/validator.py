@@ -73,7 +73,7 @@ import operator
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..canonical import json_path
-from ..errors import ValidationError
+from ..errors import BadArgumentError, ValidationError
 from .formats import FORMAT_CHECKS
 from .values import (
     freeze,
@@ -990,7 +990,7 @@ class Validator:
     def errors(self, instance: object, path: str = "$", limit: int = MAX_ERRORS) -> List[ValidationError]:
         """Every violation (at most ``limit``), each naming its path from ``path``; ``[]`` if valid."""
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError("limit must be a positive int, got %r" % (limit,))
+            raise BadArgumentError("limit", "must be a positive int, got %r" % (limit,))
         found: List[ValidationError] = []
         ctx = _Ctx(found, limit)
         try:

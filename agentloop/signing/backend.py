@@ -25,7 +25,7 @@ import importlib
 import os
 from typing import Any, Optional
 
-from ..errors import SigningKeyError
+from ..errors import SigningKeyError, WrongTypeError
 from . import ed25519
 
 __all__ = [
@@ -94,7 +94,7 @@ def sign(seed: bytes, message: bytes, allow_slow_unsafe_signer: bool = False) ->
     """
     seed = _check_seed(seed)
     if not isinstance(message, (bytes, bytearray)):
-        raise TypeError("message must be bytes, got %s" % (type(message).__name__,))
+        raise WrongTypeError("the message to sign", "bytes", message)
     module = _cryptography()
     if module is not None:
         key = module.Ed25519PrivateKey.from_private_bytes(seed)

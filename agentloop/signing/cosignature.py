@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence, Union
 
-from ..errors import SigningKeyError
+from ..errors import BadArgumentError, SigningKeyError
 from . import backend, ed25519
 from .keys import ALG_COSIGNATURE_V1, ALG_ED25519, SignerKey, VerifierKey, is_valid_key_name, key_hash, parse_signer_key, parse_verifier_key
 from .note import Ed25519Signer, Ed25519Verifier, Note, NoteSignature, Verifier, sign_note, verify_note
@@ -54,7 +54,7 @@ _MAX_TIMESTAMP = 2**64 - 1
 def cosigned_message(text: Union[bytes, str], timestamp: int) -> bytes:
     """tlog-cosignature "Signed message": ``cosignature/v1\\ntime <t>\\n`` then the note text."""
     if isinstance(timestamp, bool) or not isinstance(timestamp, int) or not 0 <= timestamp <= _MAX_TIMESTAMP:
-        raise ValueError("a cosignature timestamp is a u64, got %r" % (timestamp,))
+        raise BadArgumentError("timestamp", "must be a u64 (an int from 0 to 2**64-1), got %r" % (timestamp,))
     body = text.encode("utf-8") if isinstance(text, str) else bytes(text)
     return ("%s\ntime %d\n" % (COSIGNATURE_HEADER, timestamp)).encode("ascii") + body
 
@@ -63,7 +63,7 @@ def cosignature_timestamp(signature: Union[NoteSignature, bytes]) -> int:
     """The timestamp (seconds since the epoch) of a 72-byte ``timestamped_signature``."""
     raw = signature.signature if isinstance(signature, NoteSignature) else bytes(signature)
     if len(raw) != COSIGNATURE_SIZE:
-        raise ValueError("a cosignature/v1 signature is %d bytes, not %d" % (COSIGNATURE_SIZE, len(raw)))
+        raise BadArgumentError("signature", "must be a %d-byte cosignature/v1 timestamped_signature, got %d bytes" % (COSIGNATURE_SIZE, len(raw)))
     return int.from_bytes(raw[:8], "big")
 
 

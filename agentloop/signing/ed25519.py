@@ -35,6 +35,8 @@ from __future__ import annotations
 import hashlib
 from typing import List, Optional, Tuple
 
+from ..errors import SigningKeyError
+
 __all__ = [
     "PUBLIC_KEY_SIZE",
     "SEED_SIZE",
@@ -290,7 +292,7 @@ def verify(public_key: bytes, message: bytes, signature: bytes) -> bool:
 def _expand(seed: bytes) -> Tuple[int, bytes]:
     """RFC 8032 section 5.1.5 steps 1-3: the clamped scalar ``s`` and the prefix."""
     if not isinstance(seed, (bytes, bytearray)) or len(seed) != SEED_SIZE:
-        raise ValueError("an Ed25519 seed is %d bytes" % (SEED_SIZE,))
+        raise SigningKeyError("seed", "an Ed25519 private key is %d bytes" % (SEED_SIZE,))
     digest = hashlib.sha512(bytes(seed)).digest()
     scalar = int.from_bytes(digest[:32], "little")
     scalar &= (1 << 254) - 8

@@ -39,7 +39,7 @@ import binascii
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Protocol, Sequence, Tuple, Union
 
-from ..errors import BadSignatureError, MalformedNoteError, SigningKeyError
+from ..errors import BadSignatureError, MalformedNoteError, SigningKeyError, WrongTypeError
 from . import backend, ed25519
 from .keys import (
     ALG_ED25519,
@@ -295,7 +295,7 @@ def parse_note(data: bytes, max_bytes: int = MAX_NOTE_BYTES, max_signatures: int
     """
     # 1. size, encoding, characters
     if not isinstance(data, (bytes, bytearray)):
-        raise TypeError("a note is bytes, got %s" % (type(data).__name__,))
+        raise WrongTypeError("a note", "bytes", data)
     if len(data) > max_bytes:
         raise MalformedNoteError(None, "longer than %d bytes" % (max_bytes,), what)
     try:

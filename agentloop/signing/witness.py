@@ -39,7 +39,7 @@ import base64
 from dataclasses import dataclass
 from typing import List, Sequence, Tuple
 
-from ..errors import MalformedNoteError
+from ..errors import BadArgumentError, MalformedNoteError, WrongTypeError
 from .note import MAX_NOTE_BYTES, Note, NoteSignature, strict_b64decode, parse_note, parse_signature_line
 
 __all__ = [
@@ -144,7 +144,7 @@ def parse_add_checkpoint_request(body: bytes) -> AddCheckpointRequest:
     the body (a fault inside the checkpoint names the checkpoint's line).
     """
     if not isinstance(body, (bytes, bytearray)):
-        raise TypeError("a request body is bytes, got %s" % (type(body).__name__,))
+        raise WrongTypeError("a request body", "bytes", body)
     if len(body) > MAX_NOTE_BYTES + 4096:
         raise MalformedNoteError(None, "longer than %d bytes" % (MAX_NOTE_BYTES + 4096,), _WHAT)
     data = bytes(body)
@@ -187,7 +187,7 @@ def parse_add_checkpoint_request(body: bytes) -> AddCheckpointRequest:
 def format_add_checkpoint_response(signatures: Sequence[NoteSignature]) -> bytes:
     """A 200 response body: "one or more note signature lines", each ending in a newline."""
     if not signatures:
-        raise ValueError("a response holds at least one cosignature")
+        raise BadArgumentError("signatures", "must hold at least one cosignature (a response holds one or more)")
     return "".join(sig.line() + "\n" for sig in signatures).encode("utf-8")
 
 

@@ -54,7 +54,7 @@ import copy
 from typing import Any, Dict, List, Mapping, Tuple
 
 from ..canonical import json_path
-from ..errors import SchemaError
+from ..errors import SchemaError, WrongTypeError
 
 __all__ = ["openai_tool", "anthropic_tool", "openai_strict_problems", "is_openai_strict"]
 
@@ -77,9 +77,12 @@ _MAX_STRING_CHARS = 120_000
 
 def _fields(entry: Mapping[str, Any]) -> Tuple[str, str, Dict[str, Any]]:
     """``(name, description, parameters)`` of a manifest entry (``Tool.manifest_entry()``)."""
+    if not isinstance(entry, Mapping) or not {"name", "description", "parameters"} <= set(entry):
+        raise WrongTypeError("a manifest entry", "a mapping with name, description and parameters", entry)
     name, description, parameters = entry["name"], entry["description"], entry["parameters"]
-    if not isinstance(name, str) or not isinstance(description, str) or not isinstance(parameters, Mapping):
-        raise TypeError("a manifest entry holds a str name, a str description and an object parameters")
+    for key, value, expected in (("name", name, str), ("description", description, str), ("parameters", parameters, Mapping)):
+        if not isinstance(value, expected):
+            raise WrongTypeError("a manifest entry's %s" % (key,), "an object" if expected is Mapping else "a str", value)
     return name, description, copy.deepcopy(dict(parameters))
 
 
@@ -95,8 +98,8 @@ def _object_root(name: str, schema: Dict[str, Any], api: str) -> Dict[str, Any]:
 def openai_tool(entry: Mapping[str, Any]) -> Dict[str, Any]:
     """A manifest entry (``{"name", "description", "parameters"}``, as
     ``Tool.manifest_entry()`` gives) as an OpenAI Chat Completions ``tools``
-    entry (see the module docstring).  ``KeyError``/``TypeError`` for an entry
-    of another shape."""
+    entry (see the module docstring).  :class:`~agentloop.errors.WrongTypeError`
+    (a ``TypeError``) for an entry of another shape."""
     name, description, schema = _fields(entry)
     parameters = _object_root(name, schema, "OpenAI")
     return {

@@ -43,7 +43,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Union, overload
 
 from ..canonical import canonical_bytes
-from ..errors import DuplicateToolError, SchemaError, ToolDefinitionError, UnrecordableError, ValidationError
+from ..errors import (
+    DuplicateToolError,
+    SchemaError,
+    ToolDefinitionError,
+    UnknownChoiceError,
+    UnrecordableError,
+    ValidationError,
+    WrongTypeError,
+)
 from ..schema.validator import Validator, check_schema, compile_schema, validate
 from .providers import anthropic_tool, openai_tool
 from .typed import function_spec
@@ -263,13 +271,15 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: Dict[str, Tool] = {}
+        if isinstance(tools, (str, bytes)) or not isinstance(tools, Iterable):
+            raise WrongTypeError("tools", "an iterable of Tool", tools)
         for tool_ in tools:
             self.register(tool_)
 
     def register(self, tool: Tool) -> Tool:
         """Add ``tool``; raise :class:`~agentloop.errors.DuplicateToolError` if its name is taken."""
         if not isinstance(tool, Tool):
-            raise TypeError("register() takes a Tool, got %s" % (type(tool).__name__,))
+            raise WrongTypeError("the tool given to register()", "a Tool", tool)
         if tool.name in self._tools:
             raise DuplicateToolError(tool.name)
         self._tools[tool.name] = tool
@@ -302,7 +312,7 @@ class ToolRegistry:
             return [openai_tool(entry) for entry in entries]
         if style == "anthropic":
             return [anthropic_tool(entry) for entry in entries]
-        raise ValueError("unknown manifest style %r (have: %s)" % (style, ", ".join(MANIFEST_STYLES)))
+        raise UnknownChoiceError("manifest style", style, MANIFEST_STYLES)
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools

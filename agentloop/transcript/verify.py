@@ -29,7 +29,7 @@ import json
 from typing import BinaryIO, Callable, Iterable, Iterator, List, Optional, Tuple, Union
 
 from ..canonical import FloatVetter, canonical_bytes, is_canonical_line, json_depth, parse_int
-from ..errors import UnrecordableError
+from ..errors import BadArgumentError, UnrecordableError
 
 from .durable import open_input
 from .format import FIELDS, FORMAT, Fault, GENESIS, KINDS, MAX_FAULTS, MAX_LINE_BYTES, PARSE_DEPTH, PathLike, VerifyResult, _BODY_AT, _FIELD_SET, _HEAD, _LATER_KINDS, _a, _is_hex_hash, _json_type, _short
@@ -320,7 +320,7 @@ def _count_rest(handle: BinaryIO, on_bytes: Optional[Callable[[bytes], None]]) -
 
 def _check_max_faults(max_faults: object) -> int:
     if isinstance(max_faults, bool) or not isinstance(max_faults, int) or max_faults < 1:
-        raise ValueError("max_faults must be an int of at least 1, got %r" % (max_faults,))
+        raise BadArgumentError("max_faults", "must be an int of at least 1, got %r" % (max_faults,))
     return max_faults
 
 

@@ -10,7 +10,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 from ..canonical import canonical_bytes
 from .checkpoint import Checkpoint, SignerArg, check_key, check_signers, sign_checkpoint
 from .durable import check_output, fsync_directory, lock_exclusive, write_atomic
-from ..errors import RunConfigError, TranscriptExistsError, UnrecordableError
+from ..errors import RunConfigError, TranscriptClosedError, TranscriptEmptyError, TranscriptExistsError, UnrecordableError, WrongTypeError
 from .merkle import CompactRange
 
 from .format import GENESIS, MAX_RECORD_BYTES, MAX_RECORD_BYTES_LIMIT, PathLike, _HEAD, _a
@@ -66,6 +66,8 @@ class TranscriptWriter:
         fsync: bool = False,
         max_record_bytes: Optional[int] = MAX_RECORD_BYTES,  # None: MAX_RECORD_BYTES_LIMIT
     ) -> None:
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            raise WrongTypeError("a transcript path", "a str or an os.PathLike", path)
         self.path = os.fspath(path)
         self._fsync = fsync
         # A line longer than the verifier reads would be a bad_json of our own making.
@@ -125,7 +127,7 @@ class TranscriptWriter:
     def append(self, kind: str, payload: Mapping[str, Any]) -> str:
         """Encode and write one record; return its hash."""
         if self._fd is None:
-            raise ValueError("transcript %s is closed" % (self.path,))
+            raise TranscriptClosedError(self.path)
         record: Dict[str, Any] = {"kind": kind, "payload": payload, "prev": self._head, "seq": self._seq}
         body = canonical_bytes(record)
         digest = hashlib.sha256(body).hexdigest()
@@ -163,10 +165,10 @@ class TranscriptWriter:
         ``key`` is an HMAC key (bytes); ``signer`` one note signer
         (:class:`~agentloop.signing.Ed25519Signer`, ...) or a list of them:
         :func:`~agentloop.transcript.checkpoint.sign_checkpoint`.  Raises
-        ``ValueError`` before the first record (record 0 names the run).
+        :class:`~agentloop.errors.TranscriptEmptyError` (a ``ValueError``) before the first record (record 0 names the run).
         """
         if not self._seq:
-            raise ValueError("transcript %s has no record to checkpoint" % (self.path,))
+            raise TranscriptEmptyError(self.path)
         head = Checkpoint(self._first, self._seq, self.root, self._head)
         return sign_checkpoint(head, key, signer)
 
@@ -180,7 +182,7 @@ class TranscriptWriter:
         leaves a checkpoint that the transcript on disk still extends.
         """
         if self._fd is None:
-            raise ValueError("transcript %s is closed" % (self.path,))
+            raise TranscriptClosedError(self.path)
         if key is not None:
             key = check_key(key)
         check_signers(signer)
