@@ -26,6 +26,7 @@ from agentloop.batch import (
 )
 from agentloop.batch.ledger import ManifestCheckpoint, make_checkpoint
 from agentloop.batch.spec import spec_list_hash
+from agentloop.executors import process_pool
 from agentloop.canonical import canonical_bytes
 from agentloop.errors import BadSignatureError, MalformedManifestError, ProofError, RunConfigError
 
@@ -77,7 +78,7 @@ class TestLedgerIdentity(BatchCase):
         ledger = self.read(serial.manifest)
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             threads = self.batch("threads", executor=pool, checkpoint=self.path("threads.ckpt"), key=KEY)
-        with concurrent.futures.ProcessPoolExecutor(2) as pool:
+        with process_pool(2) as pool:
             processes = self.batch("processes", executor=pool, checkpoint=self.path("processes.ckpt"), key=KEY)
             moved = self.batch("bytes", executor=pool, transfer="bytes")
         for other in (threads, processes, moved):
@@ -132,7 +133,7 @@ class TestWorkerDeath(BatchCase):
         spec_list[3] = RunSpec("run-03", "crash-if:" + flag, 5, 10000)
         ledgers = []
         for folder in ("a", "b"):
-            with concurrent.futures.ProcessPoolExecutor(2) as pool:
+            with process_pool(2) as pool:
                 result = self.batch(folder, spec_list, executor=pool)
             self.assertEqual([(e.name, e.status, e.error) for e in result.failed], [("run-03", "worker_error", "BrokenProcessPool")])
             ledgers.append(self.read(result.manifest))
@@ -144,7 +145,7 @@ class TestWorkerDeath(BatchCase):
 
         os.unlink(flag)
         ran: List[str] = []
-        with concurrent.futures.ProcessPoolExecutor(2) as pool:
+        with process_pool(2) as pool:
             again = self.batch("a", spec_list, executor=pool, resume=True, progress=lambda e, d, t: ran.append(e.name) if not e.resumed else None)
         self.assertEqual(ran, ["run-03"])
         self.assertTrue(again.ok)
@@ -159,7 +160,7 @@ class TestTrustNothing(BatchCase):
     def test_a_record_0_other_than_the_spec_implies_is_rejected(self) -> None:
         serial = self.batch("serial", model="tests.batch_models:pid_factory")
         self.assertTrue(serial.ok)  # same process: the driver's model_info is the worker's
-        with concurrent.futures.ProcessPoolExecutor(2) as pool:
+        with process_pool(2) as pool:
             result = self.batch("pool", model="tests.batch_models:pid_factory", executor=pool)
         self.assertEqual({(e.status, e.error) for e in result.entries}, {("rejected", "wrong_task_record")})
 

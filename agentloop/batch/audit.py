@@ -9,11 +9,12 @@ line) and *altered* (a file whose bytes, chain or tree differ from its line).
 
 from __future__ import annotations
 
-import concurrent.futures
+
 import os
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..executors import process_pool
 from ..errors import AgentloopError
 from ..signing.note import Verifier
 from ..transcript.checkpoint import ORIGIN_PREFIX
@@ -98,7 +99,7 @@ def _facts(paths: Sequence[str], workers: int) -> List[Dict[str, Any]]:
             slices.append(list(paths[start:index + 1]))
             start = index + 1
     slices.append(list(paths[start:]))
-    with concurrent.futures.ProcessPoolExecutor(max_workers=len(slices) - 1) as pool:
+    with process_pool(len(slices) - 1) as pool:
         futures = [pool.submit(facts_of, part) for part in slices[1:]]
         out = facts_of(slices[0])
         for future in futures:

@@ -27,13 +27,14 @@ import base64
 import binascii
 import concurrent.futures
 import json
-import multiprocessing
+
 import os
 import tempfile
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from ..executors import process_pool
 from ..errors import RunConfigError
 from ..models.spec import model_from_spec
 from ..signing.note import Signer
@@ -223,16 +224,12 @@ def _isolated(jobs: List[Tuple[int, str]], workers: int) -> Iterator[Tuple[int, 
     """4. Run each job alone in a one-process pool (reused until a job breaks it), ``workers`` at a time."""
     local = threading.local()
     pools: List[concurrent.futures.ProcessPoolExecutor] = []
-    # Forking from several threads can copy a lock another thread holds into
-    # the child, which then waits forever: the pools start from a fork server.
-    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    context = multiprocessing.get_context(method)
     lock = threading.Lock()
 
     def one(job: str) -> Tuple[Optional[str], Optional[BaseException]]:
         pool = getattr(local, "pool", None)
         if pool is None:
-            pool = local.pool = concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=context)
+            pool = local.pool = process_pool(1)  # from a fork server: never forked from these threads
             with lock:
                 pools.append(pool)
         try:

@@ -31,6 +31,7 @@ from typing import Any, Callable, Dict, Optional, TextIO, Tuple
 from ..batch.audit import AuditResult, audit_batch
 from ..batch.driver import BatchResult, RunEntry, run_many
 from ..batch.spec import read_specs
+from ..executors import process_pool
 from ..errors import RunConfigError
 from ..signing.keys import read_signer_key
 from ..signing.note import Ed25519Signer, Signer
@@ -49,7 +50,7 @@ _SIGNER_PREFIX = b"PRIVATE+KEY+"
 def _executor(args: argparse.Namespace) -> Tuple[Optional[concurrent.futures.Executor], Callable[[], None]]:
     """The executor the options name, and how to close what this command opened."""
     if args.workers is not None:
-        pool: concurrent.futures.Executor = concurrent.futures.ProcessPoolExecutor(max_workers=args.workers)
+        pool: concurrent.futures.Executor = process_pool(args.workers)
         return pool, pool.shutdown
     if args.threads is not None:
         threads = concurrent.futures.ThreadPoolExecutor(max_workers=args.threads)
