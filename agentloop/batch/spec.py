@@ -108,7 +108,7 @@ class RunSpec:
         try:  # a copy in plain JSON, so the spec cannot change under the batch
             frozen = json.loads(canonical_bytes(dict(self.options), where + ".options"))
         except UnrecordableError as exc:
-            raise RunConfigError(where + ".options", str(exc)) from None
+            raise RunConfigError(exc.path, exc.reason) from None
         object.__setattr__(self, "options", frozen)
 
     def to_json(self) -> Dict[str, Any]:

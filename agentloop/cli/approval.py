@@ -214,8 +214,7 @@ def _cmd_pending(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _status(result: RunResult) -> int:
-    if result.stop_reason == AWAITING_APPROVAL:
-        return EXIT_PAUSED
+    """The exit status of a resumed run that ended (a pause is reported before: :func:`report_pause`)."""
     if result.stop_reason in _ANSWERS:
         return EXIT_OK
     return EXIT_FAULT if result.stop_reason == "model_error" else EXIT_BUDGET

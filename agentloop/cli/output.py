@@ -41,7 +41,7 @@ from ..transcript.format import Fault, VerifyResult, is_hash
 
 __all__ = [
     "Paint", "Refused", "visible", "quote", "field", "as_dict", "as_list", "format_record", "fault_json",
-    "plain", "ansi", "painter", "emit", "redraw", "complain", "cli_message", "check_input", "check_output",
+    "plain", "ansi", "painter", "emit", "complain", "cli_message", "check_input", "check_output",
     "report_verdict", "tone", "same_file", "hash_arg", "count_arg", "positive_arg", "seconds_arg",
     "EXIT_OK", "EXIT_FAULT", "EXIT_USAGE", "EXIT_BUDGET", "EXIT_UNFINISHED", "EXIT_INTERNAL",
     "EXIT_INTERRUPTED", "EXIT_PIPE",
@@ -220,12 +220,6 @@ def painter(args: argparse.Namespace, out: TextIO) -> Paint:
 def emit(out: TextIO, text: str, tone: Optional[str] = None, paint: Paint = plain, lines: bool = False, end: str = "\n") -> None:
     """Print ``text`` to ``out`` made :func:`visible` (``lines=True`` keeps its newlines), then painted."""
     out.write(paint(visible(text, lines), tone) + end)
-    out.flush()
-
-
-def redraw(out: TextIO, text: str) -> None:
-    """A live status line: ``\\r`` then ``text`` made :func:`visible`, no newline (end it with ``emit(out, "")``)."""
-    out.write("\r" + visible(text))
     out.flush()
 
 

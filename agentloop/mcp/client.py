@@ -41,6 +41,7 @@ as ``ok: false``.
 
 from __future__ import annotations
 
+import abc
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
@@ -131,7 +132,7 @@ def _server_info(value: Any) -> Dict[str, str]:
     return {k: value[k] for k in ("name", "title", "version") if isinstance(value.get(k), str)}
 
 
-class MCPClient:
+class MCPClient(abc.ABC):
     """The protocol half of :class:`~agentloop.mcp.MCPStdio` and :class:`~agentloop.mcp.MCPHttp`.
 
     A transport subclass provides ``_open``, ``_exchange``, ``_notify`` and
@@ -168,20 +169,25 @@ class MCPClient:
 
     # --- the transport's half --------------------------------------------
 
+    @abc.abstractmethod
     def _open(self) -> None:
-        raise NotImplementedError
+        """Start the server (stdio) or check the URL (HTTP); raise ``Failed`` or an ``AgentloopError``."""
 
+    @abc.abstractmethod
     def _exchange(self, method: str, params: Dict[str, Any], timeout: float, origin: Optional[Origin] = None) -> Dict[str, Any]:
-        raise NotImplementedError
+        """One request and its result; raise ``Failed`` (``RpcFailed`` for a JSON-RPC error)."""
 
+    @abc.abstractmethod
     def _notify(self, method: str, params: Optional[Dict[str, Any]] = None) -> None:
-        raise NotImplementedError
+        """One notification; raise ``Failed``."""
 
+    @abc.abstractmethod
     def _shutdown(self) -> None:
-        raise NotImplementedError
+        """Stop the server (stdio) or end the session (legacy HTTP); never raise."""
 
+    @abc.abstractmethod
     def _where(self) -> Dict[str, Any]:
-        raise NotImplementedError
+        """Where the server is, for the record: ``{"command": [...]}`` or ``{"host": ...}`` (no secrets)."""
 
     # --- life cycle ------------------------------------------------------
 

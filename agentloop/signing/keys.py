@@ -225,8 +225,6 @@ def _split_key(text: object, source: str, what: str) -> Tuple[str, bytes, int, b
         raise SigningKeyError(source, "malformed %s: the key is not standard base64" % (what,)) from None
     if _b64(raw) != key64:
         raise SigningKeyError(source, "malformed %s: the key is not canonical base64" % (what,))
-    if not raw:
-        raise SigningKeyError(source, "malformed %s: the key is empty" % (what,))
     alg, material = raw[0], raw[1:]
     if alg not in _KNOWN_ALGS:
         raise SigningKeyError(source, "%s of unknown algorithm 0x%02x" % (what, alg))

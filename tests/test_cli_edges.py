@@ -1,0 +1,170 @@
+"""The command line's edges, in-process: what ``show`` prints for odd records, the files every command
+refuses before reading or writing a byte, and what ``main`` does with what escapes a command
+(a closed pipe, Ctrl-C, ``SystemExit`` or an exception from a user's module).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import runpy
+import sys
+import unittest
+from typing import Tuple
+from unittest import mock
+
+from agentloop import __version__
+from agentloop.cli import main
+from agentloop.cli.main import console
+from agentloop.transcript.verify import verify_file
+
+from .helpers import TempDir, read_lines
+from .loopback import LoopbackServer, openai_reply
+from .test_anchor import forge
+
+M = "tests.cli_edges_modules:"
+
+
+class CliCase(TempDir):
+    def cli(self, *argv: str) -> Tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stderr(err):
+            status = main(list(argv), out=out)
+        return status, out.getvalue(), err.getvalue()
+
+
+class TestShowFull(CliCase):
+    def test_full_shows_each_calls_arguments_or_why_they_could_not_be_read(self) -> None:
+        server = LoopbackServer([
+            openai_reply("two calls", [("c1", "add", '{"a": 1, "b": 2}'), ("c2", "add", '{"a": 1,')]),
+            openai_reply("done"),
+        ]).start()
+        self.addCleanup(server.stop)
+        with mock.patch.dict(os.environ, {"OPENAI_API_KEY": ""}):
+            status, _, err = self.cli("run", "--model", "openai:gpt-test", "--base-url", server.openai_url, "--tools", "demo:demo_tools",
+                                      "--task", "t", "--max-steps", "3", "--max-tokens", "1000", "-o", self.path())
+        self.assertEqual((status, err), (0, ""))
+        status, out, _ = self.cli("show", "--full", self.path())
+        self.assertEqual(status, 0)
+        assistant = out.splitlines()[1]
+        self.assertTrue(assistant.startswith("seq=1 assistant step=1 tokens=18 total=18 "), assistant)
+        record = json.loads(read_lines(self.path())[1])["payload"]["tool_calls"][1]
+        self.assertIn('calls="add"({"a": 1, "b": 2}),"add"(error=%s) text="two calls"' % (json.dumps(record["arguments_error"], ensure_ascii=False),),
+                      assistant)
+        status, out, _ = self.cli("show", self.path())
+        self.assertIn(" calls=add,add text=", out.splitlines()[1])
+
+    def test_a_line_that_is_not_an_object_and_a_kind_show_does_not_know(self) -> None:
+        self.recover_run()
+        lines = read_lines(self.path())
+        self.write_bytes(b"[1, 2]\n" + b"".join(lines[1:]), "array.jsonl")
+        status, out, _ = self.cli("show", self.path("array.jsonl"))
+        self.assertEqual(status, 1)
+        self.assertEqual(out.splitlines()[0], "seq=? (not an object: [1, 2])")
+        forged = forge(lines, 2, lambda record: record.update(kind="note", payload={"text": "hi"}))
+        self.write_bytes(b"".join(forged), "kind.jsonl")
+        status, out, _ = self.cli("show", self.path("kind.jsonl"))
+        self.assertEqual(status, 1)
+        self.assertIn('seq=2 "note" payload={"text": "hi"}', out.splitlines())
+
+    def test_more_than_ten_faults_are_counted_not_listed(self) -> None:
+        self.recover_run()
+        self.write_bytes(b"".join(b"x%d\n" % i for i in range(14)), "junk.jsonl")
+        status, out, _ = self.cli("verify", self.path("junk.jsonl"))
+        self.assertEqual(status, 1)
+        lines = out.splitlines()
+        self.assertTrue(lines[0].startswith("%s: FAILED at line 1: bad_json: " % (self.path("junk.jsonl"),)), lines[0])
+        self.assertEqual(sum(line.startswith("  also ") for line in lines), 9)
+        self.assertIn("  (+%d more faults)" % (len(verify_file(self.path("junk.jsonl")).faults) - 10,), lines)
+
+
+class TestRefusedFiles(CliCase):
+    def test_inputs_that_are_not_transcript_files(self) -> None:
+        os.mkdir(self.path("folder"))
+        os.mkfifo(self.path("fifo"))
+        for path, reason in [
+            (self.path("folder"), "is a directory, not a transcript file"),
+            (os.devnull, "is a character device, not a transcript file"),
+            (self.path("fifo"), "is a named pipe (FIFO), not a transcript file (only the pipe on standard input is read)"),
+        ]:
+            with self.subTest(path):
+                status, out, err = self.cli("show", path)
+                self.assertEqual((status, out), (2, ""))
+                self.assertEqual(err, "agentloop show: error: %s: %s\n" % (path, reason))
+        status, _, err = self.cli("checkpoint", self.path("fifo"))
+        self.assertEqual(status, 2)
+        self.assertEqual(err, "agentloop checkpoint: error: %s: is a named pipe (FIFO), not a transcript file "
+                              "(this command needs a regular file)\n" % (self.path("fifo"),))
+
+    def test_outputs_that_cannot_be_written(self) -> None:
+        self.recover_run()
+        os.mkdir(self.path("folder"))
+        os.symlink("nowhere", self.path("dangling.html"))
+        self.write_bytes(b"a file", "plain")
+        for target, reason in [
+            (self.path("folder"), "is a directory; give a file name (for example %s)" % (os.path.join(self.path("folder"), "out"),)),
+            (os.devnull, "is a character device, not a regular file"),
+            (self.path("dangling.html"), "is a dangling symbolic link"),
+            (os.path.join(self.path("absent"), "r.html"), "the folder %s does not exist" % (self.path("absent"),)),
+            (os.path.join(self.path("plain"), "r.html"), "the folder %s is not a folder" % (self.path("plain"),)),
+        ]:
+            with self.subTest(target):
+                status, out, err = self.cli("report", self.path(), "-o", target)
+                self.assertEqual((status, out), (2, ""))
+                self.assertEqual(err, "agentloop report: error: %s: %s\n" % (target, reason))
+
+
+class TestWhatEscapesACommand(CliCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.recover_run()
+
+    def test_system_exit_from_a_tools_module_is_said_and_exits_4(self) -> None:
+        status, out, err = self.cli("replay", self.path(), "--tools", M + "exits", "-o", self.path("r.jsonl"))
+        self.assertEqual((status, out), (4, ""))
+        self.assertEqual(err, "agentloop replay: error: stopped: SystemExit(5) was raised by code agentloop ran (a tools module?)\n")
+
+    def test_ctrl_c_while_a_tools_module_loads_exits_130(self) -> None:
+        status, out, err = self.cli("replay", self.path(), "--tools", M + "interrupts", "-o", self.path("r.jsonl"))
+        self.assertEqual((status, out), (130, ""))
+        self.assertEqual(err, "agentloop replay: error: interrupted (Ctrl-C)\n")
+
+    def test_an_unexpected_exception_is_one_line_cut_to_500_characters_and_exits_70(self) -> None:
+        status, out, err = self.cli("replay", self.path(), "--tools", M + "breaks", "-o", self.path("r.jsonl"))
+        self.assertEqual((status, out), (70, ""))
+        self.assertEqual(err, "agentloop replay: error: internal error: RuntimeError: %s... (a bug in agentloop %s; please report it)\n"
+                         % ("z" * 500, __version__))
+
+    def test_a_closed_stdout_exits_141_and_is_pointed_at_dev_null(self) -> None:
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        stream = os.fdopen(write_end, "w")
+        self.addCleanup(stream.close)
+        with mock.patch.object(sys, "stdout", stream):
+            status = main(["show", self.path()])
+            self.assertEqual(status, 141)
+            stream.write("the exit flush cannot fail any more\n")
+            stream.flush()  # would raise BrokenPipeError if stdout were still the pipe
+
+    def test_console_and_python_m_agentloop_exit_with_mains_status(self) -> None:
+        for entry in (console, lambda: runpy.run_module("agentloop", run_name="__main__")):
+            out = io.StringIO()
+            with mock.patch.object(sys, "argv", ["agentloop", "verify", self.path()]), contextlib.redirect_stdout(out):
+                with self.assertRaises(SystemExit) as caught:
+                    entry()
+            self.assertEqual(caught.exception.code, 0)
+            self.assertTrue(out.getvalue().startswith("%s: ok, 11 records, head " % (self.path(),)), out.getvalue())
+
+    def test_a_stdout_that_cannot_be_reconfigured_is_left_as_it_is(self) -> None:
+        detached = io.TextIOWrapper(io.BytesIO())
+        detached.detach()
+        with mock.patch.object(sys, "stdout", detached):
+            status, out, _ = self.cli("verify", self.path())
+        self.assertEqual(status, 0)
+        self.assertIn(": ok, 11 records", out)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,161 @@
+"""MCP servers that answer oddly, scripted by tests/mcp_scripted_server.py, and settings refused up front.
+
+What any transport shares (discovery, listing, call results) runs against
+the scripted server over HTTP in this process; what only stdio has (a
+signal, an error about an unreadable request, a silent initialize) starts
+it as a process.
+
+Each odd answer is either a start-up ``MCPError`` naming the server and what
+it sent, a tool left out (listed in ``describe()["refused"]`` with the
+reason), or a ``ToolFailure`` the model sees; agentloop never crashes on it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import unittest
+from typing import Any, Dict, List
+
+from agentloop.errors import MCPConfigError, MCPError
+from agentloop.mcp import MCPHttp, MCPStdio
+from agentloop.mcp.client import MCPClient
+
+from .mcp_scripted_server import serve_http
+from .test_mcp import by_server_name, failure
+
+SCRIPTED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_scripted_server.py")
+OBJECT = {"type": "object"}
+SUM = {"type": "object", "properties": {"sum": {"type": "integer"}}, "required": ["sum"]}
+
+
+def stdio_scripted(script: Dict[str, List[Dict[str, Any]]], protocol: str = "2025-11-25", **kwargs: Any) -> MCPStdio:
+    kwargs.setdefault("timeout", 5)
+    kwargs.setdefault("init_timeout", 5)
+    return MCPStdio([sys.executable, SCRIPTED, json.dumps(script)], name="odd", protocol=protocol, **kwargs)
+
+
+def listing(*tools: Dict[str, Any], **more: Any) -> Dict[str, List[Dict[str, Any]]]:
+    return {"tools/list": [{"result": dict({"tools": list(tools)}, **more)}]}
+
+
+class OddCase(unittest.TestCase):
+    def scripted(self, script: Dict[str, List[Dict[str, Any]]], protocol: str = "2025-11-25") -> MCPHttp:
+        """The scripted server over HTTP, in this process."""
+        httpd, url = serve_http(script)
+        self.addCleanup(httpd.server_close)
+        self.addCleanup(httpd.shutdown)
+        return MCPHttp(url, name="odd", protocol=protocol, timeout=5)
+
+    def start_fails(self, client: MCPClient) -> str:
+        with self.assertRaises(MCPError) as caught:
+            with client:
+                client.tools()
+        self.assertTrue(client.closed)
+        return str(caught.exception)
+
+
+class TestDiscovery(OddCase):
+    def test_a_discover_result_without_a_version_list(self) -> None:
+        client = self.scripted({"server/discover": [{"result": {"supportedVersions": "2026-07-28"}}]}, protocol="auto")
+        self.assertEqual(self.start_fails(client), "MCP server 'odd': server/discover result has no supportedVersions list of strings")
+
+    def test_a_server_of_versions_agentloop_does_not_speak(self) -> None:
+        client = self.scripted({"server/discover": [{"result": {"supportedVersions": ["2099-01-01"]}}]}, protocol="auto")
+        self.assertEqual(self.start_fails(client), "MCP server 'odd': it supports protocol versions 2099-01-01; agentloop speaks "
+                                                   "2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26")
+
+    def test_a_modern_error_to_discover_is_not_taken_for_a_legacy_server(self) -> None:
+        client = self.scripted({"server/discover": [{"error": {"code": -32021, "message": "needs sampling"}}]}, protocol="auto")
+        self.assertEqual(self.start_fails(client), "MCP server 'odd': server/discover failed: JSON-RPC error -32021: needs sampling")
+
+    def test_a_legacy_version_offered_by_a_modern_server_is_taken(self) -> None:
+        with self.scripted({"server/discover": [{"error": {"code": -32022, "message": "unsupported", "data": {"supported": ["2025-06-18"]}}}],
+                       "initialize": [{"result": {"protocolVersion": "2025-06-18", "capabilities": {}}}]}, protocol="auto") as client:
+            self.assertEqual(client.protocol, "2025-06-18")
+
+
+class TestListing(OddCase):
+    def test_malformed_listings_fail_the_start(self) -> None:
+        for script, message in [
+            ({"tools/list": [{"result": {"tools": {"add": OBJECT}}}]}, "tools/list result has no tools list of objects"),
+            ({"tools/list": [{"error": {"code": -32603, "message": "db down"}}]}, "tools/list failed: JSON-RPC error -32603: db down"),
+            (listing({"name": "a", "inputSchema": OBJECT}, nextCursor="same"), "tools/list nextCursor repeats 'same'"),
+            (listing({"name": "a", "inputSchema": OBJECT}, nextCursor=7), "tools/list nextCursor is not a string"),
+            (listing({"description": "nameless", "inputSchema": OBJECT}), "tools/list entry 0 has no name"),
+        ]:
+            with self.subTest(message):
+                self.assertEqual(self.start_fails(self.scripted(script)), "MCP server 'odd': " + message)
+
+    def test_tools_that_cannot_be_offered_are_left_out_with_the_reason(self) -> None:
+        script = listing(
+            {"name": "ok", "title": "Titled, no description", "inputSchema": OBJECT},
+            {"name": "described_by_number", "description": 5, "inputSchema": OBJECT},
+            {"name": "bad_output", "description": "x", "inputSchema": OBJECT, "outputSchema": {"type": "object", "minProperties": -1}},
+        )
+        with self.scripted(script) as client:
+            tools = client.tools()
+            self.assertEqual([(t.name, t.description) for t in tools], [("ok", "Titled, no description")])
+            refused = {r["name"]: r["reason"] for r in client.describe()["refused"]}
+        self.assertEqual(refused["described_by_number"], "description is not a string")
+        self.assertTrue(refused["bad_output"].startswith("outputSchema: "), refused)
+
+
+class TestCallResults(OddCase):
+    def test_malformed_results_fail_as_data(self) -> None:
+        script = listing({"name": "plain", "inputSchema": OBJECT}, {"name": "typed", "inputSchema": OBJECT, "outputSchema": SUM})
+        script["tools/call"] = [
+            {"result": {"resultType": "later", "content": []}},
+            {"result": {"content": "text"}},
+            {"result": {"content": [], "isError": "yes"}},
+            {"result": {"content": [{"type": "image", "data": ""}], "isError": True}},
+            {"result": {"content": []}},
+        ]
+        with self.scripted(script) as client:
+            tool = by_server_name(client.tools())
+            where = "MCP server 'odd': tool 'plain' "
+            self.assertEqual(failure(tool["plain"], {}), where + "sent a result of unknown resultType 'later'")
+            self.assertEqual(failure(tool["plain"], {}), where + "sent a malformed result: content must be a list of typed blocks")
+            self.assertEqual(failure(tool["plain"], {}), where + "sent a malformed result: isError must be a boolean")
+            self.assertEqual(failure(tool["plain"], {}), where + "reported an error (isError) with no text")
+            self.assertEqual(failure(tool["typed"], {}), "MCP server 'odd': tool 'typed' declares an outputSchema but sent no structuredContent")
+
+
+class TestStdioServerFaults(OddCase):
+    def test_an_error_about_an_unreadable_request_then_a_signal(self) -> None:
+        script = listing({"name": "plain", "inputSchema": OBJECT})
+        script["tools/call"] = [
+            {"raw": json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}})},
+            {"kill": True},
+        ]
+        with stdio_scripted(script) as client:
+            tool = by_server_name(client.tools())
+            self.assertEqual(failure(tool["plain"], {}), "MCP server 'odd': tools/call 'plain': sent an error about an unreadable request: "
+                                                          "JSON-RPC error -32700: Parse error")
+            self.assertEqual(failure(tool["plain"], {}), "MCP server 'odd': tools/call 'plain': was killed by signal 9")
+            self.assertEqual(failure(tool["plain"], {}), "MCP server 'odd': tools/call 'plain': was killed by signal 9")
+
+    def test_an_initialize_that_never_answers_times_out(self) -> None:
+        client = stdio_scripted({"initialize": [{"silent": True}]}, init_timeout=0.3)
+        self.assertEqual(self.start_fails(client), "MCP server 'odd': initialize failed: timed out after 0.3 s")
+
+
+class TestSettings(unittest.TestCase):
+    def test_a_command_string_is_split_like_a_shell_and_bad_settings_are_refused(self) -> None:
+        client = MCPStdio("server --flag 'two words'", name="s", env={"TOKEN": "secret"})
+        self.assertEqual(client.command, ["server", "--flag", "two words"])
+        self.assertEqual(repr(client), "MCPStdio(['server', '--flag', 'two words'], name='s', env=<1 names>, protocol='auto')")
+        for kwargs, message in [
+            ({"command": "server 'unclosed"}, "command: cannot split \"server 'unclosed\": No closing quotation"),
+            ({"command": []}, "command: must be a non-empty string or list of strings"),
+            ({"command": ["server", 3]}, "command: must be a non-empty string or list of strings"),
+            ({"command": "server", "env": {"PORT": 8080}}, "env: must map names to string values"),
+        ]:
+            with self.subTest(kwargs), self.assertRaises(MCPConfigError) as caught:
+                MCPStdio(name="s", **kwargs)
+            self.assertEqual(str(caught.exception), message)
+
+
+if __name__ == "__main__":
+    unittest.main()
