@@ -353,3 +353,20 @@ class TestRayExecutor(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestProcessPools(unittest.TestCase):
+    def test_a_threaded_process_never_forks_its_workers(self) -> None:
+        import threading
+
+        release = threading.Event()
+        other = threading.Thread(target=release.wait)
+        other.start()
+        try:
+            for fork_if_alone in (False, True):
+                with process_pool(1, fork_if_alone=fork_if_alone) as pool:
+                    self.assertNotEqual(pool._mp_context.get_start_method(), "fork")  # type: ignore[attr-defined]
+                    self.assertEqual(pool.submit(abs, -3).result(timeout=60), 3)
+        finally:
+            release.set()
+            other.join()

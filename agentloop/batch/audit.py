@@ -99,7 +99,7 @@ def _facts(paths: Sequence[str], workers: int) -> List[Dict[str, Any]]:
             slices.append(list(paths[start:index + 1]))
             start = index + 1
     slices.append(list(paths[start:]))
-    with process_pool(len(slices) - 1) as pool:
+    with process_pool(len(slices) - 1, fork_if_alone=True) as pool:
         futures = [pool.submit(facts_of, part) for part in slices[1:]]
         out = facts_of(slices[0])
         for future in futures:
