@@ -66,11 +66,13 @@ class TestAlteredVerdicts(AuditCase):
 
 
 class TestExtraVerdicts(AuditCase):
-    def test_a_second_file_for_the_same_run_is_extra(self) -> None:
+    def test_a_second_file_for_the_same_run_is_repeated_not_extra(self) -> None:
         os.makedirs(self.path("copy"))
         copy = shutil.copy(self.files[0], self.path("copy/a.jsonl"))
-        result = audit_batch(self.files + [copy], self.result.manifest)
-        self.assertEqual((result.verified, result.extra, result.ok), (("a", "b"), (copy,), False))
+        for files, repeated in ((self.files + [copy], (copy, self.files[0])), (self.files + [self.files[0]], (self.files[0],) * 2)):
+            with self.subTest(repeated=repeated):
+                result = audit_batch(files, self.result.manifest)
+                self.assertEqual((result.verified, result.extra, result.repeated, result.ok), (("a", "b"), (), (repeated,), False))
 
 
 if __name__ == "__main__":

@@ -73,6 +73,11 @@ class TestBatchCommand(TempDir):
         status, out, _ = self.cli("verify", os.path.join(self.out, "t2.jsonl"), "--manifest", os.path.join(self.out, "manifest.jsonl"), "--json")
         verdict = json.loads(out)
         self.assertEqual([a["name"] for a in verdict["altered"]], ["t2"])
+        t0 = os.path.join(self.out, "t0.jsonl")
+        status, out, _ = self.cli("verify", t0, t0, "--manifest", os.path.join(self.out, "manifest.jsonl"))
+        self.assertEqual(status, 1)
+        self.assertIn("REPEATED %s: names the same run as %s, given before it\n" % (json.dumps(t0), json.dumps(t0)), out)
+        self.assertNotIn("EXTRA", out)
 
     def test_a_checkpoint_under_another_key_fails_and_resume_reruns_nothing_that_is_there(self) -> None:
         self.assertEqual(self.cli("batch", self.tasks, "--model", MODEL, "--tools", TOOLS, "--out", self.out, "--sign", self.key)[0], 0)

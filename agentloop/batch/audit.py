@@ -34,6 +34,10 @@ def run_name(path: str) -> str:
 class AuditResult:
     """The verdict on a batch.  Names are run names; ``extra`` holds paths.
 
+    ``repeated`` holds ``(path, first)`` for a file that names the same run
+    as a file given before it (``first``); it fails the audit like ``extra``,
+    since two files cannot both be the run the ledger line describes.
+
     ``failed`` lists the ledger's own non-``ok`` lines as ``(name, status:
     error)``: runs the batch itself did not complete, not faults of the
     files.  ``checkpoint`` is ``None`` when none was checked, ``""`` when it
@@ -47,10 +51,11 @@ class AuditResult:
     altered: Tuple[Tuple[str, str], ...]
     failed: Tuple[Tuple[str, str], ...]
     checkpoint: Optional[str] = None
+    repeated: Tuple[Tuple[str, str], ...] = ()
 
     @property
     def ok(self) -> bool:
-        return not (self.missing or self.extra or self.altered) and not self.checkpoint
+        return not (self.missing or self.extra or self.repeated or self.altered) and not self.checkpoint
 
 
 def _difference(line: Mapping[str, Any], facts: Mapping[str, Any]) -> str:
@@ -148,12 +153,13 @@ def audit_batch(
     skip = {os.path.abspath(p) for p in (manifest, checkpoint) if p is not None}
     by_name: Dict[str, str] = {}
     extra: List[str] = []
+    repeated: List[Tuple[str, str]] = []
     for path in files:
         if os.path.abspath(path) in skip:
             continue
         name = run_name(path)
         if name in by_name:
-            extra.append(path)  # a second file for the same run
+            repeated.append((path, by_name[name]))  # a second file for the same run
         else:
             by_name[name] = path
     ok_lines = {line["name"]: line for line in lines if line["status"] == "ok"}
@@ -174,6 +180,7 @@ def audit_batch(
         verified=tuple(verified),
         missing=tuple(name for name in ok_lines if name not in by_name),
         extra=tuple(extra),
+        repeated=tuple(repeated),
         altered=tuple(altered),
         failed=tuple(
             (line["name"], "%s: %s" % (line["status"], line.get("error", line.get("reason"))))

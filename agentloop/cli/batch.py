@@ -174,6 +174,7 @@ def _audit_json(manifest: str, result: AuditResult) -> Dict[str, Any]:
     return {
         "manifest": manifest, "ok": result.ok, "runs": result.runs, "verified": len(result.verified),
         "missing": list(result.missing), "extra": list(result.extra),
+        "repeated": [{"path": p, "first": f} for p, f in result.repeated],
         "altered": [{"name": n, "why": w} for n, w in result.altered],
         "failed": [{"name": n, "status": s} for n, s in result.failed], "checkpoint": result.checkpoint,
     }
@@ -205,6 +206,8 @@ def verify_manifest(args: argparse.Namespace, out: TextIO) -> int:
         emit(out, "MISSING %s: the ledger lists it, no file was given" % (quote(name),))
     for path in result.extra:
         emit(out, "EXTRA %s: no ok run of that name in the ledger" % (quote(path),))
+    for path, first in result.repeated:
+        emit(out, "REPEATED %s: names the same run as %s, given before it" % (quote(path), quote(first)))
     for name, status in result.failed:
         emit(out, "note: run %s failed in the batch (%s)" % (quote(name), quote(status)[1:-1]))
     if result.checkpoint is not None:
