@@ -275,8 +275,17 @@ class TestNoTraceback(HostileCase):
         self.assertEqual(err, b"")
 
     def test_ctrl_c_during_run_leaves_a_verifiable_prefix_and_exits_130(self) -> None:
+        # A background job of a non-interactive shell starts with SIGINT ignored, and a child inherits that
+        # (Python then installs no KeyboardInterrupt handler): this run must be one a Ctrl-C can reach.
+        inherited = signal.getsignal(signal.SIGINT)
         with LoopbackServer([Canned(openai_reply("late"), delay=TIMEOUT)]) as server:
-            proc = self.popen(CLI + _run_argv(server, "t.jsonl"))
+            if inherited == signal.SIG_IGN:
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+            try:
+                proc = self.popen(CLI + _run_argv(server, "t.jsonl"))
+            finally:
+                if inherited == signal.SIG_IGN:
+                    signal.signal(signal.SIGINT, signal.SIG_IGN)
             assert proc.stdout is not None
             self.assertTrue(proc.stdout.readline().startswith(b"seq=0 task"))  # the request is in flight
             deadline = time.monotonic() + TIMEOUT
