@@ -116,6 +116,21 @@ class TestRefusedFiles(CliCase):
                 self.assertEqual(err, "agentloop report: error: %s: %s\n" % (target, reason))
 
 
+class TestUsageErrors(CliCase):
+    def test_an_unknown_option_is_reported_by_the_command_it_follows_with_that_commands_usage(self) -> None:
+        cases = [
+            (("show", "x.jsonl", "--frob"), "usage: agentloop show ", "agentloop show: error: unrecognized arguments: --frob\n"),
+            (("verify", "--bo\x1bgus", "x.jsonl"), "usage: agentloop verify ", "agentloop verify: error: unrecognized arguments: --bo\\u001bgus\n"),
+            (("--frob", "show", "x.jsonl"), "usage: agentloop [-h]", "agentloop: error: unrecognized arguments: --frob\n"),
+        ]
+        for argv, usage, error in cases:
+            with self.subTest(argv=argv):
+                status, out, err = self.cli(*argv)
+                self.assertEqual((status, out), (2, ""))
+                self.assertTrue(err.startswith(usage), err)
+                self.assertTrue(err.endswith(error), err)
+
+
 class TestWhatEscapesACommand(CliCase):
     def setUp(self) -> None:
         super().setUp()

@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import IO, NoReturn, Optional, Sequence, TextIO
+from typing import IO, Dict, NoReturn, Optional, Sequence, TextIO, Tuple
 
 from .._version import __version__
 from ..errors import AgentloopError
@@ -59,7 +59,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, "%s: error: %s\n" % (self.prog, visible(message)))
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> Tuple[argparse.ArgumentParser, Dict[str, argparse.ArgumentParser]]:
+    """The parser, and each subcommand's own (which reports that command's usage errors)."""
     parser: argparse.ArgumentParser = _Parser(
         prog="agentloop",
         description="Verify and inspect agentloop transcripts (format agentloop/1).",
@@ -77,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     batch.add_commands(sub)  # batch (verify --manifest is in inspect)
     anchor.add_commands(sub, report_verdict)  # checkpoint, prove, check-proof, consistency, repair
     keys.add_commands(sub)  # keygen, cosign, witness-request
-    return parser
+    return parser, sub.choices
 
 
 def _tolerant(stream: IO[str]) -> None:
@@ -121,9 +122,13 @@ def main(argv: Optional[Sequence[str]] = None, out: Optional[TextIO] = None) -> 
     stream = sys.stdout if out is None else out
     for tty in (sys.stdout, sys.stderr):
         _tolerant(tty)
-    parser = _parser()
+    parser, commands = _parser()
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:  # said by the subcommand they follow, with its usage (argparse would print the top level's)
+            given = list(sys.argv[1:] if argv is None else argv)
+            after = args.command in given and unknown[0] in given and given.index(unknown[0]) > given.index(args.command)
+            (commands[args.command] if after else parser).error("unrecognized arguments: %s" % " ".join(unknown))
     except SystemExit as exc:  # argparse exits on --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
