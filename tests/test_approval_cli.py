@@ -197,9 +197,12 @@ class TestPendingAndResume(Cli):
         self.assertIn("no call waits (3 records, no stop record", out)
         with open(self.path("bad.jsonl"), "wb") as handle:
             handle.write(b"{}\n")
-        status, _, err = self.cli(["pending", self.path("bad.jsonl")])
-        self.assertEqual(status, 2)
-        self.assertIn("does not verify", err)
+        for command, extra in (("pending", []), ("resume", RESUME)):
+            with self.subTest(command):
+                status, _, err = self.cli([command, self.path("bad.jsonl")] + extra)
+                self.assertEqual(status, 2)
+                # The file is the command's FILE, not run's -o/--output.
+                self.assertTrue(err.startswith("agentloop %s: error: FILE: %s does not verify: " % (command, self.path("bad.jsonl"))), err)
 
 
 @unittest.skipUnless(hasattr(os, "fork") and sys.platform != "win32", "needs a pseudo-terminal")

@@ -113,7 +113,7 @@ def _dispatch(args: argparse.Namespace, stream: TextIO) -> int:
         complain(args.command, str(exc))
         return exc.status
     except AgentloopError as exc:
-        complain(args.command, cli_message(exc))
+        complain(args.command, cli_message(exc, args.command))
         return EXIT_USAGE
 
 

@@ -248,21 +248,25 @@ _OPTIONS = {
     "transcript": "-o/--output",
     "max_faults": "--max-faults",
 }
+#: Commands whose FILE argument is the library's ``transcript`` parameter (for ``run`` it is ``-o/--output``).
+_TRANSCRIPT_IS_FILE = frozenset({"pending", "resume"})
 _KEYWORD = re.compile(r"\b([a-z][a-z_]*)=(True\b|(?=[\s),;]|$))")
 
 
-def cli_message(exc: BaseException) -> str:
-    """The message of a library exception in the command line's words.
+def cli_message(exc: BaseException, command: str = "") -> str:
+    """The message of a library exception in the words of the command line's ``command``.
 
     ``pass overwrite=True`` becomes ``pass --overwrite``, a parameter named
-    at the start of the message becomes its option, and ``api_key=`` (the
-    command line takes keys only from the environment) becomes ``set``.
+    at the start of the message becomes its option (``transcript`` is FILE
+    for ``pending`` and ``resume``), and ``api_key=`` (the command line
+    takes keys only from the environment) becomes ``set``.
     """
     text = str(exc)
     if isinstance(exc, TranscriptExistsError):
         return "%s already exists (pass --overwrite to replace it)" % (exc.path,)
-    if isinstance(exc, (RunConfigError, ModelConfigError)) and exc.parameter in _OPTIONS:
-        text = "%s: %s" % (_OPTIONS[exc.parameter], exc.reason)
+    options = dict(_OPTIONS, transcript="FILE") if command in _TRANSCRIPT_IS_FILE else _OPTIONS
+    if isinstance(exc, (RunConfigError, ModelConfigError)) and exc.parameter in options:
+        text = "%s: %s" % (options[exc.parameter], exc.reason)
     if isinstance(exc, ModelConfigError) and exc.parameter == "api_key":
         text = exc.reason
     text = text.replace("pass api_key= or set ", "set ").replace(
