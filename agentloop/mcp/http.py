@@ -208,6 +208,7 @@ class MCPHttp(MCPClient):
               method: str, timeout: float) -> Dict[str, Any]:
         conn = self._connection(deadline)
         sent = False
+        response: Optional[http.client.HTTPResponse] = None
         try:
             conn.request("POST", self._target, body=body, headers=headers)
             sent = True
@@ -247,6 +248,8 @@ class MCPHttp(MCPClient):
                 raise Failed("cannot connect to %s: %s" % (self.host, reason), "connect") from None
             raise Failed("the connection to %s failed: %s" % (self.host, reason), "http") from None
         finally:
+            if response is not None:  # a response of a closing connection holds the socket open on its own
+                response.close()
             conn.close()  # on a timeout this closes the stream: the 2026-07-28 cancellation
 
     def _read(self, conn: http.client.HTTPConnection, response: http.client.HTTPResponse, deadline: float) -> bytes:
@@ -348,7 +351,8 @@ class MCPHttp(MCPClient):
         conn = self._connection(time.monotonic() + 2.0)
         try:
             conn.request("DELETE", self._target, headers=headers)
-            conn.getresponse().read(65536)
+            with conn.getresponse() as response:
+                response.read(65536)
         except (OSError, http.client.HTTPException):
             pass
         finally:
