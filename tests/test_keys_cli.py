@@ -9,12 +9,15 @@ to see the one-line refusal without the opt-in.
 from __future__ import annotations
 
 import base64
+import contextlib
+import io
 import os
 import stat
 import subprocess
 import sys
 from typing import Tuple
 
+from agentloop.cli import main
 from agentloop.signing.keys import read_verifier_key
 from agentloop.signing.witness import parse_add_checkpoint_request
 from agentloop.transcript.checkpoint import parse_checkpoint, read_checkpoint
@@ -99,9 +102,10 @@ class SignedRun(KeysCase):
     def setUp(self) -> None:
         super().setUp()
         self.recover_run()
-        self.ok("keygen", "operator", UNSAFE)
-        self.ok("keygen", "approver", UNSAFE)
-        self.ok("keygen", "witness", "--witness", UNSAFE)
+        # The keys are the fixture, made in this process (TestKeygen runs keygen as a real process).
+        for argv in (["operator"], ["approver"], ["witness", "--witness"]):
+            with contextlib.redirect_stdout(io.StringIO()):
+                self.assertEqual(main(["keygen"] + argv + ["-o", self.path(argv[0]), UNSAFE]), 0)
         with open(self.path("hmac.key"), "w") as handle:
             handle.write("0123456789abcdef0123456789abcdef\n")
 
