@@ -77,23 +77,47 @@ def _shards(modules: List[str], count: int) -> List[List[str]]:
     return [sorted(shard, key=modules.index) for shard in shards if shard]
 
 
+def _bytecode_env(folder: str) -> Dict[str, str]:
+    """The suite's environment: bytecode cached in ``folder``, even under ``PYTHONDONTWRITEBYTECODE``.
+
+    The suite starts a few hundred ``python -m agentloop`` processes; without
+    a bytecode cache each compiles the package again (about 0.2 s of a 0.45 s
+    start here).  The cache goes to a temporary ``PYTHONPYCACHEPREFIX``
+    folder, so the source tree stays as clean as the setting asked; a prefix
+    the caller set is left as it is.
+    """
+    env = dict(os.environ)
+    if not env.get("PYTHONPYCACHEPREFIX"):
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = folder
+    return env
+
+
 def leg_suite() -> Verdict:
-    """The unittest suite, in ``AGENTLOOP_CHECK_SHARDS`` processes at once (default: 2, or 1 on one core)."""
+    """The unittest suite, in ``AGENTLOOP_CHECK_SHARDS`` processes at once.
+
+    The default is one more shard than there are cores: about a quarter of
+    the suite's time is spent waiting (on child processes, servers and
+    deadlines), which the extra shard fills.  On the 2-core CI machine, 3
+    shards took the whole check from 73 s to 55 s, and 4 took 57 s.
+    """
     modules = _test_modules()
     if not modules:
         return UNGRADED, "no test modules under tests/"
-    count = int(os.environ.get("AGENTLOOP_CHECK_SHARDS", "0") or 0) or min(2, os.cpu_count() or 1)
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "unittest"] + shard,
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            universal_newlines=True,
-        )
-        for shard in _shards(modules, count)
-    ]
-    outputs = [proc.communicate()[0] for proc in procs]
+    count = int(os.environ.get("AGENTLOOP_CHECK_SHARDS", "0") or 0) or (os.cpu_count() or 1) + 1
+    with tempfile.TemporaryDirectory(prefix="agentloop-check-pyc-") as pyc:
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "unittest"] + shard,
+                cwd=ROOT,
+                env=_bytecode_env(pyc),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                universal_newlines=True,
+            )
+            for shard in _shards(modules, count)
+        ]
+        outputs = [proc.communicate()[0] for proc in procs]
     total, failed, summaries = 0, False, []
     for proc, output in zip(procs, outputs):
         ran = re.search(r"^Ran (\d+) tests? in", output, re.M)
