@@ -146,8 +146,14 @@ class TestWhatEscapesACommand(CliCase):
         self.assertEqual((status, out), (130, ""))
         self.assertEqual(err, "agentloop replay: error: interrupted (Ctrl-C)\n")
 
-    def test_an_unexpected_exception_is_one_line_cut_to_500_characters_and_exits_70(self) -> None:
+    def test_a_tools_object_whose_iteration_raises_is_a_usage_error_naming_it(self) -> None:
         status, out, err = self.cli("replay", self.path(), "--tools", M + "breaks", "-o", self.path("r.jsonl"))
+        self.assertEqual((status, out), (2, ""))
+        self.assertEqual(err, "agentloop replay: error: --tools: %sbreaks raised RuntimeError as its tools were listed\n" % (M,))
+
+    def test_an_unexpected_exception_is_one_line_cut_to_500_characters_and_exits_70(self) -> None:
+        with mock.patch("agentloop.cli.models.replay", side_effect=RuntimeError("z" * 600)):  # a bug inside agentloop
+            status, out, err = self.cli("replay", self.path(), "--tools", "demo:demo_tools", "-o", self.path("r.jsonl"))
         self.assertEqual((status, out), (70, ""))
         self.assertEqual(err, "agentloop replay: error: internal error: RuntimeError: %s... (a bug in agentloop %s; please report it)\n"
                          % ("z" * 500, __version__))

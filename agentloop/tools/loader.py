@@ -58,6 +58,9 @@ def load_tools(spec: str, parameter: str = "--tools") -> ToolRegistry:
     if isinstance(value, Tool):
         return ToolRegistry([value])
     try:
-        return ToolRegistry(list(value))
+        tools = list(value)
     except TypeError:
         raise RunConfigError(parameter, "%s is a %s, not a ToolRegistry or Tools" % (spec, type(value).__name__)) from None
+    except Exception as exc:  # the user's iterable failed: their code, said as theirs (not an internal error)
+        raise RunConfigError(parameter, "%s raised %s as its tools were listed" % (spec, type(exc).__name__)) from None
+    return ToolRegistry(tools)
