@@ -32,7 +32,6 @@ from .transcript.anchor import verify_checkpoint
 from .transcript.checkpoint import ORIGIN_PREFIX
 from .transcript.durable import check_output, lock_exclusive, open_input
 from .transcript.format import MAX_RECORD_BYTES, PathLike
-from .transcript.merkle import CompactRange
 from .transcript.verify import iter_file, verify_file
 from .transcript.writer import TranscriptWriter
 
@@ -144,29 +143,6 @@ def read_pending(transcript: PathLike) -> Pending:
     """
     _verified(transcript)
     return _pending_of(_read(transcript))
-
-
-def _reopen(path: str, state: _State, fsync: bool, max_record_bytes: int, fd: int) -> TranscriptWriter:
-    """A writer that appends to the verified file open on ``fd`` (locked), its chain and tree restored.
-
-    :class:`~agentloop.transcript.writer.TranscriptWriter` only creates
-    files; this sets the state its ``__init__`` would have reached after
-    writing these very lines.
-    """
-    tree = CompactRange()
-    for line in state.lines:
-        tree.append_data(line[:-1])  # RFC 6962 leaf: the line without its newline
-    writer = TranscriptWriter.__new__(TranscriptWriter)
-    writer.path = path
-    writer._fsync = fsync
-    writer._limit = max_record_bytes
-    writer._old = None
-    writer._fd = fd
-    writer._seq = len(state.records)
-    writer._head = state.records[-1]["hash"]
-    writer._first = state.records[0]["hash"]
-    writer._range = tree
-    return writer
 
 
 def _first_change(recorded: Dict[str, Any], now: Dict[str, Any]) -> str:
@@ -303,7 +279,7 @@ def resume(
         elif given:
             raise RunConfigError("decisions", "call %s is not pending: no call waits in %s" % (json.dumps(next(iter(given))), path))
         r = dataclasses.replace(r, task_payload=task, started=task.get("clock"), approver=_combined(given, pending.step, approver))
-        out = _reopen(path, state, fsync, r.budgets.max_record_bytes, fd)
+        out = TranscriptWriter.continuing(path, fd, state.lines, fsync=fsync, max_record_bytes=r.budgets.max_record_bytes)
         owned = False  # the writer closes fd from here
     finally:
         if owned:

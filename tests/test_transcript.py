@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Set, Tuple
 
 from agentloop import FAULT_KINDS, Fault, TranscriptWriter, verify_file, verify_records
 from agentloop.canonical import canonical_bytes
-from agentloop.errors import TranscriptExistsError, UnrecordableError
+from agentloop.errors import RunConfigError, TranscriptExistsError, UnrecordableError
 from agentloop.transcript.format import GENESIS
 
 from .helpers import TempDir, read_lines, read_records
@@ -47,6 +47,26 @@ class TestWriter(TempDir):
                 b'{"hash":"' + expected.encode() + b'","kind":"task","payload":{"format":"agentloop/1"},"prev":"'
                 + b"0" * 64 + b'","seq":0}\n',
             )
+
+    def test_a_continuing_writer_ends_where_one_writer_would(self) -> None:
+        records = [("task", {"format": "agentloop/1", "task": "t"}), ("assistant", {"text": "a"}), ("stop", {"reason": "x"})]
+        with TranscriptWriter(self.path("whole.jsonl")) as whole:
+            for kind, payload in records:
+                whole.append(kind, payload)
+            root = whole.root
+        lines = read_lines(self.path("whole.jsonl"))
+        for cut in (1, 2):
+            with self.subTest(cut=cut):
+                self.write_bytes(b"".join(lines[:cut]), "part.jsonl")
+                fd = os.open(self.path("part.jsonl"), os.O_WRONLY | os.O_APPEND)
+                with TranscriptWriter.continuing(self.path("part.jsonl"), fd, lines[:cut]) as part:
+                    self.assertEqual((part.count, part.head), (cut, read_records(self.path("whole.jsonl"))[cut - 1]["hash"]))
+                    for kind, payload in records[cut:]:
+                        part.append(kind, payload)
+                    self.assertEqual(part.root, root)
+                self.assertEqual(read_lines(self.path("part.jsonl")), lines)
+        with self.assertRaisesRegex(RunConfigError, "^lines: a transcript to continue has at least one record$"):
+            TranscriptWriter.continuing(self.path("none.jsonl"), -1, [])
 
     def test_lines_are_canonical_and_chained(self) -> None:
         self.recover_run()

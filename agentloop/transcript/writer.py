@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from ..canonical import canonical_bytes
 from .checkpoint import Checkpoint, SignerArg, check_key, check_signers, sign_checkpoint
@@ -70,18 +71,7 @@ class TranscriptWriter:
             raise WrongTypeError("a transcript path", "a str or an os.PathLike", path)
         self.path = os.fspath(path)
         self._fsync = fsync
-        # A line longer than the verifier reads would be a bad_json of our own making.
-        if max_record_bytes is None:
-            max_record_bytes = MAX_RECORD_BYTES_LIMIT
-        elif isinstance(max_record_bytes, bool) or not isinstance(max_record_bytes, int) or max_record_bytes < 1:
-            raise RunConfigError("max_record_bytes", "must be a positive int, got %s" % (type(max_record_bytes).__name__,))
-        elif max_record_bytes > MAX_RECORD_BYTES_LIMIT:
-            raise RunConfigError(
-                "max_record_bytes",
-                "%d is more than %d, the longest line a verifier reads (MAX_LINE_BYTES)"
-                % (max_record_bytes, MAX_RECORD_BYTES_LIMIT),
-            )
-        self._limit = max_record_bytes
+        self._limit = _record_limit(max_record_bytes)
         # Truncated only once the lock is held, so a refused second writer changes nothing.
         # O_NONBLOCK: a FIFO with no reader fails at once (ENXIO) instead of blocking the open.
         flags = os.O_WRONLY | os.O_CREAT | (0 if overwrite else os.O_EXCL)
@@ -113,6 +103,40 @@ class TranscriptWriter:
         self._head = GENESIS
         self._first = GENESIS
         self._range = CompactRange()
+
+    @classmethod
+    def continuing(
+        cls,
+        path: PathLike,
+        fd: int,
+        lines: Sequence[bytes],
+        *,
+        fsync: bool = False,
+        max_record_bytes: Optional[int] = MAX_RECORD_BYTES,
+    ) -> "TranscriptWriter":
+        """A writer that appends to the transcript open on ``fd``, whose lines are ``lines``.
+
+        For :func:`agentloop.resume`: the caller has verified ``lines`` (each
+        with its newline), holds :func:`~.durable.lock_exclusive` on ``fd``
+        and has positioned it at the end; the writer owns ``fd`` from here.
+        Its chain and RFC 6962 tree are those ``__init__`` would have
+        reached after writing these very lines.
+        """
+        if not lines:
+            raise RunConfigError("lines", "a transcript to continue has at least one record")
+        writer = cls.__new__(cls)
+        writer.path = os.fspath(path)
+        writer._fsync = fsync
+        writer._limit = _record_limit(max_record_bytes)
+        writer._old = None
+        writer._fd = fd
+        writer._seq = len(lines)
+        writer._first = json.loads(lines[0])["hash"]
+        writer._head = json.loads(lines[-1])["hash"]
+        writer._range = CompactRange()
+        for line in lines:
+            writer._range.append_data(line[:-1])  # RFC 6962 leaf: the line without its newline
+        return writer
 
     @property
     def count(self) -> int:
@@ -219,3 +243,17 @@ class TranscriptWriter:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _record_limit(max_record_bytes: Optional[int]) -> int:
+    """``max_record_bytes`` checked: a line longer than the verifier reads would be a bad_json of our own making."""
+    if max_record_bytes is None:
+        return MAX_RECORD_BYTES_LIMIT
+    if isinstance(max_record_bytes, bool) or not isinstance(max_record_bytes, int) or max_record_bytes < 1:
+        raise RunConfigError("max_record_bytes", "must be a positive int, got %s" % (type(max_record_bytes).__name__,))
+    if max_record_bytes > MAX_RECORD_BYTES_LIMIT:
+        raise RunConfigError(
+            "max_record_bytes",
+            "%d is more than %d, the longest line a verifier reads (MAX_LINE_BYTES)" % (max_record_bytes, MAX_RECORD_BYTES_LIMIT),
+        )
+    return max_record_bytes
