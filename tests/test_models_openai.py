@@ -241,6 +241,12 @@ class TestFailures(OpenAICase):
                          % self.server.port)
         self.assertEqual((len(self.server.requests), self.waits), (2, [0.5]))
 
+    def test_a_bad_base_url_from_the_environment_is_said_to_come_from_there(self) -> None:
+        with mock.patch.dict(os.environ, {"OPENAI_BASE_URL": "https://sk-SECRET5@"}):
+            with self.assertRaises(ModelConfigError) as caught:
+                OpenAIChat("m", api_key="k")
+        self.assertEqual(str(caught.exception), "base_url: must not hold credentials (user:password@) ($OPENAI_BASE_URL); pass api_key= instead")
+
     def test_the_official_endpoint_needs_a_key(self) -> None:
         with mock.patch.dict(os.environ, {"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""}):
             with self.assertRaises(ModelConfigError) as caught:
@@ -249,8 +255,13 @@ class TestFailures(OpenAICase):
 
     def test_bad_configuration_is_refused_at_once(self) -> None:
         cases = [
-            (dict(base_url="ftp://x/v1"), 'base_url: must be an http:// or https:// URL with a host, got "ftp://x/v1"'),
+            (dict(base_url="ftp://x/v1"), 'base_url: must be an http:// or https:// URL with a host, got scheme "ftp" and host "x"'),
             (dict(base_url="http://u:p@127.0.0.1/v1"), "base_url: must not hold credentials (user:password@); pass api_key= instead"),
+            # A URL that may hold a key is never quoted whole.
+            (dict(base_url="htps://me:sk-SECRET1@h/v1"), "base_url: must not hold credentials (user:password@); pass api_key= instead"),
+            (dict(base_url="https://sk-SECRET2@"), "base_url: must not hold credentials (user:password@); pass api_key= instead"),
+            (dict(base_url="sk-SECRET3"), 'base_url: must be an http:// or https:// URL with a host, got scheme "" and no host'),
+            (dict(base_url="localhost:8000/v1?key=sk-SECRET4"), 'base_url: must be an http:// or https:// URL with a host, got scheme "localhost" and no host'),
             (dict(base_url="http://127.0.0.1/v1", params={"messages": []}), "params: 'messages' is set by the adapter itself"),
             (dict(base_url="http://127.0.0.1/v1", params={"t": float("nan")}), "params: $.params.t: nan is not a JSON number"),
             (dict(base_url="http://127.0.0.1/v1", transport=HttpTransport(), timeout=3), "transport: give timeout, max_retries and on_retry to the HttpTransport, not beside it"),

@@ -67,13 +67,16 @@ def base_url_from(base_url: Optional[str], env_var: str, default: str) -> str:
     (``user:password@``): the key goes in its header, never in a URL.
     """
     chosen = base_url if base_url is not None else os.environ.get(env_var) or default
+    source = "" if base_url is not None else " ($%s)" % (env_var,) if os.environ.get(env_var) else " (the default)"
     if not isinstance(chosen, str):
         raise ModelConfigError("base_url", "must be a str, got %s" % (type(chosen).__name__,))
     parts = urllib.parse.urlsplit(chosen)
+    # Credentials first, and never the whole URL in an error: it may hold a key (user:password@, a query).
+    if "@" in parts.netloc:
+        raise ModelConfigError("base_url", "must not hold credentials (user:password@)%s; pass api_key= instead" % (source,))
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ModelConfigError("base_url", "must be an http:// or https:// URL with a host, got %s" % (json.dumps(chosen[:200]),))
-    if parts.username is not None or parts.password is not None:
-        raise ModelConfigError("base_url", "must not hold credentials (user:password@); pass api_key= instead")
+        raise ModelConfigError("base_url", "must be an http:// or https:// URL with a host%s, got scheme %s and %s" % (
+            source, json.dumps(parts.scheme[:20]), "host " + json.dumps(parts.hostname[:100]) if parts.hostname else "no host"))
     if parts.fragment:
         raise ModelConfigError("base_url", "must not have a #fragment")
     try:
