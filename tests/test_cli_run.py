@@ -197,6 +197,14 @@ class TestMcpOption(RunCase):
                 status, _, err = self.run_cli(M + "priced", "--mcp", spec)
                 self.assertEqual(status, 2)
                 self.assertEqual(err, 'agentloop run: error: --mcp: takes NAME=COMMAND or NAME=URL, got "%s"\n' % (spec,))
+        for url, reason in (
+            ("https://u:TOKEN@h/x", "its URL must not hold credentials (the command line sends no MCP headers; from Python, pass headers= to MCPHttp)"),
+            ("http://h:99999/x", "its URL has a bad port"),
+        ):
+            with self.subTest(url):
+                status, out, err = self.run_cli(M + "priced", "--mcp", "srv=" + url)
+                self.assertEqual((status, out), (2, ""))
+                self.assertEqual(err, 'agentloop run: error: --mcp "srv": %s\n' % (reason,))
 
 
 class TestReplayCommand(RunCase):

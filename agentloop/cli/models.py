@@ -34,7 +34,7 @@ import sys
 from decimal import Decimal
 from typing import Any, Callable, List, Optional, TextIO
 
-from ..errors import AgentloopError, RunConfigError
+from ..errors import AgentloopError, MCPConfigError, RunConfigError
 from ..mcp import MCPClient, MCPHttp, MCPStdio, combine_tools
 from ..messages import RunResult
 from ..loop import run
@@ -168,7 +168,13 @@ def _mcp_clients(specs: List[str]) -> List[MCPClient]:
         if not sep or not name or not where:
             raise Refused("--mcp", "takes NAME=COMMAND or NAME=URL, got %s" % (quote(spec),))
         if where.startswith(("http://", "https://")):
-            clients.append(MCPHttp(where, name=name))
+            try:
+                clients.append(MCPHttp(where, name=name))
+            except MCPConfigError as exc:
+                reason = exc.reason if exc.parameter != "url" else "its URL " + exc.reason
+                if exc.parameter == "url" and "credentials" in reason:  # headers= has no command-line form
+                    reason = "its URL must not hold credentials (the command line sends no MCP headers; from Python, pass headers= to MCPHttp)"
+                raise Refused("--mcp %s" % (quote(name),), reason) from None
         else:
             clients.append(MCPStdio(where, name=name))
     return clients
