@@ -34,3 +34,26 @@ def two_threads() -> Any:
 
 #: ``--executor tests.cli_edges_modules:not_an_executor``: a list, which no batch can submit to.
 not_an_executor: Any = []
+
+
+class _Lazy:
+    """A tools object whose attribute lookup raises (a property of the user's)."""
+
+    @property
+    def tools(self) -> Any:
+        raise ValueError("lookup blew up")
+
+
+lazy = _Lazy()
+
+
+def _fails_inside() -> Any:
+    yield from ()
+    raise TypeError("inside the user's generator")
+
+
+#: A generator that raises TypeError as it runs: the user's error, not "not an iterable".
+typeerr = _fails_inside()
+
+#: An iterable of things that are not tools.
+ints = [1, 2]

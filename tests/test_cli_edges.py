@@ -146,10 +146,17 @@ class TestWhatEscapesACommand(CliCase):
         self.assertEqual((status, out), (130, ""))
         self.assertEqual(err, "agentloop replay: error: interrupted (Ctrl-C)\n")
 
-    def test_a_tools_object_whose_iteration_raises_is_a_usage_error_naming_it(self) -> None:
-        status, out, err = self.cli("replay", self.path(), "--tools", M + "breaks", "-o", self.path("r.jsonl"))
-        self.assertEqual((status, out), (2, ""))
-        self.assertEqual(err, "agentloop replay: error: --tools: %sbreaks raised RuntimeError as its tools were listed\n" % (M,))
+    def test_a_tools_object_that_raises_or_holds_no_tools_is_a_usage_error_naming_it(self) -> None:
+        for name, reason in (
+            ("breaks", "%sbreaks raised RuntimeError as its tools were listed" % (M,)),
+            ("typeerr", "%stypeerr raised TypeError as its tools were listed" % (M,)),
+            ("lazy.tools", '%slazy.tools raised ValueError as "tools" was looked up' % (M,)),
+            ("ints", "%sints: item 0 is a int, not a Tool" % (M,)),
+        ):
+            with self.subTest(name):
+                status, out, err = self.cli("replay", self.path(), "--tools", M + name, "-o", self.path("r.jsonl"))
+                self.assertEqual((status, out), (2, ""))
+                self.assertEqual(err, "agentloop replay: error: --tools: %s\n" % (reason,))
 
     def test_an_unexpected_exception_is_one_line_cut_to_500_characters_and_exits_70(self) -> None:
         with mock.patch("agentloop.cli.models.replay", side_effect=RuntimeError("z" * 600)):  # a bug inside agentloop

@@ -36,9 +36,12 @@ def import_reference(spec: str, parameter: str, example: str) -> Any:
         raise RunConfigError(parameter, "cannot import %s: %s: %s" % (module_name, type(exc).__name__, exc)) from None
     value: Any = module
     for part in attribute.split("."):
-        if not hasattr(value, part):
-            raise RunConfigError(parameter, "%s has no attribute %s" % (module_name, json.dumps(attribute)))
-        value = getattr(value, part)
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise RunConfigError(parameter, "%s has no attribute %s" % (module_name, json.dumps(attribute))) from None
+        except Exception as exc:  # a module __getattr__ or a property of the user's: their code, said as theirs
+            raise RunConfigError(parameter, "%s raised %s as %s was looked up" % (spec, type(exc).__name__, json.dumps(part))) from None
     return value
 
 
@@ -57,10 +60,13 @@ def load_tools(spec: str, parameter: str = "--tools") -> ToolRegistry:
         return value
     if isinstance(value, Tool):
         return ToolRegistry([value])
+    if not (hasattr(type(value), "__iter__") or hasattr(type(value), "__getitem__")):
+        raise RunConfigError(parameter, "%s is a %s, not a ToolRegistry or Tools" % (spec, type(value).__name__))
     try:
         tools = list(value)
-    except TypeError:
-        raise RunConfigError(parameter, "%s is a %s, not a ToolRegistry or Tools" % (spec, type(value).__name__)) from None
     except Exception as exc:  # the user's iterable failed: their code, said as theirs (not an internal error)
         raise RunConfigError(parameter, "%s raised %s as its tools were listed" % (spec, type(exc).__name__)) from None
+    for i, item in enumerate(tools):
+        if not isinstance(item, Tool):
+            raise RunConfigError(parameter, "%s: item %d is a %s, not a Tool" % (spec, i, type(item).__name__))
     return ToolRegistry(tools)
