@@ -122,6 +122,7 @@ class TestUsageErrors(CliCase):
             (("show", "x.jsonl", "--frob"), "usage: agentloop show ", "agentloop show: error: unrecognized arguments: --frob\n"),
             (("verify", "--bo\x1bgus", "x.jsonl"), "usage: agentloop verify ", "agentloop verify: error: unrecognized arguments: --bo\\u001bgus\n"),
             (("--frob", "show", "x.jsonl"), "usage: agentloop [-h]", "agentloop: error: unrecognized arguments: --frob\n"),
+            (("show", "show", "show"), "usage: agentloop show ", "agentloop show: error: unrecognized arguments: show\n"),
         ]
         for argv, usage, error in cases:
             with self.subTest(argv=argv):

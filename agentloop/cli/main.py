@@ -127,8 +127,8 @@ def main(argv: Optional[Sequence[str]] = None, out: Optional[TextIO] = None) -> 
         args, unknown = parser.parse_known_args(argv)
         if unknown:  # said by the subcommand they follow, with its usage (argparse would print the top level's)
             given = list(sys.argv[1:] if argv is None else argv)
-            after = args.command in given and unknown[0] in given and given.index(unknown[0]) > given.index(args.command)
-            (commands[args.command] if after else parser).error("unrecognized arguments: %s" % " ".join(unknown))
+            before = given[:given.index(args.command)] if args.command in given else given
+            (parser if unknown[0] in before else commands[args.command]).error("unrecognized arguments: %s" % " ".join(unknown))
     except SystemExit as exc:  # argparse exits on --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
