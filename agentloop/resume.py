@@ -14,6 +14,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import time
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, cast
@@ -172,6 +173,20 @@ def _combined(decisions: Mapping[str, Any], step: int, approver: Optional[Approv
     return synchronous
 
 
+#: ``resume(clock=RESUMED_CLOCK)``: go on from the last recorded reading, the pause not counted.
+RESUMED_CLOCK = "resumed"
+
+
+def _resumed_clock(records: Sequence[Dict[str, Any]]) -> Clock:
+    """``time.monotonic`` moved to go on from the last ``clock`` reading in ``records``."""
+    readings = [r["payload"]["clock"] for r in records if isinstance(r["payload"], dict) and "clock" in r["payload"]]
+    if not readings:
+        raise RunConfigError("clock", "the run has max_seconds and the transcript holds no clock reading to go on from")
+    last = readings[-1]
+    start = time.monotonic()
+    return lambda: last + (time.monotonic() - start)
+
+
 def resume(
     transcript: PathLike,
     model: Any,
@@ -188,7 +203,7 @@ def resume(
     overwrite: bool = False,
     fsync: bool = False,
     on_record: Optional[OnRecord] = None,
-    clock: Optional[Clock] = None,
+    clock: Union[Clock, str, None] = None,
     max_workers: int = DEFAULT_MAX_WORKERS,
 ) -> RunResult:
     """Go on with the run in ``transcript``, appending to it; return how it ended (or paused again).
@@ -221,7 +236,10 @@ def resume(
     (the checkpoint written at the next pause or at the stop; refused if it
     exists unless ``overwrite=True``; keep the pause checkpoint elsewhere to
     prove the two consistent).  A run with ``max_seconds`` needs ``clock=``,
-    a clock whose readings go on from the recorded ones.  Misuse raises
+    a clock whose readings go on from the recorded ones; ``clock="resumed"``
+    is such a clock, ``time.monotonic`` counted on from the last recorded
+    reading, so the time the run spent paused does not count (the command
+    line's ``resume`` uses it).  Misuse raises
     :class:`~agentloop.errors.RunConfigError` before anything is appended.
     """
     # 1.
@@ -254,8 +272,13 @@ def resume(
                 raise RunConfigError("anchor", "%s does not match the checkpoint %s: %s" % (path, anchor, anchored.faults[0]))
         # 3.
         task, budgets = state.task, state.task["budgets"]
+        if clock == RESUMED_CLOCK:
+            clock = _resumed_clock(state.records) if "max_seconds" in budgets else None
+        elif isinstance(clock, str):
+            raise RunConfigError("clock", "must be a callable or %s, got %s" % (json.dumps(RESUMED_CLOCK), json.dumps(clock)))
         if "max_seconds" in budgets and clock is None:
-            raise RunConfigError("clock", "the run has max_seconds: resume needs clock=, a clock that goes on from the recorded readings")
+            raise RunConfigError("clock", "the run has max_seconds: resume needs clock=, a clock that goes on from the recorded "
+                                          "readings (clock=%s: the pause not counted)" % (json.dumps(RESUMED_CLOCK),))
         final = [t for t in task["tools"] if isinstance(t, dict) and t.get("name") == "final_result"]
         tool_list = list(tools)
         schema = final[0]["parameters"] if final and "final_result" not in ToolRegistry(tool_list) else None

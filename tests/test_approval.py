@@ -600,6 +600,21 @@ class TestMisuse(Base):
         result = resume(self.path(), fx.delete_model(), fx.tools(), decisions={"c1": Approve(by="a")}, clock=lambda: next(ticks))
         self.assertEqual(result.stop_reason, "no_tool_calls")
 
+    def test_the_resumed_clock_goes_on_from_the_last_reading_without_the_pause(self) -> None:
+        self.go(lambda request: None, max_seconds=1000, clock=lambda: 500)
+        with self.assertRaises(RunConfigError) as caught:
+            resume(self.path(), fx.delete_model(), fx.tools(), decisions={"c1": Approve(by="a")}, clock="wall")
+        self.assertEqual(str(caught.exception), 'clock: must be a callable or "resumed", got "wall"')
+        paused = len(read_records(self.path()))
+        result = resume(self.path(), fx.delete_model(), fx.tools(), decisions={"c1": Approve(by="a")}, clock="resumed")
+        self.assertEqual(result.stop_reason, "no_tool_calls")
+        readings = [r["payload"]["clock"] for r in read_records(self.path()) if "clock" in r["payload"]]
+        self.assertEqual(readings[:2], [500, 500])  # recorded before the pause
+        self.assertEqual(len(readings), 3)
+        self.assertTrue(500 <= readings[2] < 510, readings)  # on from 500, not a new monotonic origin
+        self.assertGreater(len(read_records(self.path())), paused)
+        self.assertTrue(verify_file(self.path()).ok)
+
     def test_verify_approvals_on_a_file_that_does_not_verify(self) -> None:
         path = self.write_bytes(b"{}\n", "bad.jsonl")
         self.assertEqual(verify_approvals(path, [])[0][0], -1)

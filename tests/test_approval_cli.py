@@ -143,6 +143,15 @@ class TestPendingAndResume(Cli):
         status, out, _ = self.cli(["pending", self.path()])
         self.assertIn("nothing waits: the run is finished (stop: no_tool_calls)", out)
 
+    def test_a_paused_run_with_max_seconds_resumes_from_the_command_line(self) -> None:
+        status, out, _ = self.cli(RUN + ["--max-seconds", "60", "-o", self.path(), "--approve", "ask"])  # EOF: paused
+        self.assertEqual(status, 5)
+        self.assertIn("agentloop resume ", out)
+        status, out, err = self.cli(["resume", self.path(), "--decisions", self.decisions({"c1": {"decision": "approve", "by": "al"}})] + RESUME)
+        self.assertEqual((status, err), (0, ""), out)
+        self.assertEqual(fx.CALLS, [("delete", {"path": fx.HOSTILE})])
+        self.assertTrue(verify_file(self.path()).ok)
+
     def test_resume_refuses_a_decision_for_a_call_that_is_not_pending(self) -> None:
         self.cli(RUN + ["-o", self.path(), "--approve", self.decisions({}, "none.json")])
         status, _, err = self.cli(["resume", self.path(), "--decisions", self.decisions({"zz": {"decision": "approve", "by": "al"}})] + RESUME)

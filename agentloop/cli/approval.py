@@ -43,7 +43,7 @@ from ..messages import AWAITING_APPROVAL, RunResult
 from ..models.spec import model_from_spec
 from ..models.anthropic import DEFAULT_MAX_TOKENS
 from ..models.http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
-from ..resume import read_pending, resume
+from ..resume import RESUMED_CLOCK, read_pending, resume
 from ..tools.loader import load_tools
 from ..transcript.checkpoint import load_key
 from ..transcript.verify import verify_file
@@ -240,7 +240,7 @@ def _cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
     try:
         result = resume(args.file, model, tools, decisions=decisions, approver=approver, rerun_unrecorded=args.rerun_unrecorded,
                         anchor=args.anchor, checkpoint=args.checkpoint, key=key, overwrite=args.overwrite,
-                        on_record=lambda record: emit(out, format_record(record)))
+                        on_record=lambda record: emit(out, format_record(record)), clock=RESUMED_CLOCK)
     except KeyboardInterrupt:
         _left(args.file, "interrupted (Ctrl-C)")
         return EXIT_INTERRUPTED
