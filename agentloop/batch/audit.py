@@ -4,7 +4,8 @@ Every file given is read once (:func:`~agentloop.batch.facts.transcript_facts`),
 in ``workers`` processes, and compared with the manifest line of the same
 name (the file name without ``.jsonl``).  The verdict names runs that are
 *missing* (an ``ok`` line with no file), *extra* (a file with no ``ok``
-line) and *altered* (a file whose bytes, chain or tree differ from its line).
+line), *repeated* (a second file for a run already given) and *altered* (a
+file whose bytes, chain or tree differ from its line).
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ def audit_batch(
        with ``key``/``verifiers``, is signed by them;
     3. the files (the manifest itself and the checkpoint skipped, so
        ``runs/*.jsonl`` can be passed) are read in ``workers`` processes;
-    4. each is compared with its line: missing, extra, altered.
+    4. each is compared with its line: missing, extra, repeated, altered.
 
     A manifest or checkpoint that cannot be read or parsed raises
     (``OSError``, :class:`~agentloop.errors.MalformedManifestError`,
