@@ -77,6 +77,12 @@ def _shards(modules: List[str], count: int) -> List[List[str]]:
     return [sorted(shard, key=modules.index) for shard in shards if shard]
 
 
+def _cores() -> int:
+    """The cores this process may run on (its affinity where the OS tells it, as in a CPU-limited container)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+
+
 def _bytecode_env(folder: str) -> Dict[str, str]:
     """The suite's environment: bytecode cached in ``folder``, even under ``PYTHONDONTWRITEBYTECODE``.
 
@@ -104,7 +110,7 @@ def leg_suite() -> Verdict:
     modules = _test_modules()
     if not modules:
         return UNGRADED, "no test modules under tests/"
-    count = int(os.environ.get("AGENTLOOP_CHECK_SHARDS", "0") or 0) or (os.cpu_count() or 1) + 1
+    count = int(os.environ.get("AGENTLOOP_CHECK_SHARDS", "0") or 0) or _cores() + 1
     with tempfile.TemporaryDirectory(prefix="agentloop-check-pyc-") as pyc:
         procs = [
             subprocess.Popen(
