@@ -6,6 +6,7 @@ refuses before reading or writing a byte, and what ``main`` does with what escap
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import json
 import os
@@ -25,6 +26,13 @@ from .loopback import LoopbackServer, openai_reply
 from .test_anchor import forge
 
 M = "tests.cli_edges_modules:"
+
+
+class _Full(io.StringIO):
+    """A standard output on a full disk."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
 
 
 class CliCase(TempDir):
@@ -176,6 +184,37 @@ class TestWhatEscapesACommand(CliCase):
             self.assertEqual(status, 141)
             stream.write("the exit flush cannot fail any more\n")
             stream.flush()  # would raise BrokenPipeError if stdout were still the pipe
+
+    def test_a_full_or_closed_stdout_is_said_as_such_never_an_internal_error(self) -> None:
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(main(["verify", self.path()], out=_Full()), 2)
+        self.assertEqual(err.getvalue(), "agentloop verify: error: standard output: cannot write: No space left on device\n")
+        for argv in (["verify", self.path()], ["--help"]):
+            err = io.StringIO()
+            with mock.patch.object(sys, "stdout", None), contextlib.redirect_stderr(err):
+                self.assertEqual(main(argv), 2)
+            self.assertEqual(err.getvalue(), "agentloop: error: standard output is closed\n")
+
+    def test_a_run_whose_stdout_breaks_stops_and_says_what_the_transcript_holds(self) -> None:
+        argv = ["run", "--model", "tests.cli_run_models:adds_forever", "--tools", "demo:demo_tools", "--task", "t",
+                  "--max-steps", "3", "--max-tokens", "1000", "-o", self.path("r.jsonl")]
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(main(argv, out=_Full()), 2)
+        self.assertEqual(err.getvalue(), "agentloop run: error: standard output: cannot write: No space left on device; "
+                                         "%s holds 1 records, a verifiable prefix without a stop record\n" % (self.path("r.jsonl"),))
+        os.unlink(self.path("r.jsonl"))
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        stream = os.fdopen(write_end, "w")
+        self.addCleanup(stream.close)
+        err = io.StringIO()
+        with mock.patch.object(sys, "stdout", stream), contextlib.redirect_stderr(err):
+            self.assertEqual(main(argv), 141)
+        self.assertEqual(err.getvalue(), "agentloop run: error: standard output was closed (a broken pipe); "
+                                         "%s holds 1 records, a verifiable prefix without a stop record\n" % (self.path("r.jsonl"),))
+        self.assertTrue(verify_file(self.path("r.jsonl")).ok)
 
     def test_console_and_python_m_agentloop_exit_with_mains_status(self) -> None:
         for entry in (console, lambda: runpy.run_module("agentloop", run_name="__main__")):

@@ -260,6 +260,18 @@ class TestNoTraceback(HostileCase):
         self.assert_clean(self.agentloop("replay", "nobudget.jsonl", "--tools", "demo:demo_tools"), 2,
                           "agentloop replay: error: cannot replay nobudget.jsonl")
 
+    @unittest.skipUnless(os.path.exists("/dev/full") and os.path.exists("/bin/sh"), "needs /dev/full and /bin/sh")
+    def test_a_full_or_closed_stdout_is_one_line_not_an_internal_error(self) -> None:
+        self.valid()
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run(CLI + ["verify", "t.jsonl"], cwd=self.dir, env=self.env(), stdin=subprocess.DEVNULL,
+                                  stdout=full, stderr=subprocess.PIPE, timeout=TIMEOUT)
+        self.assert_clean((proc.returncode, "", self.text(proc.stderr)), 2,
+                          "agentloop verify: error: standard output: cannot write: No space left on device")
+        closed = ["/bin/sh", "-c", 'exec "$@" >&-', "sh"] + CLI + ["verify", "t.jsonl"]  # started with fd 1 closed
+        proc = subprocess.run(closed, cwd=self.dir, env=self.env(), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=TIMEOUT)
+        self.assertEqual((proc.returncode, self.text(proc.stderr)), (2, "agentloop: error: standard output is closed\n"))
+
     def test_show_into_a_closed_pipe_exits_quietly(self) -> None:
         data = b"".join(read_lines(self.valid())) * 300  # far more than a pipe holds
         self.write_bytes(data, "big.jsonl")

@@ -53,6 +53,7 @@ from .output import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_UNFINISHED,
+    OutputError,
     Refused,
     check_input,
     check_output,
@@ -249,6 +250,12 @@ def _cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
         return EXIT_UNFINISHED
     except AgentloopError:
         raise
+    except BrokenPipeError:  # standard output, not the transcript: main exits 141
+        _left(args.file, "standard output was closed (a broken pipe)")
+        raise
+    except OutputError as exc:
+        _left(args.file, str(exc))
+        return exc.status
     except OSError as exc:
         raise Refused(str(getattr(exc, "filename", None) or args.file), "cannot open it: %s" % (exc.strerror or exc,)) from None
     if result.stop_reason == AWAITING_APPROVAL:

@@ -119,6 +119,10 @@ def _dispatch(args: argparse.Namespace, stream: TextIO) -> int:
 
 def main(argv: Optional[Sequence[str]] = None, out: Optional[TextIO] = None) -> int:
     """Run the command line; return the exit status instead of exiting."""
+    if out is None and sys.stdout is None:  # started with standard output closed (``>&-``)
+        if sys.stderr is not None:
+            complain(None, "standard output is closed")
+        return EXIT_USAGE
     stream = sys.stdout if out is None else out
     for tty in (sys.stdout, sys.stderr):
         _tolerant(tty)

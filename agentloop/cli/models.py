@@ -53,6 +53,7 @@ from .output import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_UNFINISHED,
+    OutputError,
     Refused,
     check_input,
     check_output,
@@ -115,6 +116,12 @@ def _guarded(command: str, path: str, work: Callable[[], Any]) -> Any:
         raise _Stopped(EXIT_UNFINISHED) from None
     except AgentloopError:
         raise  # TranscriptExistsError, TranscriptLockedError: said in the command line's words by main
+    except BrokenPipeError:  # standard output, not the transcript: main exits 141
+        _left(command, path, "standard output was closed (a broken pipe)")
+        raise
+    except OutputError as exc:
+        _left(command, path, str(exc))
+        raise _Stopped(exc.status) from None
     except OSError as exc:
         where = getattr(exc, "filename", None) or path
         raise Refused(str(where), "cannot write it: %s" % (exc.strerror or exc,)) from None

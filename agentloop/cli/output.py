@@ -217,10 +217,26 @@ def painter(args: argparse.Namespace, out: TextIO) -> Paint:
     return ansi if callable(isatty) and isatty() else plain
 
 
+class OutputError(Refused):
+    """The output stream could not be written (a full disk, an I/O error): said as such, exit 2.
+
+    A closed pipe is not this: ``BrokenPipeError`` goes on to ``main``,
+    which exits 141 quietly, as ``yes | head`` does.
+    """
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__("standard output", "cannot write: %s" % (error.strerror or error,))
+
+
 def emit(out: TextIO, text: str, tone: Optional[str] = None, paint: Paint = plain, lines: bool = False, end: str = "\n") -> None:
     """Print ``text`` to ``out`` made :func:`visible` (``lines=True`` keeps its newlines), then painted."""
-    out.write(paint(visible(text, lines), tone) + end)
-    out.flush()
+    try:
+        out.write(paint(visible(text, lines), tone) + end)
+        out.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputError(exc) from None
 
 
 def complain(command: Optional[str], message: str) -> None:
