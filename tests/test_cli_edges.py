@@ -19,6 +19,7 @@ from unittest import mock
 from agentloop import __version__
 from agentloop.cli import main
 from agentloop.cli.main import console
+from agentloop.cli.output import visible
 from agentloop.transcript.verify import verify_file
 
 from .helpers import TempDir, read_lines
@@ -122,6 +123,14 @@ class TestRefusedFiles(CliCase):
                 status, out, err = self.cli("report", self.path(), "-o", target)
                 self.assertEqual((status, out), (2, ""))
                 self.assertEqual(err, "agentloop report: error: %s: %s\n" % (target, reason))
+
+
+class TestVisible(unittest.TestCase):
+    def test_escapes_are_jsons_a_character_above_u_ffff_a_surrogate_pair(self) -> None:
+        text = "tag \U000e0041 bidi \u202e esc \x1b music \U0001d173 lone \ud800 kept \U0001f600"
+        shown = visible(text)
+        self.assertEqual(shown, "tag \\udb40\\udc41 bidi \\u202e esc \\u001b music \\ud834\\udd73 lone \\ud800 kept \U0001f600")
+        self.assertEqual(json.loads('"%s"' % shown.replace("\\ud800", "")), text.replace("\ud800", ""))  # read back exactly
 
 
 class TestUsageErrors(CliCase):

@@ -83,7 +83,7 @@ class Refused(Exception):
 
 
 def visible(text: str, lines: bool = False) -> str:
-    """``text`` with every character a terminal could act on shown as ``\\uXXXX``.
+    """``text`` with every character a terminal could act on shown as JSON's ``\\uXXXX`` (a pair above U+FFFF).
 
     Escaped: ESC, BEL and every other C0 control, DEL, the C1 controls, the
     bidi controls (U+202A-202E, U+2066-2069, U+200E, U+200F, U+061C) and
@@ -95,11 +95,19 @@ def visible(text: str, lines: bool = False) -> str:
     if text.isprintable():
         return text
     return "".join(
-        "\\u%04x" % ord(ch)
+        _escape(ord(ch))
         if unicodedata.category(ch) in _HIDDEN and not (lines and ch in "\n\t")
         else ch
         for ch in text
     )
+
+
+def _escape(code: int) -> str:
+    """JSON's escape of one code point: ``\\uXXXX``, or a surrogate pair above U+FFFF (RFC 8259, section 7)."""
+    if code <= 0xFFFF:
+        return "\\u%04x" % code
+    code -= 0x10000
+    return "\\u%04x\\u%04x" % (0xD800 + (code >> 10), 0xDC00 + (code & 0x3FF))
 
 
 def quote(value: object, limit: Optional[int] = _SHOWN_CHARS) -> str:
