@@ -48,6 +48,7 @@ __all__ = [
     "snapshot",
     "describe_integer",
     "json_depth",
+    "strict_loads",
     "parse_int",
     "UnparsedInteger",
     "is_canonical_line",
@@ -428,6 +429,30 @@ _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _SIGNS = bytes.maketrans(b"[{]}", b"\x01\x01\x02\x02")
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _STEP = (0, 1, -1)
+
+
+def strict_loads(text: Union[str, bytes], **options: Any) -> Any:
+    """``json.loads`` for input a person wrote: a repeated member or ``NaN``/``Infinity`` is a ``ValueError``.
+
+    RFC 8259 section 4 leaves a repeated name's meaning to the parser
+    ("the behavior of software that receives such an object is
+    unpredictable"), and Python keeps the last: a reader of the file could
+    believe the first.  ``options`` go to ``json.loads`` (``parse_float=``).
+    """
+    return json.loads(text, object_pairs_hook=_no_repeats, parse_constant=_no_constant, **options)
+
+
+def _no_repeats(pairs: List[Tuple[str, Any]]) -> Any:
+    result = {}
+    for name, value in pairs:
+        if name in result:
+            raise ValueError("duplicate key %s" % (json.dumps(name),))
+        result[name] = value
+    return result
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError("%s is not JSON" % (name,))
 
 
 def json_depth(text: str) -> int:

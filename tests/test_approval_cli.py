@@ -164,6 +164,12 @@ class TestPendingAndResume(Cli):
         status, _, err = self.cli(["resume", self.path(), "--decisions", self.decisions({"c1": {"decision": "ok"}})] + RESUME)
         self.assertEqual(status, 2)
         self.assertIn('$["c1"].decision: "ok" is not one of approve, deny, modify, terminate', err)
+        with open(self.path("twice.json"), "w") as handle:
+            handle.write('{"c1": {"decision": "deny", "decision": "approve", "by": "al"}}')
+        status, _, err = self.cli(["resume", self.path(), "--decisions", self.path("twice.json")] + RESUME)
+        self.assertEqual(status, 2)
+        self.assertEqual(err, 'agentloop resume: error: %s: cannot read it as JSON: duplicate key "decision"\n' % (self.path("twice.json"),))
+        self.assertEqual(fx.CALLS, [])
 
     def test_resume_writes_its_checkpoint_and_an_unreadable_decisions_file_is_refused(self) -> None:
         self.cli(RUN + ["-o", self.path(), "--approve", self.decisions({}, "none.json")])

@@ -44,7 +44,11 @@ class TestTasksFile(TempDir):
         empty = self.write_bytes(b"\n \n", "empty.jsonl")
         broken = self.write_bytes(b'{"name":"x","task":"t","max_steps":1,"max_tokens":2}\n{"name":\n', "broken.jsonl")
         latin = self.write_bytes(b'"\xe9"\n', "latin.jsonl")
+        twice = self.write_bytes(b'{"name":"a","task":"x","task":"y","max_steps":4,"max_tokens":10}\n', "twice.jsonl")
+        nan = self.write_bytes(b'{"name":"a","task":"x","max_steps":4,"max_tokens":NaN}\n', "nan.jsonl")
         cases = {
+            twice: '%s:1: not JSON: duplicate key "task"' % (twice,),
+            nan: "%s:1: not JSON: NaN is not JSON" % (nan,),
             missing: "%s: cannot be read: No such file or directory" % (missing,),
             empty: "%s: holds no spec" % (empty,),
             broken: "%s:2: not JSON: Expecting value: line 1 column 9 (char 8)" % (broken,),

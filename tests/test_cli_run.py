@@ -86,7 +86,8 @@ class TestRunExitCodes(RunCase):
 
     def test_unreadable_prices_are_a_usage_error_and_nothing_runs(self) -> None:
         self.write_bytes(b"{not json", "prices.json")
-        for where in (self.path("prices.json"), self.path("absent.json")):
+        self.write_bytes(b'{"m": {"input": 100, "input": 1, "output": 10}}', "twice.json")  # which input price is meant?
+        for where in (self.path("prices.json"), self.path("absent.json"), self.path("twice.json")):
             status, out, err = self.run_cli(M + "priced", "--prices", where)
             self.assertEqual((status, out), (2, ""), where)
             self.assertTrue(err.startswith("agentloop run: error: --prices: cannot read %s as JSON: " % (where,)), err)

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from ..canonical import MAX_SAFE_INTEGER, canonical_bytes
+from ..canonical import MAX_SAFE_INTEGER, canonical_bytes, strict_loads
 from ..errors import RunConfigError, UnrecordableError
 from ..loop import run
 from ..messages import Message, ModelReply, shown
@@ -164,7 +164,7 @@ def read_specs(path: str) -> List[RunSpec]:
             continue
         where = "%s:%d" % (path, number)
         try:
-            value = json.loads(raw.decode("utf-8"))
+            value = strict_loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
             raise RunConfigError(where, "not JSON: %s" % (exc,)) from None
         specs.append(RunSpec.from_json(value, where))

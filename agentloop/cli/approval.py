@@ -38,6 +38,7 @@ import sys
 from typing import Any, Callable, Dict, Optional, TextIO, Tuple
 
 from ..approval import Approve, ApprovalRequest, Decision, Deny, Modify, Terminate, decision_from_json
+from ..canonical import strict_loads
 from ..errors import AgentloopError, RunConfigError
 from ..messages import AWAITING_APPROVAL, RunResult
 from ..models.spec import model_from_spec
@@ -123,8 +124,8 @@ class TerminalApprover:
             return True, None
         if word in ("m", "modify"):
             try:
-                arguments = json.loads(rest)
-            except ValueError as exc:
+                arguments = strict_loads(rest)
+            except (ValueError, RecursionError) as exc:
                 emit(self.prompt, "not JSON: %s" % (exc,))
                 return False, None
             if not isinstance(arguments, dict):
@@ -139,8 +140,8 @@ def _decisions_file(path: str) -> Dict[str, Decision]:
     check_input(path, pipe=False)
     try:
         with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError) as exc:
+            data = strict_loads(handle.read())
+    except (OSError, ValueError, RecursionError) as exc:
         raise Refused(path, "cannot read it as JSON: %s" % (exc,)) from None
     if not isinstance(data, dict):
         raise Refused(path, "decisions are a JSON object {CALL_ID: DECISION}")

@@ -34,6 +34,7 @@ import sys
 from decimal import Decimal
 from typing import Any, Callable, List, Optional, TextIO
 
+from ..canonical import strict_loads
 from ..errors import AgentloopError, MCPConfigError, RunConfigError
 from ..mcp import MCPClient, MCPHttp, MCPStdio, combine_tools
 from ..messages import RunResult
@@ -242,8 +243,8 @@ def _read_prices(path: str) -> Any:
     check_input(path, pipe=False)
     try:
         with open(path, encoding="utf-8") as handle:
-            return json.load(handle, parse_float=Decimal, parse_int=Decimal)
-    except (OSError, ValueError) as exc:
+            return strict_loads(handle.read(), parse_float=Decimal, parse_int=Decimal)
+    except (OSError, ValueError, RecursionError) as exc:
         raise RunConfigError("--prices", "cannot read %s as JSON: %s" % (path, exc)) from None
 
 

@@ -31,9 +31,9 @@ import functools
 import json
 import os
 import urllib.parse
-from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..canonical import canonical_bytes
+from ..canonical import canonical_bytes, strict_loads
 from ..errors import ModelConfigError, ModelResponseError, NotPicklableError, UnrecordableError
 from ..messages import Message, ModelReply, ToolCall, Usage
 from ..tools.providers import anthropic_tool, openai_tool
@@ -428,19 +428,6 @@ def usage_from(
         return None
 
 
-def _no_duplicates(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
-    result: Dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError("duplicate key %s" % (json.dumps(key),))
-        result[key] = value
-    return result
-
-
-def _no_constant(name: str) -> NoReturn:
-    raise ValueError("%s is not JSON" % (name,))
-
-
 def _quoted(text: str) -> str:
     cut = text if len(text) <= ARGUMENTS_QUOTED_CHARS else text[:ARGUMENTS_QUOTED_CHARS] + "..."
     return json.dumps(cut)  # ASCII, escaped: safe to record and to print
@@ -474,7 +461,7 @@ def read_arguments(text: object) -> Tuple[Dict[str, Any], str]:
     if not text.strip():
         return {}, ""
     try:
-        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        value = strict_loads(text)
     except RecursionError:
         return {}, "arguments are not valid JSON (nested too deeply): %s" % (_quoted(text),)
     except ValueError as exc:
