@@ -217,7 +217,7 @@ class TestPendingAndResume(Cli):
                 status, _, err = self.cli([command, self.path("bad.jsonl")] + extra)
                 self.assertEqual(status, 2)
                 # The file is the command's FILE, not run's -o/--output.
-                self.assertTrue(err.startswith("agentloop %s: error: FILE: %s does not verify: " % (command, self.path("bad.jsonl"))), err)
+                self.assertTrue(err.startswith("agentloop %s: error: %s does not verify: " % (command, self.path("bad.jsonl"))), err)
 
 
 @unittest.skipUnless(hasattr(os, "fork") and sys.platform != "win32", "needs a pseudo-terminal")

@@ -125,6 +125,14 @@ class TestRefusedFiles(CliCase):
                 self.assertEqual(err, "agentloop report: error: %s: %s\n" % (target, reason))
 
 
+class TestVerifyOptions(CliCase):
+    def test_workers_without_manifest_is_refused_not_ignored(self) -> None:
+        self.recover_run()
+        status, out, err = self.cli("verify", self.path(), "--workers", "2")
+        self.assertEqual((status, out), (2, ""))
+        self.assertEqual(err, "agentloop verify: error: --workers: is for --manifest (a batch's files); one transcript is read in one pass\n")
+
+
 class TestVisible(unittest.TestCase):
     def test_escapes_are_jsons_a_character_above_u_ffff_a_surrogate_pair(self) -> None:
         text = "tag \U000e0041 bidi \u202e esc \x1b music \U0001d173 lone \ud800 kept \U0001f600"
@@ -140,6 +148,8 @@ class TestUsageErrors(CliCase):
             (("verify", "--bo\x1bgus", "x.jsonl"), "usage: agentloop verify ", "agentloop verify: error: unrecognized arguments: --bo\\u001bgus\n"),
             (("--frob", "show", "x.jsonl"), "usage: agentloop [-h]", "agentloop: error: unrecognized arguments: --frob\n"),
             (("show", "show", "show"), "usage: agentloop show ", "agentloop show: error: unrecognized arguments: show\n"),
+            (("verify", "x.jsonl", "--max-faults", "0"), "usage: agentloop verify ", "argument --max-faults: must be a positive integer\n"),
+            (("verify", "x.jsonl", "--max-faults", "-1"), "usage: agentloop verify ", "argument --max-faults: must be a positive integer\n"),
         ]
         for argv, usage, error in cases:
             with self.subTest(argv=argv):

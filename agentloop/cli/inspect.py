@@ -54,6 +54,8 @@ __all__ = ["add_commands"]
 def _cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
     if args.manifest is not None:  # a batch against its ledger (agentloop.cli.batch)
         return verify_manifest(args, out)
+    if args.workers is not None:
+        raise Refused("--workers", "is for --manifest (a batch's files); one transcript is read in one pass")
     if is_anchored(args):  # --checkpoint, --since, --exact, --key-file (agentloop.anchor_cli)
         return verify_anchored(args, out, report_verdict, fault_json)
     results: List[Dict[str, Any]] = []

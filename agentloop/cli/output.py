@@ -272,7 +272,7 @@ _OPTIONS = {
     "transcript": "-o/--output",
     "max_faults": "--max-faults",
 }
-#: Commands whose FILE argument is the library's ``transcript`` parameter (for ``run`` it is ``-o/--output``).
+#: Commands whose FILE is the library's ``transcript`` parameter (for ``run`` it is ``-o/--output``).
 _TRANSCRIPT_IS_FILE = frozenset({"pending", "resume"})
 _KEYWORD = re.compile(r"\b([a-z][a-z_]*)=(True\b|(?=[\s),;]|$))")
 
@@ -281,16 +281,18 @@ def cli_message(exc: BaseException, command: str = "") -> str:
     """The message of a library exception in the words of the command line's ``command``.
 
     ``pass overwrite=True`` becomes ``pass --overwrite``, a parameter named
-    at the start of the message becomes its option (``transcript`` is FILE
-    for ``pending`` and ``resume``), and ``api_key=`` (the command line
+    at the start of the message becomes its option (for ``pending`` and
+    ``resume`` the ``transcript`` is their FILE, which the message names
+    already), and ``api_key=`` (the command line
     takes keys only from the environment) becomes ``set``.
     """
     text = str(exc)
     if isinstance(exc, TranscriptExistsError):
         return "%s already exists (pass --overwrite to replace it)" % (exc.path,)
-    options = dict(_OPTIONS, transcript="FILE") if command in _TRANSCRIPT_IS_FILE else _OPTIONS
-    if isinstance(exc, (RunConfigError, ModelConfigError)) and exc.parameter in options:
-        text = "%s: %s" % (options[exc.parameter], exc.reason)
+    if isinstance(exc, RunConfigError) and exc.parameter == "transcript" and command in _TRANSCRIPT_IS_FILE:
+        text = exc.reason  # it names the FILE itself
+    elif isinstance(exc, (RunConfigError, ModelConfigError)) and exc.parameter in _OPTIONS:
+        text = "%s: %s" % (_OPTIONS[exc.parameter], exc.reason)
     if isinstance(exc, ModelConfigError) and exc.parameter == "api_key":
         text = exc.reason
     text = text.replace("pass api_key= or set ", "set ").replace(
@@ -404,10 +406,9 @@ def count_arg(text: str) -> int:
 
 
 def positive_arg(text: str) -> int:
-    value = count_arg(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
+    if not text.isdigit() or not text.isascii() or int(text) == 0:
+        raise argparse.ArgumentTypeError("must be a positive integer")
+    return int(text)
 
 
 def seconds_arg(text: str) -> float:
