@@ -195,6 +195,26 @@ class TestReplies(OpenAICase):
         self.assertEqual((records[1]["payload"]["tokens"], records[3]["payload"]["total_tokens"]), (120, 252))
         self.assertEqual(result.tokens, 252)
 
+    def test_a_usage_that_cannot_be_read_stops_the_run_never_a_guess(self) -> None:
+        for usage, where in (
+            ({"prompt_tokens": 100000.5, "completion_tokens": 5}, '$.usage.prompt_tokens: expected a token count (an integer >= 0), got 100000.5'),
+            ({"prompt_tokens": 10, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 11}},
+             "$.usage: 11 cached tokens is more than the prompt's 10"),
+            ({"prompt_tokens": 2**70, "completion_tokens": 5}, "$.usage: a token count beyond 2**53-1"),
+            ({"completion_tokens": 5}, "$.usage.prompt_tokens: expected a token count (an integer >= 0), got nothing"),
+            ([100, 5], "$.usage: expected an object, got list"),
+        ):
+            with self.subTest(where):
+                if os.path.exists(self.path()):
+                    os.unlink(self.path())
+                result = self.run_loop(dict(openai_reply("hi"), usage=usage))
+                self.assertEqual(result.stop_reason, "model_error")
+                self.assertTrue(result.detail.endswith("unexpected response: " + where), result.detail)
+                self.assertTrue(verify_file(self.path()).ok)
+        os.unlink(self.path())
+        result = self.run_loop(dict(openai_reply("hi"), usage={"prompt_tokens": 100000.0, "completion_tokens": 5}))
+        self.assertEqual((result.stop_reason, result.tokens), ("no_tool_calls", 100005))  # an integral float is a count
+
     def test_a_body_of_the_wrong_shape_is_a_model_error_naming_the_place(self) -> None:
         cases: List[Tuple[Dict[str, Any], str]] = [
             ({"choices": []}, "$.choices: expected at least one choice, got none"),

@@ -236,7 +236,7 @@ def messages_api_reply(answer: Mapping[str, Any], provider: str = "anthropic", h
                 kind_name = "null" if arguments is None else "an array" if isinstance(arguments, list) else type(arguments).__name__
                 calls.append(ToolCall(name, {}, call_id, "tool_use input must be a JSON object, got %s" % (kind_name,)))
     usage = usage_from(
-        answer, "input_tokens", "output_tokens", ("cache_read_input_tokens",), ("cache_creation_input_tokens",)
+        answer, "input_tokens", "output_tokens", ("cache_read_input_tokens",), ("cache_creation_input_tokens",), read=read
     )
     # stop_reason "max_tokens": the reply was cut at max_tokens.
     return ModelReply("".join(texts), calls, usage, answer.get("stop_reason") == "max_tokens")

@@ -392,8 +392,9 @@ def usage_from(
     cache_read: Sequence[str] = (),
     cache_write: Sequence[str] = (),
     cache_included: bool = False,
+    read: Optional[Reader] = None,
 ) -> Optional[Usage]:
-    """``answer["usage"]`` as a :class:`~agentloop.Usage`; ``None`` when absent or malformed.
+    """``answer["usage"]`` as a :class:`~agentloop.Usage`; ``None`` when absent (or null).
 
     ``input_key`` and ``output_key`` name the prompt and reply counts;
     ``cache_read``/``cache_write`` are paths (dotted, e.g.
@@ -402,30 +403,52 @@ def usage_from(
     whole prompt: when the provider counts cached tokens apart from
     ``input_key`` (Anthropic), they are added to it; when its input count
     already includes them (``cache_included``, OpenAI), they are not.
+
+    A usage the provider sent that cannot be read (a count that is not a
+    non-negative integer, more cached tokens than the prompt, a count beyond
+    2**53-1) raises ``read``'s :class:`~agentloop.errors.ModelResponseError`:
+    the token and cost budgets cannot be kept on a guess.  Without ``read``
+    it gives ``None``, as before.
     """
     usage = answer.get("usage")
-    if not isinstance(usage, dict):
+    if usage is None:
         return None
 
-    def count(path: str) -> Any:
+    def bad(path: str, reason: str) -> Optional[Usage]:
+        if read is None:
+            return None
+        raise read.fail(path, reason)
+
+    if not isinstance(usage, dict):
+        return bad("$.usage", "expected an object, got %s" % (type(usage).__name__,))
+
+    def count(path: str, default: Optional[int]) -> Optional[int]:
         value: Any = usage
         for part in path.split("."):
             value = value.get(part) if isinstance(value, dict) else None
+        if value is None and default is not None:
+            return default
+        if isinstance(value, float) and value.is_integer():  # 100000.0 from some compatible servers
+            value = int(value)
+        if type(value) is not int or value < 0:
+            bad("$.usage." + path, "expected a token count (an integer >= 0), got %s" % (
+                "nothing" if value is None else json.dumps(value) if isinstance(value, (int, float, str)) else type(value).__name__,))
+            return None
         return value
 
-    raw = [count(input_key), count(output_key)]
-    reads = [count(k) or 0 for k in cache_read]
-    writes = [count(k) or 0 for k in cache_write]
-    if not all(type(n) is int and n >= 0 for n in raw + reads + writes):
+    raw = [count(input_key, None), count(output_key, None)]
+    reads = [count(k, 0) for k in cache_read]
+    writes = [count(k, 0) for k in cache_write]
+    if None in raw + reads + writes:
         return None
-    read, written = sum(reads), sum(writes)
-    prompt = raw[0] if cache_included else raw[0] + read + written
-    if read + written > prompt:
-        return None
+    read_tokens, written = sum(n or 0 for n in reads), sum(n or 0 for n in writes)
+    prompt = (raw[0] or 0) if cache_included else (raw[0] or 0) + read_tokens + written
+    if read_tokens + written > prompt:
+        return bad("$.usage", "%d cached tokens is more than the prompt's %d" % (read_tokens + written, prompt))
     try:
-        return Usage(prompt, raw[1], cache_read_tokens=read, cache_write_tokens=written)
+        return Usage(prompt, raw[1] or 0, cache_read_tokens=read_tokens, cache_write_tokens=written)
     except (TypeError, ValueError):  # beyond 2**53-1
-        return None
+        return bad("$.usage", "a token count beyond 2**53-1")
 
 
 def _quoted(text: str) -> str:

@@ -220,5 +220,5 @@ def chat_reply(answer: Mapping[str, Any], provider: str = "openai", host: str = 
     # finish_reason "length": the reply was cut at its token limit (max_completion_tokens or the context).
     truncated = choices[0].get("finish_reason") == "length"
     return ModelReply(text, calls, usage_from(
-        answer, "prompt_tokens", "completion_tokens", ("prompt_tokens_details.cached_tokens",), cache_included=True
+        answer, "prompt_tokens", "completion_tokens", ("prompt_tokens_details.cached_tokens",), cache_included=True, read=read
     ), truncated)
