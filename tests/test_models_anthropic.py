@@ -127,6 +127,12 @@ class TestReplies(AnthropicCase):
         self.assertEqual(messages_api_reply(anthropic_reply("x", usage={"input_tokens": 1, "output_tokens": 2,
                                                                         "cache_read_input_tokens": None})).usage.input_tokens, 1)  # type: ignore[union-attr]
 
+    def test_a_usage_that_cannot_be_read_is_a_model_error(self) -> None:
+        with self.assertRaises(ModelResponseError) as caught:
+            messages_api_reply(anthropic_reply("x", usage={"input_tokens": 1, "output_tokens": 2, "cache_creation_input_tokens": "9"}))
+        self.assertTrue(str(caught.exception).endswith(
+            '$.usage.cache_creation_input_tokens: expected a token count (an integer >= 0), got "9"'), str(caught.exception))
+
     def test_a_refusal_or_an_empty_reply_ends_the_run(self) -> None:
         for body in (anthropic_reply(None, stop_reason="refusal"), anthropic_reply("", stop_reason="end_turn")):
             with self.subTest(body["stop_reason"]):
