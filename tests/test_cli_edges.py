@@ -30,10 +30,17 @@ M = "tests.cli_edges_modules:"
 
 
 class _Full(io.StringIO):
-    """A standard output on a full disk."""
+    """A stream on a full disk (after ``after`` writes)."""
+
+    def __init__(self, after: int = 0) -> None:
+        super().__init__()
+        self.left = after
 
     def write(self, text: str) -> int:
-        raise OSError(errno.ENOSPC, "No space left on device")
+        self.left -= 1
+        if self.left < 0:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return super().write(text)
 
 
 class CliCase(TempDir):
@@ -220,9 +227,9 @@ class TestWhatEscapesACommand(CliCase):
                   "--max-steps", "3", "--max-tokens", "1000", "-o", self.path("r.jsonl")]
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
-            self.assertEqual(main(argv, out=_Full()), 2)
+            self.assertEqual(main(argv, out=_Full()), 4)  # not 2, "nothing run": the model was called
         self.assertEqual(err.getvalue(), "agentloop run: error: standard output: cannot write: No space left on device; "
-                                         "%s holds 1 records, a verifiable prefix without a stop record\n" % (self.path("r.jsonl"),))
+                                         "%s holds 1 record, a verifiable prefix without a stop record\n" % (self.path("r.jsonl"),))
         os.unlink(self.path("r.jsonl"))
         read_end, write_end = os.pipe()
         os.close(read_end)
@@ -232,8 +239,23 @@ class TestWhatEscapesACommand(CliCase):
         with mock.patch.object(sys, "stdout", stream), contextlib.redirect_stderr(err):
             self.assertEqual(main(argv), 141)
         self.assertEqual(err.getvalue(), "agentloop run: error: standard output was closed (a broken pipe); "
-                                         "%s holds 1 records, a verifiable prefix without a stop record\n" % (self.path("r.jsonl"),))
+                                         "%s holds 1 record, a verifiable prefix without a stop record\n" % (self.path("r.jsonl"),))
         self.assertTrue(verify_file(self.path("r.jsonl")).ok)
+
+    def test_output_that_fails_after_the_run_says_the_run_is_whole(self) -> None:
+        argv = ["run", "--model", "tests.cli_run_models:adds_forever", "--tools", "demo:demo_tools", "--task", "t",
+                "--max-steps", "1", "--max-tokens", "1000", "-o", self.path("r.jsonl")]
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            status = main(argv, out=_Full(after=3))
+        self.assertEqual(status, 4)
+        self.assertTrue(err.getvalue().endswith("holds 4 records, the whole run with its stop record\n"), err.getvalue())
+
+    def test_a_full_or_closed_stderr_never_raises_out_of_main(self) -> None:
+        for stderr in (_Full(), None):
+            with self.subTest(stderr=stderr), mock.patch.object(sys, "stderr", stderr):
+                self.assertEqual(main(["pending", self.path("none.jsonl")], out=io.StringIO()), 2)
+                self.assertEqual(main(["show", "--frob"], out=io.StringIO()), 2)  # argparse's usage error too
 
     def test_console_and_python_m_agentloop_exit_with_mains_status(self) -> None:
         for entry in (console, lambda: runpy.run_module("agentloop", run_name="__main__")):

@@ -11,6 +11,7 @@ import contextlib
 import io
 import json
 import os
+import sys
 import unittest
 from typing import Tuple
 from unittest import mock
@@ -66,7 +67,7 @@ class TestRunExitCodes(RunCase):
                                   "--max-tokens", "1000", "-o", self.path())
         self.assertEqual(status, 4, _ + err)
         self.assertEqual(err, "agentloop run: error: the run did not finish: a tool or the model raised SystemExit(0); "
-                              "%s holds 1 records, NOT verifiable: line 1: bad_json: not JSON: Expecting value: "
+                              "%s holds 1 record, NOT verifiable: line 1: bad_json: not JSON: Expecting value: "
                               "line 1 column 1 (char 0)\n" % (self.path(),))
 
     def test_system_exit_before_the_transcript_exists_says_nothing_was_written(self) -> None:
@@ -167,6 +168,19 @@ class TestModelReferences(RunCase):
         self.assertTrue(err.startswith("agentloop run: waiting to retry: "), err)
         self.assertEqual(len(err.splitlines()), 1, err)
         self.assertIn("answer:\nfine\n", out)
+
+    def test_a_retry_notice_that_cannot_be_written_does_not_end_the_run(self) -> None:
+        server = LoopbackServer([openai_error(429, "slow down", "rate_limit_error", headers={"Retry-After": "0"}),
+                                 openai_reply("fine")]).start()
+        self.addCleanup(server.stop)
+        full = mock.Mock(write=mock.Mock(side_effect=OSError(28, "No space left on device")))
+        out = io.StringIO()
+        with mock.patch.dict(os.environ, {"OPENAI_API_KEY": ""}), mock.patch.object(sys, "stderr", full):
+            status = main(["run", "--model", "openai:gpt-test", "--base-url", server.openai_url, "--max-retries", "1", "--task", "t",
+                           "--max-steps", "8", "--max-tokens", "1000", "-o", self.path()], out=out)
+        self.assertEqual(status, 0, out.getvalue())
+        self.assertIn("answer:\nfine\n", out.getvalue())
+        self.assertNotIn("OutputError", out.getvalue())
 
     def test_an_anthropic_model_gets_its_max_output_tokens(self) -> None:
         from .loopback import anthropic_reply

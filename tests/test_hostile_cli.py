@@ -306,7 +306,7 @@ class TestNoTraceback(HostileCase):
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=TIMEOUT)
         self.assert_clean((proc.returncode, self.text(out), self.text(err)), 130,
-                          "agentloop run: error: interrupted (Ctrl-C); t.jsonl holds 1 records, a verifiable prefix without a stop record")
+                          "agentloop run: error: interrupted (Ctrl-C); t.jsonl holds 1 record, a verifiable prefix without a stop record")
         self.assertTrue(verify_file(self.path()).ok)
 
     def test_a_tool_that_exits_or_interrupts_is_named_and_the_prefix_verifies(self) -> None:

@@ -47,7 +47,6 @@ from ..models.http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from ..resume import RESUMED_CLOCK, read_pending, resume
 from ..tools.loader import load_tools
 from ..transcript.checkpoint import load_key
-from ..transcript.verify import verify_file
 from .output import (
     EXIT_BUDGET,
     EXIT_FAULT,
@@ -56,6 +55,7 @@ from .output import (
     EXIT_UNFINISHED,
     OutputError,
     Refused,
+    transcript_state,
     check_input,
     check_output,
     complain,
@@ -223,6 +223,14 @@ def _status(result: RunResult) -> int:
 
 
 def _cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        return _resume(args, out)
+    except OutputError as exc:  # stdout failed, during the run or after it: not a usage error
+        _left(args.file, str(exc))
+        return EXIT_UNFINISHED
+
+
+def _resume(args: argparse.Namespace, out: TextIO) -> int:
     check_input(args.file, pipe=False)
     for option in (args.anchor, args.decisions):
         if option is not None:
@@ -254,9 +262,6 @@ def _cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
     except BrokenPipeError:  # standard output, not the transcript: main exits 141
         _left(args.file, "standard output was closed (a broken pipe)")
         raise
-    except OutputError as exc:
-        _left(args.file, str(exc))
-        return exc.status
     except OSError as exc:
         raise Refused(str(getattr(exc, "filename", None) or args.file), "cannot open it: %s" % (exc.strerror or exc,)) from None
     if result.stop_reason == AWAITING_APPROVAL:
@@ -273,9 +278,7 @@ def _cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _left(path: str, what: str) -> None:
-    result = verify_file(path)
-    state = "a verifiable prefix without a stop record" if result.ok else "NOT verifiable: %s" % (result.faults[0],)
-    complain("resume", "%s; %s holds %d records, %s" % (what, path, result.count, state))
+    complain("resume", "%s; %s" % (what, transcript_state(path)))
 
 
 def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

@@ -41,6 +41,7 @@ from .output import (
     Refused,
     cli_message,
     complain,
+    note,
     report_verdict,
     visible,
 )
@@ -55,8 +56,12 @@ class _Parser(argparse.ArgumentParser):
     """``argparse`` with its usage-error line made :func:`~.output.visible` (a file name may hold anything)."""
 
     def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, "%s: error: %s\n" % (self.prog, visible(message)))
+        try:
+            self.print_usage(sys.stderr)
+        except (OSError, ValueError, AttributeError):  # stderr full or closed: the status says it
+            pass
+        note("%s: error: %s" % (self.prog, visible(message)))
+        raise SystemExit(EXIT_USAGE)
 
 
 def _parser() -> Tuple[argparse.ArgumentParser, Dict[str, argparse.ArgumentParser]]:
@@ -120,8 +125,7 @@ def _dispatch(args: argparse.Namespace, stream: TextIO) -> int:
 def main(argv: Optional[Sequence[str]] = None, out: Optional[TextIO] = None) -> int:
     """Run the command line; return the exit status instead of exiting."""
     if out is None and sys.stdout is None:  # started with standard output closed (``>&-``)
-        if sys.stderr is not None:
-            complain(None, "standard output is closed")
+        complain(None, "standard output is closed")
         return EXIT_USAGE
     stream = sys.stdout if out is None else out
     for tty in (sys.stdout, sys.stderr):

@@ -29,8 +29,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
-import sys
 from decimal import Decimal
 from typing import Any, Callable, List, Optional, TextIO
 
@@ -45,7 +43,6 @@ from ..models.http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport
 from ..models.replay import replay
 from ..models.spec import model_from_spec
 from ..tools.loader import load_tools
-from ..transcript.verify import verify_file
 from .approval import add_approve_options, approver_from_args, report_pause
 from .keys import add_sign_options, load_signers
 from .output import (
@@ -56,6 +53,8 @@ from .output import (
     EXIT_UNFINISHED,
     OutputError,
     Refused,
+    note,
+    transcript_state,
     check_input,
     check_output,
     complain,
@@ -96,13 +95,8 @@ def _answer(result: RunResult, out: TextIO) -> None:
 
 
 def _left(command: str, path: str, what: str) -> None:
-    """After a run that did not finish: say what happened and what the transcript holds."""
-    if not os.path.exists(path):
-        complain(command, "%s; nothing was written to %s" % (what, path))
-        return
-    result = verify_file(path)
-    state = "a verifiable prefix without a stop record" if result.ok else "NOT verifiable: %s" % (result.faults[0],)
-    complain(command, "%s; %s holds %d records, %s" % (what, path, result.count, state))
+    """After a run that did not finish (or whose output failed): say what happened and what the transcript holds."""
+    complain(command, "%s; %s" % (what, transcript_state(path)))
 
 
 def _guarded(command: str, path: str, work: Callable[[], Any]) -> Any:
@@ -120,9 +114,6 @@ def _guarded(command: str, path: str, work: Callable[[], Any]) -> Any:
     except BrokenPipeError:  # standard output, not the transcript: main exits 141
         _left(command, path, "standard output was closed (a broken pipe)")
         raise
-    except OutputError as exc:
-        _left(command, path, str(exc))
-        raise _Stopped(exc.status) from None
     except OSError as exc:
         where = getattr(exc, "filename", None) or path
         raise Refused(str(where), "cannot write it: %s" % (exc.strerror or exc,)) from None
@@ -154,6 +145,9 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         return _run(args, out)
     except _Stopped as stopped:
         return stopped.status
+    except OutputError as exc:  # stdout failed, during the run or after it: not a usage error
+        _left("run", args.output, str(exc))
+        return EXIT_UNFINISHED
 
 
 def _run(args: argparse.Namespace, out: TextIO) -> int:
@@ -199,7 +193,7 @@ def _run_with(args: argparse.Namespace, out: TextIO, tools: Any, signers: List[A
     )
     transport = getattr(model, "transport", None)
     if isinstance(transport, HttpTransport) and transport.on_retry is None:  # never a silent wait
-        transport.on_retry = lambda text: emit(sys.stderr, "agentloop run: waiting to retry: %s" % (text,))
+        transport.on_retry = lambda text: note("agentloop run: waiting to retry: %s" % (text,))
     prices = None if args.prices is None else _read_prices(args.prices)
     if args.checkpoint is None and (args.key_file is not None or args.key_env is not None):
         raise RunConfigError("--key-file/--key-env", "needs --checkpoint")
@@ -265,6 +259,14 @@ def _default_replay_path(path: str) -> str:
 
 def _cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
     target = _default_replay_path(args.file) if args.output is None else args.output
+    try:
+        return _replay(args, target, out)
+    except OutputError as exc:  # stdout failed, during the replay or after it: not a usage error
+        _left("replay", target, str(exc))
+        return EXIT_UNFINISHED
+
+
+def _replay(args: argparse.Namespace, target: str, out: TextIO) -> int:
     _check_paths(target, None, args.overwrite, source=args.file)
     tools = "recorded" if args.recorded_tools else load_tools(args.tools)
     try:
@@ -287,7 +289,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
         "run",
         help="run a task against a real model, printing each record as it is written",
         epilog="exit status: 0 an answer, 1 model_error, 2 usage error (nothing run), 3 a budget stop, "
-        "4 a tool raised SystemExit, 130 Ctrl-C (the transcript stays a verifiable prefix). "
+        "4 a tool raised SystemExit or the output could not be written, 130 Ctrl-C (the transcript stays a verifiable prefix). "
         "Keys: OPENAI_API_KEY / ANTHROPIC_API_KEY (required for the official endpoints only).",
     )
     command.add_argument("--model", required=True, metavar="SPEC", help="openai:MODEL, anthropic:MODEL, or an OpenAI-compatible base URL (up to /v1)")

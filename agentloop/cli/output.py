@@ -38,6 +38,7 @@ from typing import Any, Callable, Dict, List, Optional, TextIO
 from ..errors import ModelConfigError, RunConfigError, TranscriptExistsError
 from ..transcript.durable import file_type
 from ..transcript.format import Fault, VerifyResult, is_hash
+from ..transcript.verify import verify_file
 
 __all__ = [
     "Paint", "Refused", "visible", "quote", "field", "as_dict", "as_list", "format_record", "fault_json",
@@ -226,14 +227,16 @@ def painter(args: argparse.Namespace, out: TextIO) -> Paint:
 
 
 class OutputError(Refused):
-    """The output stream could not be written (a full disk, an I/O error): said as such, exit 2.
+    """An output stream could not be written (a full disk, an I/O error, closed): said as such.
 
-    A closed pipe is not this: ``BrokenPipeError`` goes on to ``main``,
-    which exits 141 quietly, as ``yes | head`` does.
+    ``where`` names the stream (``standard output``, ``standard error``).  A
+    closed pipe is not this: ``BrokenPipeError`` goes on to ``main``, which
+    exits 141 quietly, as ``yes | head`` does.
     """
 
-    def __init__(self, error: OSError) -> None:
-        super().__init__("standard output", "cannot write: %s" % (error.strerror or error,))
+    def __init__(self, stream: str, error: Exception) -> None:
+        reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
+        super().__init__(stream, "cannot write: %s" % (reason,))
 
 
 def emit(out: TextIO, text: str, tone: Optional[str] = None, paint: Paint = plain, lines: bool = False, end: str = "\n") -> None:
@@ -243,14 +246,36 @@ def emit(out: TextIO, text: str, tone: Optional[str] = None, paint: Paint = plai
         out.flush()
     except BrokenPipeError:
         raise
-    except OSError as exc:
-        raise OutputError(exc) from None
+    except (OSError, ValueError) as exc:  # ValueError: the stream was closed (by a tool's sys.stdout.close())
+        raise OutputError("standard error" if out is sys.stderr else "standard output", exc) from None
+
+
+def note(text: str) -> None:
+    """One :func:`visible` line on stderr, never raising: when stderr cannot be written, the exit status says it all."""
+    try:
+        if sys.stderr is not None:
+            emit(sys.stderr, text)
+    except (OSError, Refused):
+        pass
+
+
+def transcript_state(path: str) -> str:
+    """What the transcript at ``path`` holds, in words: for a note after a run that stopped short."""
+    if not os.path.exists(path):
+        return "nothing was written to %s" % (path,)
+    result = verify_file(path)
+    records = "%d record%s" % (result.count, "" if result.count == 1 else "s")
+    if not result.ok:
+        return "%s holds %s, NOT verifiable: %s" % (path, records, result.faults[0])
+    if result.complete:
+        return "%s holds %s, the whole run with its stop record" % (path, records)
+    return "%s holds %s, a verifiable prefix without a stop record" % (path, records)
 
 
 def complain(command: Optional[str], message: str) -> None:
     """``agentloop COMMAND: error: MESSAGE``, one :func:`visible` line on stderr."""
     prefix = "agentloop" if not command else "agentloop %s" % (command,)
-    emit(sys.stderr, "%s: error: %s" % (prefix, message))
+    note("%s: error: %s" % (prefix, message))
 
 
 #: Library words -> command-line words, for messages raised by the library.
