@@ -46,7 +46,9 @@ class TestTasksFile(TempDir):
         latin = self.write_bytes(b'"\xe9"\n', "latin.jsonl")
         twice = self.write_bytes(b'{"name":"a","task":"x","task":"y","max_steps":4,"max_tokens":10}\n', "twice.jsonl")
         nan = self.write_bytes(b'{"name":"a","task":"x","max_steps":4,"max_tokens":NaN}\n', "nan.jsonl")
+        deep = self.write_bytes(b"[" * 200000 + b"\n", "deep.jsonl")
         cases = {
+            deep: "%s:1: not JSON this reader takes: nested too deeply" % (deep,),
             twice: '%s:1: not JSON: duplicate key "task"' % (twice,),
             nan: "%s:1: not JSON: NaN is not JSON" % (nan,),
             missing: "%s: cannot be read: No such file or directory" % (missing,),

@@ -155,8 +155,9 @@ class TestUsageErrors(CliCase):
             (("verify", "--bo\x1bgus", "x.jsonl"), "usage: agentloop verify ", "agentloop verify: error: unrecognized arguments: --bo\\u001bgus\n"),
             (("--frob", "show", "x.jsonl"), "usage: agentloop [-h]", "agentloop: error: unrecognized arguments: --frob\n"),
             (("show", "show", "show"), "usage: agentloop show ", "agentloop show: error: unrecognized arguments: show\n"),
-            (("verify", "x.jsonl", "--max-faults", "0"), "usage: agentloop verify ", "argument --max-faults: must be a positive integer\n"),
-            (("verify", "x.jsonl", "--max-faults", "-1"), "usage: agentloop verify ", "argument --max-faults: must be a positive integer\n"),
+            (("verify", "x.jsonl", "--max-faults", "0"), "usage: agentloop verify ", "argument --max-faults: must be a positive integer (at most 30 digits)\n"),
+            (("verify", "x.jsonl", "--max-faults", "-1"), "usage: agentloop verify ", "argument --max-faults: must be a positive integer (at most 30 digits)\n"),
+            (("verify", "x.jsonl", "--max-faults", "9" * 5000), "usage: agentloop verify ", "argument --max-faults: must be a positive integer (at most 30 digits)\n"),
         ]
         for argv, usage, error in cases:
             with self.subTest(argv=argv):
@@ -186,7 +187,7 @@ class TestWhatEscapesACommand(CliCase):
             ("breaks", "%sbreaks raised RuntimeError as its tools were listed" % (M,)),
             ("typeerr", "%stypeerr raised TypeError as its tools were listed" % (M,)),
             ("lazy.tools", '%slazy.tools raised ValueError as "tools" was looked up' % (M,)),
-            ("ints", "%sints: item 0 is a int, not a Tool" % (M,)),
+            ("ints", "%sints: item 0 is not a Tool but int" % (M,)),
         ):
             with self.subTest(name):
                 status, out, err = self.cli("replay", self.path(), "--tools", M + name, "-o", self.path("r.jsonl"))

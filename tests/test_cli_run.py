@@ -215,6 +215,8 @@ class TestMcpOption(RunCase):
         for url, reason in (
             ("https://u:TOKEN@h/x", "its URL must not hold credentials (the command line sends no MCP headers; from Python, pass headers= to MCPHttp)"),
             ("http://h:99999/x", "its URL has a bad port"),
+            ("http://[TOKEN/x", "its URL is not a URL that can be read (a bracketed host?)"),
+            ('echo "unterminated', "its command cannot be split into words: No closing quotation"),
         ):
             with self.subTest(url):
                 status, out, err = self.run_cli(M + "priced", "--mcp", "srv=" + url)

@@ -122,8 +122,8 @@ class TestRepair(TempDir):
         self.write_bytes(b"older", "torn.jsonl.torn-%d" % len(intact))
         with self.assertRaises(RepairRefusedError) as caught:
             repair(path)
-        self.assertTrue(str(caught.exception).endswith(": the save file %s.torn-%d already exists; move it away first" % (path, len(intact))),
-                        str(caught.exception))
+        self.assertEqual(str(caught.exception), "not repairing %s.torn-%d: it is where the torn fragment is saved, and it already exists; "
+                                                "move it away first" % (path, len(intact)))
         with open(path, "rb") as handle:
             self.assertEqual(handle.read(), intact + b'{"ha')
 

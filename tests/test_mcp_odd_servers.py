@@ -147,7 +147,7 @@ class TestSettings(unittest.TestCase):
         self.assertEqual(client.command, ["server", "--flag", "two words"])
         self.assertEqual(repr(client), "MCPStdio(['server', '--flag', 'two words'], name='s', env=<1 names>, protocol='auto')")
         for kwargs, message in [
-            ({"command": "server 'unclosed"}, "command: cannot split \"server 'unclosed\": No closing quotation"),
+            ({"command": "server 'unclosed"}, "command: cannot be split into words: No closing quotation"),
             ({"command": []}, "command: must be a non-empty string or list of strings"),
             ({"command": ["server", 3]}, "command: must be a non-empty string or list of strings"),
             ({"command": "server", "env": {"PORT": 8080}}, "env: must map names to string values"),

@@ -203,6 +203,7 @@ class TestReplies(OpenAICase):
             ({"prompt_tokens": 2**70, "completion_tokens": 5}, "$.usage: a token count beyond 2**53-1"),
             ({"completion_tokens": 5}, "$.usage.prompt_tokens: expected a token count (an integer >= 0), got nothing"),
             ([100, 5], "$.usage: expected an object, got list"),
+            ({"prompt_tokens": 10}, "$.usage.completion_tokens: expected a token count (an integer >= 0), got nothing"),
         ):
             with self.subTest(where):
                 if os.path.exists(self.path()):
@@ -214,6 +215,10 @@ class TestReplies(OpenAICase):
         os.unlink(self.path())
         result = self.run_loop(dict(openai_reply("hi"), usage={"prompt_tokens": 100000.0, "completion_tokens": 5}))
         self.assertEqual((result.stop_reason, result.tokens), ("no_tool_calls", 100005))  # an integral float is a count
+        for empty in ({}, {"total_tokens": 15}):  # no count at all: as if absent, the estimate
+            os.unlink(self.path())
+            result = self.run_loop(dict(openai_reply("hi"), usage=empty))
+            self.assertEqual((result.stop_reason, result.tokens), ("no_tool_calls", 1))
 
     def test_a_body_of_the_wrong_shape_is_a_model_error_naming_the_place(self) -> None:
         cases: List[Tuple[Dict[str, Any], str]] = [
@@ -280,6 +285,7 @@ class TestFailures(OpenAICase):
             # A URL that may hold a key is never quoted whole.
             (dict(base_url="htps://me:sk-SECRET1@h/v1"), "base_url: must not hold credentials (user:password@); pass api_key= instead"),
             (dict(base_url="https://sk-SECRET2@"), "base_url: must not hold credentials (user:password@); pass api_key= instead"),
+            (dict(base_url="http://[sk-SECRET6]/v1"), "base_url: is not a URL that can be read (a bracketed host?)"),
             (dict(base_url="sk-SECRET3"), 'base_url: must be an http:// or https:// URL with a host, got scheme "" and no host'),
             (dict(base_url="localhost:8000/v1?key=sk-SECRET4"), 'base_url: must be an http:// or https:// URL with a host, got scheme "localhost" and no host'),
             (dict(base_url="http://127.0.0.1/v1", params={"messages": []}), "params: 'messages' is set by the adapter itself"),

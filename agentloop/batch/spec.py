@@ -167,6 +167,8 @@ def read_specs(path: str) -> List[RunSpec]:
             value = strict_loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
             raise RunConfigError(where, "not JSON: %s" % (exc,)) from None
+        except RecursionError:
+            raise RunConfigError(where, "not JSON this reader takes: nested too deeply") from None
         specs.append(RunSpec.from_json(value, where))
     if not specs:
         raise RunConfigError(path, "holds no spec")

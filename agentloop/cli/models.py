@@ -169,16 +169,13 @@ def _mcp_clients(specs: List[str]) -> List[MCPClient]:
         name, sep, where = spec.partition("=")
         if not sep or not name or not where:
             raise Refused("--mcp", "takes NAME=COMMAND or NAME=URL, got %s" % (quote(spec),))
-        if where.startswith(("http://", "https://")):
-            try:
-                clients.append(MCPHttp(where, name=name))
-            except MCPConfigError as exc:
-                reason = exc.reason if exc.parameter != "url" else "its URL " + exc.reason
-                if exc.parameter == "url" and "credentials" in reason:  # headers= has no command-line form
-                    reason = "its URL must not hold credentials (the command line sends no MCP headers; from Python, pass headers= to MCPHttp)"
-                raise Refused("--mcp %s" % (quote(name),), reason) from None
-        else:
-            clients.append(MCPStdio(where, name=name))
+        try:
+            clients.append(MCPHttp(where, name=name) if where.startswith(("http://", "https://")) else MCPStdio(where, name=name))
+        except MCPConfigError as exc:
+            reason = "its %s %s" % ({"url": "URL"}.get(exc.parameter, exc.parameter), exc.reason)
+            if exc.parameter == "url" and "credentials" in reason:  # headers= has no command-line form
+                reason = "its URL must not hold credentials (the command line sends no MCP headers; from Python, pass headers= to MCPHttp)"
+            raise Refused("--mcp %s" % (quote(name),), reason) from None
     return clients
 
 

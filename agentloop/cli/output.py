@@ -425,14 +425,14 @@ def hash_arg(text: str) -> str:
 
 
 def count_arg(text: str) -> int:
-    if not text.isdigit() or not text.isascii():
-        raise argparse.ArgumentTypeError("must be a non-negative integer")
+    if not text.isdigit() or not text.isascii() or len(text) > 30:
+        raise argparse.ArgumentTypeError("must be a non-negative integer (at most 30 digits)")
     return int(text)
 
 
 def positive_arg(text: str) -> int:
-    if not text.isdigit() or not text.isascii() or int(text) == 0:
-        raise argparse.ArgumentTypeError("must be a positive integer")
+    if not text.isdigit() or not text.isascii() or len(text) > 30 or int(text) == 0:
+        raise argparse.ArgumentTypeError("must be a positive integer (at most 30 digits)")
     return int(text)
 
 

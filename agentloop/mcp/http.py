@@ -111,11 +111,14 @@ class MCPHttp(MCPClient):
         super().__init__(name, protocol, timeout, timeout)
         if not isinstance(url, str):
             raise MCPConfigError("url", "must be a string")
-        parts = urllib.parse.urlsplit(url)
+        try:
+            parts = urllib.parse.urlsplit(url)
+        except ValueError:  # "http://[::1/x": its words may quote the URL, which may hold a token
+            raise MCPConfigError("url", "is not a URL that can be read (a bracketed host?)") from None
+        if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+            raise MCPConfigError("url", "must not hold credentials; pass them in headers=")
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise MCPConfigError("url", "must be an http:// or https:// URL with a host")
-        if parts.username is not None or parts.password is not None:
-            raise MCPConfigError("url", "must not hold credentials; pass them in headers=")
         try:
             self._port = parts.port
         except ValueError:

@@ -89,7 +89,7 @@ class MCPStdio(MCPClient):
             try:
                 argv = shlex.split(command)
             except ValueError as exc:
-                raise MCPConfigError("command", "cannot split %r: %s" % (command, exc)) from None
+                raise MCPConfigError("command", "cannot be split into words: %s" % (exc,)) from None
         else:
             argv = list(command)
         if not argv or not all(isinstance(a, str) for a in argv):

@@ -70,7 +70,10 @@ def base_url_from(base_url: Optional[str], env_var: str, default: str) -> str:
     source = "" if base_url is not None else " ($%s)" % (env_var,) if os.environ.get(env_var) else " (the default)"
     if not isinstance(chosen, str):
         raise ModelConfigError("base_url", "must be a str, got %s" % (type(chosen).__name__,))
-    parts = urllib.parse.urlsplit(chosen)
+    try:
+        parts = urllib.parse.urlsplit(chosen)
+    except ValueError:  # "http://[::1/v1": its words may quote the URL, which may hold a key
+        raise ModelConfigError("base_url", "is not a URL that can be read (a bracketed host?)%s" % (source,)) from None
     # Credentials first, and never the whole URL in an error: it may hold a key (user:password@, a query).
     if "@" in parts.netloc:
         raise ModelConfigError("base_url", "must not hold credentials (user:password@)%s; pass api_key= instead" % (source,))
@@ -394,7 +397,7 @@ def usage_from(
     cache_included: bool = False,
     read: Optional[Reader] = None,
 ) -> Optional[Usage]:
-    """``answer["usage"]`` as a :class:`~agentloop.Usage`; ``None`` when absent (or null).
+    """``answer["usage"]`` as a :class:`~agentloop.Usage`; ``None`` when absent, null, or without either count.
 
     ``input_key`` and ``output_key`` name the prompt and reply counts;
     ``cache_read``/``cache_write`` are paths (dotted, e.g.
@@ -421,6 +424,8 @@ def usage_from(
 
     if not isinstance(usage, dict):
         return bad("$.usage", "expected an object, got %s" % (type(usage).__name__,))
+    if usage.get(input_key) is None and usage.get(output_key) is None:
+        return None  # {} or {"total_tokens": ...} from some compatible servers: no count, as if absent
 
     def count(path: str, default: Optional[int]) -> Optional[int]:
         value: Any = usage

@@ -68,5 +68,5 @@ def load_tools(spec: str, parameter: str = "--tools") -> ToolRegistry:
         raise RunConfigError(parameter, "%s raised %s as its tools were listed" % (spec, type(exc).__name__)) from None
     for i, item in enumerate(tools):
         if not isinstance(item, Tool):
-            raise RunConfigError(parameter, "%s: item %d is a %s, not a Tool" % (spec, i, type(item).__name__))
+            raise RunConfigError(parameter, "%s: item %d is not a Tool but %s" % (spec, i, type(item).__name__))
     return ToolRegistry(tools)

@@ -144,7 +144,7 @@ def _save(fd: int, saved: str, offset: int, size: int) -> None:
     try:
         out = os.open(saved, flags, 0o644)
     except FileExistsError:
-        raise RepairRefusedError(saved, "the save file %s already exists; move it away first" % (saved,)) from None
+        raise RepairRefusedError(saved, "it is where the torn fragment is saved, and it already exists; move it away first") from None
     try:
         at = offset
         while at < size:
