@@ -286,6 +286,7 @@ class TestFailures(OpenAICase):
             (dict(base_url="htps://me:sk-SECRET1@h/v1"), "base_url: must not hold credentials (user:password@); pass api_key= instead"),
             (dict(base_url="https://sk-SECRET2@"), "base_url: must not hold credentials (user:password@); pass api_key= instead"),
             (dict(base_url="http://[sk-SECRET6]/v1"), "base_url: is not a URL that can be read (a bracketed host?)"),
+            (dict(base_url="http://[::1/v1"), "base_url: is not a URL that can be read (a bracketed host?)"),
             (dict(base_url="sk-SECRET3"), 'base_url: must be an http:// or https:// URL with a host, got scheme "" and no host'),
             (dict(base_url="localhost:8000/v1?key=sk-SECRET4"), 'base_url: must be an http:// or https:// URL with a host, got scheme "localhost" and no host'),
             (dict(base_url="http://127.0.0.1/v1", params={"messages": []}), "params: 'messages' is set by the adapter itself"),
@@ -297,6 +298,8 @@ class TestFailures(OpenAICase):
                 with self.assertRaises(ModelConfigError) as caught:
                     OpenAIChat("m", api_key="k", **options)  # type: ignore[arg-type]
                 self.assertEqual(str(caught.exception), message)
+        for url in ("http://[::1]:8080/v1", "http://[fe80::1%25eth0]/v1"):  # a bracketed host that is an IPv6 address
+            OpenAIChat("m", api_key="k", base_url=url)
 
 
 class TestMessages(OpenAICase):

@@ -57,8 +57,9 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         try:
-            self.print_usage(sys.stderr)
-        except (OSError, ValueError, AttributeError):  # stderr full or closed: the status says it
+            if sys.stderr is not None:  # None: closed (argparse would print to stdout instead)
+                self.print_usage(sys.stderr)
+        except (OSError, ValueError, AttributeError):  # stderr full: the status says it
             pass
         note("%s: error: %s" % (self.prog, visible(message)))
         raise SystemExit(EXIT_USAGE)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import base64
 import http.client
+import ipaddress
 import itertools
 import re
 import socket
@@ -111,9 +112,11 @@ class MCPHttp(MCPClient):
         super().__init__(name, protocol, timeout, timeout)
         if not isinstance(url, str):
             raise MCPConfigError("url", "must be a string")
-        try:
+        try:  # "http://[::1/x", and a bracketed host that is no IPv6 address (which Python 3.8 lets through)
             parts = urllib.parse.urlsplit(url)
-        except ValueError:  # "http://[::1/x": its words may quote the URL, which may hold a token
+            if "[" in parts.netloc:
+                ipaddress.IPv6Address((parts.hostname or "").split("%")[0])
+        except ValueError:  # its words may quote the URL, which may hold a token
             raise MCPConfigError("url", "is not a URL that can be read (a bracketed host?)") from None
         if parts.username is not None or parts.password is not None or "@" in parts.netloc:
             raise MCPConfigError("url", "must not hold credentials; pass them in headers=")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import ipaddress
 import json
 import os
 import urllib.parse
@@ -70,9 +71,11 @@ def base_url_from(base_url: Optional[str], env_var: str, default: str) -> str:
     source = "" if base_url is not None else " ($%s)" % (env_var,) if os.environ.get(env_var) else " (the default)"
     if not isinstance(chosen, str):
         raise ModelConfigError("base_url", "must be a str, got %s" % (type(chosen).__name__,))
-    try:
+    try:  # "http://[::1/v1", and a bracketed host that is no IPv6 address (which Python 3.8 lets through)
         parts = urllib.parse.urlsplit(chosen)
-    except ValueError:  # "http://[::1/v1": its words may quote the URL, which may hold a key
+        if "[" in parts.netloc:
+            ipaddress.IPv6Address((parts.hostname or "").split("%")[0])
+    except ValueError:  # its words may quote the URL, which may hold a key
         raise ModelConfigError("base_url", "is not a URL that can be read (a bracketed host?)%s" % (source,)) from None
     # Credentials first, and never the whole URL in an error: it may hold a key (user:password@, a query).
     if "@" in parts.netloc:
