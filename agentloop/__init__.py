@@ -52,15 +52,25 @@ from .errors import (
     ExecutorClosedError,
 )
 from .messages import STOP_REASONS, Message, Model, ModelReply, RunResult, ToolCall, Usage
-from .loop import estimate_tokens, run, run_async
-from .approval import ApprovalRequest, Approve, Deny, Modify, Terminate, verify_approvals
-from .resume import read_pending, resume
+from .loop import (
+    ApprovalRequest,
+    Approve,
+    Deny,
+    Modify,
+    Terminate,
+    estimate_tokens,
+    read_pending,
+    resume,
+    run,
+    run_async,
+    verify_approvals,
+)
 from .transcript.proofs import check_consistency, check_proof, parse_proof, prove_consistency, prove_inclusion
 from .transcript.repair import repair
 from .tools.providers import openai_strict_problems
 from .schema.validator import Validator, check_schema, compile_schema, validate
 from .report import render_report, write_report
-from .scripted import ScriptedModel
+from .models.scripted import ScriptedModel
 from .tools.registry import Tool, ToolRegistry, tool
 from .transcript.format import FAULT_KINDS, FORMAT, Fault, VerifyResult
 from .transcript.writer import TranscriptWriter

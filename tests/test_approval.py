@@ -31,11 +31,11 @@ from agentloop import (
     verify_approvals,
     verify_file,
 )
-from agentloop.approval import NOTE_HEADER, decision_from_json, note_text
-from agentloop.calls import groups
+from agentloop.loop.approval import NOTE_HEADER, decision_from_json, note_text
+from agentloop.loop.calls import groups
 from agentloop.canonical import canonical_bytes
 from agentloop.models import replay
-from agentloop.plan import plan_turn
+from agentloop.loop.plan import plan_turn
 from agentloop.signing import Ed25519Signer, Ed25519Verifier, generate_key
 from agentloop.transcript.verify import verify_records
 
@@ -517,7 +517,7 @@ class TestDecisionsAndGrammar(Base):
                 self.assertEqual([f.detail for f in faults], [problem])
 
     def test_note_text_is_ascii_whatever_the_call_holds(self) -> None:
-        from agentloop.approval import Verdict
+        from agentloop.loop.approval import Verdict
 
         request = ApprovalRequest("agentloop/1/" + "0" * 64, 1, "id\n\u202e", "t", {}, "0" * 64, "1" * 64)
         text = note_text(request, Verdict("deny", "\x1bme", "why\n"))

@@ -26,7 +26,7 @@ from agentloop.batch import (
 )
 from agentloop.batch.ledger import ManifestCheckpoint, make_checkpoint
 from agentloop.batch.spec import spec_list_hash
-from agentloop.executors import process_pool
+from agentloop.batch.executors import process_pool
 from agentloop.canonical import canonical_bytes
 from agentloop.errors import BadSignatureError, MalformedManifestError, ProofError, RunConfigError
 
@@ -316,7 +316,7 @@ class TestSecrets(unittest.TestCase):
 
 class TestRayExecutor(unittest.TestCase):
     def test_submit_goes_through_object_ref_future_and_ray_is_imported_only_when_used(self) -> None:
-        import agentloop.executors as executors
+        import agentloop.batch.executors as executors
 
         self.assertNotIn("ray", sys.modules)
         calls: List[Any] = []

@@ -13,7 +13,7 @@ import unittest
 from typing import Any
 
 from agentloop.batch import run_many
-from agentloop.executors import RayExecutor
+from agentloop.batch.executors import RayExecutor
 
 from .helpers import TempDir
 from .test_batch import MODEL, TOOLS, specs

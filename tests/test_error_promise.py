@@ -54,10 +54,10 @@ from agentloop import (
     run_async,
     verify_file,
 )
-from agentloop.approval import decision_from_json
+from agentloop.loop.approval import decision_from_json
 from agentloop.batch import RunSpec
 from agentloop.canonical import format_number
-from agentloop.executors import RayExecutor
+from agentloop.batch.executors import RayExecutor
 from agentloop.mcp import MCPHttp, MCPStdio, combine_tools
 from agentloop.models import OpenAIChat, replay
 from agentloop.signing import (
@@ -89,8 +89,8 @@ INTERNAL = {
     ("canonical.py", "_no_repeats"): "a json.loads hook: strict_loads raises ValueError as json.loads does; its callers catch it",
     ("canonical.py", "_no_constant"): "a json.loads hook: strict_loads raises ValueError as json.loads does; its callers catch it",
     ("canonical.py", "_not_json"): "json's default hook; _fast catches it and the exact encoder decides",
-    ("approval.py", "decision_from_json"): "raised inside its own try and re-raised as a ValidationError",
-    ("loop.py", "_drive"): "an invariant: the loop never suspends under the sync runner",
+    ("loop/approval.py", "decision_from_json"): "raised inside its own try and re-raised as a ValidationError",
+    ("loop/engine.py", "_drive"): "an invariant: the loop never suspends under the sync runner",
 }
 
 

@@ -10,10 +10,10 @@ from decimal import Decimal
 from typing import Any, Dict, Iterator, List, Optional
 
 from agentloop import ModelReply, RunConfigError, ScriptedModel, Tool, ToolCall, Usage, verify_file
-from agentloop.budgets import BUDGET_NOTE_PREFIX
+from agentloop.loop.budgets import BUDGET_NOTE_PREFIX
 from agentloop.loop import run
 from agentloop.models.replay import replay
-from agentloop.prices import amount_text, turn_cost
+from agentloop.loop.prices import amount_text, turn_cost
 
 from .helpers import TempDir, read_lines, read_records
 

@@ -9,7 +9,7 @@ from typing import Any, Dict, List
 
 from agentloop import ModelReply, RunConfigError, ScriptedModel, Tool, ToolCall, verify_file
 from agentloop.cli.main import main
-from agentloop.final import FINAL_DESCRIPTION, FINAL_RESULT
+from agentloop.loop.final import FINAL_DESCRIPTION, FINAL_RESULT
 from agentloop.loop import run
 from agentloop.models.replay import replay
 

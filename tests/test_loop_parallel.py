@@ -18,7 +18,7 @@ import time
 from typing import Any, Dict, List
 
 from agentloop import ModelReply, ScriptedModel, Tool, ToolCall, ToolDefinitionError, tool, verify_file
-from agentloop.calls import TIMEOUT_ERROR
+from agentloop.loop.calls import TIMEOUT_ERROR
 from agentloop.loop import run, run_async
 
 from .helpers import TempDir, read_lines, read_records

@@ -6,7 +6,7 @@ import unittest
 from decimal import Decimal
 
 from agentloop.errors import RunConfigError
-from agentloop.prices import parse_amount, price_table
+from agentloop.loop.prices import parse_amount, price_table
 
 
 class TestAmounts(unittest.TestCase):

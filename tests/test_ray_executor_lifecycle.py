@@ -13,7 +13,7 @@ import unittest
 from typing import Any, List
 
 from agentloop.errors import ExecutorClosedError, RunConfigError
-from agentloop.executors import RayExecutor
+from agentloop.batch.executors import RayExecutor
 
 
 def stand_in_ray(calls: List[Any], initialized: bool) -> types.ModuleType:

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..executors import process_pool
+from ..batch.executors import process_pool
 from ..errors import AgentloopError
 from ..signing.note import Verifier
 from ..transcript.checkpoint import ORIGIN_PREFIX

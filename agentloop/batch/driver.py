@@ -34,7 +34,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from ..executors import process_pool
+from ..batch.executors import process_pool
 from ..errors import RunConfigError
 from ..models.spec import model_from_spec
 from ..signing.note import Signer

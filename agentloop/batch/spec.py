@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ..canonical import MAX_SAFE_INTEGER, canonical_bytes, strict_loads
 from ..errors import RunConfigError, UnrecordableError
-from ..loop import run
+from ..loop.engine import run
 from ..messages import Message, ModelReply, shown
 from ..tools.registry import ToolRegistry
 from ..transcript.durable import read_small

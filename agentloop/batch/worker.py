@@ -25,7 +25,7 @@ import tempfile
 from typing import Any, Dict
 
 from ..errors import RunConfigError, TranscriptExistsError
-from ..loop import run
+from ..loop.engine import run
 from ..models.spec import model_from_spec
 from ..tools.loader import load_tools
 from ..transcript.durable import fsync_directory

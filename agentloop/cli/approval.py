@@ -37,14 +37,14 @@ import json
 import sys
 from typing import Any, Callable, Dict, Optional, TextIO, Tuple
 
-from ..approval import Approve, ApprovalRequest, Decision, Deny, Modify, Terminate, decision_from_json
+from ..loop.approval import Approve, ApprovalRequest, Decision, Deny, Modify, Terminate, decision_from_json
 from ..canonical import strict_loads
 from ..errors import AgentloopError, RunConfigError
 from ..messages import AWAITING_APPROVAL, RunResult
 from ..models.spec import model_from_spec
 from ..models.anthropic import DEFAULT_MAX_TOKENS
 from ..models.http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
-from ..resume import RESUMED_CLOCK, read_pending, resume
+from ..loop.resume import RESUMED_CLOCK, read_pending, resume
 from ..tools.loader import load_tools
 from ..transcript.checkpoint import load_key
 from .output import (

@@ -31,7 +31,7 @@ from typing import Any, Callable, Dict, Optional, TextIO, Tuple
 from ..batch.audit import AuditResult, audit_batch
 from ..batch.driver import BatchResult, RunEntry, run_many
 from ..batch.spec import read_specs
-from ..executors import process_pool
+from ..batch.executors import process_pool
 from ..errors import RunConfigError
 from ..signing.keys import read_signer_key
 from ..signing.note import Ed25519Signer, Signer

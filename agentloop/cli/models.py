@@ -36,7 +36,7 @@ from ..canonical import strict_loads
 from ..errors import AgentloopError, MCPConfigError, RunConfigError
 from ..mcp import MCPClient, MCPHttp, MCPStdio, combine_tools
 from ..messages import RunResult
-from ..loop import run
+from ..loop.engine import run
 from ..transcript.checkpoint import load_key
 from ..models.anthropic import DEFAULT_MAX_TOKENS
 from ..models.http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport

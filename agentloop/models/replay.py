@@ -30,12 +30,12 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple, Union
 
-from ..approval import ApprovalRequest, RecordedDecision
+from ..loop.approval import ApprovalRequest, RecordedDecision
 from ..canonical import canonical_bytes, canonical_text
 from ..errors import AgentloopError, ReplayError, ReplayMismatchError, RunConfigError, ToolFailure, UnrecordableError
-from ..final import FINAL_RESULT
-from ..budgets import BUDGET_NOTE_PREFIX
-from ..loop import MAX_ERROR_CHARS, run
+from ..loop.final import FINAL_RESULT
+from ..loop.budgets import BUDGET_NOTE_PREFIX
+from ..loop.engine import MAX_ERROR_CHARS, run
 from ..messages import Message, ModelReply, RunResult, ToolCall, Usage
 from ..tools.registry import Tool, ToolRegistry
 from ..transcript.format import MAX_RECORD_BYTES, PathLike

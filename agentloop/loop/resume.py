@@ -22,19 +22,19 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from .approval import Approve, ApprovalRequest, Deny, Modify, Terminate
 from .budgets import Spent
 from .calls import DEFAULT_MAX_WORKERS, Job, SyncRunner, is_async_callable, prepare
-from .canonical import canonical_bytes, canonical_text
-from .errors import RunConfigError
-from .loop import Approver, Clock, OnRecord, Resumed, _drive, _loop, _options, _prepare
-from .messages import Message, RunResult
+from ..canonical import canonical_bytes, canonical_text
+from ..errors import RunConfigError
+from .engine import Approver, Clock, OnRecord, Resumed, _drive, _loop, _options, _prepare
+from ..messages import Message, RunResult
 from .plan import TurnPlan, plan_from_record
-from .signing.note import Verifier
-from .tools.registry import Tool, ToolRegistry
-from .transcript.anchor import verify_checkpoint
-from .transcript.checkpoint import ORIGIN_PREFIX
-from .transcript.durable import check_output, lock_exclusive, open_input
-from .transcript.format import MAX_RECORD_BYTES, PathLike
-from .transcript.verify import iter_file, verify_file
-from .transcript.writer import TranscriptWriter
+from ..signing.note import Verifier
+from ..tools.registry import Tool, ToolRegistry
+from ..transcript.anchor import verify_checkpoint
+from ..transcript.checkpoint import ORIGIN_PREFIX
+from ..transcript.durable import check_output, lock_exclusive, open_input
+from ..transcript.format import MAX_RECORD_BYTES, PathLike
+from ..transcript.verify import iter_file, verify_file
+from ..transcript.writer import TranscriptWriter
 
 __all__ = ["PendingCall", "Pending", "read_pending", "resume"]
 

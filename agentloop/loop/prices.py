@@ -27,8 +27,8 @@ import re
 from decimal import Decimal
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from .errors import RunConfigError
-from .messages import Usage, shown
+from ..errors import RunConfigError
+from ..messages import Usage, shown
 
 __all__ = ["PRICE_KEYS", "Prices", "parse_amount", "amount_text", "price_table", "recorded_table", "turn_cost", "add"]
 

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Dict, Optional, Union
 
-from .canonical import MAX_SAFE_INTEGER, format_number
-from .errors import RunConfigError
-from .messages import shown
+from ..canonical import MAX_SAFE_INTEGER, format_number
+from ..errors import RunConfigError
+from ..messages import shown
 from .prices import Prices, add, amount_text, parse_amount, price_table, recorded_table
-from .transcript.format import MAX_RECORD_BYTES, MIN_RECORD_BYTES
+from ..transcript.format import MAX_RECORD_BYTES, MIN_RECORD_BYTES
 
 __all__ = ["Budgets", "Spent", "Stop", "budgets_from", "seconds_value", "BUDGET_NOTE_PREFIX"]
 

@@ -22,10 +22,10 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
-from .errors import RunConfigError, ToolDefinitionError
+from ..errors import RunConfigError, ToolDefinitionError
 from .plan import TurnPlan
-from .tools.registry import Tool
-from .tools.typed import type_schema
+from ..tools.registry import Tool
+from ..tools.typed import type_schema
 
 __all__ = ["FINAL_RESULT", "FINAL_DESCRIPTION", "FinalResult", "final_result"]
 

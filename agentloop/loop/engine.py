@@ -73,16 +73,16 @@ from typing import Any, Callable, Coroutine, Dict, Iterable, List, Mapping, Opti
 from .approval import ApprovalRequest, Verdict, closed, judge
 from .budgets import Budgets, Seconds, Spent, budgets_from
 from .calls import DEFAULT_MAX_WORKERS, AsyncRunner, Done, Job, Raised, Runner, SyncRunner, describe, groups, prepare
-from .canonical import MAX_SAFE_INTEGER, canonical_bytes, canonical_text, json_path, snapshot
-from .errors import DuplicateToolError, RunConfigError, UnrecordableError, WrongTypeError
+from ..canonical import MAX_SAFE_INTEGER, canonical_bytes, canonical_text, json_path, snapshot
+from ..errors import DuplicateToolError, RunConfigError, UnrecordableError, WrongTypeError
 from .final import FINAL_RESULT, FinalResult, final_result
-from .messages import AWAITING_APPROVAL, Message, Model, ModelReply, RunResult, ToolCall, Usage, shown
+from ..messages import AWAITING_APPROVAL, Message, Model, ModelReply, RunResult, ToolCall, Usage, shown
 from .plan import RECORD_OVERHEAD, PlannedCall, TurnPlan, plan_turn
 from .prices import add, amount_text, turn_cost
-from .tools.registry import Tool, ToolRegistry, tool_sources
-from .transcript.checkpoint import ORIGIN_PREFIX, check_run_anchor
-from .transcript.format import FORMAT, MAX_RECORD_BYTES, PathLike
-from .transcript.writer import TranscriptWriter
+from ..tools.registry import Tool, ToolRegistry, tool_sources
+from ..transcript.checkpoint import ORIGIN_PREFIX, check_run_anchor
+from ..transcript.format import FORMAT, MAX_RECORD_BYTES, PathLike
+from ..transcript.writer import TranscriptWriter
 
 __all__ = ["run", "run_async", "estimate_tokens", "approval_policy", "Approver", "Resumed", "MAX_ERROR_CHARS", "DEFAULT_MAX_WORKERS"]
 

@@ -19,9 +19,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from .canonical import canonical_text, json_path, snapshot
-from .errors import UnrecordableError
-from .messages import Message, ModelReply
+from ..canonical import canonical_text, json_path, snapshot
+from ..errors import UnrecordableError
+from ..messages import Message, ModelReply
 
 __all__ = ["PlannedCall", "TurnPlan", "plan_turn", "plan_from_record", "ARGUMENTS_DEPTH", "RECORD_OVERHEAD"]
 

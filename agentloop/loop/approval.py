@@ -39,12 +39,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
-from .canonical import canonical_bytes, snapshot
-from .errors import BadSignatureError, MalformedNoteError, MessageError, SigningKeyError, UnrecordableError, ValidationError
-from .messages import APPROVAL_DECISIONS
-from .signing.note import Note, Verifier, parse_note, sign_note, verify_note
-from .transcript.format import PathLike
-from .transcript.verify import iter_file, verify_file
+from ..canonical import canonical_bytes, snapshot
+from ..errors import BadSignatureError, MalformedNoteError, MessageError, SigningKeyError, UnrecordableError, ValidationError
+from ..messages import APPROVAL_DECISIONS
+from ..signing.note import Note, Verifier, parse_note, sign_note, verify_note
+from ..transcript.format import PathLike
+from ..transcript.verify import iter_file, verify_file
 
 __all__ = [
     "ApprovalRequest",

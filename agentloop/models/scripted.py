@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Iterable, List, Optional, Union
 
-from .errors import RunConfigError, ScriptExhaustedError, WrongTypeError
-from .messages import Message, ModelReply
+from ..errors import RunConfigError, ScriptExhaustedError, WrongTypeError
+from ..messages import Message, ModelReply
 
 __all__ = ["ScriptedModel"]
 

@@ -44,11 +44,11 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Awaitable, Dict, List, Optional, Sequence, Tuple, Union, cast
 
-from .canonical import json_path, snapshot
-from .errors import ToolFailure, UnrecordableError
-from .messages import Message
+from ..canonical import json_path, snapshot
+from ..errors import ToolFailure, UnrecordableError
+from ..messages import Message
 from .plan import PlannedCall
-from .tools.registry import Tool, ToolRegistry
+from ..tools.registry import Tool, ToolRegistry
 
 __all__ = [
     "Job",

@@ -14,7 +14,7 @@ import multiprocessing
 import threading
 from typing import Any, Callable, Dict, Optional
 
-from .errors import ExecutorClosedError, RunConfigError
+from ..errors import ExecutorClosedError, RunConfigError
 
 __all__ = ["RayExecutor", "process_pool"]
 

@@ -1,0 +1,34 @@
+"""The run: the budgeted tool loop and everything one run needs.
+
+* :mod:`.engine` -- :func:`run` / :func:`run_async`: model turn -> tool calls
+  -> tool results -> repeat, with the stop precedence in its docstring;
+* :mod:`.plan` -- a turn's calls read from a reply, before any runs;
+* :mod:`.calls` -- running them (serial, parallel, async, timeouts);
+* :mod:`.final` -- ``output_schema``'s ``final_result`` tool;
+* :mod:`.budgets` and :mod:`.prices` -- the five budgets and exact prices;
+* :mod:`.approval` -- a person approving gated calls, and signed decisions;
+* :mod:`.resume` -- going on from a paused or interrupted transcript.
+
+This face re-exports the public names; the modules' ``_private`` names are
+the folder's own.
+"""
+
+from __future__ import annotations
+
+from .approval import ApprovalRequest, Approve, Deny, Modify, Terminate, verify_approvals
+from .engine import estimate_tokens, run, run_async
+from .resume import read_pending, resume
+
+__all__ = [
+    "run",
+    "run_async",
+    "estimate_tokens",
+    "resume",
+    "read_pending",
+    "ApprovalRequest",
+    "Approve",
+    "Deny",
+    "Modify",
+    "Terminate",
+    "verify_approvals",
+]
