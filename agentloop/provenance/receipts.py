@@ -44,7 +44,7 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from ..batch.ledger import parse_ledger
 from ..canonical import canonical_bytes
-from ..errors import MalformedCBORError, MalformedManifestError, ProvenanceError, UnrecordableError
+from ..errors import BadSignatureError, MalformedCBORError, MalformedManifestError, ProvenanceError, UnrecordableError
 from ..signing.note import Ed25519Verifier, Signer
 from ..transcript.merkle import HASH_SIZE, inclusion_proof, leaf_hash, root_from_inclusion_proof, root_of
 from . import cbor
@@ -161,7 +161,13 @@ def check_receipt(data: bytes, line: Mapping[str, Any], verifiers: Sequence[Ed25
         raise ProvenanceError("the ledger line", str(exc)) from None
     root = root_from_inclusion_proof(index, size, leaf_hash(entry), path)
     # 3.
-    verifier = verify_sign1(message, verifiers, payload=root, what=what)
+    try:
+        verifier = verify_sign1(message, verifiers, payload=root, what=what)
+    except BadSignatureError as exc:
+        if "does not verify" not in exc.reason:
+            raise
+        raise BadSignatureError("receipt: the signature does not verify over the root %s... that the inclusion proof gives "
+                                "for this line of %d: the line, the proof or the signature is not what was signed" % (root.hex()[:16], size)) from None
     return ReceiptCheck(verifier.name, claims[CLAIM_ISS], claims[CLAIM_SUB], index, size, root.hex())
 
 
