@@ -86,11 +86,9 @@ def make_statement(path: str, signer: Signer, issuer: str) -> bytes:
     issuer = _check_issuer(issuer)
     # 1.
     checkpoint, result = checkpoint_of(path)
-    if checkpoint is None:
-        if result.ok:
-            raise ProvenanceError(path, "holds no record: there is no checkpoint to state")
-        first = result.faults[0]
-        raise ProvenanceError(path, "does not verify (%s at %s): nothing is signed that was not verified" % (first.kind, first.where()))
+    if checkpoint is None:  # a file that holds no record does not verify either (no_records)
+        why = "%s at %s" % (result.faults[0].kind, result.faults[0].where()) if result.faults else "no record"
+        raise ProvenanceError(path, "does not verify (%s): nothing is signed that was not verified" % (why,))
     # 2., 3.
     protected = {
         ALG: EDDSA,
