@@ -135,7 +135,7 @@ def _cmd_attest(args: argparse.Namespace, out: TextIO) -> int:
     except ProvenanceError as exc:
         return _failed(args.file, exc, out)
     if target == "-":
-        emit(out, line.decode("utf-8"), end="")
+        emit(out, line.decode("utf-8").rstrip("\n"))
         return EXIT_OK
     _write(target, line)
     kind = "batch" if args.batch else "run"
