@@ -169,6 +169,10 @@ class TestRunAndBatch(CliCase):
                                     "--trust", "op.pub", "--manifest", "out/manifest.jsonl")
         self.assertEqual((status, err), (0, ""))
         self.assertIn(", the same bytes as out/manifest.jsonl\n", out)
+        status, out, _ = self.cli("verify", "out/b.jsonl", "--attestation", "out/manifest.jsonl.intoto.jsonl", "--trust", "op.pub")
+        self.assertEqual(status, 0)
+        self.assertTrue(out.endswith("note: the ledger file was not compared (no --manifest); its root was recomputed from the attested runs\n"
+                                     'note: 1 attested run not checked (no file given): "a"\n'), out)
         status, out, _ = self.cli("verify", "out/b.jsonl", "--receipt", "out/b.receipt.cose", "--trust", "op.pub", "--issuer", "https://ops.example")
         self.assertEqual(status, 0)
         self.assertRegex(out, r'^out/b.receipt.cose: ok, run "b" \(ok\) is entry 1 of the ledger of 2 runs with root [0-9a-f]{64}; '
@@ -187,3 +191,69 @@ class TestRunAndBatch(CliCase):
         status, _, err = self.cli(*argv, "--issuer", "x")
         self.assertEqual(status, 2)
         self.assertIn("--issuer: is for --receipts", err)
+
+
+class TestMoreCases(CliCase):
+    def test_require_a_key_that_did_not_sign_and_two_attestations_in_one_bundle(self) -> None:
+        self.cli("keygen", "example.com/other", "-o", "other", UNSAFE)
+        self.cli("attest", "run.jsonl", "--key", "op.key", UNSAFE)
+        status, out, _ = self.cli("verify", "run.jsonl", "--attestation", "run.jsonl.intoto.jsonl", "--trust", "op.pub",
+                                  "--trust", "other.pub", "--require", "example.com/other")
+        self.assertEqual((status, out), (1, "run.jsonl.intoto.jsonl: FAILED: bad_signature: run.jsonl.intoto.jsonl is not signed by "
+                                            "example.com/other (--require)\n"))
+        with open("run.jsonl.intoto.jsonl", "rb") as handle:
+            line = handle.read()
+        with open("two.intoto.jsonl", "wb") as handle:
+            handle.write(line + line)
+        status, out, _ = self.cli("verify", "run.jsonl", "--attestation", "two.intoto.jsonl", "--trust", "op.pub")
+        self.assertEqual((status, out), (1, "two.intoto.jsonl: FAILED: two.intoto.jsonl: holds 2 attestations of agentloop's (lines 1, 2): check a bundle of one\n"))
+
+    def test_a_statement_of_a_prefix_covers_the_prefix(self) -> None:
+        with open("run.jsonl", "rb") as handle:
+            lines = handle.readlines()
+        with open("prefix.jsonl", "wb") as handle:
+            handle.writelines(lines[:3])
+        self.assertEqual(self.cli("statement", "prefix.jsonl", "--key", "op.key", UNSAFE)[0], 0)
+        status, out, _ = self.cli("verify", "run.jsonl", "--statement", "prefix.statement.cose", "--trust", "op.pub")
+        self.assertEqual(status, 0)
+        self.assertIn(": the first 3 records match its checkpoint", out)
+        self.assertTrue(out.endswith("note: 2 records after the checkpoint are not covered by the statement\n"))
+
+    def test_receipt_files_that_are_not_what_they_should_be(self) -> None:
+        with open("garbage.jsonl", "wb") as handle:
+            handle.write(b"\xff\xfe not json\n")
+        with open("r.cose", "wb") as handle:
+            handle.write(b"\xa0")
+        status, out, _ = self.cli("verify", "garbage.jsonl", "--receipt", "r.cose", "--trust", "op.pub")
+        self.assertEqual(status, 1)
+        self.assertIn("garbage.jsonl: does not verify (", out)
+        with open("m.jsonl", "wb") as handle:
+            handle.write(b'{"name":"a","origin":"x","status":"ok"}\n')
+        status, out, _ = self.cli("verify", "m.jsonl", "--receipt", "r.cose", "--trust", "op.pub", "--name", "a")
+        self.assertEqual(status, 1)
+        self.assertIn("m.jsonl: manifest line 1: a ok line holds exactly", out)
+        with open("m.jsonl", "wb") as handle:
+            handle.write(b'{"error":"E","name":"a","origin":"agentloop/1/%s","status":"worker_error"}\n' % (b"0" * 64,))
+        status, out, _ = self.cli("verify", "m.jsonl", "--receipt", "r.cose", "--trust", "op.pub", "--name", "b")
+        self.assertEqual((status, out), (1, 'r.cose: FAILED: m.jsonl: holds no run named "b"\n'))
+        status, out, _ = self.cli("verify", "m.jsonl", "--receipt", "r.cose", "--trust", "op.pub", "--name", "a")
+        self.assertEqual((status, out), (1, "r.cose: FAILED: receipt: not a tagged COSE_Sign1 (tag 18, RFC 9052 section 4.2)\n"))
+
+    def test_a_batch_whose_runs_all_fail_and_a_batch_of_one(self) -> None:
+        with open("tasks.jsonl", "w", encoding="utf-8") as handle:
+            handle.write('{"name": "a", "task": "one", "max_steps": 4, "max_tokens": 1000}\n'
+                         '{"name": "b", "task": "two", "max_steps": 4, "max_tokens": 1000}\n')
+        # Every worker names its own process in record 0, so the driver rejects every run (wrong_task_record).
+        status, out, err = self.cli("batch", "tasks.jsonl", "--model", "tests.batch_models:pid_factory", "--tools", "tests.batch_models:tools",
+                                    "--out", "out", "--workers", "1", "--attest", "op.key", "--receipts", "op.key", UNSAFE)
+        self.assertEqual((status, err), (1, ""))
+        self.assertIn("out/manifest.jsonl: FAILED: manifest out/manifest.jsonl: no run of the batch is ok: there is no transcript to attest\n", out)
+        self.assertIn("receipts: 2 in out", out)  # a failed run's line is in the ledger too, and has its receipt
+        self.assertEqual(self.cli("verify", "out/manifest.jsonl", "--receipt", "out/b.receipt.cose", "--trust", "op.pub", "--name", "b")[0], 0)
+        with open("one.jsonl", "w", encoding="utf-8") as handle:
+            handle.write('{"name": "a", "task": "one", "max_steps": 4, "max_tokens": 1000}\n')
+        status, out, _ = self.cli("batch", "one.jsonl", "--model", "tests.batch_models:factory", "--tools", "tests.batch_models:tools",
+                                  "--out", "solo", "--receipts", "op.key", UNSAFE)
+        self.assertEqual(status, 1)
+        self.assertIn("solo/manifest.jsonl: FAILED: manifest: a ledger of one line has an empty inclusion path", out)
+        self.assertFalse(os.path.exists("solo/a.receipt.cose"))

@@ -15,7 +15,7 @@ import shutil
 from typing import Any, Dict, List
 
 from agentloop.batch import RunSpec, run_many
-from agentloop.batch.ledger import parse_ledger
+from agentloop.batch.ledger import ledger_bytes, make_checkpoint, parse_ledger
 from agentloop.errors import BadSignatureError, ProofError, ProvenanceError
 from agentloop.provenance import cbor
 from agentloop.provenance.cose import key_label, parse_sign1, sign1
@@ -292,3 +292,116 @@ class TestStatement(Case):
                 with self.assertRaises(ProvenanceError) as caught:
                     check_statement(sign1(head, unprotected, body, self.key, detached=detached), [self.verifier])
                 self.assertIn(words, str(caught.exception))
+
+
+class TestForgedAttestations(Case):
+    """Statements signed by a trusted key but not what agentloop writes: each is refused, naming the field."""
+
+    def bundle(self, statement: Any, payload_type: str = PAYLOAD_TYPE) -> bytes:
+        body = statement if isinstance(statement, bytes) else json.dumps(statement).encode()
+        return envelope_line(sign_envelope(payload_type, body, [self.key]))
+
+    def statement(self, path: str) -> Dict[str, Any]:
+        (line,) = [l for l in attest_run(path, [self.key]).split(b"\n") if l]
+        doc: Dict[str, Any] = json.loads(base64.b64decode(json.loads(line)["payload"]))
+        return doc
+
+    def test_statements_that_are_not_statements_are_ignored_with_the_reason(self) -> None:
+        good = self.statement(VALID)
+        cases = [
+            (self.bundle(good, "application/json"), "payloadType: is 'application/json', not 'application/vnd.in-toto+json'"),
+            (self.bundle(b"\xff"), "payload: is not a JSON Statement"),
+            (self.bundle(dict(good, _type="https://in-toto.io/Statement/v0.1")), "$._type: must be 'https://in-toto.io/Statement/v1'"),
+            (self.bundle(dict(good, subject=[])), "$.subject: must be a non-empty array"),
+            (self.bundle(dict(good, subject=[{"name": "x", "digest": {"sha1": "0" * 40}}])), "$.subject[0]: needs a name and a digest.sha256"),
+            (self.bundle(dict(good, predicate=[])), "$.predicateType: a Statement has a predicateType string and a predicate object"),
+        ]
+        for data, words in cases:
+            with self.subTest(words):
+                with self.assertRaises(ProvenanceError) as caught:
+                    read_bundle(data, [self.verifier])
+                self.assertIn(words, str(caught.exception))
+        (found,) = read_bundle(self.bundle(good).rstrip(b"\n"), [self.verifier])  # the last line needs no newline
+        self.assertEqual(found.line, 1)
+
+    def test_a_run_predicate_that_differs_from_the_file(self) -> None:
+        path = self.copy(VALID)
+        good = self.statement(path)
+        for key, value, words in (("tools", ["add", "mul"], "predicate.tools differs"), ("steps", None, "predicate.steps differs"),
+                                  ("records", 2**60, "predicate.records differs"), ("records", True, "predicate.records differs")):
+            predicate = dict(good["predicate"], **{key: value})
+            if value is None:
+                del predicate[key]
+            (attestation,) = read_bundle(self.bundle(dict(good, predicate=predicate)), [self.verifier])
+            with self.subTest(key=key, value=value):
+                with self.assertRaisesRegex(ProvenanceError, words):
+                    check_files(attestation, [path])
+
+
+class TestBatchWithFailures(TestBatch):
+    """A ledger with failed runs: they are in the predicate, not among the subjects."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        lines = parse_ledger(self.ledger)
+        lines[1] = {"name": "b", "origin": lines[1]["origin"], "status": "worker_error", "error": "RuntimeError"}
+        self.ledger = ledger_bytes(lines)
+        self.write(self.ledger, self.manifest)
+        self.checkpoint = os.path.join(self.out, "manifest.checkpoint")
+        with open(self.checkpoint, encoding="utf-8") as handle:
+            origin = handle.readline().strip()
+        self.write(make_checkpoint(origin, self.ledger).to_bytes(), self.checkpoint)
+        os.remove(self.files[1])
+        del self.files[1]
+
+    def write(self, data: bytes, path: str) -> None:
+        with open(path, "wb") as handle:
+            handle.write(data)
+
+    def test_the_batch_attestation(self) -> None:
+        (attestation,) = read_bundle(attest_batch(self.manifest, [self.key]), [self.verifier])
+        self.assertEqual([r["status"] for r in attestation.predicate["runs"]], ["ok", "worker_error", "ok"])
+        self.assertEqual(sorted(n for n, _ in attestation.subjects), ["a.jsonl", "c.jsonl"])
+        self.assertEqual(check_files(attestation, self.files, self.ledger).unchecked, ())
+
+    def test_nothing_altered_is_attested(self) -> None:
+        self.write(b"not a checkpoint\n", self.checkpoint)
+        with self.assertRaisesRegex(ProvenanceError, "the ledger's checkpoint .*manifest.checkpoint: checkpoint"):
+            attest_batch(self.manifest, [self.key])
+        self.write(self.ledger + b"{}\n", self.manifest)
+        with self.assertRaisesRegex(ProvenanceError, "manifest .*manifest line 4"):
+            attest_batch(self.manifest, [self.key])
+        lines = [dict(line, status="rejected", reason="missing") if line["status"] == "ok" else line for line in parse_ledger(self.ledger)]
+        for line in lines:
+            for key in ("head", "records", "root", "sha256", "stop"):
+                line.pop(key, None)
+        self.write(ledger_bytes(lines), self.manifest)
+        with open(self.checkpoint, "rb") as handle:
+            origin = handle.read().split(b"\n")[0].decode()
+        self.write(make_checkpoint("agentloop-manifest/1/" + "0" * 64, ledger_bytes(lines)).to_bytes(), self.checkpoint)
+        with self.assertRaisesRegex(ProvenanceError, "no run of the batch is ok"):
+            attest_batch(self.manifest, [self.key])
+        self.assertTrue(origin)
+
+    def test_a_forged_predicate_is_refused_even_when_signed(self) -> None:
+        (attestation,) = read_bundle(attest_batch(self.manifest, [self.key]), [self.verifier])
+        subjects = [{"name": n, "digest": {"sha256": s}} for n, s in attestation.subjects]
+
+        def forged(predicate: Dict[str, Any], subject: Any = None) -> Any:
+            statement = {"_type": "https://in-toto.io/Statement/v1", "subject": subject or subjects,
+                         "predicateType": BATCH_PREDICATE, "predicate": predicate}
+            (read_back,) = read_bundle(envelope_line(sign_envelope(PAYLOAD_TYPE, json.dumps(statement).encode(), [self.key])), [self.verifier])
+            return read_back
+
+        good = json.loads(json.dumps(attestation.predicate))
+        cases = [
+            (forged(dict(good, format="x")), "a batch predicate holds format, ledger and a non-empty runs array"),
+            (forged(dict(good, runs=[1])), "predicate.runs: every run is an object"),
+            (forged(dict(good, runs=[{"name": "a"}])), "predicate.runs: are not ledger lines"),
+            (forged(good, subjects[:1]), "subject: the subjects are not the ok runs of its predicate"),
+            (forged(dict(good, runs=[dict(good["runs"][0], model={"model": "another"})] + good["runs"][1:])), 'run "a" has another model'),
+        ]
+        for attestation_, words in cases:
+            with self.subTest(words):
+                with self.assertRaisesRegex(ProvenanceError, words):
+                    check_files(attestation_, self.files)
