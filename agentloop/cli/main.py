@@ -4,7 +4,9 @@ The subcommands live by family: ``verify``, ``show`` and ``report`` in
 :mod:`.inspect`; ``run`` and ``replay`` in :mod:`.models`; ``pending`` and
 ``resume`` (and ``run --approve``) in :mod:`.approval`; ``checkpoint``,
 ``prove``, ``check-proof``, ``consistency``, ``repair`` and ``verify
---checkpoint`` in :mod:`.anchor`.  What they print goes through
+--checkpoint`` in :mod:`.anchor`; ``attest``, ``statement``, ``verify
+--attestation/--statement/--receipt`` and ``run``/``batch --attest`` in
+:mod:`.provenance`.  What they print goes through
 :mod:`.output`, which escapes every byte from outside.
 
 No failure prints a traceback.  Every failure is one line on stderr,
