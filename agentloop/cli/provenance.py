@@ -47,7 +47,15 @@ from ..batch.audit import run_name
 from ..batch.ledger import parse_ledger
 from ..batch.spec import read_specs
 from ..errors import BadSignatureError, MalformedManifestError, ProofError, ProvenanceError
-from ..provenance.intoto import BATCH_PREDICATE, Attestation, attest_batch, attest_run, check_files, default_name, read_bundle
+from ..provenance.intoto import (
+    BATCH_PREDICATE,
+    Attestation,
+    attest_batch,
+    attest_run,
+    check_files,
+    default_name,
+    read_bundle,
+)
 from ..provenance.receipts import check_receipt, issue_receipts, receipt_name
 from ..provenance.runs import checked_facts, ok_line
 from ..provenance.scitt import check_statement, make_statement
@@ -57,7 +65,18 @@ from ..signing.note import Ed25519Signer, Ed25519Verifier
 from ..transcript.anchor import verify_checkpoint
 from ..transcript.durable import read_small, write_atomic
 from .keys import _can_sign, _signer_key, add_unsafe_option, load_trusted
-from .output import EXIT_BUDGET, EXIT_FAULT, EXIT_OK, Refused, check_input, check_output, emit, note, report_verdict, same_file
+from .output import (
+    EXIT_BUDGET,
+    EXIT_FAULT,
+    EXIT_OK,
+    Refused,
+    check_input,
+    check_output,
+    emit,
+    note,
+    report_verdict,
+    same_file,
+)
 
 __all__ = ["add_commands"]
 
@@ -87,7 +106,9 @@ def _verifiers(args: argparse.Namespace) -> List[Ed25519Verifier]:
     keys: List[Ed25519Verifier] = []
     for path, verifier in zip(args.trust, trusted):
         if not isinstance(verifier, Ed25519Verifier):
-            raise Refused(path, "is a witness key (cosignature/v1): attestations, statements and receipts are signed by note keys")
+            raise Refused(
+                path, "is a witness key (cosignature/v1): attestations, statements and receipts are signed by note keys"
+            )
         keys.append(verifier)
     return keys
 
@@ -139,7 +160,11 @@ def _cmd_attest(args: argparse.Namespace, out: TextIO) -> int:
         return EXIT_OK
     _write(target, line)
     kind = "batch" if args.batch else "run"
-    emit(out, "%s: attested: %s (in-toto Statement v1 of the %s, DSSE, signed by %s)" % (args.file, target, kind, signer.name))
+    emit(
+        out,
+        "%s: attested: %s (in-toto Statement v1 of the %s, DSSE, signed by %s)"
+        % (args.file, target, kind, signer.name),
+    )
     return EXIT_OK
 
 
@@ -153,19 +178,31 @@ def _cmd_statement(args: argparse.Namespace, out: TextIO) -> int:
     except ProvenanceError as exc:
         return _failed(args.file, exc, out)
     _write(target, data)
-    emit(out, "%s: signed statement: %s (COSE_Sign1, EdDSA, issuer %s, signed by %s)" % (args.file, target, json.dumps(issuer), signer.name))
+    emit(
+        out,
+        "%s: signed statement: %s (COSE_Sign1, EdDSA, issuer %s, signed by %s)"
+        % (args.file, target, json.dumps(issuer), signer.name),
+    )
     return EXIT_OK
 
 
 # --- verify --attestation / --statement / --receipt ------------------------------------------
 
-_NOT_WITH = (("checkpoint", "--checkpoint"), ("since", "--since"), ("exact", "--exact"), ("key_file", "--key-file"),
-             ("key_env", "--key-env"), ("expect_count", "--expect-count"), ("expect_head", "--expect-head"),
-             ("workers", "--workers"), ("json", "--json"))
+_NOT_WITH = (
+    ("checkpoint", "--checkpoint"),
+    ("since", "--since"),
+    ("exact", "--exact"),
+    ("key_file", "--key-file"),
+    ("key_env", "--key-env"),
+    ("expect_count", "--expect-count"),
+    ("expect_head", "--expect-head"),
+    ("workers", "--workers"),
+    ("json", "--json"),
+)
 
 
 def _which(args: argparse.Namespace) -> Optional[str]:
-    """The artefact ``verify`` was asked to check (``None``: not one of these); refuses two at once and stray options."""
+    """The artefact ``verify`` was asked to check (``None``: none of these); refuses two at once, and stray options."""
     given = [kind for kind in _KINDS if getattr(args, kind, None) is not None]
     if not given:
         if getattr(args, "issuer", None) is not None or getattr(args, "name", None) is not None:
@@ -196,7 +233,9 @@ def _read(path: str) -> bytes:
 def _one_attestation(attestations: List[Attestation], path: str) -> Attestation:
     if len(attestations) != 1:
         lines = ", ".join(str(a.line) for a in attestations)
-        raise ProvenanceError(path, "holds %d attestations of agentloop's (lines %s): check a bundle of one" % (len(attestations), lines))
+        raise ProvenanceError(
+            path, "holds %d attestations of agentloop's (lines %s): check a bundle of one" % (len(attestations), lines)
+        )
     return attestations[0]
 
 
@@ -207,20 +246,45 @@ def _verify_attestation(args: argparse.Namespace, out: TextIO, verifiers: List[E
     attestation = _one_attestation(read_bundle(_read(args.attestation), verifiers), args.attestation)
     _require(args, attestation.signers, args.attestation)
     checked = check_files(attestation, args.files, manifest)
-    emit(out, "%s: ok, signed by %s: in-toto Statement v1, predicate %s"
-         % (args.attestation, ", ".join(attestation.signers), attestation.predicate_type))
+    emit(
+        out,
+        "%s: ok, signed by %s: in-toto Statement v1, predicate %s"
+        % (args.attestation, ", ".join(attestation.signers), attestation.predicate_type),
+    )
     for path, name in checked.files:
-        what = "a run of the attested batch, %s" % (json.dumps(name),) if attestation.predicate_type == BATCH_PREDICATE else "its subject %s" % (json.dumps(name),)
+        what = (
+            "a run of the attested batch, %s" % (json.dumps(name),)
+            if attestation.predicate_type == BATCH_PREDICATE
+            else "its subject %s" % (json.dumps(name),)
+        )
         emit(out, "%s: ok, %s: bytes, chain, Merkle root and stop as attested" % (path, what))
     if checked.ledger is not None:
         ledger = checked.ledger
-        emit(out, "ledger %s: %s runs, root %s%s" % (ledger.get("origin"), ledger.get("size"), ledger.get("root"),
-                                                    ", the same bytes as %s" % (args.manifest,) if checked.manifest else ""))
+        emit(
+            out,
+            "ledger %s: %s runs, root %s%s"
+            % (
+                ledger.get("origin"),
+                ledger.get("size"),
+                ledger.get("root"),
+                ", the same bytes as %s" % (args.manifest,) if checked.manifest else "",
+            ),
+        )
         if not checked.manifest:
-            emit(out, "note: the ledger file was not compared (no --manifest); its root was recomputed from the attested runs")
+            emit(
+                out,
+                "note: the ledger file was not compared (no --manifest); "
+                "its root was recomputed from the attested runs",
+            )
     if checked.unchecked:
-        shown = ", ".join(json.dumps(n) for n in checked.unchecked[:5]) + (", ..." if len(checked.unchecked) > 5 else "")
-        emit(out, "note: %d attested run%s not checked (no file given): %s" % (len(checked.unchecked), "" if len(checked.unchecked) == 1 else "s", shown))
+        shown = ", ".join(json.dumps(n) for n in checked.unchecked[:5]) + (
+            ", ..." if len(checked.unchecked) > 5 else ""
+        )
+        emit(
+            out,
+            "note: %d attested run%s not checked (no file given): %s"
+            % (len(checked.unchecked), "" if len(checked.unchecked) == 1 else "s", shown),
+        )
     return EXIT_OK
 
 
@@ -234,11 +298,24 @@ def _verify_statement(args: argparse.Namespace, out: TextIO, verifiers: List[Ed2
     if not result.ok:
         emit(out, "%s: FAILED: the transcript does not give the statement's checkpoint" % (args.statement,))
         return EXIT_FAULT
-    emit(out, "%s: ok, signed statement by %s, issuer %s, subject %s: the first %d records match its checkpoint (root %s)"
-         % (args.statement, checked.signer, json.dumps(checked.issuer), checked.subject, result.anchored, checked.checkpoint.root))
+    emit(
+        out,
+        "%s: ok, signed statement by %s, issuer %s, subject %s: the first %d records match its checkpoint (root %s)"
+        % (
+            args.statement,
+            checked.signer,
+            json.dumps(checked.issuer),
+            checked.subject,
+            result.anchored,
+            checked.checkpoint.root,
+        ),
+    )
     if result.unanchored:
-        emit(out, "note: %d record%s after the checkpoint %s not covered by the statement"
-             % (result.unanchored, "" if result.unanchored == 1 else "s", "is" if result.unanchored == 1 else "are"))
+        emit(
+            out,
+            "note: %d record%s after the checkpoint %s not covered by the statement"
+            % (result.unanchored, "" if result.unanchored == 1 else "s", "is" if result.unanchored == 1 else "are"),
+        )
     return EXIT_OK
 
 
@@ -275,8 +352,20 @@ def _verify_receipt(args: argparse.Namespace, out: TextIO, verifiers: List[Ed255
     line, name = _ledger_line(path, args.name)
     checked = check_receipt(data, line, verifiers, args.issuer)
     _require(args, (checked.signer,), args.receipt)
-    emit(out, "%s: ok, run %s (%s) is entry %d of the ledger of %d runs with root %s; signed by %s, issuer %s"
-         % (args.receipt, json.dumps(name), line["status"], checked.index, checked.size, checked.root, checked.signer, json.dumps(checked.issuer)))
+    emit(
+        out,
+        "%s: ok, run %s (%s) is entry %d of the ledger of %d runs with root %s; signed by %s, issuer %s"
+        % (
+            args.receipt,
+            json.dumps(name),
+            line["status"],
+            checked.index,
+            checked.size,
+            checked.root,
+            checked.signer,
+            json.dumps(checked.issuer),
+        ),
+    )
     return EXIT_OK
 
 
@@ -302,11 +391,13 @@ def _verify_wrapper(original: Handler) -> Handler:
 
 def _check_new(path: str) -> None:
     if os.path.lexists(path):
-        raise Refused(path, "already exists: an attestation or receipt is evidence and is never replaced; move it away first")
+        raise Refused(
+            path, "already exists: an attestation or receipt is evidence and is never replaced; move it away first"
+        )
 
 
 def _run_wrapper(original: Handler) -> Handler:
-    """``run --attest KEY``: the key is loaded and the output checked before the run; the transcript is attested after it."""
+    """``run --attest KEY``: the key and the output are checked before the run; the transcript is attested after."""
 
     def handler(args: argparse.Namespace, out: TextIO) -> int:
         if args.attest is None:
@@ -334,7 +425,9 @@ def _batch_outputs(args: argparse.Namespace) -> str:
     """The batch's attestation path; it and every receipt path are refused now if they exist."""
     manifest = os.path.join(args.out, "manifest.jsonl")
     attestation = default_name(manifest)
-    receipts = [receipt_name(args.out, spec.name) for spec in read_specs(args.tasks)] if args.receipts is not None else []
+    receipts = (
+        [receipt_name(args.out, spec.name) for spec in read_specs(args.tasks)] if args.receipts is not None else []
+    )
     for path in ([attestation] if args.attest is not None else []) + receipts:
         _check_new(path)
     return attestation
@@ -346,7 +439,11 @@ def _after_batch(args: argparse.Namespace, out: TextIO, signers: Dict[str, Ed255
     if "attest" in signers:
         try:
             _write(attestation, attest_batch(manifest, [signers["attest"]]))
-            emit(out, "attestation: %s (in-toto Statement v1 of the batch, DSSE, signed by %s)" % (attestation, signers["attest"].name))
+            emit(
+                out,
+                "attestation: %s (in-toto Statement v1 of the batch, DSSE, signed by %s)"
+                % (attestation, signers["attest"].name),
+            )
         except ProvenanceError as exc:
             status = _failed(manifest, exc, out)
     if "receipts" in signers:
@@ -358,8 +455,12 @@ def _after_batch(args: argparse.Namespace, out: TextIO, signers: Dict[str, Ed255
             return _failed(manifest, exc, out)
         for name, receipt in made:
             _write(receipt_name(args.out, name), receipt)
-        emit(out, "receipts: %d in %s (NAME.receipt.cose: COSE receipts of inclusion, RFC9162_SHA256, issuer %s, signed by %s)"
-             % (len(made), args.out, json.dumps(issuer), signer.name))
+        emit(
+            out,
+            "receipts: %d in %s (NAME.receipt.cose: COSE receipts of inclusion, RFC9162_SHA256, "
+            "issuer %s, signed by %s)"
+            % (len(made), args.out, json.dumps(issuer), signer.name),
+        )
     return status
 
 
@@ -372,7 +473,11 @@ def _batch_wrapper(original: Handler) -> Handler:
                 raise Refused("--issuer", "is for --receipts")
             return original(args, out)
         attestation = _batch_outputs(args)
-        signers = {option: _signer(args, path, "--" + option) for option, path in (("attest", args.attest), ("receipts", args.receipts)) if path is not None}
+        signers = {
+            option: _signer(args, path, "--" + option)
+            for option, path in (("attest", args.attest), ("receipts", args.receipts))
+            if path is not None
+        }
         status = original(args, out)
         if not os.path.exists(os.path.join(args.out, "manifest.jsonl")):
             return status
@@ -385,7 +490,9 @@ def _batch_wrapper(original: Handler) -> Handler:
 # --- registration --------------------------------------------------------------------------
 
 
-def _wrap(commands: Dict[str, argparse.ArgumentParser], name: str, wrapper: Callable[[Handler], Handler]) -> argparse.ArgumentParser:
+def _wrap(
+    commands: Dict[str, argparse.ArgumentParser], name: str, wrapper: Callable[[Handler], Handler]
+) -> argparse.ArgumentParser:
     parser = commands[name]
     parser.set_defaults(handler=wrapper(parser.get_default("handler")))
     return parser
@@ -397,37 +504,65 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     Called after those three are registered (:mod:`.main`); each keeps its
     own handler for every use without these options.
     """
-    attest = sub.add_parser("attest", help="verify a transcript (or a batch), then write its in-toto attestation: FILE.intoto.jsonl")
+    attest = sub.add_parser(
+        "attest", help="verify a transcript (or a batch), then write its in-toto attestation: FILE.intoto.jsonl"
+    )
     attest.add_argument("file", metavar="FILE", help="a transcript, or with --batch a batch's manifest.jsonl")
     attest.add_argument("--key", required=True, metavar="KEY", help="the Ed25519 note signing key (agentloop keygen)")
-    attest.add_argument("--batch", action="store_true", help="FILE is a batch's manifest.jsonl; its ok runs are the subjects")
-    attest.add_argument("-o", "--output", metavar="OUT", help="where to write it (default: FILE.intoto.jsonl; - for stdout)")
+    attest.add_argument(
+        "--batch", action="store_true", help="FILE is a batch's manifest.jsonl; its ok runs are the subjects"
+    )
+    attest.add_argument(
+        "-o", "--output", metavar="OUT", help="where to write it (default: FILE.intoto.jsonl; - for stdout)"
+    )
     attest.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     add_unsafe_option(attest)
     attest.set_defaults(handler=_cmd_attest)
 
-    statement = sub.add_parser("statement", help="verify a transcript, then write a SCITT signed statement (COSE_Sign1) of its checkpoint")
+    statement = sub.add_parser(
+        "statement", help="verify a transcript, then write a SCITT signed statement (COSE_Sign1) of its checkpoint"
+    )
     statement.add_argument("file", metavar="FILE")
-    statement.add_argument("--key", required=True, metavar="KEY", help="the Ed25519 note signing key (agentloop keygen)")
+    statement.add_argument(
+        "--key", required=True, metavar="KEY", help="the Ed25519 note signing key (agentloop keygen)"
+    )
     statement.add_argument("--issuer", metavar="ISS", help="the CWT iss claim, who states it (default: the key's name)")
-    statement.add_argument("-o", "--output", metavar="OUT", help="where to write it (default: FILE with .jsonl replaced by .statement.cose)")
+    statement.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="where to write it (default: FILE with .jsonl replaced by .statement.cose)",
+    )
     statement.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     add_unsafe_option(statement)
     statement.set_defaults(handler=_cmd_statement)
 
     commands: Dict[str, argparse.ArgumentParser] = sub.choices
     verify = _wrap(commands, "verify", _verify_wrapper)
-    verify.add_argument("--attestation", metavar="A", help="check the FILEs against an in-toto attestation bundle (needs --trust)")
+    verify.add_argument(
+        "--attestation", metavar="A", help="check the FILEs against an in-toto attestation bundle (needs --trust)"
+    )
     verify.add_argument("--statement", metavar="S", help="check FILE against a SCITT signed statement (needs --trust)")
-    verify.add_argument("--receipt", metavar="R", help="check that FILE's run is in a batch ledger, by its COSE receipt (needs --trust)")
+    verify.add_argument(
+        "--receipt", metavar="R", help="check that FILE's run is in a batch ledger, by its COSE receipt (needs --trust)"
+    )
     verify.add_argument("--issuer", metavar="ISS", help="with --statement/--receipt: the issuer it must name")
-    verify.add_argument("--name", metavar="NAME", help="with --receipt: the run's name (default: FILE's name without .jsonl)")
+    verify.add_argument(
+        "--name", metavar="NAME", help="with --receipt: the run's name (default: FILE's name without .jsonl)"
+    )
 
     run = _wrap(commands, "run", _run_wrapper)
-    run.add_argument("--attest", metavar="KEY", help="after the run, write OUT.jsonl.intoto.jsonl: its in-toto attestation signed with KEY")
+    run.add_argument(
+        "--attest",
+        metavar="KEY",
+        help="after the run, write OUT.jsonl.intoto.jsonl: its in-toto attestation signed with KEY",
+    )
 
     batch = _wrap(commands, "batch", _batch_wrapper)
-    batch.add_argument("--attest", metavar="KEY", help="after the batch, write DIR/manifest.jsonl.intoto.jsonl signed with KEY")
-    batch.add_argument("--receipts", metavar="KEY", help="after the batch, write DIR/NAME.receipt.cose for every run, signed with KEY")
+    batch.add_argument(
+        "--attest", metavar="KEY", help="after the batch, write DIR/manifest.jsonl.intoto.jsonl signed with KEY"
+    )
+    batch.add_argument(
+        "--receipts", metavar="KEY", help="after the batch, write DIR/NAME.receipt.cose for every run, signed with KEY"
+    )
     batch.add_argument("--issuer", metavar="ISS", help="with --receipts: the CWT iss claim (default: the key's name)")
-

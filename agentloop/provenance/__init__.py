@@ -23,7 +23,16 @@ from .cbor import decode as cbor_decode
 from .cbor import encode as cbor_encode
 from .cose import Sign1, parse_sign1, sign1, verify_sign1
 from .dsse import Envelope, envelope_line, pae, parse_envelope, sign_envelope, verify_envelope
-from .intoto import BATCH_PREDICATE, RUN_PREDICATE, Attestation, FilesChecked, attest_batch, attest_run, check_files, read_bundle
+from .intoto import (
+    BATCH_PREDICATE,
+    RUN_PREDICATE,
+    Attestation,
+    FilesChecked,
+    attest_batch,
+    attest_run,
+    check_files,
+    read_bundle,
+)
 from .receipts import ReceiptCheck, check_receipt, issue_receipts
 from .scitt import StatementCheck, check_statement, make_statement
 

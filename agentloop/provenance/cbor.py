@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 import struct
 from dataclasses import dataclass
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import MalformedCBORError, WrongTypeError
 
@@ -125,25 +125,52 @@ def _text(value: str, path: str) -> bytes:
 
 def _simple(value: Simple, path: str) -> bytes:
     number = value.value
-    if isinstance(number, bool) or not isinstance(number, int) or not (0 <= number <= 19 or number == 23 or 32 <= number <= 255):
-        raise WrongTypeError("the CBOR simple value at %s" % (path,), "0-19, 23 or 32-255 (false, true, null are bool and None)", number)
+    if (
+        isinstance(number, bool)
+        or not isinstance(number, int)
+        or not (0 <= number <= 19 or number == 23 or 32 <= number <= 255)
+    ):
+        raise WrongTypeError(
+            "the CBOR simple value at %s" % (path,), "0-19, 23 or 32-255 (false, true, null are bool and None)", number
+        )
     return _head(_SIMPLE, number)
+
+
+def _scalar(value: Any, path: str) -> Optional[bytes]:
+    """The encoding of a value that holds no other (``None`` for a container, a tag or an unknown type)."""
+    if value is None or isinstance(value, bool):  # bool before int: True is an int in Python
+        return bytes([0xE0 | {None: _NULL, False: _FALSE, True: _TRUE}[value]])
+    if isinstance(value, int):
+        return _integer(value)
+    if isinstance(value, float):
+        return _float(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value)
+        return _head(_BYTES, len(raw)) + raw
+    if isinstance(value, str):
+        return _text(value, path)
+    if isinstance(value, Simple):
+        return _simple(value, path)
+    return None
+
+
+def _tag_head(value: Tag, path: str) -> bytes:
+    number = value.number
+    if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number <= _MAX_UINT64:
+        raise WrongTypeError("the CBOR tag number at %s" % (path,), "an int from 0 to 2**64-1", number)
+    if number in (_BIGNUM_POSITIVE, _BIGNUM_NEGATIVE):
+        raise WrongTypeError(
+            "the CBOR tag at %s" % (path,), "a tag other than 2 and 3 (a bignum is given as an int)", number
+        )
+    return _head(_TAG, number)
 
 
 def _encode(value: Any, path: str, depth: int, out: List[bytes]) -> None:
     if depth > MAX_DEPTH:
         raise WrongTypeError("the CBOR value at %s" % (path,), "nested at most %d deep" % (MAX_DEPTH,), value)
-    if value is None or isinstance(value, bool):  # bool before int: True is an int in Python
-        out.append(bytes([0xE0 | {None: _NULL, False: _FALSE, True: _TRUE}[value]]))
-    elif isinstance(value, int):
-        out.append(_integer(value))
-    elif isinstance(value, float):
-        out.append(_float(value))
-    elif isinstance(value, (bytes, bytearray, memoryview)):
-        raw = bytes(value)
-        out.append(_head(_BYTES, len(raw)) + raw)
-    elif isinstance(value, str):
-        out.append(_text(value, path))
+    scalar = _scalar(value, path)
+    if scalar is not None:
+        out.append(scalar)
     elif isinstance(value, (list, tuple)):
         out.append(_head(_ARRAY, len(value)))
         for index, item in enumerate(value):
@@ -151,16 +178,12 @@ def _encode(value: Any, path: str, depth: int, out: List[bytes]) -> None:
     elif isinstance(value, dict):
         out.append(_map(value, path, depth))
     elif isinstance(value, Tag):
-        if isinstance(value.number, bool) or not isinstance(value.number, int) or not 0 <= value.number <= _MAX_UINT64:
-            raise WrongTypeError("the CBOR tag number at %s" % (path,), "an int from 0 to 2**64-1", value.number)
-        if value.number in (_BIGNUM_POSITIVE, _BIGNUM_NEGATIVE):
-            raise WrongTypeError("the CBOR tag at %s" % (path,), "a tag other than 2 and 3 (a bignum is given as an int)", value.number)
-        out.append(_head(_TAG, value.number))
+        out.append(_tag_head(value, path))
         _encode(value.value, "%s<%d>" % (path, value.number), depth + 1, out)
-    elif isinstance(value, Simple):
-        out.append(_simple(value, path))
     else:
-        raise WrongTypeError("the CBOR value at %s" % (path,), "int, float, bytes, str, list, dict, bool, None, Tag or Simple", value)
+        raise WrongTypeError(
+            "the CBOR value at %s" % (path,), "int, float, bytes, str, list, dict, bool, None, Tag or Simple", value
+        )
 
 
 def _map(value: Dict[Any, Any], path: str, depth: int) -> bytes:
@@ -205,7 +228,7 @@ class _Reader:
     def take(self, count: int) -> bytes:
         if count > len(self.data) - self.at:
             raise self.fail("%d bytes are needed, %d are left" % (count, len(self.data) - self.at))
-        chunk = self.data[self.at:self.at + count]
+        chunk = self.data[self.at : self.at + count]
         self.at += count
         return chunk
 
@@ -231,8 +254,10 @@ def _decode_float(reader: _Reader, info: int, start: int) -> float:
     size = 1 << (info - 24)
     raw = reader.take(size)
     value = float(struct.unpack({2: ">e", 4: ">f", 8: ">d"}[size], raw)[0])
-    if _float(value) != reader.data[start:reader.at]:
-        raise reader.fail("the float %r is not in its shortest form (RFC 8949 sections 4.1 and 4.2.2)" % (value,), start)
+    if _float(value) != reader.data[start : reader.at]:
+        raise reader.fail(
+            "the float %r is not in its shortest form (RFC 8949 sections 4.1 and 4.2.2)" % (value,), start
+        )
     return value
 
 
@@ -250,7 +275,7 @@ def _decode_map(reader: _Reader, count: int, depth: int) -> Dict[Any, Any]:
     for _ in range(count):
         start = reader.at
         key = _decode(reader, depth + 1)
-        encoded = reader.data[start:reader.at]
+        encoded = reader.data[start : reader.at]
         if previous and encoded <= previous:
             why = "repeats a key" if encoded == previous else "has its keys out of order"
             raise reader.fail("the map %s (RFC 8949 sections 4.2.1 and 5.6)" % (why,), start)
@@ -275,6 +300,27 @@ def _decode_tag(reader: _Reader, number: int, start: int, depth: int) -> Any:
     return magnitude if number == _BIGNUM_POSITIVE else -1 - magnitude
 
 
+def _decode_string(reader: _Reader, major: int, size: int, start: int) -> Any:
+    raw = reader.take(size)
+    if major == _BYTES:
+        return raw
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise reader.fail("a text string that is not UTF-8 (RFC 8949 section 3.1)", start) from None
+
+
+def _decode_container(reader: _Reader, major: int, count: int, start: int, depth: int) -> Any:
+    left = len(reader.data) - reader.at
+    if major == _ARRAY:
+        if count > left:
+            raise reader.fail("an array of %d items in %d bytes" % (count, left), start)
+        return [_decode(reader, depth + 1) for _ in range(count)]
+    if count > left // 2:
+        raise reader.fail("a map of %d entries in %d bytes" % (count, left), start)
+    return _decode_map(reader, count, depth)
+
+
 def _decode(reader: _Reader, depth: int) -> Any:
     if depth > MAX_DEPTH:
         raise reader.fail("nested deeper than %d" % (MAX_DEPTH,))
@@ -283,22 +329,10 @@ def _decode(reader: _Reader, depth: int) -> Any:
         return argument
     if major == _NINT:
         return -1 - argument
-    if major == _BYTES:
-        return reader.take(argument)
-    if major == _TEXT:
-        raw = reader.take(argument)
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise reader.fail("a text string that is not UTF-8 (RFC 8949 section 3.1)", start) from None
-    if major == _ARRAY:
-        if argument > len(reader.data) - reader.at:
-            raise reader.fail("an array of %d items in %d bytes" % (argument, len(reader.data) - reader.at), start)
-        return [_decode(reader, depth + 1) for _ in range(argument)]
-    if major == _MAP:
-        if argument > (len(reader.data) - reader.at) // 2:
-            raise reader.fail("a map of %d entries in %d bytes" % (argument, len(reader.data) - reader.at), start)
-        return _decode_map(reader, argument, depth)
+    if major in (_BYTES, _TEXT):
+        return _decode_string(reader, major, argument, start)
+    if major in (_ARRAY, _MAP):
+        return _decode_container(reader, major, argument, start, depth)
     if major == _TAG:
         return _decode_tag(reader, argument, start, depth)
     return _decode_simple(reader, info, argument, start)

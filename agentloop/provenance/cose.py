@@ -28,7 +28,7 @@ section 2).  CWT claim keys: 1 ``iss``, 2 ``sub`` (RFC 8392 section 4).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from ..errors import BadSignatureError, MalformedCBORError, ProvenanceError
 from ..signing.note import Ed25519Verifier, Signer
@@ -142,8 +142,12 @@ def parse_sign1(data: bytes, what: str = "COSE_Sign1") -> Sign1:
     body = item.value
     if not isinstance(body, list) or len(body) != 4:
         raise _fail(what, "a COSE_Sign1 is an array of 4: protected, unprotected, payload, signature")
+    return _parts(body, what)
+
+
+def _parts(body: List[Any], what: str) -> Sign1:
+    """3. The four parts, each of its type; the protected header decoded."""
     protected_bytes, unprotected, payload, signature = body
-    # 3.
     if not isinstance(protected_bytes, bytes) or not protected_bytes:
         raise _fail(what + " protected header", "must be a non-empty byte string")
     try:
@@ -161,7 +165,9 @@ def parse_sign1(data: bytes, what: str = "COSE_Sign1") -> Sign1:
     return Sign1(protected_bytes, protected, unprotected, payload, signature)
 
 
-def verify_sign1(message: Sign1, verifiers: Sequence[Ed25519Verifier], payload: Optional[bytes] = None, what: str = "COSE_Sign1") -> Ed25519Verifier:
+def verify_sign1(
+    message: Sign1, verifiers: Sequence[Ed25519Verifier], payload: Optional[bytes] = None, what: str = "COSE_Sign1"
+) -> Ed25519Verifier:
     """Check the EdDSA signature of ``message`` with the trusted key its ``kid`` names; return that key.
 
     1. the protected header says EdDSA (label 1, -8) and holds a ``kid``
@@ -183,7 +189,10 @@ def verify_sign1(message: Sign1, verifiers: Sequence[Ed25519Verifier], payload: 
     by_label = {key_label(v.name, v.key_id).encode("utf-8"): v for v in verifiers}
     verifier = by_label.get(kid)
     if verifier is None:
-        raise BadSignatureError("%s is signed by %s, which is not a trusted key (--trust)" % (what, kid.decode("utf-8", "backslashreplace")[:100]))
+        raise BadSignatureError(
+            "%s is signed by %s, which is not a trusted key (--trust)"
+            % (what, kid.decode("utf-8", "backslashreplace")[:100])
+        )
     # 2.
     if message.payload is not None and payload is not None:
         raise _fail(what + " payload", "is attached, and another was given")

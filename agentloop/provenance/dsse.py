@@ -78,7 +78,9 @@ def pae(payload_type: str, payload: bytes) -> bytes:
 def sign_envelope(payload_type: str, payload: bytes, signers: Sequence[Signer]) -> Envelope:
     """The envelope of ``payload``, signed over its PAE by each signer in order (DSSE "To sign")."""
     message = pae(payload_type, payload)
-    return Envelope(payload_type, payload, tuple(DsseSignature(key_label(s.name, s.key_id), s.sign(message)) for s in signers))
+    return Envelope(
+        payload_type, payload, tuple(DsseSignature(key_label(s.name, s.key_id), s.sign(message)) for s in signers)
+    )
 
 
 def _b64(raw: bytes) -> str:
@@ -164,7 +166,9 @@ def parse_envelope(data: bytes, what: str = "DSSE envelope") -> Envelope:
     return Envelope(payload_type, payload, tuple(signatures))
 
 
-def verify_envelope(envelope: Envelope, verifiers: Sequence[Ed25519Verifier], what: str = "DSSE envelope") -> Tuple[str, ...]:
+def verify_envelope(
+    envelope: Envelope, verifiers: Sequence[Ed25519Verifier], what: str = "DSSE envelope"
+) -> Tuple[str, ...]:
     """The names of the trusted keys whose signatures verify; ``()`` when no signature names a trusted key.
 
     DSSE "Protocol", "To verify", with agentloop's rules:

@@ -159,10 +159,15 @@ def attest_batch(manifest: str, signers: Sequence[Signer]) -> bytes:
         subjects.append(_subject(os.path.basename(path), facts["sha256"]))
     # 3.
     if not subjects:
-        raise ProvenanceError("manifest %s" % (manifest,), "no run of the batch is ok: there is no transcript to attest")
+        raise ProvenanceError(
+            "manifest %s" % (manifest,), "no run of the batch is ok: there is no transcript to attest"
+        )
     # 4.
-    predicate = {"format": "agentloop-manifest/1", "ledger": {"origin": origin, "size": len(lines), "root": ledger_root(data)},
-                 "runs": runs}
+    predicate = {
+        "format": "agentloop-manifest/1",
+        "ledger": {"origin": origin, "size": len(lines), "root": ledger_root(data)},
+        "runs": runs,
+    }
     return envelope_line(sign_envelope(PAYLOAD_TYPE, _statement(subjects, BATCH_PREDICATE, predicate), signers))
 
 
@@ -199,11 +204,15 @@ def _statement_of(envelope: Envelope, where: str) -> Tuple[str, Tuple[Tuple[str,
         sha = digest.get("sha256") if isinstance(digest, dict) else None
         name = entry.get("name", "_") if isinstance(entry, dict) else None
         if not isinstance(sha, str) or len(sha) != 64 or not isinstance(name, str):
-            raise ProvenanceError("%s $.subject[%d]" % (where, index), "needs a name and a digest.sha256 of 64 hex digits")
+            raise ProvenanceError(
+                "%s $.subject[%d]" % (where, index), "needs a name and a digest.sha256 of 64 hex digits"
+            )
         subjects.append((name, sha))
     predicate_type, predicate = doc.get("predicateType"), doc.get("predicate")
     if not isinstance(predicate_type, str) or not isinstance(predicate, dict):
-        raise ProvenanceError(where + " $.predicateType", "a Statement has a predicateType string and a predicate object")
+        raise ProvenanceError(
+            where + " $.predicateType", "a Statement has a predicateType string and a predicate object"
+        )
     return predicate_type, tuple(subjects), predicate
 
 
@@ -261,12 +270,17 @@ class FilesChecked:
 
 def _check_run_predicate(attestation: Attestation, files: Sequence[str]) -> FilesChecked:
     if len(attestation.subjects) != 1 or len(files) != 1:
-        raise ProvenanceError("attestation line %d" % (attestation.line,), "a run's attestation has one subject and is checked against one FILE")
+        raise ProvenanceError(
+            "attestation line %d" % (attestation.line,),
+            "a run's attestation has one subject and is checked against one FILE",
+        )
     path = files[0]
     facts = checked_facts(path, "checked")
     name, sha = attestation.subjects[0]
     if facts["sha256"] != sha:
-        raise ProvenanceError(path, "its SHA-256 %s... is not the subject's %s... (%s)" % (facts["sha256"][:16], sha[:16], name))
+        raise ProvenanceError(
+            path, "its SHA-256 %s... is not the subject's %s... (%s)" % (facts["sha256"][:16], sha[:16], name)
+        )
     key = differing(attestation.predicate, run_predicate(facts))
     if key:
         raise ProvenanceError(path, "the attestation's predicate.%s differs from the transcript's" % (key,))
@@ -280,7 +294,12 @@ def _ledger_part(run: Mapping[str, Any]) -> Dict[str, Any]:
 def _check_ledger(predicate: Mapping[str, Any], where: str) -> Tuple[Dict[str, Any], List[Dict[str, Any]], bytes]:
     """The predicate's ledger and runs; the ledger re-derived from the runs must be the one named."""
     ledger, runs = predicate.get("ledger"), predicate.get("runs")
-    if predicate.get("format") != "agentloop-manifest/1" or not isinstance(ledger, dict) or not isinstance(runs, list) or not runs:
+    if (
+        predicate.get("format") != "agentloop-manifest/1"
+        or not isinstance(ledger, dict)
+        or not isinstance(runs, list)
+        or not runs
+    ):
         raise ProvenanceError(where + " predicate", "a batch predicate holds format, ledger and a non-empty runs array")
     if not all(isinstance(run, dict) for run in runs):
         raise ProvenanceError(where + " predicate.runs", "every run is an object")
@@ -312,7 +331,10 @@ def _check_batch_predicate(attestation: Attestation, files: Sequence[str], manif
             raise ProvenanceError(path, "the attestation's run %s has another %s" % (json.dumps(run["name"]), key))
         checked.append((path, run["name"]))
     if manifest is not None and manifest != data:
-        raise ProvenanceError("--manifest", "is not the attested ledger of %d runs with root %s..." % (len(runs), str(ledger.get("root"))[:16]))
+        raise ProvenanceError(
+            "--manifest",
+            "is not the attested ledger of %d runs with root %s..." % (len(runs), str(ledger.get("root"))[:16]),
+        )
     given = {name for _, name in checked}
     unchecked = tuple(run["name"] for run in ok_runs.values() if run["name"] not in given)
     return FilesChecked(tuple(checked), unchecked, dict(ledger), manifest is not None)
@@ -338,4 +360,3 @@ def check_files(attestation: Attestation, files: Sequence[str], manifest: Option
 def default_name(path: str) -> str:
     """Where an attestation of ``path`` goes: ``<path>.intoto.jsonl`` (in-toto ``spec/v1/bundle.md``)."""
     return path + ".intoto.jsonl"
-

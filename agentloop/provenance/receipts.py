@@ -48,7 +48,20 @@ from ..errors import BadSignatureError, MalformedCBORError, MalformedManifestErr
 from ..signing.note import Ed25519Verifier, Signer
 from ..transcript.merkle import HASH_SIZE, inclusion_proof, leaf_hash, root_from_inclusion_proof, root_of
 from . import cbor
-from .cose import ALG, CLAIM_ISS, CLAIM_SUB, CWT_CLAIMS, EDDSA, KID, VDP, VDS, key_label, parse_sign1, sign1, verify_sign1
+from .cose import (
+    ALG,
+    CLAIM_ISS,
+    CLAIM_SUB,
+    CWT_CLAIMS,
+    EDDSA,
+    KID,
+    VDP,
+    VDS,
+    key_label,
+    parse_sign1,
+    sign1,
+    verify_sign1,
+)
 from .scitt import check_claims
 
 __all__ = ["RFC9162_SHA256", "INCLUSION_PROOFS", "ReceiptCheck", "issue_receipts", "check_receipt", "receipt_name"]
@@ -88,8 +101,11 @@ def issue_receipts(data: bytes, signer: Signer, issuer: str) -> List[Tuple[str, 
     except MalformedManifestError as exc:
         raise ProvenanceError("manifest", str(exc)) from None
     if len(lines) < 2:
-        raise ProvenanceError("manifest", "a ledger of one line has an empty inclusion path, which RFC 9942's "
-                              "inclusion-path ([+ bstr]) does not allow: no receipt is issued (its checkpoint proves the line)")
+        raise ProvenanceError(
+            "manifest",
+            "a ledger of one line has an empty inclusion path, which RFC 9942's "
+            "inclusion-path ([+ bstr]) does not allow: no receipt is issued (its checkpoint proves the line)",
+        )
     if not isinstance(issuer, str) or not 1 <= len(issuer) <= 8192:
         raise ProvenanceError("issuer", "must be text of 1 to 8192 characters (RFC 9943 section 6)")
     leaves = [leaf_hash(line) for line in _lines(data)]
@@ -98,7 +114,12 @@ def issue_receipts(data: bytes, signer: Signer, issuer: str) -> List[Tuple[str, 
     out: List[Tuple[str, bytes]] = []
     for index, line in enumerate(lines):
         proof = cbor.encode([size, index, inclusion_proof(leaves, index, size)])
-        protected = {ALG: EDDSA, KID: kid, CWT_CLAIMS: {CLAIM_ISS: issuer, CLAIM_SUB: line["origin"]}, VDS: RFC9162_SHA256}
+        protected = {
+            ALG: EDDSA,
+            KID: kid,
+            CWT_CLAIMS: {CLAIM_ISS: issuer, CLAIM_SUB: line["origin"]},
+            VDS: RFC9162_SHA256,
+        }
         out.append((line["name"], sign1(protected, {VDP: {INCLUSION_PROOFS: [proof]}}, root, signer, detached=True)))
     return out
 
@@ -116,17 +137,27 @@ def _proof(unprotected: Mapping[Any, Any], what: str) -> Tuple[int, int, List[by
     except MalformedCBORError as exc:
         raise ProvenanceError(what + " inclusion proof", "not deterministic CBOR: %s" % (exc,)) from None
     if not isinstance(proof, list) or len(proof) != 3:
-        raise ProvenanceError(what + " inclusion proof", "must be [tree-size, leaf-index, inclusion-path] (RFC 9942 section 5.2)")
+        raise ProvenanceError(
+            what + " inclusion proof", "must be [tree-size, leaf-index, inclusion-path] (RFC 9942 section 5.2)"
+        )
     size, index, path = proof
     for name, value in (("tree-size", size), ("leaf-index", index)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ProvenanceError(what + " inclusion proof " + name, "must be an unsigned integer")
-    if not isinstance(path, list) or not 1 <= len(path) <= _MAX_PATH or not all(isinstance(h, bytes) and len(h) == HASH_SIZE for h in path):
-        raise ProvenanceError(what + " inclusion proof inclusion-path", "must be 1 to %d hashes of 32 bytes ([+ bstr])" % (_MAX_PATH,))
+    if (
+        not isinstance(path, list)
+        or not 1 <= len(path) <= _MAX_PATH
+        or not all(isinstance(h, bytes) and len(h) == HASH_SIZE for h in path)
+    ):
+        raise ProvenanceError(
+            what + " inclusion proof inclusion-path", "must be 1 to %d hashes of 32 bytes ([+ bstr])" % (_MAX_PATH,)
+        )
     return size, index, path
 
 
-def check_receipt(data: bytes, line: Mapping[str, Any], verifiers: Sequence[Ed25519Verifier], issuer: Optional[str] = None) -> ReceiptCheck:
+def check_receipt(
+    data: bytes, line: Mapping[str, Any], verifiers: Sequence[Ed25519Verifier], issuer: Optional[str] = None
+) -> ReceiptCheck:
     """Check that ledger ``line`` is in the ledger a trusted key signed, by the receipt ``data``.
 
     1. a tagged COSE_Sign1 (:func:`~agentloop.provenance.cose.parse_sign1`)
@@ -143,14 +174,22 @@ def check_receipt(data: bytes, line: Mapping[str, Any], verifiers: Sequence[Ed25
     # 1.
     message = parse_sign1(data, what)
     if set(message.protected) != {ALG, KID, CWT_CLAIMS, VDS}:
-        raise ProvenanceError(what + " protected header", "holds labels %s, not exactly 1, 4, 15 and 395" % (sorted(message.protected, key=str),))
+        raise ProvenanceError(
+            what + " protected header",
+            "holds labels %s, not exactly 1, 4, 15 and 395" % (sorted(message.protected, key=str),),
+        )
     if message.protected[VDS] != RFC9162_SHA256:
-        raise ProvenanceError(what + " protected header 395 (vds)", "is %r, not RFC9162_SHA256 (1)" % (message.protected[VDS],))
+        raise ProvenanceError(
+            what + " protected header 395 (vds)", "is %r, not RFC9162_SHA256 (1)" % (message.protected[VDS],)
+        )
     claims = check_claims(message.protected[CWT_CLAIMS], what)
     if message.payload is not None:
         raise ProvenanceError(what + " payload", "must be detached (nil): the verifier computes the root")
     if claims[CLAIM_SUB] != line.get("origin"):
-        raise ProvenanceError(what + " CWT claim 2 (sub)", "is %s, not the run's origin %s" % (claims[CLAIM_SUB][:100], line.get("origin")))
+        raise ProvenanceError(
+            what + " CWT claim 2 (sub)",
+            "is %s, not the run's origin %s" % (claims[CLAIM_SUB][:100], line.get("origin")),
+        )
     if issuer is not None and claims[CLAIM_ISS] != issuer:
         raise ProvenanceError(what + " CWT claim 1 (iss)", "is %r, not %r" % (claims[CLAIM_ISS][:200], issuer))
     size, index, path = _proof(message.unprotected, what)
@@ -166,12 +205,13 @@ def check_receipt(data: bytes, line: Mapping[str, Any], verifiers: Sequence[Ed25
     except BadSignatureError as exc:
         if "does not verify" not in exc.reason:
             raise
-        raise BadSignatureError("receipt: the signature does not verify over the root %s... that the inclusion proof gives "
-                                "for this line of %d: the line, the proof or the signature is not what was signed" % (root.hex()[:16], size)) from None
+        raise BadSignatureError(
+            "receipt: the signature does not verify over the root %s... that the inclusion proof gives "
+            "for this line of %d: the line, the proof or the signature is not what was signed" % (root.hex()[:16], size)
+        ) from None
     return ReceiptCheck(verifier.name, claims[CLAIM_ISS], claims[CLAIM_SUB], index, size, root.hex())
 
 
 def receipt_name(folder: str, name: str) -> str:
     """Where run ``name``'s receipt goes: ``FOLDER/NAME.receipt.cose``."""
     return os.path.join(folder, name + ".receipt.cose")
-

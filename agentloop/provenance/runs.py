@@ -31,21 +31,30 @@ def checked_facts(path: str, purpose: str = "attested") -> Dict[str, Any]:
     if not facts["exists"]:
         raise ProvenanceError(path, "cannot be read: %s" % (facts["fault"],))
     if not facts["ok"]:
-        raise ProvenanceError(path, "does not verify (%s): nothing is %s that was not verified" % (facts["fault"], purpose))
+        raise ProvenanceError(
+            path, "does not verify (%s): nothing is %s that was not verified" % (facts["fault"], purpose)
+        )
     if not facts["complete"] or facts["task"] is None:
         raise ProvenanceError(path, "does not end in a stop record: an unfinished run is not %s" % (purpose,))
     return facts
 
 
 def run_fields(facts: Mapping[str, Any]) -> Dict[str, Any]:
-    """The run's fields in agentloop's predicates: origin, records, head, root, stop, steps, tokens, model, tools, budgets.
+    """The run's fields in agentloop's predicates.
+
+    ``origin``, ``records``, ``head``, ``root``, ``stop``, ``steps``,
+    ``tokens``, ``model``, ``tools``, ``budgets``.
 
     ``model`` and ``budgets`` are record 0's own (``model`` is ``None``
     when it has none); ``tools`` the names it offered, sorted.
     """
     task: Mapping[str, Any] = facts["task"]
     tools = task.get("tools")
-    names = sorted(t["name"] for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)) if isinstance(tools, list) else []
+    names = (
+        sorted(t["name"] for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str))
+        if isinstance(tools, list)
+        else []
+    )
     return {
         "origin": ORIGIN_PREFIX + facts["first"],
         "records": facts["records"],
@@ -62,8 +71,16 @@ def run_fields(facts: Mapping[str, Any]) -> Dict[str, Any]:
 
 def ok_line(name: str, facts: Mapping[str, Any]) -> Dict[str, Any]:
     """The batch ledger line of run ``name`` finished ``ok`` with these facts (:mod:`agentloop.batch.ledger`)."""
-    return {"name": name, "origin": ORIGIN_PREFIX + facts["first"], "status": "ok", "records": facts["records"],
-            "head": facts["head"], "root": facts["root"], "stop": facts["stop"], "sha256": facts["sha256"]}
+    return {
+        "name": name,
+        "origin": ORIGIN_PREFIX + facts["first"],
+        "status": "ok",
+        "records": facts["records"],
+        "head": facts["head"],
+        "root": facts["root"],
+        "stop": facts["stop"],
+        "sha256": facts["sha256"],
+    }
 
 
 def _same(one: Any, other: Any) -> bool:

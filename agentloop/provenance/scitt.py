@@ -35,9 +35,28 @@ from ..errors import MalformedCheckpointError, ProvenanceError
 from ..signing.note import Ed25519Verifier, Signer
 from ..transcript.anchor import checkpoint_of
 from ..transcript.checkpoint import Checkpoint, parse_checkpoint
-from .cose import ALG, CLAIM_ISS, CLAIM_SUB, CONTENT_TYPE, CWT_CLAIMS, EDDSA, KID, key_label, parse_sign1, sign1, verify_sign1
+from .cose import (
+    ALG,
+    CLAIM_ISS,
+    CLAIM_SUB,
+    CONTENT_TYPE,
+    CWT_CLAIMS,
+    EDDSA,
+    KID,
+    key_label,
+    parse_sign1,
+    sign1,
+    verify_sign1,
+)
 
-__all__ = ["CHECKPOINT_CONTENT_TYPE", "StatementCheck", "make_statement", "check_statement", "check_claims", "default_name"]
+__all__ = [
+    "CHECKPOINT_CONTENT_TYPE",
+    "StatementCheck",
+    "make_statement",
+    "check_statement",
+    "check_claims",
+    "default_name",
+]
 
 #: The content type (label 3) of the payload, a checkpoint note.
 CHECKPOINT_CONTENT_TYPE = "text/plain; charset=utf-8"
@@ -146,4 +165,3 @@ def default_name(path: str) -> str:
     """Where the statement of ``path`` goes: ``.jsonl`` replaced by ``.statement.cose`` (or that appended)."""
     stem = path[: -len(".jsonl")] if path.endswith(".jsonl") else path
     return stem + ".statement.cose"
-

@@ -25,7 +25,9 @@ from agentloop.provenance import cbor  # noqa: E402 -- after the path is set
 def value(rng: random.Random, depth: int) -> Any:
     kind = rng.randrange(7 if depth < 3 else 5)
     if kind == 0:
-        return rng.choice([0, 23, 24, 255, 256, 65535, 65536, 2**32 - 1, 2**32, 2**64 - 1, 2**64, 2**70]) * rng.choice([1, -1])
+        return rng.choice(
+            [0, 23, 24, 255, 256, 65535, 65536, 2**32 - 1, 2**32, 2**64 - 1, 2**64, 2**70]
+        ) * rng.choice([1, -1])
     if kind == 1:
         return rng.choice([0.0, -0.0, 0.5, 65505.0, 100000.0, 1.1, 1e300, 5.960464477539063e-08, math.inf, -math.inf])
     if kind == 2:
@@ -43,8 +45,10 @@ def value(rng: random.Random, depth: int) -> Any:
 def main() -> int:
     # cbor2 writes 65504.0, the largest half-precision value, in single precision; RFC 8949 Appendix A
     # gives 0xf97bff, and so does agentloop: the one value left out of the comparison below.
-    print("note: 65504.0: agentloop %s (RFC 8949 Appendix A: f97bff), cbor2 canonical %s"
-          % (cbor.encode(65504.0).hex(), cbor2.dumps(65504.0, canonical=True).hex()))
+    print(
+        "note: 65504.0: agentloop %s (RFC 8949 Appendix A: f97bff), cbor2 canonical %s"
+        % (cbor.encode(65504.0).hex(), cbor2.dumps(65504.0, canonical=True).hex())
+    )
     rng = random.Random(8949)
     for n in range(2000):
         item = value(rng, 0)
@@ -56,7 +60,10 @@ def main() -> int:
         if cbor.encode(back) != theirs or cbor2.dumps(cbor2.loads(mine), canonical=True) != mine:
             print("FAILED: value %d does not decode back the same on both sides" % (n,))
             return 1
-    print("ok: 2000 random values: agentloop's deterministic encoding is byte for byte cbor2's canonical one, and each decodes the other's")
+    print(
+        "ok: 2000 random values: agentloop's deterministic encoding is byte for byte cbor2's canonical one, "
+        "and each decodes the other's"
+    )
     return 0
 
 

@@ -102,7 +102,7 @@ def mth(leaves: List[bytes]) -> bytes:
 
 def changed_copies(data: bytes, count: int = 24) -> List[bytes]:
     step = max(1, len(data) // count)
-    return [data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1:] for at in range(0, len(data), step)]
+    return [data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1 :] for at in range(0, len(data), step)]
 
 
 def refused_everywhere(what: str, data: bytes, check: Callable[[bytes], None]) -> None:
@@ -127,7 +127,9 @@ def check_envelope(line: bytes, label: str, public: bytes) -> bytes:
     envelope.verify([key], 1)
     assert envelope.pae() == pae(doc["payloadType"], base64.b64decode(doc["payload"])), "securesystemslib's PAE differs"
     (signature,) = doc["signatures"]
-    Ed25519PublicKey.from_public_bytes(public).verify(base64.b64decode(signature["sig"]), pae(doc["payloadType"], envelope.payload))
+    Ed25519PublicKey.from_public_bytes(public).verify(
+        base64.b64decode(signature["sig"]), pae(doc["payloadType"], envelope.payload)
+    )
     assert doc["payloadType"] == "application/vnd.in-toto+json"
     return envelope.payload
 
@@ -150,9 +152,14 @@ def attestation(bundle: str, files: List[str], label: str, public: bytes) -> Non
     lines = [line for line in data.split(b"\n") if line]
     for line in lines:
         kind = check_statement_payload(check_envelope(line, label, public), files)
-        print("ok: %s: securesystemslib and cryptography verify the DSSE envelope; in-toto-attestation validates the Statement "
-              "(%s); %d subject file(s) match" % (bundle, kind, len(files)))
-    refused_everywhere(bundle, lines[0], lambda d: check_statement_payload(check_envelope(d, label, public), files) and None)
+        print(
+            "ok: %s: securesystemslib and cryptography verify the DSSE envelope; "
+            "in-toto-attestation validates the Statement "
+            "(%s); %d subject file(s) match" % (bundle, kind, len(files))
+        )
+    refused_everywhere(
+        bundle, lines[0], lambda d: check_statement_payload(check_envelope(d, label, public), files) and None
+    )
 
 
 # --- COSE ------------------------------------------------------------------------------------
@@ -186,12 +193,17 @@ def statement(path: str, transcript: str, label: str, public: bytes) -> None:
         assert claims[2] == lines[0], "sub is not the checkpoint's origin"
         with open(transcript, "rb") as handle:
             records = handle.read().splitlines()
-        assert base64.b64decode(lines[2]) == mth(records[: int(lines[1])]), "the checkpoint's root is not the transcript's"
+        assert base64.b64decode(lines[2]) == mth(
+            records[: int(lines[1])]
+        ), "the checkpoint's root is not the transcript's"
         pycose_verifies(blob, public)
 
     check(data)
-    print("ok: %s: cbor2 decodes it (canonical), pycose verifies the EdDSA signature; its checkpoint's root is the RFC 9162 root of %s"
-          % (path, transcript))
+    print(
+        "ok: %s: cbor2 decodes it (canonical), pycose verifies the EdDSA signature; "
+        "its checkpoint's root is the RFC 9162 root of %s"
+        % (path, transcript)
+    )
     refused_everywhere(path, data, check)
 
 
@@ -204,7 +216,9 @@ def receipt(path: str, ledger: str, name: str, label: str, public: bytes) -> Non
 
     def check(blob: bytes) -> None:
         protected, unprotected, payload, _ = decode_sign1(blob)
-        assert protected[1] == -8 and protected[395] == 1 and protected[4] == label.encode() and payload is None, "headers"
+        assert (
+            protected[1] == -8 and protected[395] == 1 and protected[4] == label.encode() and payload is None
+        ), "headers"
         assert protected[15][2] == json.loads(entry)["origin"], "sub is not the run's origin"
         (proof,) = unprotected[396][-1]
         size, index, hashes = cbor2.loads(proof)
@@ -214,8 +228,11 @@ def receipt(path: str, ledger: str, name: str, label: str, public: bytes) -> Non
         pycose_verifies(blob, public, detached=root)
 
     check(data)
-    print("ok: %s: cbor2 decodes it (canonical), the inclusion proof of line %s gives the ledger's root, pycose verifies the "
-          "signature over it" % (path, json.dumps(name)))
+    print(
+        "ok: %s: cbor2 decodes it (canonical), the inclusion proof of line %s gives the ledger's root, "
+        "pycose verifies the "
+        "signature over it" % (path, json.dumps(name))
+    )
     refused_everywhere(path, data, check)
 
 

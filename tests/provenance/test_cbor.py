@@ -13,7 +13,9 @@ from typing import Any, List
 from agentloop.errors import MalformedCBORError, WrongTypeError
 from agentloop.provenance.cbor import MAX_DEPTH, UNDEFINED, Simple, Tag, decode, encode
 
-VECTORS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vectors", "cbor", "appendix_a.json")
+VECTORS = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vectors", "cbor", "appendix_a.json"
+)
 
 
 def diagnostic(value: Any) -> str:
@@ -101,9 +103,24 @@ class TestAppendixA(unittest.TestCase):
 class TestEncodingRules(unittest.TestCase):
     def test_integer_arguments_take_the_shortest_form_at_every_boundary(self) -> None:
         # RFC 8949 section 3: 0-23 in the initial byte, then 1, 2, 4, 8 bytes.
-        cases = {0: "00", 23: "17", 24: "1818", 255: "18ff", 256: "190100", 65535: "19ffff", 65536: "1a00010000",
-                 2**32 - 1: "1affffffff", 2**32: "1b0000000100000000", -1: "20", -24: "37", -25: "3818", -256: "38ff",
-                 -257: "390100", -(2**64): "3bffffffffffffffff", 2**64: "c249010000000000000000"}
+        cases = {
+            0: "00",
+            23: "17",
+            24: "1818",
+            255: "18ff",
+            256: "190100",
+            65535: "19ffff",
+            65536: "1a00010000",
+            2**32 - 1: "1affffffff",
+            2**32: "1b0000000100000000",
+            -1: "20",
+            -24: "37",
+            -25: "3818",
+            -256: "38ff",
+            -257: "390100",
+            -(2**64): "3bffffffffffffffff",
+            2**64: "c249010000000000000000",
+        }
         for value, expected in cases.items():
             with self.subTest(value):
                 self.assertEqual(encode(value).hex(), expected)
@@ -116,8 +133,15 @@ class TestEncodingRules(unittest.TestCase):
         self.assertEqual(list(decode(encode(value))), [10, 100, -1, "z", "aa"])
 
     def test_floats_take_the_shortest_exact_precision(self) -> None:
-        cases = {0.5: "f93800", 65504.0: "f97bff", 65505.0: "fa477fe100", 1e-7: "fb3e7ad7f29abcaf48",
-                 float("nan"): "f97e00", -0.0: "f98000", 3.4028234663852886e38: "fa7f7fffff"}
+        cases = {
+            0.5: "f93800",
+            65504.0: "f97bff",
+            65505.0: "fa477fe100",
+            1e-7: "fb3e7ad7f29abcaf48",
+            float("nan"): "f97e00",
+            -0.0: "f98000",
+            3.4028234663852886e38: "fa7f7fffff",
+        }
         for value, expected in cases.items():
             with self.subTest(value):
                 self.assertEqual(encode(value).hex(), expected)
@@ -130,8 +154,15 @@ class TestEncodingRules(unittest.TestCase):
         self.assertEqual(encode(Simple(255)).hex(), "f8ff")
 
     def test_values_it_cannot_encode_are_refused_naming_where(self) -> None:
-        for value, where in (({"a": {1.5j: 1}}, "$['a']{key}"), ([set()], "$[0]"), ("\ud800", "$"),
-                             (Simple(24), "$"), (Simple(21), "$"), (Tag(2, b"\x01"), "$"), (Tag(-1, 0), "$")):
+        for value, where in (
+            ({"a": {1.5j: 1}}, "$['a']{key}"),
+            ([set()], "$[0]"),
+            ("\ud800", "$"),
+            (Simple(24), "$"),
+            (Simple(21), "$"),
+            (Tag(2, b"\x01"), "$"),
+            (Tag(-1, 0), "$"),
+        ):
             with self.subTest(value=value):
                 with self.assertRaises(WrongTypeError) as caught:
                     encode(value)

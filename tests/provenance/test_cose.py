@@ -14,12 +14,16 @@ from agentloop.signing import ed25519
 from agentloop.signing.keys import ALG_ED25519, SignerKey
 from agentloop.signing.note import Ed25519Signer, Ed25519Verifier
 
-VECTOR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vectors", "cose", "eddsa-sig-01.json")
+VECTOR = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vectors", "cose", "eddsa-sig-01.json"
+)
 SEED = bytes.fromhex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")  # RFC 8032 7.1 TEST 1
 
 
 def signer(name: str = "example.com/operator", seed: bytes = SEED) -> Ed25519Signer:
-    return Ed25519Signer(SignerKey(name, ALG_ED25519, seed, ed25519.unsafe_public_key(seed)), allow_slow_unsafe_signer=True)
+    return Ed25519Signer(
+        SignerKey(name, ALG_ED25519, seed, ed25519.unsafe_public_key(seed)), allow_slow_unsafe_signer=True
+    )
 
 
 class TestWorkingGroupExample(unittest.TestCase):
@@ -33,16 +37,25 @@ class TestWorkingGroupExample(unittest.TestCase):
         self.assertEqual(ed25519.unsafe_public_key(SEED).hex(), key["x_hex"])
         payload = self.vector["input"]["plaintext"].encode("utf-8")
         protected = {1: -8, 3: 0}  # "alg": "EdDSA", "ctyp": 0
-        self.assertEqual(sig_structure(cbor.encode(protected), payload).hex().upper(), self.vector["intermediates"]["ToBeSign_hex"])
+        self.assertEqual(
+            sig_structure(cbor.encode(protected), payload).hex().upper(), self.vector["intermediates"]["ToBeSign_hex"]
+        )
         message = sign1(protected, {4: b"11"}, payload, signer())
         self.assertEqual(message.hex().upper(), self.vector["output"]["cbor"])
 
     def test_the_example_reads_and_its_signature_verifies(self) -> None:
         message = parse_sign1(bytes.fromhex(self.vector["output"]["cbor"]))
-        self.assertEqual((message.protected, message.unprotected, message.payload), ({1: -8, 3: 0}, {4: b"11"}, b"This is the content."))
+        self.assertEqual(
+            (message.protected, message.unprotected, message.payload),
+            ({1: -8, 3: 0}, {4: b"11"}, b"This is the content."),
+        )
         public = bytes.fromhex(self.vector["input"]["sign0"]["key"]["x_hex"])
-        self.assertTrue(ed25519.verify(public, sig_structure(message.protected_bytes, message.payload or b""), message.signature))
-        self.assertFalse(ed25519.verify(public, sig_structure(message.protected_bytes, b"This is the content!"), message.signature))
+        self.assertTrue(
+            ed25519.verify(public, sig_structure(message.protected_bytes, message.payload or b""), message.signature)
+        )
+        self.assertFalse(
+            ed25519.verify(public, sig_structure(message.protected_bytes, b"This is the content!"), message.signature)
+        )
 
 
 class TestVerify(unittest.TestCase):
@@ -91,7 +104,10 @@ class TestVerify(unittest.TestCase):
             (cbor.encode(cbor.Tag(98, good)), "not a tagged COSE_Sign1"),
             (cbor.encode(cbor.Tag(18, good[:3])), "an array of 4"),
             (cbor.encode(cbor.Tag(18, [b""] + good[1:])), "protected header: must be a non-empty byte string"),
-            (cbor.encode(cbor.Tag(18, [b"\xa1\x01\x38\x07"] + good[1:])), "protected header: not deterministic CBOR: CBOR byte 2"),
+            (
+                cbor.encode(cbor.Tag(18, [b"\xa1\x01\x38\x07"] + good[1:])),
+                "protected header: not deterministic CBOR: CBOR byte 2",
+            ),
             (cbor.encode(cbor.Tag(18, [cbor.encode([1])] + good[1:])), "must encode a map"),
             (cbor.encode(cbor.Tag(18, [good[0], [], b"p", b"s"])), "unprotected header: must be a map"),
             (cbor.encode(cbor.Tag(18, [good[0], {}, "p", b"s"])), "payload: must be a byte string or nil"),

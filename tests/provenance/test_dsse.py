@@ -10,7 +10,15 @@ import unittest
 from typing import Any, Dict
 
 from agentloop.errors import BadSignatureError, ProvenanceError
-from agentloop.provenance.dsse import DsseSignature, Envelope, envelope_line, pae, parse_envelope, sign_envelope, verify_envelope
+from agentloop.provenance.dsse import (
+    DsseSignature,
+    Envelope,
+    envelope_line,
+    pae,
+    parse_envelope,
+    sign_envelope,
+    verify_envelope,
+)
 
 from .test_cose import signer
 from ..signing_support import require_cryptography
@@ -30,7 +38,9 @@ class TestPae(unittest.TestCase):
     def test_the_vectors(self) -> None:
         for vector in load()["pae"]:
             with self.subTest(vector["desc"]):
-                self.assertEqual(pae(vector["payloadType"], bytes.fromhex(vector["payload_hex"])).hex(), vector["pae_hex"])
+                self.assertEqual(
+                    pae(vector["payloadType"], bytes.fromhex(vector["payload_hex"])).hex(), vector["pae_hex"]
+                )
 
     def test_the_specs_envelope_verifies_over_this_pae(self) -> None:
         """The spec's ECDSA P-256 signature, checked with ``cryptography``: the PAE here is the bytes it signs."""
@@ -77,14 +87,23 @@ class TestEnvelope(unittest.TestCase):
             (b"\xff", "is not a JSON text"),
             (b'{"payload":"aGk=","payload":"aGk=","payloadType":"t","signatures":[]}', "repeats a member"),
             (json.dumps(dict(base, payloadType=1)).encode(), "$.payloadType: must be a string"),
-            (json.dumps({"payloadType": "t", "signatures": base["signatures"]}).encode(), "$.payload: must be a base64 string"),
+            (
+                json.dumps({"payloadType": "t", "signatures": base["signatures"]}).encode(),
+                "$.payload: must be a base64 string",
+            ),
             (json.dumps(dict(base, payload="aGk")).encode(), "$.payload: is not valid base64"),
             (json.dumps(dict(base, payload="aGl=")).encode(), "$.payload: is not canonical base64"),
             (json.dumps(dict(base, payload="+_8=")).encode(), "$.payload: is not base64 in one alphabet"),
             (json.dumps(dict(base, signatures=[])).encode(), "$.signatures: must be a non-empty array"),
             (json.dumps(dict(base, signatures=["x"])).encode(), "$.signatures[0]: must be an object"),
-            (json.dumps(dict(base, signatures=[{"sig": sig, "keyid": 3}])).encode(), "$.signatures[0].keyid: must be a string"),
-            (json.dumps(dict(base, signatures=[{"keyid": "k"}])).encode(), "$.signatures[0].sig: must be a base64 string"),
+            (
+                json.dumps(dict(base, signatures=[{"sig": sig, "keyid": 3}])).encode(),
+                "$.signatures[0].keyid: must be a string",
+            ),
+            (
+                json.dumps(dict(base, signatures=[{"keyid": "k"}])).encode(),
+                "$.signatures[0].sig: must be a base64 string",
+            ),
         ]
         for data, words in cases:
             with self.subTest(words):
@@ -95,8 +114,12 @@ class TestEnvelope(unittest.TestCase):
     def test_verification_rules(self) -> None:
         other = signer("example.com/other", bytes(range(32)))
         envelope = sign_envelope("t", b"body", [other, self.key])
-        self.assertEqual(verify_envelope(envelope, [self.verifier]), ("example.com/operator",))  # an unknown key's is ignored
-        self.assertEqual(verify_envelope(envelope, [self.verifier, other.verifier()]), ("example.com/other", "example.com/operator"))
+        self.assertEqual(
+            verify_envelope(envelope, [self.verifier]), ("example.com/operator",)
+        )  # an unknown key's is ignored
+        self.assertEqual(
+            verify_envelope(envelope, [self.verifier, other.verifier()]), ("example.com/other", "example.com/operator")
+        )
         self.assertEqual(verify_envelope(envelope, []), ())
         unnamed = Envelope("t", b"body", tuple(DsseSignature("", s.sig) for s in envelope.signatures))
         self.assertEqual(verify_envelope(unnamed, [self.verifier]), ())  # a signature without keyid counts for nothing

@@ -20,7 +20,14 @@ from agentloop.errors import BadSignatureError, ProofError, ProvenanceError
 from agentloop.provenance import cbor
 from agentloop.provenance.cose import key_label, parse_sign1, sign1
 from agentloop.provenance.dsse import envelope_line, sign_envelope
-from agentloop.provenance.intoto import BATCH_PREDICATE, PAYLOAD_TYPE, attest_batch, attest_run, check_files, read_bundle
+from agentloop.provenance.intoto import (
+    BATCH_PREDICATE,
+    PAYLOAD_TYPE,
+    attest_batch,
+    attest_run,
+    check_files,
+    read_bundle,
+)
 from agentloop.provenance.receipts import check_receipt, issue_receipts
 from agentloop.provenance.scitt import check_statement, make_statement
 
@@ -35,7 +42,11 @@ VALID = os.path.join(VECTORS, "valid.jsonl")
 def text_head(text: str) -> bytes:
     """RFC 8949 section 3.1, major type 3, written out: the head of a text string of this many UTF-8 bytes."""
     size = len(text.encode("utf-8"))
-    return bytes([0x60 + size]) if size < 24 else bytes([0x78, size]) if size < 256 else bytes([0x79]) + size.to_bytes(2, "big")
+    return (
+        bytes([0x60 + size])
+        if size < 24
+        else bytes([0x78, size]) if size < 256 else bytes([0x79]) + size.to_bytes(2, "big")
+    )
 
 
 def bstr(raw: bytes) -> bytes:
@@ -70,16 +81,27 @@ class TestRunAttestation(Case):
         with open(path, "rb") as handle:
             data = handle.read()
         records = [json.loads(l) for l in data.splitlines()]
-        self.assertEqual(statement["subject"], [{"name": "run.jsonl", "digest": {"sha256": hashlib.sha256(data).hexdigest()}}])
+        self.assertEqual(
+            statement["subject"], [{"name": "run.jsonl", "digest": {"sha256": hashlib.sha256(data).hexdigest()}}]
+        )
         self.assertEqual(statement["_type"], "https://in-toto.io/Statement/v1")
         predicate = statement["predicate"]
-        self.assertEqual(predicate, {
-            "format": "agentloop/1", "origin": "agentloop/1/" + records[0]["hash"], "records": len(records),
-            "head": records[-1]["hash"], "root": naive_root(data.splitlines()).hex(),
-            "stop": records[-1]["payload"]["reason"], "steps": records[-1]["payload"]["steps"],
-            "tokens": records[-1]["payload"]["tokens"], "model": records[0]["payload"].get("model"),
-            "tools": sorted(t["name"] for t in records[0]["payload"]["tools"]), "budgets": records[0]["payload"]["budgets"],
-        })
+        self.assertEqual(
+            predicate,
+            {
+                "format": "agentloop/1",
+                "origin": "agentloop/1/" + records[0]["hash"],
+                "records": len(records),
+                "head": records[-1]["hash"],
+                "root": naive_root(data.splitlines()).hex(),
+                "stop": records[-1]["payload"]["reason"],
+                "steps": records[-1]["payload"]["steps"],
+                "tokens": records[-1]["payload"]["tokens"],
+                "model": records[0]["payload"].get("model"),
+                "tools": sorted(t["name"] for t in records[0]["payload"]["tools"]),
+                "budgets": records[0]["payload"]["budgets"],
+            },
+        )
 
     def test_nothing_is_attested_that_does_not_verify_or_did_not_finish(self) -> None:
         path = self.copy(VALID)
@@ -94,12 +116,25 @@ class TestRunAttestation(Case):
     def test_a_bundle_ignores_what_it_does_not_recognise_and_refuses_when_nothing_is_left(self) -> None:
         path = self.copy(VALID)
         line = attest_run(path, [self.key])
-        foreign = envelope_line(sign_envelope(PAYLOAD_TYPE, json.dumps(
-            {"_type": "https://in-toto.io/Statement/v1", "subject": [{"digest": {"sha256": "0" * 64}}],
-             "predicateType": "https://slsa.dev/provenance/v1", "predicate": {}}).encode(), [self.key]))
+        foreign = envelope_line(
+            sign_envelope(
+                PAYLOAD_TYPE,
+                json.dumps(
+                    {
+                        "_type": "https://in-toto.io/Statement/v1",
+                        "subject": [{"digest": {"sha256": "0" * 64}}],
+                        "predicateType": "https://slsa.dev/provenance/v1",
+                        "predicate": {},
+                    }
+                ).encode(),
+                [self.key],
+            )
+        )
         found = read_bundle(b"not an envelope\n" + foreign + line, [self.verifier])
         self.assertEqual([a.line for a in found], [3])
-        with self.assertRaisesRegex(ProvenanceError, "predicate type 'https://slsa.dev/provenance/v1' is not agentloop's"):
+        with self.assertRaisesRegex(
+            ProvenanceError, "predicate type 'https://slsa.dev/provenance/v1' is not agentloop's"
+        ):
             read_bundle(foreign, [self.verifier])
         with self.assertRaisesRegex(ProvenanceError, "it holds no line"):
             read_bundle(b"", [self.verifier])
@@ -124,8 +159,13 @@ class TestBatch(Case):
         super().setUp()
         self.out = self.path("out")
         specs = [RunSpec("a", "one", 5, 10000), RunSpec("b", "three", 1, 10000), RunSpec("c", "seven", 5, 10000)]
-        run_many(specs, model="tests.batch_models:factory", tools="tests.batch_models:tools", out_dir=self.out,
-                 checkpoint=os.path.join(self.out, "manifest.checkpoint"))
+        run_many(
+            specs,
+            model="tests.batch_models:factory",
+            tools="tests.batch_models:tools",
+            out_dir=self.out,
+            checkpoint=os.path.join(self.out, "manifest.checkpoint"),
+        )
         self.manifest = os.path.join(self.out, "manifest.jsonl")
         with open(self.manifest, "rb") as handle:
             self.ledger = handle.read()
@@ -141,7 +181,9 @@ class TestBatch(Case):
         self.assertEqual([r["name"] for r in attestation.predicate["runs"]], ["a", "b", "c"])
         self.assertEqual(sorted(n for n, _ in attestation.subjects), ["a.jsonl", "b.jsonl", "c.jsonl"])
         checked = check_files(attestation, self.files, self.ledger)
-        self.assertEqual(([n for _, n in checked.files], checked.unchecked, checked.manifest), (["a", "b", "c"], (), True))
+        self.assertEqual(
+            ([n for _, n in checked.files], checked.unchecked, checked.manifest), (["a", "b", "c"], (), True)
+        )
         self.assertEqual(check_files(attestation, self.files[:1]).unchecked, ("b", "c"))
         with self.assertRaisesRegex(ProvenanceError, "--manifest: is not the attested ledger of 3 runs"):
             check_files(attestation, [], self.ledger[:-1] + b" \n")
@@ -161,7 +203,9 @@ class TestBatch(Case):
         with open(self.files[2], "wb") as handle:
             handle.writelines(lines)
         shutil.copy(VALID, self.files[0])  # another run's transcript, whole and valid
-        with self.assertRaisesRegex(ProvenanceError, "a.jsonl: is not the transcript its ledger line describes: its head differs"):
+        with self.assertRaisesRegex(
+            ProvenanceError, "a.jsonl: is not the transcript its ledger line describes: its head differs"
+        ):
             attest_batch(self.manifest, [self.key])
         os.remove(self.files[0])
         with self.assertRaisesRegex(ProvenanceError, "a.jsonl: cannot be read"):
@@ -172,9 +216,12 @@ class TestBatch(Case):
 
     def test_a_forged_predicate_is_refused_even_when_signed(self) -> None:
         (attestation,) = read_bundle(attest_batch(self.manifest, [self.key]), [self.verifier])
-        statement: Dict[str, Any] = {"_type": "https://in-toto.io/Statement/v1",
-                                     "subject": [{"name": n, "digest": {"sha256": s}} for n, s in attestation.subjects],
-                                     "predicateType": BATCH_PREDICATE, "predicate": json.loads(json.dumps(attestation.predicate))}
+        statement: Dict[str, Any] = {
+            "_type": "https://in-toto.io/Statement/v1",
+            "subject": [{"name": n, "digest": {"sha256": s}} for n, s in attestation.subjects],
+            "predicateType": BATCH_PREDICATE,
+            "predicate": json.loads(json.dumps(attestation.predicate)),
+        }
         statement["predicate"]["runs"][0]["records"] += 1  # the ledger root no longer matches its runs
         forged = envelope_line(sign_envelope(PAYLOAD_TYPE, json.dumps(statement).encode(), [self.key]))
         (read_back,) = read_bundle(forged, [self.verifier])
@@ -190,20 +237,39 @@ class TestBatch(Case):
         for index, (name, line) in enumerate(zip("abc", parse_ledger(self.ledger))):
             message = parse_sign1(receipts[name])
             origin = line["origin"]
-            protected = (b"\xa4" + b"\x01\x27" + b"\x04" + bstr(self.kid) + b"\x0f\xa2" + b"\x01" + text_head("https://ops.example")
-                         + b"https://ops.example" + b"\x02" + text_head(origin) + origin.encode() + b"\x19\x01\x8b\x01")
+            protected = (
+                b"\xa4"
+                + b"\x01\x27"
+                + b"\x04"
+                + bstr(self.kid)
+                + b"\x0f\xa2"
+                + b"\x01"
+                + text_head("https://ops.example")
+                + b"https://ops.example"
+                + b"\x02"
+                + text_head(origin)
+                + origin.encode()
+                + b"\x19\x01\x8b\x01"
+            )
             self.assertEqual(message.protected_bytes, protected)
-            proof = b"\x83\x03" + bytes([index]) + bytes([0x80 + len(paths[name])]) + b"".join(bstr(h) for h in paths[name])
+            proof = (
+                b"\x83\x03" + bytes([index]) + bytes([0x80 + len(paths[name])]) + b"".join(bstr(h) for h in paths[name])
+            )
             self.assertEqual(message.unprotected, {396: {-1: [proof]}})
             self.assertIsNone(message.payload)
-            self.assertTrue(self.verifier.verify(
-                b"\x84\x6aSignature1" + bstr(protected) + b"\x40" + bstr(naive_root(lines)), message.signature))
+            self.assertTrue(
+                self.verifier.verify(
+                    b"\x84\x6aSignature1" + bstr(protected) + b"\x40" + bstr(naive_root(lines)), message.signature
+                )
+            )
             checked = check_receipt(receipts[name], line, [self.verifier], "https://ops.example")
             self.assertEqual((checked.index, checked.size, checked.root), (index, 3, naive_root(lines).hex()))
         with self.assertRaisesRegex(ProvenanceError, "iss\\): is 'https://ops.example', not 'x'"):
             check_receipt(receipts["a"], parse_ledger(self.ledger)[0], [self.verifier], "x")
         changed = dict(parse_ledger(self.ledger)[0], records=99)
-        with self.assertRaisesRegex(BadSignatureError, "does not verify over the root .* that the inclusion proof gives"):
+        with self.assertRaisesRegex(
+            BadSignatureError, "does not verify over the root .* that the inclusion proof gives"
+        ):
             check_receipt(receipts["a"], changed, [self.verifier])
 
     def test_malformed_receipts(self) -> None:
@@ -220,7 +286,12 @@ class TestBatch(Case):
             (good, {396: {-2: [proof]}}, True, "must be exactly {396 (vdp)"),
             (good, {396: {-1: [proof]}, 4: b"x"}, True, "must be exactly {396 (vdp)"),
             (good, {396: {-1: [cbor.encode([3, 0, []])]}}, True, "1 to 64 hashes of 32 bytes"),
-            (good, {396: {-1: [cbor.encode([3, -1, [b"\x00" * 32]])]}}, True, "leaf-index: must be an unsigned integer"),
+            (
+                good,
+                {396: {-1: [cbor.encode([3, -1, [b"\x00" * 32]])]}},
+                True,
+                "leaf-index: must be an unsigned integer",
+            ),
             (good, {396: {-1: [cbor.encode([3, 0])]}}, True, "must be [tree-size, leaf-index, inclusion-path]"),
             (good, {396: {-1: [b"\x18\x01"]}}, True, "inclusion proof: not deterministic CBOR"),
         ]
@@ -236,7 +307,9 @@ class TestBatch(Case):
 
     def test_one_line_is_no_receipt(self) -> None:
         first = self.ledger.split(b"\n")[0] + b"\n"
-        with self.assertRaisesRegex(ProvenanceError, "empty inclusion path, which RFC 9942's inclusion-path \\(\\[\\+ bstr\\]\\) does not allow"):
+        with self.assertRaisesRegex(
+            ProvenanceError, "empty inclusion path, which RFC 9942's inclusion-path \\(\\[\\+ bstr\\]\\) does not allow"
+        ):
             issue_receipts(first, self.key, "i")
         with self.assertRaisesRegex(ProvenanceError, "manifest: manifest line 1"):
             issue_receipts(b"{}\n", self.key, "i")
@@ -253,22 +326,43 @@ class TestStatement(Case):
             records = [json.loads(l) for l in handle.read().splitlines()]
         origin = "agentloop/1/" + records[0]["hash"]
         content_type = "text/plain; charset=utf-8"
-        protected = (b"\xa4\x01\x27\x03" + text_head(content_type) + content_type.encode() + b"\x04" + bstr(self.kid)
-                     + b"\x0f\xa2\x01" + text_head("https://operator.example.com") + b"https://operator.example.com"
-                     + b"\x02" + text_head(origin) + origin.encode())
+        protected = (
+            b"\xa4\x01\x27\x03"
+            + text_head(content_type)
+            + content_type.encode()
+            + b"\x04"
+            + bstr(self.kid)
+            + b"\x0f\xa2\x01"
+            + text_head("https://operator.example.com")
+            + b"https://operator.example.com"
+            + b"\x02"
+            + text_head(origin)
+            + origin.encode()
+        )
         self.assertEqual(message.protected_bytes, protected)
         self.assertEqual(message.unprotected, {})
         with open(path, "rb") as handle:
             lines = handle.read().splitlines()
-        note = "%s\n%d\n%s\nhead %s\n\n" % (origin, len(records), base64.b64encode(naive_root(lines)).decode(), records[-1]["hash"])
+        note = "%s\n%d\n%s\nhead %s\n\n" % (
+            origin,
+            len(records),
+            base64.b64encode(naive_root(lines)).decode(),
+            records[-1]["hash"],
+        )
         self.assertEqual(message.payload, note.encode())
         checked = check_statement(data, [self.verifier], "https://operator.example.com")
-        self.assertEqual((checked.signer, checked.issuer, checked.subject, checked.checkpoint.size), (self.key.name, "https://operator.example.com", origin, 5))
+        self.assertEqual(
+            (checked.signer, checked.issuer, checked.subject, checked.checkpoint.size),
+            (self.key.name, "https://operator.example.com", origin, 5),
+        )
 
     def test_refusals(self) -> None:
         path = self.copy(VALID)
         self.flip(path, 300)
-        with self.assertRaisesRegex(ProvenanceError, "does not verify \\(hash_mismatch at record 0 \\(line 1\\)\\): nothing is signed that was not verified"):
+        with self.assertRaisesRegex(
+            ProvenanceError,
+            "does not verify \\(hash_mismatch at record 0 \\(line 1\\)\\): nothing is signed that was not verified",
+        ):
             make_statement(path, self.key, "i")
         with self.assertRaisesRegex(ProvenanceError, "does not verify \\(no_records at file\\)"):
             make_statement(os.path.join(VECTORS, "no_records.jsonl"), self.key, "i")
@@ -281,7 +375,13 @@ class TestStatement(Case):
             (protected, {4: b"x"}, payload, False, "unprotected header: must be empty"),
             ({**protected, 3: "text/plain"}, {}, payload, False, "(content type): must be"),
             ({1: -8, 4: self.kid, 15: protected[15]}, {}, payload, False, "not exactly 1, 3, 4 and 15"),
-            ({**protected, 15: {1: "i", 2: "agentloop/1/" + "0" * 64}}, {}, payload, False, "is not the checkpoint's origin"),
+            (
+                {**protected, 15: {1: "i", 2: "agentloop/1/" + "0" * 64}},
+                {},
+                payload,
+                False,
+                "is not the checkpoint's origin",
+            ),
             (protected, {}, payload + b"x", False, "payload: is not a checkpoint"),
             (protected, {}, payload, True, "is detached"),
             ({**protected, 15: {1: 7, 2: "s"}}, {}, payload, False, "claim 1 (iss): must be text"),
@@ -309,12 +409,24 @@ class TestForgedAttestations(Case):
     def test_statements_that_are_not_statements_are_ignored_with_the_reason(self) -> None:
         good = self.statement(VALID)
         cases = [
-            (self.bundle(good, "application/json"), "payloadType: is 'application/json', not 'application/vnd.in-toto+json'"),
+            (
+                self.bundle(good, "application/json"),
+                "payloadType: is 'application/json', not 'application/vnd.in-toto+json'",
+            ),
             (self.bundle(b"\xff"), "payload: is not a JSON Statement"),
-            (self.bundle(dict(good, _type="https://in-toto.io/Statement/v0.1")), "$._type: must be 'https://in-toto.io/Statement/v1'"),
+            (
+                self.bundle(dict(good, _type="https://in-toto.io/Statement/v0.1")),
+                "$._type: must be 'https://in-toto.io/Statement/v1'",
+            ),
             (self.bundle(dict(good, subject=[])), "$.subject: must be a non-empty array"),
-            (self.bundle(dict(good, subject=[{"name": "x", "digest": {"sha1": "0" * 40}}])), "$.subject[0]: needs a name and a digest.sha256"),
-            (self.bundle(dict(good, predicate=[])), "$.predicateType: a Statement has a predicateType string and a predicate object"),
+            (
+                self.bundle(dict(good, subject=[{"name": "x", "digest": {"sha1": "0" * 40}}])),
+                "$.subject[0]: needs a name and a digest.sha256",
+            ),
+            (
+                self.bundle(dict(good, predicate=[])),
+                "$.predicateType: a Statement has a predicateType string and a predicate object",
+            ),
         ]
         for data, words in cases:
             with self.subTest(words):
@@ -327,8 +439,12 @@ class TestForgedAttestations(Case):
     def test_a_run_predicate_that_differs_from_the_file(self) -> None:
         path = self.copy(VALID)
         good = self.statement(path)
-        for key, value, words in (("tools", ["add", "mul"], "predicate.tools differs"), ("steps", None, "predicate.steps differs"),
-                                  ("records", 2**60, "predicate.records differs"), ("records", True, "predicate.records differs")):
+        for key, value, words in (
+            ("tools", ["add", "mul"], "predicate.tools differs"),
+            ("steps", None, "predicate.steps differs"),
+            ("records", 2**60, "predicate.records differs"),
+            ("records", True, "predicate.records differs"),
+        ):
             predicate = dict(good["predicate"], **{key: value})
             if value is None:
                 del predicate[key]
@@ -371,7 +487,10 @@ class TestBatchWithFailures(TestBatch):
         self.write(self.ledger + b"{}\n", self.manifest)
         with self.assertRaisesRegex(ProvenanceError, "manifest .*manifest line 4"):
             attest_batch(self.manifest, [self.key])
-        lines = [dict(line, status="rejected", reason="missing") if line["status"] == "ok" else line for line in parse_ledger(self.ledger)]
+        lines = [
+            dict(line, status="rejected", reason="missing") if line["status"] == "ok" else line
+            for line in parse_ledger(self.ledger)
+        ]
         for line in lines:
             for key in ("head", "records", "root", "sha256", "stop"):
                 line.pop(key, None)
@@ -388,9 +507,15 @@ class TestBatchWithFailures(TestBatch):
         subjects = [{"name": n, "digest": {"sha256": s}} for n, s in attestation.subjects]
 
         def forged(predicate: Dict[str, Any], subject: Any = None) -> Any:
-            statement = {"_type": "https://in-toto.io/Statement/v1", "subject": subject or subjects,
-                         "predicateType": BATCH_PREDICATE, "predicate": predicate}
-            (read_back,) = read_bundle(envelope_line(sign_envelope(PAYLOAD_TYPE, json.dumps(statement).encode(), [self.key])), [self.verifier])
+            statement = {
+                "_type": "https://in-toto.io/Statement/v1",
+                "subject": subject or subjects,
+                "predicateType": BATCH_PREDICATE,
+                "predicate": predicate,
+            }
+            (read_back,) = read_bundle(
+                envelope_line(sign_envelope(PAYLOAD_TYPE, json.dumps(statement).encode(), [self.key])), [self.verifier]
+            )
             return read_back
 
         good = json.loads(json.dumps(attestation.predicate))
@@ -399,7 +524,10 @@ class TestBatchWithFailures(TestBatch):
             (forged(dict(good, runs=[1])), "predicate.runs: every run is an object"),
             (forged(dict(good, runs=[{"name": "a"}])), "predicate.runs: are not ledger lines"),
             (forged(good, subjects[:1]), "subject: the subjects are not the ok runs of its predicate"),
-            (forged(dict(good, runs=[dict(good["runs"][0], model={"model": "another"})] + good["runs"][1:])), 'run "a" has another model'),
+            (
+                forged(dict(good, runs=[dict(good["runs"][0], model={"model": "another"})] + good["runs"][1:])),
+                'run "a" has another model',
+            ),
         ]
         for attestation_, words in cases:
             with self.subTest(words):

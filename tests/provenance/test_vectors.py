@@ -62,7 +62,9 @@ class TestVectors(unittest.TestCase):
         self.addCleanup(shutil.rmtree, out, True)
         subprocess.run([sys.executable, os.path.join(FOLDER, "make.py"), "--out", out], check=True, timeout=120)
         made = sorted(os.listdir(out))
-        self.assertEqual(made, sorted(n for n in os.listdir(FOLDER) if n not in ("make.py", "README.md", "__pycache__")))
+        self.assertEqual(
+            made, sorted(n for n in os.listdir(FOLDER) if n not in ("make.py", "README.md", "__pycache__"))
+        )
         for name in made:
             with open(os.path.join(out, name), "rb") as handle:
                 self.assertEqual(handle.read(), read(name), name)
@@ -73,7 +75,9 @@ class TestVectors(unittest.TestCase):
         self.assertEqual((attestation.signers, attestation.predicate_type), (("example.com/operator",), RUN_PREDICATE))
         self.assertEqual(check_files(attestation, [TRANSCRIPT]).files, ((TRANSCRIPT, "valid.jsonl"),))
         statement = check_statement(read("valid.statement.cose"), [key], "https://operator.example.com")
-        self.assertEqual((statement.checkpoint.size, statement.subject), (5, "agentloop/1/" + statement.checkpoint.first))
+        self.assertEqual(
+            (statement.checkpoint.size, statement.subject), (5, "agentloop/1/" + statement.checkpoint.first)
+        )
         lines = parse_ledger(read("ledger.jsonl"))
         for index, line in enumerate(lines):
             checked = check_receipt(read(line["name"] + ".receipt.cose"), line, [key], "https://operator.example.com")
@@ -92,7 +96,7 @@ class TestOneChangedByte(unittest.TestCase):
         check(data)  # the original holds
         refused: Dict[str, int] = {}
         for at in range(0, len(data), self.stride):
-            changed = data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1:]
+            changed = data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1 :]
             with self.subTest(at=at):
                 with self.assertRaises(FAULTS) as caught:
                     check(changed)
@@ -102,7 +106,9 @@ class TestOneChangedByte(unittest.TestCase):
         self.assertEqual(sum(refused.values()), len(range(0, len(data), self.stride)))
 
     def test_the_attestation(self) -> None:
-        self.every_change_refused(read("valid.jsonl.intoto.jsonl"), lambda d: check_files(read_bundle(d, [self.key])[0], [TRANSCRIPT]))
+        self.every_change_refused(
+            read("valid.jsonl.intoto.jsonl"), lambda d: check_files(read_bundle(d, [self.key])[0], [TRANSCRIPT])
+        )
 
     def test_the_signed_statement(self) -> None:
         self.every_change_refused(read("valid.statement.cose"), lambda d: check_statement(d, [self.key]))
@@ -111,7 +117,9 @@ class TestOneChangedByte(unittest.TestCase):
         lines = parse_ledger(read("ledger.jsonl"))
         for line in lines:
             with self.subTest(line["name"]):
-                self.every_change_refused(read(line["name"] + ".receipt.cose"), lambda d: check_receipt(d, line, [self.key]))
+                self.every_change_refused(
+                    read(line["name"] + ".receipt.cose"), lambda d: check_receipt(d, line, [self.key])
+                )
 
     def test_the_transcript_under_its_attestation(self) -> None:
         (attestation,) = read_bundle(read("valid.jsonl.intoto.jsonl"), [self.key])
@@ -137,8 +145,6 @@ class TestOneChangedByte(unittest.TestCase):
             with self.subTest(key):
                 with self.assertRaises(FAULTS):
                     check_receipt(receipt, changed, [self.key])
-
-
 
 
 if __name__ == "__main__":
