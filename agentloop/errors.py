@@ -43,6 +43,8 @@ __all__ = [
     "MCPNameCollisionError",
     "MalformedNoteError",
     "MalformedManifestError",
+    "MalformedCBORError",
+    "ProvenanceError",
     "MessageError",
     "WrongTypeError",
     "BadArgumentError",
@@ -388,6 +390,38 @@ class MalformedManifestError(AgentloopError, ValueError):
         self.reason = reason
         where = "manifest line %d" % (line,) if line is not None else "manifest"
         super().__init__("%s: %s" % (where, reason))
+
+
+# --- provenance formats: CBOR, COSE, DSSE, in-toto (issue 23) ----------------
+
+
+class MalformedCBORError(AgentloopError, ValueError):
+    """Bytes are not one deterministically encoded CBOR data item (RFC 8949 section 4.2.1).
+
+    ``offset`` is the byte at fault, counted from 0, and ``reason`` the rule
+    it breaks (``not the shortest form of the argument``).
+    """
+
+    def __init__(self, offset: int, reason: str) -> None:
+        self.offset = offset
+        self.reason = reason
+        super().__init__("CBOR byte %d: %s" % (offset, reason))
+
+
+class ProvenanceError(AgentloopError, ValueError):
+    """An attestation, a signed statement or a receipt is malformed, or does not match what it is about.
+
+    ``what`` names the artefact and the place in it (``attestation
+    $.subject[0].digest``, ``receipt protected header 395``) and ``reason``
+    what is wrong.  A signature that does not verify is a
+    :class:`BadSignatureError`; a Merkle proof that does not hold, a
+    :class:`ProofError`.
+    """
+
+    def __init__(self, what: str, reason: str) -> None:
+        self.what = what
+        self.reason = reason
+        super().__init__("%s: %s" % (what, reason))
 
 
 # --- misuse of constructors and functions (issue 10) -------------------------

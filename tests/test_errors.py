@@ -36,6 +36,8 @@ LATER_ERRORS = {
     "MCPConfigError": ValueError,
     "MCPNameCollisionError": ValueError,
     "MalformedManifestError": ValueError,
+    "MalformedCBORError": ValueError,
+    "ProvenanceError": ValueError,
 }
 
 # Misuse of constructors and functions (issue 10): each replaces a bare

@@ -22,7 +22,7 @@ def _int(value: object) -> Optional[int]:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def transcript_facts(path: PathLike) -> Dict[str, Any]:
+def transcript_facts(path: PathLike, task: bool = False) -> Dict[str, Any]:
     """One pass over ``path``: verify the chain, hash the file, build the Merkle tree.
 
     Returns ``exists``, ``ok`` (the chain verifies), ``complete`` (it ends
@@ -30,7 +30,9 @@ def transcript_facts(path: PathLike) -> Dict[str, Any]:
     ``root`` (hex RFC 6962 root over the record lines), ``sha256`` (of the
     bytes read), ``fault`` (the first fault, ``kind: detail``, or ``""``) and
     from the stop record ``stop``, ``steps``, ``tokens`` and ``cost`` (when
-    it holds one).  Never raises for a bad or missing file.
+    it holds one).  With ``task``, also ``task``: record 0's payload (a
+    dict, or ``None``), read in the same pass.  Never raises for a bad or
+    missing file.
     """
     digest = hashlib.sha256()
     tree = CompactRange()
@@ -38,6 +40,7 @@ def transcript_facts(path: PathLike) -> Dict[str, Any]:
     last: Any = None
     chain = None
     first: List[str] = []
+    task_payload: List[Any] = []
 
     def on_record(body: bytes) -> None:
         tree.append(leaf_hash(body))
@@ -48,11 +51,12 @@ def transcript_facts(path: PathLike) -> Dict[str, Any]:
             last = record
             if not first and isinstance(record, dict) and isinstance(record.get("hash"), str):
                 first.append(record["hash"])
+                task_payload.append(record.get("payload") if record.get("kind") == "task" else None)
     exists = not any(f.kind == "unreadable" and f.line is None for f in faults)
     payload = last.get("payload") if isinstance(last, dict) and last.get("kind") == "stop" else None
     stop: Dict[str, Any] = payload if isinstance(payload, dict) else {}
     cost = stop.get("cost")
-    return {
+    facts: Dict[str, Any] = {
         "exists": exists,
         "ok": not faults,
         "complete": chain is not None and chain.last_kind == "stop",
@@ -67,3 +71,6 @@ def transcript_facts(path: PathLike) -> Dict[str, Any]:
         "tokens": _int(stop.get("tokens")),
         "cost": cost if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
     }
+    if task:
+        facts["task"] = task_payload[0] if task_payload and isinstance(task_payload[0], dict) else None
+    return facts

@@ -1,0 +1,167 @@
+"""SCITT signed statements (RFC 9943) over a transcript's checkpoint.
+
+A Signed Statement is a COSE_Sign1 message (RFC 9943 section 6, "Signed
+Statements"; RFC 9052 section 4.2) whose protected header holds the CWT
+Claims header parameter, label 15 (RFC 9597 section 2), with the Issuer
+(claim 1) and the Subject (claim 2), and a ``kid`` (label 4) since no
+certificate is used.  agentloop's::
+
+    18([<<{1: -8,                              / alg: EdDSA (RFC 9053) /
+           3: "text/plain; charset=utf-8",     / content type /
+           4: '<key name>+<8 hex key ID>',     / kid /
+           15: {1: "<issuer>", 2: "agentloop/1/<hash of record 0>"}}>>,
+        {},                                    / unprotected: empty /
+        '<the checkpoint note>',               / payload, attached /
+        '<64-byte Ed25519 signature>'])
+
+The payload is the transcript's checkpoint as ``agentloop checkpoint``
+writes it (C2SP tlog-checkpoint: origin, size, Merkle root, ``head``, a
+blank line), unsigned: the COSE signature is what signs it.  The subject
+is the checkpoint's origin, the run's name, so every statement about one
+run shares it (RFC 9943: Issuers "can produce Signed Statements about
+different Artifacts under the same Identity").  The unprotected header is
+empty, as a statement registered in a Statement Sequence must be.
+
+:func:`make_statement` verifies the transcript before it signs;
+:func:`check_statement` reads one back, strictly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Optional, Sequence
+
+from ..errors import MalformedCheckpointError, ProvenanceError
+from ..signing.note import Ed25519Verifier, Signer
+from ..transcript.anchor import checkpoint_of
+from ..transcript.checkpoint import Checkpoint, parse_checkpoint
+from .cose import (
+    ALG,
+    CLAIM_ISS,
+    CLAIM_SUB,
+    CONTENT_TYPE,
+    CWT_CLAIMS,
+    EDDSA,
+    KID,
+    key_label,
+    parse_sign1,
+    sign1,
+    verify_sign1,
+)
+
+__all__ = [
+    "CHECKPOINT_CONTENT_TYPE",
+    "StatementCheck",
+    "make_statement",
+    "check_statement",
+    "check_claims",
+    "default_name",
+]
+
+#: The content type (label 3) of the payload, a checkpoint note.
+CHECKPOINT_CONTENT_TYPE = "text/plain; charset=utf-8"
+#: RFC 9943 section 6: the ``iss`` value is 1 to 8192 characters long.
+MAX_ISSUER = 8192
+
+
+@dataclass(frozen=True)
+class StatementCheck:
+    """A signed statement that holds: who signed it, its issuer and subject, and the checkpoint it carries."""
+
+    signer: str
+    issuer: str
+    subject: str
+    checkpoint: Checkpoint
+
+
+def check_claims(claims: object, what: str) -> Mapping[int, str]:
+    """The CWT claims map (RFC 9597): exactly ``iss`` (1) and ``sub`` (2), each text; ``iss`` 1 to 8192 characters."""
+    if not isinstance(claims, dict) or set(claims) != {CLAIM_ISS, CLAIM_SUB}:
+        raise ProvenanceError(what + " protected header 15 (CWT Claims)", "must hold exactly iss (1) and sub (2)")
+    issuer, subject = claims[CLAIM_ISS], claims[CLAIM_SUB]
+    if not isinstance(issuer, str) or not 1 <= len(issuer) <= MAX_ISSUER:
+        raise ProvenanceError(what + " CWT claim 1 (iss)", "must be text of 1 to %d characters" % (MAX_ISSUER,))
+    if not isinstance(subject, str) or not subject:
+        raise ProvenanceError(what + " CWT claim 2 (sub)", "must be non-empty text")
+    return claims
+
+
+def _check_issuer(issuer: object) -> str:
+    if not isinstance(issuer, str) or not 1 <= len(issuer) <= MAX_ISSUER:
+        raise ProvenanceError("issuer", "must be text of 1 to %d characters (RFC 9943 section 6)" % (MAX_ISSUER,))
+    return issuer
+
+
+def make_statement(path: str, signer: Signer, issuer: str) -> bytes:
+    """The signed statement of transcript ``path``'s checkpoint, by ``signer`` as ``issuer``.
+
+    1. the transcript verifies (:func:`agentloop.transcript.anchor.checkpoint_of`);
+    2. its checkpoint, unsigned, is the payload; its origin the subject;
+    3. COSE_Sign1, EdDSA.
+
+    Raises :class:`~agentloop.errors.ProvenanceError` when the transcript
+    does not verify or holds no record.
+    """
+    issuer = _check_issuer(issuer)
+    # 1.
+    checkpoint, result = checkpoint_of(path)
+    if checkpoint is None:  # a file that holds no record does not verify either (no_records)
+        why = "%s at %s" % (result.faults[0].kind, result.faults[0].where()) if result.faults else "no record"
+        raise ProvenanceError(path, "does not verify (%s): nothing is signed that was not verified" % (why,))
+    # 2., 3.
+    protected = {
+        ALG: EDDSA,
+        CONTENT_TYPE: CHECKPOINT_CONTENT_TYPE,
+        KID: key_label(signer.name, signer.key_id).encode("utf-8"),
+        CWT_CLAIMS: {CLAIM_ISS: issuer, CLAIM_SUB: checkpoint.origin},
+    }
+    return sign1(protected, {}, checkpoint.unsigned().to_bytes(), signer)
+
+
+def check_statement(data: bytes, verifiers: Sequence[Ed25519Verifier], issuer: Optional[str] = None) -> StatementCheck:
+    """Read and verify a signed statement made by :func:`make_statement`.
+
+    1. a tagged COSE_Sign1 in deterministic CBOR
+       (:func:`~agentloop.provenance.cose.parse_sign1`);
+    2. the protected header holds exactly alg (EdDSA), content type, kid
+       and the CWT claims ``iss`` and ``sub``; the unprotected header is
+       empty; the payload is attached;
+    3. the signature, by the trusted key the kid names;
+    4. the payload is a checkpoint whose origin is the subject; with
+       ``issuer``, ``iss`` is it.
+
+    Raises :class:`~agentloop.errors.ProvenanceError` or
+    :class:`~agentloop.errors.BadSignatureError`.
+    """
+    what = "signed statement"
+    # 1.
+    message = parse_sign1(data, what)
+    # 2.
+    labels = sorted(message.protected, key=str)
+    if set(message.protected) != {ALG, CONTENT_TYPE, KID, CWT_CLAIMS}:
+        raise ProvenanceError(what + " protected header", "holds labels %s, not exactly 1, 3, 4 and 15" % (labels,))
+    if message.protected[CONTENT_TYPE] != CHECKPOINT_CONTENT_TYPE:
+        raise ProvenanceError(what + " protected header 3 (content type)", "must be %r" % (CHECKPOINT_CONTENT_TYPE,))
+    claims = check_claims(message.protected[CWT_CLAIMS], what)
+    if message.unprotected:
+        raise ProvenanceError(what + " unprotected header", "must be empty (RFC 9943 section 6)")
+    if message.payload is None:
+        raise ProvenanceError(what + " payload", "is detached: agentloop's statements carry the checkpoint")
+    # 3.
+    verifier = verify_sign1(message, verifiers, what=what)
+    # 4.
+    try:
+        checkpoint = parse_checkpoint(message.payload)
+    except MalformedCheckpointError as exc:
+        raise ProvenanceError(what + " payload", "is not a checkpoint: %s" % (exc,)) from None
+    if claims[CLAIM_SUB] != checkpoint.origin:
+        raise ProvenanceError(what + " CWT claim 2 (sub)", "is not the checkpoint's origin %s" % (checkpoint.origin,))
+    if issuer is not None and claims[CLAIM_ISS] != issuer:
+        raise ProvenanceError(what + " CWT claim 1 (iss)", "is %r, not %r" % (claims[CLAIM_ISS][:200], issuer))
+    return StatementCheck(verifier.name, claims[CLAIM_ISS], claims[CLAIM_SUB], checkpoint)
+
+
+def default_name(path: str) -> str:
+    """Where the statement of ``path`` goes: ``.jsonl`` replaced by ``.statement.cose`` (or that appended)."""
+    stem = path[: -len(".jsonl")] if path.endswith(".jsonl") else path
+    return stem + ".statement.cose"

@@ -1,0 +1,497 @@
+"""The provenance commands end to end: attest, statement, verify --attestation/--statement/--receipt, run and batch."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+from typing import List, Tuple
+
+from agentloop.cli import main
+
+from ..helpers import TempDir
+from ..signing_support import without_cryptography
+
+VALID = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vectors", "transcript", "valid.jsonl"
+)
+UNSAFE = "--unsafe-pure-python-signer"
+
+
+class CliCase(TempDir):
+    def setUp(self) -> None:
+        super().setUp()
+        self.cwd = os.getcwd()
+        os.chdir(self.dir)
+        self.addCleanup(os.chdir, self.cwd)
+        self.cli("keygen", "example.com/operator", "-o", "op", UNSAFE)
+        self.cli("keygen", "witness.example", "--witness", "-o", "wit", UNSAFE)
+        shutil.copy(VALID, "run.jsonl")
+
+    def cli(self, *argv: str) -> Tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stderr(err):
+            status = main(list(argv), out=out)
+        return status, out.getvalue(), err.getvalue()
+
+    def flip(self, path: str, at: int) -> None:
+        with open(path, "r+b") as handle:
+            handle.seek(at)
+            byte = handle.read(1)
+            handle.seek(at)
+            handle.write(bytes([byte[0] ^ 1]))
+
+
+class TestAttest(CliCase):
+    def test_attest_then_verify(self) -> None:
+        status, out, err = self.cli("attest", "run.jsonl", "--key", "op.key", UNSAFE)
+        self.assertEqual((status, err), (0, ""))
+        self.assertEqual(
+            out,
+            "run.jsonl: attested: run.jsonl.intoto.jsonl (in-toto Statement v1 of the run, DSSE, signed by "
+            "example.com/operator)\n",
+        )
+        status, out, err = self.cli(
+            "verify",
+            "run.jsonl",
+            "--attestation",
+            "run.jsonl.intoto.jsonl",
+            "--trust",
+            "op.pub",
+            "--require",
+            "example.com/operator",
+        )
+        self.assertEqual((status, err), (0, ""))
+        self.assertEqual(
+            out.splitlines(),
+            [
+                "run.jsonl.intoto.jsonl: ok, signed by example.com/operator: in-toto Statement v1, predicate "
+                "https://agentloop.dev/attestation/run/v1",
+                'run.jsonl: ok, its subject "run.jsonl": bytes, chain, Merkle root and stop as attested',
+            ],
+        )
+
+    def test_failures_exit_1_naming_what_failed(self) -> None:
+        self.cli("attest", "run.jsonl", "--key", "op.key", UNSAFE)
+        self.flip("run.jsonl.intoto.jsonl", 300)
+        status, out, _ = self.cli("verify", "run.jsonl", "--attestation", "run.jsonl.intoto.jsonl", "--trust", "op.pub")
+        self.assertEqual(status, 1)
+        self.assertEqual(
+            out,
+            "run.jsonl.intoto.jsonl: FAILED: bad_signature: attestation line 1: signatures[0] by "
+            "example.com/operator does not verify\n",
+        )
+        self.flip("run.jsonl.intoto.jsonl", 300)
+        self.flip("run.jsonl", 500)
+        status, out, _ = self.cli("verify", "run.jsonl", "--attestation", "run.jsonl.intoto.jsonl", "--trust", "op.pub")
+        self.assertEqual(status, 1)
+        self.assertIn("run.jsonl.intoto.jsonl: FAILED: run.jsonl: does not verify (", out)
+        status, out, _ = self.cli("attest", "run.jsonl", "--key", "op.key", "-o", "again.intoto.jsonl", UNSAFE)
+        self.assertEqual(status, 1)
+        self.assertIn("nothing is attested that was not verified", out)
+        self.assertFalse(os.path.exists("again.intoto.jsonl"))
+        self.flip("run.jsonl", 500)
+        status, out, _ = self.cli(
+            "verify", "run.jsonl", "--attestation", "run.jsonl.intoto.jsonl", "--trust", "op.pub", "--require", "x"
+        )
+        self.assertEqual(status, 2)  # --require names no --trust key: a usage error
+
+    def test_usage_errors_exit_2(self) -> None:
+        self.cli("attest", "run.jsonl", "--key", "op.key", UNSAFE)
+        cases: List[Tuple[List[str], str]] = [
+            (["attest", "run.jsonl", "--key", "op.key", UNSAFE], "run.jsonl.intoto.jsonl: already exists"),
+            (["attest", "run.jsonl", "--key", "wit.key", "-o", "x", UNSAFE], "is a witness key"),
+            (["attest", "run.jsonl", "--key", "op.key", "-o", "run.jsonl", UNSAFE], "would replace run.jsonl"),
+            (
+                ["verify", "run.jsonl", "--attestation", "run.jsonl.intoto.jsonl"],
+                "--trust: a signature is checked against the keys you trust",
+            ),
+            (
+                ["verify", "run.jsonl", "--attestation", "run.jsonl.intoto.jsonl", "--trust", "wit.pub"],
+                "wit.pub: is a witness key",
+            ),
+            (
+                ["verify", "run.jsonl", "--attestation", "a", "--receipt", "r", "--trust", "op.pub"],
+                "--receipt: check one artefact at a time",
+            ),
+            (
+                ["verify", "run.jsonl", "--attestation", "a", "--checkpoint", "c", "--trust", "op.pub"],
+                "--checkpoint: is not taken with --attestation",
+            ),
+            (
+                ["verify", "run.jsonl", "--attestation", "a", "--issuer", "i", "--trust", "op.pub"],
+                "--issuer/--name: are for --statement or --receipt",
+            ),
+            (["verify", "run.jsonl", "--issuer", "i"], "--issuer/--name: are for --statement or --receipt"),
+            (
+                ["verify", "run.jsonl", "run.jsonl", "--statement", "s", "--trust", "op.pub"],
+                "--statement: takes exactly one FILE",
+            ),
+            (
+                ["verify", "run.jsonl", "--receipt", "r", "--manifest", "m", "--trust", "op.pub"],
+                "--manifest: is for --attestation",
+            ),
+            (["statement", "run.jsonl", "--key", "op.key", "-o", "-", UNSAFE], "-o: a COSE message is binary"),
+        ]
+        for argv, words in cases:
+            with self.subTest(argv):
+                status, out, err = self.cli(*argv)
+                self.assertEqual((status, out), (2, ""), err)
+                self.assertIn(words, err)
+
+    def test_no_signer_without_cryptography_unless_asked(self) -> None:
+        with without_cryptography():
+            status, _, err = self.cli("attest", "run.jsonl", "--key", "op.key")
+            self.assertEqual(status, 2)
+            self.assertIn("signing needs the 'cryptography' package", err)
+            self.assertEqual(self.cli("attest", "run.jsonl", "--key", "op.key", UNSAFE)[0], 0)
+
+    def test_to_standard_output(self) -> None:
+        status, out, _ = self.cli("attest", "run.jsonl", "--key", "op.key", "-o", "-", UNSAFE)
+        self.assertEqual(status, 0)
+        self.assertTrue(out.startswith('{"payload":"') and out.endswith("}\n") and out.count("\n") == 1)
+
+
+class TestStatement(CliCase):
+    def test_statement_then_verify(self) -> None:
+        status, out, err = self.cli(
+            "statement", "run.jsonl", "--key", "op.key", "--issuer", "https://operator.example.com", UNSAFE
+        )
+        self.assertEqual((status, err), (0, ""))
+        self.assertEqual(
+            out,
+            'run.jsonl: signed statement: run.statement.cose (COSE_Sign1, EdDSA, issuer '
+            '"https://operator.example.com", signed by example.com/operator)\n',
+        )
+        status, out, err = self.cli(
+            "verify",
+            "run.jsonl",
+            "--statement",
+            "run.statement.cose",
+            "--trust",
+            "op.pub",
+            "--issuer",
+            "https://operator.example.com",
+        )
+        self.assertEqual((status, err), (0, ""))
+        lines = out.splitlines()
+        self.assertTrue(lines[0].startswith("run.jsonl: ok, 5 records, head "))
+        self.assertRegex(
+            lines[1],
+            r'^run.statement.cose: ok, signed statement by example.com/operator, issuer '
+            r'"https://operator.example.com", '
+            r"subject agentloop/1/[0-9a-f]{64}: the first 5 records match its checkpoint \(root [0-9a-f]{64}\)$",
+        )
+        status, out, _ = self.cli(
+            "verify", "run.jsonl", "--statement", "run.statement.cose", "--trust", "op.pub", "--issuer", "x"
+        )
+        self.assertEqual(
+            (status, out),
+            (
+                1,
+                "run.statement.cose: FAILED: signed statement CWT claim 1 (iss): is 'https://operator.example.com', "
+                "not 'x'\n",
+            ),
+        )
+
+    def test_the_issuer_defaults_to_the_key_name_and_a_shorter_file_fails(self) -> None:
+        self.assertEqual(self.cli("statement", "run.jsonl", "--key", "op.key", UNSAFE)[0], 0)
+        with open("run.jsonl", "rb") as handle:
+            lines = handle.readlines()
+        with open("short.jsonl", "wb") as handle:
+            handle.writelines(lines[:4])
+        status, out, _ = self.cli(
+            "verify",
+            "short.jsonl",
+            "--statement",
+            "run.statement.cose",
+            "--trust",
+            "op.pub",
+            "--issuer",
+            "example.com/operator",
+        )
+        self.assertEqual(status, 1)
+        self.assertIn("truncated: the checkpoint covers 5 records, the file has 4", out)
+        self.assertTrue(
+            out.endswith("run.statement.cose: FAILED: the transcript does not give the statement's checkpoint\n")
+        )
+
+
+class TestRunAndBatch(CliCase):
+    def test_run_attest(self) -> None:
+        status, out, err = self.cli(
+            "run",
+            "--model",
+            "tests.cli_run_models:adds_forever",
+            "--tools",
+            "tests.cli_run_models:tools",
+            "--task",
+            "t",
+            "--max-steps",
+            "2",
+            "--max-tokens",
+            "1000",
+            "-o",
+            "r.jsonl",
+            "--attest",
+            "op.key",
+            UNSAFE,
+        )
+        self.assertEqual((status, err), (3, ""))  # a budget stop keeps its exit status
+        self.assertTrue(
+            out.endswith(
+                "attestation: r.jsonl.intoto.jsonl (in-toto Statement v1, DSSE, signed by example.com/operator)\n"
+            )
+        )
+        self.assertEqual(
+            self.cli("verify", "r.jsonl", "--attestation", "r.jsonl.intoto.jsonl", "--trust", "op.pub")[0], 0
+        )
+
+    def test_run_attest_checks_before_the_run_and_skips_an_unfinished_run(self) -> None:
+        argv = [
+            "run",
+            "--model",
+            "tests.cli_run_models:exits",
+            "--tools",
+            "tests.cli_run_models:tools",
+            "--task",
+            "t",
+            "--max-steps",
+            "2",
+            "--max-tokens",
+            "1000",
+            "-o",
+            "r.jsonl",
+            UNSAFE,
+        ]
+        status, _, err = self.cli(*argv, "--attest", "wit.key")
+        self.assertEqual(status, 2)
+        self.assertIn("is a witness key", err)
+        self.assertFalse(os.path.exists("r.jsonl"))  # refused before the run
+        status, _, err = self.cli(*argv, "--attest", "op.key")
+        self.assertEqual(status, 4)
+        self.assertIn("agentloop run: no attestation: the run did not finish", err)
+        self.assertFalse(os.path.exists("r.jsonl.intoto.jsonl"))
+
+    def test_batch_attest_and_receipts(self) -> None:
+        with open("tasks.jsonl", "w", encoding="utf-8") as handle:
+            handle.write(
+                '{"name": "a", "task": "one", "max_steps": 4, "max_tokens": 1000}\n'
+                '{"name": "b", "task": "three", "max_steps": 1, "max_tokens": 1000}\n'
+            )
+        argv = [
+            "batch",
+            "tasks.jsonl",
+            "--model",
+            "tests.batch_models:factory",
+            "--tools",
+            "tests.batch_models:tools",
+            "--out",
+            "out",
+        ]
+        status, out, err = self.cli(
+            *argv, "--attest", "op.key", "--receipts", "op.key", "--issuer", "https://ops.example", UNSAFE
+        )
+        self.assertEqual((status, err), (0, ""))
+        self.assertIn(
+            "attestation: out/manifest.jsonl.intoto.jsonl (in-toto Statement v1 of the batch, DSSE, signed by "
+            "example.com/operator)\n",
+            out,
+        )
+        self.assertIn(
+            'receipts: 2 in out (NAME.receipt.cose: COSE receipts of inclusion, RFC9162_SHA256, issuer '
+            '"https://ops.example", '
+            "signed by example.com/operator)\n",
+            out,
+        )
+        status, out, err = self.cli(
+            "verify",
+            "out/a.jsonl",
+            "out/b.jsonl",
+            "--attestation",
+            "out/manifest.jsonl.intoto.jsonl",
+            "--trust",
+            "op.pub",
+            "--manifest",
+            "out/manifest.jsonl",
+        )
+        self.assertEqual((status, err), (0, ""))
+        self.assertIn(", the same bytes as out/manifest.jsonl\n", out)
+        status, out, _ = self.cli(
+            "verify", "out/b.jsonl", "--attestation", "out/manifest.jsonl.intoto.jsonl", "--trust", "op.pub"
+        )
+        self.assertEqual(status, 0)
+        self.assertTrue(
+            out.endswith(
+                "note: the ledger file was not compared (no --manifest); its root was recomputed from the attested "
+                "runs\n"
+                'note: 1 attested run not checked (no file given): "a"\n'
+            ),
+            out,
+        )
+        status, out, _ = self.cli(
+            "verify",
+            "out/b.jsonl",
+            "--receipt",
+            "out/b.receipt.cose",
+            "--trust",
+            "op.pub",
+            "--issuer",
+            "https://ops.example",
+        )
+        self.assertEqual(status, 0)
+        self.assertRegex(
+            out,
+            r'^out/b.receipt.cose: ok, run "b" \(ok\) is entry 1 of the ledger of 2 runs with root [0-9a-f]{64}; '
+            r'signed by example.com/operator, issuer "https://ops.example"\n$',
+        )
+        self.assertEqual(
+            self.cli(
+                "verify", "out/manifest.jsonl", "--receipt", "out/a.receipt.cose", "--trust", "op.pub", "--name", "a"
+            )[0],
+            0,
+        )
+        status, _, err = self.cli(
+            "verify", "out/manifest.jsonl", "--receipt", "out/a.receipt.cose", "--trust", "op.pub"
+        )
+        self.assertEqual(status, 2)
+        self.assertIn("--name: names the run whose line of the manifest", err)
+        status, out, _ = self.cli("verify", "out/a.jsonl", "--receipt", "out/b.receipt.cose", "--trust", "op.pub")
+        self.assertEqual(status, 1)
+        self.assertIn("receipt CWT claim 2 (sub)", out)
+        # Evidence is never replaced: a resumed batch with an attestation already there is refused before it runs.
+        status, _, err = self.cli(*argv, "--resume", "--attest", "op.key", UNSAFE)
+        self.assertEqual(status, 2)
+        self.assertIn("out/manifest.jsonl.intoto.jsonl: already exists: an attestation or receipt is evidence", err)
+        status, _, err = self.cli(*argv, "--issuer", "x")
+        self.assertEqual(status, 2)
+        self.assertIn("--issuer: is for --receipts", err)
+
+
+class TestMoreCases(CliCase):
+    def test_require_a_key_that_did_not_sign_and_two_attestations_in_one_bundle(self) -> None:
+        self.cli("keygen", "example.com/other", "-o", "other", UNSAFE)
+        self.cli("attest", "run.jsonl", "--key", "op.key", UNSAFE)
+        status, out, _ = self.cli(
+            "verify",
+            "run.jsonl",
+            "--attestation",
+            "run.jsonl.intoto.jsonl",
+            "--trust",
+            "op.pub",
+            "--trust",
+            "other.pub",
+            "--require",
+            "example.com/other",
+        )
+        self.assertEqual(
+            (status, out),
+            (
+                1,
+                "run.jsonl.intoto.jsonl: FAILED: bad_signature: run.jsonl.intoto.jsonl is not signed by "
+                "example.com/other (--require)\n",
+            ),
+        )
+        with open("run.jsonl.intoto.jsonl", "rb") as handle:
+            line = handle.read()
+        with open("two.intoto.jsonl", "wb") as handle:
+            handle.write(line + line)
+        status, out, _ = self.cli("verify", "run.jsonl", "--attestation", "two.intoto.jsonl", "--trust", "op.pub")
+        self.assertEqual(
+            (status, out),
+            (
+                1,
+                "two.intoto.jsonl: FAILED: two.intoto.jsonl: holds 2 attestations of agentloop's (lines 1, 2): check "
+                "a bundle of one\n",
+            ),
+        )
+
+    def test_a_statement_of_a_prefix_covers_the_prefix(self) -> None:
+        with open("run.jsonl", "rb") as handle:
+            lines = handle.readlines()
+        with open("prefix.jsonl", "wb") as handle:
+            handle.writelines(lines[:3])
+        self.assertEqual(self.cli("statement", "prefix.jsonl", "--key", "op.key", UNSAFE)[0], 0)
+        status, out, _ = self.cli("verify", "run.jsonl", "--statement", "prefix.statement.cose", "--trust", "op.pub")
+        self.assertEqual(status, 0)
+        self.assertIn(": the first 3 records match its checkpoint", out)
+        self.assertTrue(out.endswith("note: 2 records after the checkpoint are not covered by the statement\n"))
+
+    def test_receipt_files_that_are_not_what_they_should_be(self) -> None:
+        with open("garbage.jsonl", "wb") as handle:
+            handle.write(b"\xff\xfe not json\n")
+        with open("r.cose", "wb") as handle:
+            handle.write(b"\xa0")
+        status, out, _ = self.cli("verify", "garbage.jsonl", "--receipt", "r.cose", "--trust", "op.pub")
+        self.assertEqual(status, 1)
+        self.assertIn("garbage.jsonl: does not verify (", out)
+        with open("m.jsonl", "wb") as handle:
+            handle.write(b'{"name":"a","origin":"x","status":"ok"}\n')
+        status, out, _ = self.cli("verify", "m.jsonl", "--receipt", "r.cose", "--trust", "op.pub", "--name", "a")
+        self.assertEqual(status, 1)
+        self.assertIn("m.jsonl: manifest line 1: a ok line holds exactly", out)
+        with open("m.jsonl", "wb") as handle:
+            handle.write(b'{"error":"E","name":"a","origin":"agentloop/1/%s","status":"worker_error"}\n' % (b"0" * 64,))
+        status, out, _ = self.cli("verify", "m.jsonl", "--receipt", "r.cose", "--trust", "op.pub", "--name", "b")
+        self.assertEqual((status, out), (1, 'r.cose: FAILED: m.jsonl: holds no run named "b"\n'))
+        status, out, _ = self.cli("verify", "m.jsonl", "--receipt", "r.cose", "--trust", "op.pub", "--name", "a")
+        self.assertEqual(
+            (status, out), (1, "r.cose: FAILED: receipt: not a tagged COSE_Sign1 (tag 18, RFC 9052 section 4.2)\n")
+        )
+
+    def test_a_batch_whose_runs_all_fail_and_a_batch_of_one(self) -> None:
+        with open("tasks.jsonl", "w", encoding="utf-8") as handle:
+            handle.write(
+                '{"name": "a", "task": "one", "max_steps": 4, "max_tokens": 1000}\n'
+                '{"name": "b", "task": "two", "max_steps": 4, "max_tokens": 1000}\n'
+            )
+        # Every worker names its own process in record 0, so the driver rejects every run (wrong_task_record).
+        status, out, err = self.cli(
+            "batch",
+            "tasks.jsonl",
+            "--model",
+            "tests.batch_models:pid_factory",
+            "--tools",
+            "tests.batch_models:tools",
+            "--out",
+            "out",
+            "--workers",
+            "1",
+            "--attest",
+            "op.key",
+            "--receipts",
+            "op.key",
+            UNSAFE,
+        )
+        self.assertEqual((status, err), (1, ""))
+        self.assertIn(
+            "out/manifest.jsonl: FAILED: manifest out/manifest.jsonl: no run of the batch is ok: there is no "
+            "transcript to attest\n",
+            out,
+        )
+        self.assertIn("receipts: 2 in out", out)  # a failed run's line is in the ledger too, and has its receipt
+        self.assertEqual(
+            self.cli(
+                "verify", "out/manifest.jsonl", "--receipt", "out/b.receipt.cose", "--trust", "op.pub", "--name", "b"
+            )[0],
+            0,
+        )
+        with open("one.jsonl", "w", encoding="utf-8") as handle:
+            handle.write('{"name": "a", "task": "one", "max_steps": 4, "max_tokens": 1000}\n')
+        status, out, _ = self.cli(
+            "batch",
+            "one.jsonl",
+            "--model",
+            "tests.batch_models:factory",
+            "--tools",
+            "tests.batch_models:tools",
+            "--out",
+            "solo",
+            "--receipts",
+            "op.key",
+            UNSAFE,
+        )
+        self.assertEqual(status, 1)
+        self.assertIn("solo/manifest.jsonl: FAILED: manifest: a ledger of one line has an empty inclusion path", out)
+        self.assertFalse(os.path.exists("solo/a.receipt.cose"))
