@@ -251,6 +251,8 @@ def _failed(name: str, reason: str, out: TextIO) -> int:
 
 def _cmd_cosign(args: argparse.Namespace, out: TextIO) -> int:
     """Steps: 1. keys; 2. the checkpoint and the log's signatures; 3. consistency; 4. cosign, write, remember."""
+    if args.ckpt is None or args.transcript is None:
+        raise Refused("CKPT/--transcript", "both are needed (or --request REQ: a witness that needs no log)")
     # 1.
     unsafe = _can_sign(args, "--key")
     witness = _signer_key(args.key, "--key", ALG_COSIGNATURE_V1, unsafe)
@@ -364,9 +366,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     keygen.set_defaults(handler=_cmd_keygen)
 
     cosign = sub.add_parser("cosign", help="act as a witness: check a checkpoint and its consistency, then cosign it")
-    cosign.add_argument("ckpt", metavar="CKPT")
+    cosign.add_argument("ckpt", metavar="CKPT", nargs="?", help="the checkpoint to cosign (with --transcript)")
     cosign.add_argument("--key", required=True, metavar="WITNESS_KEY", help="the witness's private key (keygen --witness)")
-    cosign.add_argument("--transcript", required=True, metavar="FILE", help="the log's transcript, to compute the consistency proof")
+    cosign.add_argument("--transcript", metavar="FILE", help="the log's transcript, to compute the consistency proof")
     cosign.add_argument("--state", metavar="STATE", help="the witness's memory: the last size cosigned per log (created if missing)")
     cosign.add_argument("--time", type=_timestamp_arg, metavar="T", help="the cosignature's timestamp, seconds since the epoch (default: now)")
     cosign.add_argument("-o", "--output", metavar="OUT", help="write the cosigned checkpoint there (default: replace CKPT; - for stdout)")

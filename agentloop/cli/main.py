@@ -31,7 +31,7 @@ from typing import IO, Dict, NoReturn, Optional, Sequence, TextIO, Tuple
 
 from .._version import __version__
 from ..errors import AgentloopError
-from . import anchor, approval, batch, inspect, keys, models
+from . import anchor, approval, batch, inspect, keys, models, tlog
 from .output import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -84,6 +84,7 @@ def _parser() -> Tuple[argparse.ArgumentParser, Dict[str, argparse.ArgumentParse
     batch.add_commands(sub)  # batch (verify --manifest is in inspect)
     anchor.add_commands(sub, report_verdict)  # checkpoint, prove, check-proof, consistency, repair
     keys.add_commands(sub)  # keygen, cosign, witness-request
+    tlog.add_commands(sub)  # witness; prove --bundle, check-proof of a tlog-proof, cosign --request
     return parser, sub.choices
 
 
