@@ -214,9 +214,9 @@ def _leaf(proof: TlogProof, leaf: Optional[bytes]) -> bytes:
     return bytes(leaf)
 
 
-def _check_signatures(proof: TlogProof, head: TreeHead, trusted: Sequence[Verifier], require: Sequence[str],
-                      key: Optional[bytes]) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
-    """Steps 2 and 3 of :func:`verify_tlog_proof`: ``(signers, witnesses)``."""
+def _keys(head: TreeHead, trusted: Sequence[Verifier], require: Sequence[str],
+          key: Optional[bytes]) -> Tuple[List[Verifier], List[str]]:
+    """The verifiers and required names, or :class:`~agentloop.errors.SigningKeyError` (misuse), before anything is checked."""
     if isinstance(trusted, (str, bytes)) or isinstance(require, (str, bytes)):
         raise SigningKeyError("trusted" if isinstance(trusted, (str, bytes)) else "require", "must be a list")
     verifiers: List[Verifier] = list(trusted)
@@ -230,6 +230,11 @@ def _check_signatures(proof: TlogProof, head: TreeHead, trusted: Sequence[Verifi
     for name in names:
         if name not in known:
             raise SigningKeyError("require", "no trusted key is named %r" % (name,))
+    return verifiers, names
+
+
+def _check_signatures(proof: TlogProof, verifiers: Sequence[Verifier], names: Sequence[str]) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """Steps 2 and 3 of :func:`verify_tlog_proof`: ``(signers, witnesses)``."""
     verified = verify_note(proof.checkpoint, verifiers, names)
     cosigners = {(v.name, bytes(v.key_id)) for v in verifiers if isinstance(v, CosignatureVerifier)}
     logs = [sig.name for sig in verified.verified if sig.key not in cosigners]
@@ -267,22 +272,28 @@ def verify_tlog_proof(
     4. the inclusion proof binds the leaf hash to the signed root (RFC 9162
        section 2.1.3.2).
 
+    Every step is required; the hash-only ones run first (the origin, then
+    step 4 before the signatures of steps 2 and 3), so a forged proof costs
+    no signature verification.
+
     Raises :class:`~agentloop.errors.ProofError` (1, 2's origin, 4),
     :class:`~agentloop.errors.BadSignatureError` (2, 3), or
     :class:`~agentloop.errors.SigningKeyError` (misuse: no key at all, a
     ``require`` name no trusted key has).
     """
     head = proof.tree_head()
+    verifiers, names = _keys(head, trusted, require, key)
     # 1.
     entry = _leaf(proof, leaf)
     hashed = leaf_hash(entry)
-    # 2. and 3.
+    # 2. (the origin)
     if origin is not None and head.origin != origin:
         raise ProofError("the checkpoint's origin %r is not the one accepted, %r" % (head.origin[:100], origin[:100]))
-    signers, witnesses = _check_signatures(proof, head, trusted, require, key)
     # 4.
     try:
         verify_inclusion(proof.index, head.size, hashed, proof.hashes, head.root)
     except ProofError as exc:
         raise ProofError("the inclusion proof of entry %d does not reach the checkpoint's root: %s" % (proof.index, exc.reason)) from None
+    # 2. and 3.
+    signers, witnesses = _check_signatures(proof, verifiers, names)
     return ProvedLeaf(head.origin, head.size, head.root, proof.index, entry, signers, witnesses, head.extensions)
