@@ -36,6 +36,7 @@ LATER_ERRORS = {
     "MCPConfigError": ValueError,
     "MCPNameCollisionError": ValueError,
     "MalformedManifestError": ValueError,
+    "WitnessStateError": ValueError,  # issue 23
 }
 
 # Misuse of constructors and functions (issue 10): each replaces a bare

@@ -42,11 +42,10 @@ checkpoint); 70, 130, 141 as for every command.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import time
-from typing import Any, Dict, List, Sequence, TextIO, Tuple
+from typing import Any, List, Sequence, TextIO
 
 from ..errors import BadSignatureError, MalformedCheckpointError, ProofError
 from ..signing.backend import cryptography_available
@@ -54,6 +53,7 @@ from ..signing.cosignature import CosignatureSigner, verifier_from_key
 from ..signing.keys import ALG_COSIGNATURE_V1, ALG_ED25519, generate_key, read_signer_key, read_verifier_key, write_signer_key, write_verifier_key
 from ..signing.note import Ed25519Signer, Verifier
 from ..signing.witness import build_add_checkpoint_request
+from ..tlog.witness import Held, WitnessState, load_state, save_state
 from ..transcript.anchor import verify_checkpoint
 from ..transcript.checkpoint import ORIGIN_PREFIX, Checkpoint, read_checkpoint, sign_checkpoint, verify_signatures
 from ..transcript.durable import write_atomic
@@ -76,11 +76,6 @@ NO_SIGNER = (
     "and it is not installed; --unsafe-pure-python-signer signs with the slow pure-Python signer, "
     "which is not side-channel safe"
 )
-#: The witness state file's format name.
-STATE_FORMAT = "agentloop-witness-state/1"
-_MAX_STATE_BYTES = 1 << 20
-_MAX_SIZE = 2**53 - 1
-_HEX = re.compile(r"\A[0-9a-f]{64}\Z")
 
 
 # --- options shared with .anchor ----------------------------------------------------------------
@@ -192,50 +187,11 @@ def _cmd_keygen(args: argparse.Namespace, out: TextIO) -> int:
 
 # --- cosign: a witness -------------------------------------------------------------------------
 
-_State = Dict[str, Tuple[int, str, str]]
-
-
-def _read_state(path: str) -> _State:
-    """The witness state: origin -> (size, root, head) of the last checkpoint cosigned; {} if no file."""
-    if not os.path.lexists(path):
-        return {}
-    check_input(path, pipe=False)
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(_MAX_STATE_BYTES + 1)
-    except OSError as exc:
-        raise Refused(path, "cannot read the witness state: %s" % (exc.strerror or exc,)) from None
-    bad = Refused(path, "is not a witness state file (%s)" % (STATE_FORMAT,))
-    if len(data) > _MAX_STATE_BYTES:
-        raise bad
-    try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise bad from None
-    if not isinstance(doc, dict) or set(doc) != {"format", "logs"} or doc["format"] != STATE_FORMAT or not isinstance(doc["logs"], dict):
-        raise bad
-    state: _State = {}
-    for origin, entry in doc["logs"].items():
-        ok = (
-            origin.startswith(ORIGIN_PREFIX) and _HEX.match(origin[len(ORIGIN_PREFIX):]) is not None
-            and isinstance(entry, dict) and set(entry) == {"size", "root", "head"}
-            and isinstance(entry["size"], int) and not isinstance(entry["size"], bool) and 1 <= entry["size"] <= _MAX_SIZE
-            and isinstance(entry["root"], str) and _HEX.match(entry["root"]) is not None
-            and isinstance(entry["head"], str) and _HEX.match(entry["head"]) is not None
-        )
-        if not ok:
-            raise Refused(path, "the witness state's entry for %s is malformed" % (origin[:80],))
-        state[origin] = (entry["size"], entry["root"], entry["head"])
-    return state
-
-
-def _write_state(path: str, state: _State) -> None:
-    logs = {origin: {"size": size, "root": root, "head": head} for origin, (size, root, head) in state.items()}
-    text = json.dumps({"format": STATE_FORMAT, "logs": logs}, indent=1, sort_keys=True) + "\n"
-    try:
-        write_atomic(path, text.encode("ascii"))
-    except OSError as exc:
-        raise Refused(path, "cannot write the witness state: %s" % (exc.strerror or exc,)) from None
+def _read_state(path: str) -> WitnessState:
+    """The witness state (:func:`agentloop.tlog.witness.load_state`): the last checkpoint cosigned per log; {} if no file."""
+    if os.path.lexists(path):
+        check_input(path, pipe=False)
+    return load_state(path)
 
 
 def _timestamp_arg(text: str) -> int:
@@ -280,14 +236,14 @@ def _cmd_cosign(args: argparse.Namespace, out: TextIO) -> int:
         return _failed(args.ckpt, "bad_signature: %s" % (exc.reason,), out)
     # 3.
     seen = state.get(ckpt.origin)
-    if seen is None:
+    if seen is None or seen.size == 0:
         result = verify_checkpoint(args.transcript, ckpt)
         if not result.ok:
             first = result.faults[0]
             return _failed(args.ckpt, "the transcript %s does not give it: %s: %s" % (args.transcript, first.kind, first.detail), out)
         history = "the first checkpoint of this log the witness sees"
     else:
-        old = Checkpoint(ckpt.first, seen[0], seen[1], seen[2])
+        old = Checkpoint(ckpt.first, seen.size, seen.root.hex(), seen.head_hash() or "")
         if ckpt.size < old.size:
             return _failed(args.ckpt, "it covers %d records, fewer than the %d this witness cosigned before: a rollback" % (ckpt.size, old.size), out)
         try:
@@ -299,6 +255,9 @@ def _cmd_cosign(args: argparse.Namespace, out: TextIO) -> int:
     stamp = int(time.time()) if args.time is None else args.time
     cosigned = sign_checkpoint(ckpt, signers=[CosignatureSigner(witness, stamp, unsafe)])
     data = cosigned.to_bytes()
+    if args.state is not None:  # persisted before it is given out (C2SP tlog-witness, add-checkpoint)
+        state[ckpt.origin] = Held(ckpt.size, bytes.fromhex(ckpt.root), data)
+        save_state(args.state, state)
     if target == "-":
         emit(out, data.decode("utf-8"), lines=True, end="")
     else:
@@ -306,9 +265,6 @@ def _cmd_cosign(args: argparse.Namespace, out: TextIO) -> int:
             write_atomic(target, data)
         except OSError as exc:
             raise Refused(target, "cannot write it: %s" % (exc.strerror or exc,)) from None
-    if args.state is not None:
-        state[ckpt.origin] = (ckpt.size, ckpt.root, ckpt.head)
-        _write_state(args.state, state)
     if target != "-":
         emit(out, "%s: cosigned by %s at time %d: %d records, signed by %s, %s"
              % (target, witness.name, stamp, ckpt.size, signer_names(signers), history))

@@ -27,7 +27,8 @@ from typing import Callable, Optional, Tuple
 
 from ..signing.witness import MAX_PROOF_LINES
 from ..signing.note import MAX_NOTE_BYTES
-from .witness import Witness, WitnessAnswer, WitnessStateError
+from ..errors import WitnessStateError
+from .witness import Witness, WitnessAnswer
 
 __all__ = ["MAX_BODY_BYTES", "TIMEOUT_SECONDS", "WitnessServer", "start_server"]
 

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Optional, Tuple, Union
 
 from ..batch.ledger import MANIFEST_ORIGIN_PREFIX, parse_manifest_checkpoint
-from ..errors import BadSignatureError, MalformedCheckpointError, MalformedNoteError, ProofError, SigningKeyError
+from ..errors import BadSignatureError, MalformedCheckpointError, MalformedNoteError, ProofError, SigningKeyError, WitnessStateError
 from ..signing.cosignature import CosignatureSigner, CosignatureVerifier
 from ..signing.note import Note, NoteSignature, Verifier, parse_note, sign_note, verify_note
 from ..signing.witness import AddCheckpointRequest, format_add_checkpoint_response, parse_add_checkpoint_request
@@ -62,9 +62,11 @@ __all__ = [
     "SIZE_CONTENT_TYPE",
     "WitnessPolicy",
     "WitnessAnswer",
-    "WitnessStateError",
+    "Held",
+    "WitnessState",
     "Witness",
-    "read_state",
+    "load_state",
+    "save_state",
     "is_agentloop_origin",
 ]
 
@@ -77,10 +79,6 @@ _TEXT = "text/plain; charset=utf-8"
 _MAX_STATE_BYTES = 64 << 20
 _HEX64 = re.compile(r"\A[0-9a-f]{64}\Z")
 _AGENTLOOP_ORIGIN = re.compile(r"\A(?:%s|%s)[0-9a-f]{64}\Z" % (re.escape(ORIGIN_PREFIX), re.escape(MANIFEST_ORIGIN_PREFIX)))
-
-
-class WitnessStateError(SigningKeyError):
-    """The witness state file cannot be read or written (a usage error: exit 2)."""
 
 
 @dataclass(frozen=True)
@@ -134,58 +132,68 @@ def _answer(status: int, reason: str) -> WitnessAnswer:
 
 
 @dataclass(frozen=True)
-class _Seen:
-    """What the witness holds for one log: the size and root it last cosigned, and that checkpoint."""
+class Held:
+    """What a witness holds for one log: the ``size`` and ``root`` it last cosigned, and that ``checkpoint``.
+
+    An entry moved over from an ``agentloop-witness-state/1`` file has no
+    checkpoint, only the ``head`` line's hash that format kept.
+    """
 
     size: int
     root: bytes
     checkpoint: Optional[bytes] = None
+    head: Optional[str] = None
+
+    def head_hash(self) -> Optional[str]:
+        """The hex ``head`` of an agentloop run's checkpoint (its extension line), if known."""
+        if self.checkpoint is None:
+            return self.head
+        line = self.checkpoint.split(b"\n")[3].decode("utf-8")
+        return line[5:] if line.startswith("head ") else None
 
 
-_State = Dict[str, _Seen]
+WitnessState = Dict[str, Held]
 
 
-def _entry(origin: object, entry: object, old: bool) -> _Seen:
-    """One state entry (format /1: size, root, head; /2: size, root, checkpoint), or ``ValueError``."""
+def _hex64(value: object) -> bool:
+    return isinstance(value, str) and _HEX64.match(value) is not None
+
+
+def _entry(origin: object, entry: object, old: bool) -> Held:
+    """One state entry, or ``ValueError``: /1 ``size, root, head``; /2 ``size, root, checkpoint`` (``null`` and a ``head`` when moved from /1)."""
     if not isinstance(origin, str) or not isinstance(entry, dict):
         raise ValueError(origin)
-    keys = {"size", "root", "head"} if old else {"size", "root", "checkpoint"}
     size, root = entry.get("size"), entry.get("root")
-    if set(entry) != keys or isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= MAX_TREE_SIZE:
+    if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= MAX_TREE_SIZE or not _hex64(root):
         raise ValueError(origin)
-    if not isinstance(root, str) or _HEX64.match(root) is None:
-        raise ValueError(origin)
-    if old:
-        if not origin.startswith(ORIGIN_PREFIX) or not isinstance(entry["head"], str) or _HEX64.match(entry["head"]) is None:
+    text = entry.get("checkpoint")
+    if old or text is None:
+        keys = {"size", "root", "head"} if old else {"size", "root", "checkpoint", "head"}
+        if set(entry) != keys or not origin.startswith(ORIGIN_PREFIX) or not _hex64(origin[len(ORIGIN_PREFIX):]):
             raise ValueError(origin)
-        return _Seen(size, bytes.fromhex(root))
-    text = entry["checkpoint"]
-    if text is None:  # moved over from a /1 file: the size and root are known, the checkpoint is not
-        return _Seen(size, bytes.fromhex(root))
-    if not isinstance(text, str):
+        if not _hex64(entry["head"]) or size < 1:
+            raise ValueError(origin)
+        return Held(size, bytes.fromhex(str(root)), None, entry["head"])
+    if set(entry) != {"size", "root", "checkpoint"} or not isinstance(text, str):
         raise ValueError(origin)
     head = parse_tree_head(parse_note(text.encode("utf-8")))
     if (head.origin, head.size, head.root.hex()) != (origin, size, root):
         raise ValueError(origin)
-    return _Seen(size, bytes.fromhex(root), text.encode("utf-8"))
+    return Held(size, head.root, text.encode("utf-8"))
 
 
-def read_state(path: str) -> Dict[str, Tuple[int, bytes, Optional[bytes]]]:
-    """A state file as ``{origin: (size, root, checkpoint or None)}``; ``{}`` when there is none.
+def load_state(path: str) -> WitnessState:
+    """A state file (format /2, or /1 as ``agentloop cosign --transcript`` wrote it before); ``{}`` when there is none.
 
-    Raises :class:`WitnessStateError` naming the file and what is wrong.
+    Raises :class:`~agentloop.errors.WitnessStateError` naming the file and what is wrong.
     """
-    return {origin: (seen.size, seen.root, seen.checkpoint) for origin, seen in _load(path).items()}
-
-
-def _load(path: str) -> _State:
     if not os.path.lexists(path):
         return {}
     try:
         data = read_small(path, _MAX_STATE_BYTES)
     except OSError as exc:
-        raise WitnessStateError("witness state %s" % (path,), "cannot be read: %s" % (exc.strerror or exc,)) from None
-    bad = WitnessStateError("witness state %s" % (path,), "is not a witness state file (%s)" % (STATE_FORMAT,))
+        raise WitnessStateError(path, "cannot read the witness state: %s" % (exc.strerror or exc,)) from None
+    bad = WitnessStateError(path, "is not a witness state file (%s)" % (STATE_FORMAT,))
     try:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
@@ -194,21 +202,29 @@ def _load(path: str) -> _State:
         raise bad
     if doc["format"] not in (STATE_FORMAT, _OLD_STATE_FORMAT):
         raise bad
-    state: _State = {}
+    state: WitnessState = {}
     for origin, entry in doc["logs"].items():
         try:
             state[origin] = _entry(origin, entry, doc["format"] == _OLD_STATE_FORMAT)
         except (ValueError, MalformedNoteError):
-            raise WitnessStateError("witness state %s" % (path,), "its entry for %r is malformed" % (str(origin)[:80],)) from None
+            raise WitnessStateError(path, "the witness state's entry for %s is malformed" % (str(origin)[:80],)) from None
     return state
 
 
-def _dump(state: _State) -> bytes:
-    logs = {}
-    for origin, seen in state.items():
-        text = seen.checkpoint.decode("utf-8") if seen.checkpoint is not None else None
-        logs[origin] = {"size": seen.size, "root": seen.root.hex(), "checkpoint": text}
-    return (json.dumps({"format": STATE_FORMAT, "logs": logs}, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+def save_state(path: str, state: WitnessState) -> None:
+    """Replace the state file atomically (format /2); :class:`~agentloop.errors.WitnessStateError` if it cannot be written."""
+    logs: Dict[str, Dict[str, object]] = {}
+    for origin, held in state.items():
+        entry: Dict[str, object] = {"size": held.size, "root": held.root.hex()}
+        entry["checkpoint"] = held.checkpoint.decode("utf-8") if held.checkpoint is not None else None
+        if held.checkpoint is None:
+            entry["head"] = held.head
+        logs[origin] = entry
+    text = json.dumps({"format": STATE_FORMAT, "logs": logs}, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    try:
+        write_atomic(path, text.encode("utf-8"))
+    except OSError as exc:
+        raise WitnessStateError(path, "cannot write the witness state: %s" % (exc.strerror or exc,)) from None
 
 
 def _strict(note: Note, head: TreeHead) -> None:
@@ -236,7 +252,7 @@ class Witness:
         self.path = state
         self.clock = clock
         self._lock = threading.Lock()
-        self._state: _State = _load(state) if state is not None else {}
+        self._state: WitnessState = load_state(state) if state is not None else {}
 
     def held(self, origin: str) -> int:
         """The size of the latest checkpoint cosigned for ``origin`` (0 if none)."""
@@ -277,7 +293,7 @@ class Witness:
             return _answer(400, "the old size %d exceeds the checkpoint's size %d" % (request.old_size, head.size))
         return request, head
 
-    def _consistent(self, request: AddCheckpointRequest, head: TreeHead, seen: Optional[_Seen]) -> Optional[WitnessAnswer]:
+    def _consistent(self, request: AddCheckpointRequest, head: TreeHead, seen: Optional[Held]) -> Optional[WitnessAnswer]:
         """Steps 6 and 7."""
         # 6.
         if head.size == 0 and head.root != EMPTY_ROOT:
@@ -328,16 +344,12 @@ class Witness:
             mine = cosigned.signatures[-1]
             data = cosigned.to_bytes()
             new = dict(self._state)
-            new[head.origin] = _Seen(head.size, head.root, data)
+            new[head.origin] = Held(head.size, head.root, data)
             self._persist(new)
             self._state = new
         body_out = format_add_checkpoint_response([NoteSignature(mine.name, mine.key_id, mine.signature)])
         return WitnessAnswer(200, body_out, _TEXT, "cosigned %d entries of %r" % (head.size, head.origin[:200]), data)
 
-    def _persist(self, state: _State) -> None:
-        if self.path is None:
-            return
-        try:
-            write_atomic(self.path, _dump(state))
-        except OSError as exc:
-            raise WitnessStateError("witness state %s" % (self.path,), "cannot be written: %s" % (exc.strerror or exc,)) from None
+    def _persist(self, state: WitnessState) -> None:
+        if self.path is not None:
+            save_state(self.path, state)

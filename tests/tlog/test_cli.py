@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import http.client
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -167,6 +168,36 @@ class TestCosignRequest(CliCase):
         status, out, _ = self.cli("verify", "run.jsonl", "--checkpoint", "first.checkpoint", "--trust", "log.pub",
                                   "--trust", "witness.pub", "--require", WITNESS_NAME)
         self.assertEqual(status, 0, out)
+
+    def test_one_state_file_for_both_witnesses(self) -> None:
+        """cosign --transcript and cosign --request read and write the same state file."""
+        lines = self.read("run.jsonl").split(b"\n")
+        with open(self.path("log.jsonl"), "wb") as handle:
+            handle.write(lines[0] + b"\n" + lines[1] + b"\n")
+        plain = ("--key", "witness.key", "--trust", "log.pub", "--state", "@w.state", "--time", str(TIME), UNSAFE)
+        status, out, _ = self.cli("cosign", "run-2.checkpoint", "--transcript", "log.jsonl", "-o", "@a.checkpoint", *plain)
+        self.assertEqual(status, 0, out)
+        status, out, _ = self.witness("add-checkpoint-2.txt", "-o", "@b.checkpoint")  # from 2 to 3, no transcript
+        self.assertEqual(status, 0, out)
+        with open(self.path("log.jsonl"), "ab") as handle:
+            handle.write(lines[2] + b"\n")
+        status, out, _ = self.cli("cosign", "run.checkpoint", "--transcript", "log.jsonl", "-o", "@c.checkpoint", *plain)
+        self.assertEqual(status, 0, out)
+        self.assertIn("consistent with the 3 records cosigned before", out)
+        status, out, _ = self.witness("add-checkpoint-0.txt")
+        self.assertIn("409: the old size is 0, the witness holds 3", out)
+
+    def test_a_version_1_state_file_moves_to_version_2(self) -> None:
+        checkpoint = parse_checkpoint(self.read("run-2.checkpoint"))
+        entry = {"size": 2, "root": checkpoint.root, "head": checkpoint.head}
+        self.write("w.state", json.dumps({"format": "agentloop-witness-state/1", "logs": {checkpoint.origin: entry, "agentloop/1/" + "a" * 64: entry}}))
+        status, out, _ = self.witness("add-checkpoint-2.txt", "-o", "@b.checkpoint")
+        self.assertEqual(status, 0, out)
+        with open(self.path("w.state"), encoding="utf-8") as handle:
+            state = json.load(handle)
+        self.assertEqual(state["format"], "agentloop-witness-state/2")
+        self.assertEqual(state["logs"]["agentloop/1/" + "a" * 64], dict(entry, checkpoint=None))  # untouched, kept whole
+        self.assertEqual(state["logs"][checkpoint.origin]["size"], 3)
 
     def test_usage(self) -> None:
         for argv, message in (

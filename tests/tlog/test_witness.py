@@ -14,7 +14,8 @@ from typing import List
 from agentloop.errors import SigningKeyError
 from agentloop.signing.note import Ed25519Verifier, Note, NoteSignature, parse_note, sign_note, verify_note
 from agentloop.signing.witness import build_add_checkpoint_request, parse_add_checkpoint_request, parse_add_checkpoint_response
-from agentloop.tlog.witness import STATE_FORMAT, Witness, WitnessPolicy, WitnessStateError, read_state
+from agentloop.errors import WitnessStateError
+from agentloop.tlog.witness import STATE_FORMAT, Witness, WitnessPolicy, load_state
 from agentloop.transcript.merkle import EMPTY_ROOT
 
 from .support import TIME, load_json, log_signer, trusted, vector, witness_signer
@@ -57,9 +58,8 @@ class TestAnswers(WitnessCase):
         self.assertEqual(self.witness.held(request.checkpoint.text.split("\n")[0]), 2)
         # then the consistency proof from 2 to 3
         self.assertEqual(self.witness.add_checkpoint(vector("add-checkpoint-2.txt")).status, 200)
-        state = read_state(self.state)
-        (origin, (size, root, checkpoint)), = state.items()
-        self.assertEqual((size, checkpoint is not None), (3, True))
+        (held,) = load_state(self.state).values()
+        self.assertEqual((held.size, held.checkpoint is not None, held.head_hash()), (3, True, held.checkpoint.split(b"head ")[1][:64].decode()))
         with open(self.state, encoding="utf-8") as handle:
             self.assertEqual(json.load(handle)["format"], STATE_FORMAT)
 
@@ -143,7 +143,7 @@ class TestState(WitnessCase):
         witness = self.make()
         self.assertEqual(witness.held(origin), 2)
         self.assertEqual(witness.add_checkpoint(vector("add-checkpoint-2.txt")).status, 200)
-        self.assertEqual(read_state(self.state)[origin][0], 3)
+        self.assertEqual(load_state(self.state)[origin].size, 3)
 
     def test_a_malformed_state_file_is_refused(self) -> None:
         for content in (b"[]", b"{", json.dumps({"format": STATE_FORMAT, "logs": {"o": {"size": -1, "root": "0" * 64, "checkpoint": None}}}).encode()):
@@ -155,7 +155,7 @@ class TestState(WitnessCase):
 
     def test_a_state_that_cannot_be_written_cosigns_nothing(self) -> None:
         witness = Witness(witness_signer(), WitnessPolicy(tuple(trusted()[:1])), os.path.join(self.folder, "missing", "w.state"))
-        with self.assertRaisesRegex(WitnessStateError, "cannot be written"):
+        with self.assertRaisesRegex(WitnessStateError, "cannot write the witness state"):
             witness.add_checkpoint(vector("add-checkpoint-0.txt"))
         self.assertEqual(witness.add_checkpoint(vector("add-checkpoint-2.txt")).status, 409)  # still holds 0
 
