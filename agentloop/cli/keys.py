@@ -5,6 +5,7 @@
     agentloop keygen NAME [--witness] [-o PREFIX] [--unsafe-pure-python-signer]
     agentloop cosign CKPT --key WITNESS_KEY --trust LOG_VKEY... [--require NAME]... --transcript FILE
                      [--state STATE] [--time T] [-o OUT | -o -] [--unsafe-pure-python-signer]
+    agentloop cosign --request REQ ...   (a witness that needs no log: :mod:`.tlog`)
     agentloop witness-request OLD NEW [--transcript FILE]
 
 and, for :mod:`.anchor`, ``--sign KEY`` (``checkpoint``) and ``--trust VKEY`` /
@@ -23,8 +24,10 @@ checks the checkpoint's signatures with the ``--trust`` keys, then its
 consistency with the last checkpoint of the same origin it cosigned (kept
 in ``--state``; the proof is computed from ``--transcript`` and checked
 against both roots, so a wrong transcript cannot make it pass), then adds a
-``cosignature/v1`` signature at ``--time`` (default: the clock) and
-records the new size in the state.
+``cosignature/v1`` signature at ``--time`` (default: the clock), records
+the new checkpoint in the state (:mod:`agentloop.tlog.witness`'s file,
+shared with ``cosign --request`` and ``witness serve``) and only then
+writes it out.
 
 ``witness-request`` prints the body of a ``tlog-witness`` ``add-checkpoint``
 request: ``old <size>``, the consistency proof from ``OLD`` to ``NEW``

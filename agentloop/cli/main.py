@@ -4,7 +4,8 @@ The subcommands live by family: ``verify``, ``show`` and ``report`` in
 :mod:`.inspect`; ``run`` and ``replay`` in :mod:`.models`; ``pending`` and
 ``resume`` (and ``run --approve``) in :mod:`.approval`; ``checkpoint``,
 ``prove``, ``check-proof``, ``consistency``, ``repair`` and ``verify
---checkpoint`` in :mod:`.anchor`.  What they print goes through
+--checkpoint`` in :mod:`.anchor`; ``witness`` and the C2SP forms of
+``prove --bundle``, ``check-proof`` and ``cosign --request`` in :mod:`.tlog`.  What they print goes through
 :mod:`.output`, which escapes every byte from outside.
 
 No failure prints a traceback.  Every failure is one line on stderr,
