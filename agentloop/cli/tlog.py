@@ -50,7 +50,15 @@ from ..tlog.witness import Witness, WitnessPolicy, is_agentloop_origin
 from ..transcript.checkpoint import read_checkpoint
 from ..transcript.durable import read_small, write_atomic
 from ..transcript.format import MAX_LINE_BYTES
-from .keys import _can_sign, _signer_key, _timestamp_arg, add_trust_options, add_unsafe_option, load_trusted, signer_names
+from .keys import (
+    _can_sign,
+    _signer_key,
+    _timestamp_arg,
+    add_trust_options,
+    add_unsafe_option,
+    load_trusted,
+    signer_names,
+)
 from .anchor import _key, default_checkpoint_path
 from .output import Refused, check_input, check_output, emit, note
 
@@ -105,11 +113,19 @@ def _write(target: str, data: bytes, out: TextIO) -> None:
 
 def add_prove_options(prove: argparse.ArgumentParser) -> None:
     """``prove``'s ``--bundle``, ``--checkpoint`` and ``--run``."""
-    prove.add_argument("--bundle", action="store_true",
-                       help="write a C2SP tlog-proof@v1 (index, inclusion hashes, the signed checkpoint) instead of JSON")
-    prove.add_argument("--checkpoint", metavar="CKPT",
-                       help="with --bundle: the signed checkpoint to prove in (default: FILE with .jsonl replaced by .checkpoint)")
-    prove.add_argument("--run", metavar="NAME", help="with --bundle: FILE is a batch ledger; prove run NAME's line in it")
+    prove.add_argument(
+        "--bundle",
+        action="store_true",
+        help="write a C2SP tlog-proof@v1 (index, inclusion hashes, the signed checkpoint) instead of JSON",
+    )
+    prove.add_argument(
+        "--checkpoint",
+        metavar="CKPT",
+        help="with --bundle: the signed checkpoint to prove in (default: FILE with .jsonl replaced by .checkpoint)",
+    )
+    prove.add_argument(
+        "--run", metavar="NAME", help="with --bundle: FILE is a batch ledger; prove run NAME's line in it"
+    )
 
 
 def prove_bundle(args: argparse.Namespace, out: TextIO, default_checkpoint: str) -> int:
@@ -128,7 +144,9 @@ def prove_bundle(args: argparse.Namespace, out: TextIO, default_checkpoint: str)
             proof = prove_record(args.file, read_checkpoint(ckpt_path), args.index)
         else:
             ledger = _read(args.file, _MAX_LEDGER_BYTES, "ledger")
-            proof = prove_ledger_line(ledger, parse_manifest_checkpoint(_read(ckpt_path, 64 * 1024, "checkpoint")), args.run)
+            proof = prove_ledger_line(
+                ledger, parse_manifest_checkpoint(_read(ckpt_path, 64 * 1024, "checkpoint")), args.run
+            )
     except OSError as exc:
         raise Refused(ckpt_path, "cannot read it: %s" % (exc.strerror or exc,)) from None
     except MalformedCheckpointError as exc:
@@ -145,7 +163,11 @@ def _emit_bundle(args: argparse.Namespace, proof: TlogProof, out: TextIO) -> int
     _write(target, data, out)
     if target != "-":
         head = proof.tree_head()
-        emit(out, "tlog-proof: %s (entry %d of the %d of %s)" % (target, proof.index, head.size, describe_origin(head.origin)))
+        emit(
+            out,
+            "tlog-proof: %s (entry %d of the %d of %s)"
+            % (target, proof.index, head.size, describe_origin(head.origin)),
+        )
     return 0
 
 
@@ -154,8 +176,14 @@ def _emit_bundle(args: argparse.Namespace, proof: TlogProof, out: TextIO) -> int
 
 def add_check_options(check: argparse.ArgumentParser) -> None:
     """``check-proof``'s ``--origin`` and ``--leaf`` (tlog-proofs only)."""
-    check.add_argument("--origin", metavar="ORIGIN", help="a tlog-proof: the one log origin accepted (default: any agentloop run or batch)")
-    check.add_argument("--leaf", metavar="FILE", help="a tlog-proof: the logged entry's bytes (default: the proof's extra line)")
+    check.add_argument(
+        "--origin",
+        metavar="ORIGIN",
+        help="a tlog-proof: the one log origin accepted (default: any agentloop run or batch)",
+    )
+    check.add_argument(
+        "--leaf", metavar="FILE", help="a tlog-proof: the logged entry's bytes (default: the proof's extra line)"
+    )
 
 
 def is_tlog_proof_file(path: str) -> bool:
@@ -176,11 +204,13 @@ def _origin_ok(origin: Optional[str], actual: str) -> Optional[str]:
 
 
 def check_tlog_proof(args: argparse.Namespace, out: TextIO, key: Optional[bytes], trusted: Sequence[Verifier]) -> int:
-    """``check-proof PROOF.tlog-proof --trust VKEY...``: the four steps of tlog-proof verification, and agentloop's leaf."""
+    """``check-proof PROOF.tlog-proof --trust VKEY...``: tlog-proof verification, then agentloop's leaf check."""
     if args.checkpoint is not None:
         raise Refused("--checkpoint", "a tlog-proof carries its checkpoint: --checkpoint is not taken")
     if key is None and not trusted:
-        raise Refused("--trust", "a tlog-proof is checked against the log's keys: give --trust VKEY (or --key-file/--key-env)")
+        raise Refused(
+            "--trust", "a tlog-proof is checked against the log's keys: give --trust VKEY (or --key-file/--key-env)"
+        )
     leaf: Optional[bytes] = None
     if args.leaf is not None:
         leaf = _read(args.leaf, MAX_LINE_BYTES + 1, "entry")
@@ -198,9 +228,14 @@ def check_tlog_proof(args: argparse.Namespace, out: TextIO, key: Optional[bytes]
     except ProofError as exc:
         return _failed(args.proof, str(exc), out)
     names = signer_names([name for name in proved.signers if name not in proved.witnesses])
-    witnessed = "; cosigned by %s" % (", ".join(proved.witnesses),) if proved.witnesses else "; no witness cosignature checked"
-    emit(out, "%s: ok, %s is entry %d of the %d of %s, signed by %s%s"
-         % (args.proof, what, proved.index, proved.size, describe_origin(proved.origin), names, witnessed))
+    witnessed = (
+        "; cosigned by %s" % (", ".join(proved.witnesses),) if proved.witnesses else "; no witness cosignature checked"
+    )
+    emit(
+        out,
+        "%s: ok, %s is entry %d of the %d of %s, signed by %s%s"
+        % (args.proof, what, proved.index, proved.size, describe_origin(proved.origin), names, witnessed),
+    )
     return 0
 
 
@@ -209,14 +244,22 @@ def check_tlog_proof(args: argparse.Namespace, out: TextIO, key: Optional[bytes]
 
 def add_cosign_options(cosign: argparse.ArgumentParser) -> None:
     """``cosign``'s ``--request`` and ``--origin``."""
-    cosign.add_argument("--request", metavar="REQ",
-                        help="witness from an add-checkpoint request body alone (what witness-request prints; - for stdin)")
+    cosign.add_argument(
+        "--request",
+        metavar="REQ",
+        help="witness from an add-checkpoint request body alone (what witness-request prints; - for stdin)",
+    )
     _origin_option(cosign)
 
 
 def _origin_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--origin", action="append", default=[], metavar="ORIGIN",
-                        help="a log this witness cosigns (repeatable; default: any agentloop run or batch)")
+    parser.add_argument(
+        "--origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a log this witness cosigns (repeatable; default: any agentloop run or batch)",
+    )
 
 
 def _witness(args: argparse.Namespace) -> Witness:
@@ -239,7 +282,9 @@ def _witness(args: argparse.Namespace) -> Witness:
 def cosign_request(args: argparse.Namespace, out: TextIO) -> int:
     """``cosign --request REQ``: tlog-witness's add-checkpoint, answered from the body and the state alone."""
     if args.ckpt is not None or args.transcript is not None:
-        raise Refused("--request", "the request holds the checkpoint and the proof: CKPT and --transcript are not taken")
+        raise Refused(
+            "--request", "the request holds the checkpoint and the proof: CKPT and --transcript are not taken"
+        )
     witness = _witness(args)
     target = "-" if args.output is None else args.output
     if target != "-":
@@ -257,12 +302,16 @@ def cosign_request(args: argparse.Namespace, out: TextIO) -> int:
 # --- witness serve / submit ---------------------------------------------------------------------
 
 
-def _stop_on_sigterm(stop: threading.Event) -> None:
+def _stop_on_sigterm(stop: threading.Event) -> Callable[[], None]:
+    """SIGTERM sets ``stop`` (in the main thread); returns what puts the previous handler back."""
+
     def handler(signum: int, frame: Optional[FrameType]) -> None:
         stop.set()
 
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, handler)
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.signal(signal.SIGTERM, handler)
+    return lambda: signal.signal(signal.SIGTERM, previous)
 
 
 def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
@@ -274,15 +323,19 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         server, thread = start_server(witness, args.host, args.port, prefix, note)
     except OSError as exc:
         raise Refused("%s:%d" % (args.host, args.port), "cannot listen: %s" % (exc.strerror or exc,)) from None
-    emit(out, "witness %s: POST %s/add-checkpoint (state %s; Ctrl-C stops)" % (witness.signer.name, server.url, args.state))
+    emit(
+        out,
+        "witness %s: POST %s/add-checkpoint (state %s; Ctrl-C stops)" % (witness.signer.name, server.url, args.state),
+    )
     stop = threading.Event()
-    _stop_on_sigterm(stop)
+    restore = _stop_on_sigterm(stop)
     try:
         while not stop.wait(0.5):
             pass
     except KeyboardInterrupt:
         pass
     finally:
+        restore()
         server.shutdown()
         server.server_close()
         thread.join(5)
@@ -332,8 +385,12 @@ def _cmd_submit(args: argparse.Namespace, out: TextIO) -> int:
         return _failed(args.request, "the witness cannot be reached: %s" % (getattr(exc, "reason", None) or exc,), out)
     if status == 409:
         held = answer.decode("ascii", "replace").strip()[:24]
-        return _failed(args.request, "409: the witness holds size %s for this log; make the request from it "
-                                     "(agentloop witness-request OLD NEW --transcript FILE)" % (held,), out)
+        return _failed(
+            args.request,
+            "409: the witness holds size %s for this log; make the request from it "
+            "(agentloop witness-request OLD NEW --transcript FILE)" % (held,),
+            out,
+        )
     if status != 200:
         return _failed(args.request, "%d: %s" % (status, answer.decode("utf-8", "replace").strip()[:300]), out)
     try:
@@ -401,8 +458,14 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     verbs.required = True
 
     serve = verbs.add_parser("serve", help="answer POST /add-checkpoint as c2sp.org/tlog-witness specifies")
-    serve.add_argument("--key", required=True, metavar="WITNESS_KEY", help="the witness's private key (keygen --witness)")
-    serve.add_argument("--state", metavar="STATE", help="the witness's memory: the last checkpoint cosigned per log (created if missing)")
+    serve.add_argument(
+        "--key", required=True, metavar="WITNESS_KEY", help="the witness's private key (keygen --witness)"
+    )
+    serve.add_argument(
+        "--state",
+        metavar="STATE",
+        help="the witness's memory: the last checkpoint cosigned per log (created if missing)",
+    )
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8080, help="the port (default 8080; 0 picks a free one)")
     serve.add_argument("--prefix", default="", metavar="/PATH", help="the URL prefix of add-checkpoint (default: none)")
@@ -411,7 +474,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     add_unsafe_option(serve)
     serve.set_defaults(handler=_cmd_serve)
 
-    submit = verbs.add_parser("submit", help="POST an add-checkpoint request to a witness, check its cosignature, keep it")
+    submit = verbs.add_parser(
+        "submit", help="POST an add-checkpoint request to a witness, check its cosignature, keep it"
+    )
     submit.add_argument("url", metavar="URL", help="the witness's add-checkpoint URL")
     submit.add_argument("request", metavar="REQ", help="the request body (what witness-request prints; - for stdin)")
     submit.add_argument("-o", "--output", metavar="OUT", help="write the cosigned checkpoint there (default: stdout)")

@@ -86,7 +86,9 @@ def prove_record(path: PathLike, checkpoint: Checkpoint, index: Optional[int] = 
     if scan.result.count < size:
         raise ProofError("the checkpoint covers %d records, %s has %d" % (size, path, scan.result.count))
     if scan.first != checkpoint.first:
-        raise ProofError("the checkpoint is for run %s, %s is run %s" % (_short(checkpoint.first), path, _short(scan.first)))
+        raise ProofError(
+            "the checkpoint is for run %s, %s is run %s" % (_short(checkpoint.first), path, _short(scan.first))
+        )
     if scan.at[size] != (checkpoint.root, checkpoint.head):
         raise ProofError("the first %d records of %s do not give the checkpoint's root and head" % (size, path))
     # 3.
@@ -105,7 +107,9 @@ def prove_ledger_line(ledger: bytes, checkpoint: ManifestCheckpoint, name: str) 
     :class:`~agentloop.errors.ProofError` (or ``MalformedManifestError``).
     """
     if not checkpoint.signatures:
-        raise ProofError("the ledger's checkpoint is not signed: a tlog-proof's checkpoint is checked against the log's keys")
+        raise ProofError(
+            "the ledger's checkpoint is not signed: a tlog-proof's checkpoint is checked against the log's keys"
+        )
     check_manifest_checkpoint(checkpoint, ledger)
     index, proof = prove_run(ledger, name)
     line = ledger.split(b"\n")[index]
@@ -117,9 +121,9 @@ def prove_ledger_line(ledger: bytes, checkpoint: ManifestCheckpoint, name: str) 
 def describe_origin(origin: str) -> str:
     """``run <hash>...``, ``batch <hash>...`` or the origin itself, for messages."""
     if origin.startswith(ORIGIN_PREFIX):
-        return "run " + _short(origin[len(ORIGIN_PREFIX):])
+        return "run " + _short(origin[len(ORIGIN_PREFIX) :])
     if origin.startswith(MANIFEST_ORIGIN_PREFIX):
-        return "batch " + _short(origin[len(MANIFEST_ORIGIN_PREFIX):])
+        return "batch " + _short(origin[len(MANIFEST_ORIGIN_PREFIX) :])
     return repr(origin[:100])
 
 
@@ -131,7 +135,9 @@ def _record(line: bytes, index: int) -> Dict[str, Any]:
     except (UnicodeDecodeError, ValueError, UnrecordableError, RecursionError):
         raise ProofError("the proved entry is not a JSON record line") from None
     if canonical != line or not isinstance(record, dict) or tuple(sorted(record)) != FIELDS:
-        raise ProofError("the proved entry is not an agentloop/1 record line (RFC 8785, members %s)" % (", ".join(FIELDS),))
+        raise ProofError(
+            "the proved entry is not an agentloop/1 record line (RFC 8785, members %s)" % (", ".join(FIELDS),)
+        )
     seq = record["seq"]
     if isinstance(seq, bool) or seq != index:
         raise ProofError("the proved record says seq %s, but it is entry %d" % (json.dumps(seq)[:20], index))
@@ -150,9 +156,14 @@ def _transcript_leaf(proved: ProvedLeaf, note_bytes: bytes) -> str:
         raise ProofError("the checkpoint is not an agentloop/1 checkpoint: %s" % (exc,)) from None
     record = _record(proved.leaf, proved.index)
     if proved.index == 0 and record["hash"] != checkpoint.first:
-        raise ProofError("the proved record 0 has hash %s, the origin names %s" % (_short(record["hash"]), _short(checkpoint.first)))
+        raise ProofError(
+            "the proved record 0 has hash %s, the origin names %s" % (_short(record["hash"]), _short(checkpoint.first))
+        )
     if proved.index == checkpoint.size - 1 and record["hash"] != checkpoint.head:
-        raise ProofError("the proved last record has hash %s, the checkpoint's head is %s" % (_short(record["hash"]), _short(checkpoint.head)))
+        raise ProofError(
+            "the proved last record has hash %s, the checkpoint's head is %s"
+            % (_short(record["hash"]), _short(checkpoint.head))
+        )
     return "record %d (%s, hash %s)" % (proved.index, record["kind"], record["hash"])
 
 

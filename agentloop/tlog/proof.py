@@ -68,7 +68,7 @@ _HASH_SIZE = 32
 
 @dataclass(frozen=True)
 class TlogProof:
-    """A parsed tlog-proof: the entry's ``index``, its inclusion ``hashes``, the signed ``checkpoint``, any ``extra``."""
+    """A parsed tlog-proof: the entry's ``index``, its inclusion ``hashes``, the signed ``checkpoint``, ``extra``."""
 
     index: int
     hashes: Tuple[bytes, ...]
@@ -107,7 +107,7 @@ def _next_line(data: bytes, pos: int, number: int) -> Tuple[bytes, int]:
 
 def _extra(line: bytes, number: int) -> bytes:
     try:
-        extra = strict_b64decode(line[len(b"extra "):].decode("ascii"))
+        extra = strict_b64decode(line[len(b"extra ") :].decode("ascii"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise _fail(number, "the extra data is not canonical base64 (%s)" % (exc,)) from None
     if len(extra) > MAX_EXTRA_BYTES:
@@ -119,7 +119,7 @@ def _index(line: bytes, number: int) -> int:
     if not line.startswith(b"index "):
         raise _fail(number, "expected 'index <decimal>'")
     try:
-        return parse_decimal(line[len(b"index "):].decode("ascii"))
+        return parse_decimal(line[len(b"index ") :].decode("ascii"))
     except (UnicodeDecodeError, ValueError):
         raise _fail(number, "the index is not a decimal with no leading zero (at most 2**63-1)") from None
 
@@ -214,9 +214,10 @@ def _leaf(proof: TlogProof, leaf: Optional[bytes]) -> bytes:
     return bytes(leaf)
 
 
-def _keys(head: TreeHead, trusted: Sequence[Verifier], require: Sequence[str],
-          key: Optional[bytes]) -> Tuple[List[Verifier], List[str]]:
-    """The verifiers and required names, or :class:`~agentloop.errors.SigningKeyError` (misuse), before anything is checked."""
+def _keys(
+    head: TreeHead, trusted: Sequence[Verifier], require: Sequence[str], key: Optional[bytes]
+) -> Tuple[List[Verifier], List[str]]:
+    """The verifiers and required names, before anything is checked; misuse is ``SigningKeyError``."""
     if isinstance(trusted, (str, bytes)) or isinstance(require, (str, bytes)):
         raise SigningKeyError("trusted" if isinstance(trusted, (str, bytes)) else "require", "must be a list")
     verifiers: List[Verifier] = list(trusted)
@@ -233,7 +234,9 @@ def _keys(head: TreeHead, trusted: Sequence[Verifier], require: Sequence[str],
     return verifiers, names
 
 
-def _check_signatures(proof: TlogProof, verifiers: Sequence[Verifier], names: Sequence[str]) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+def _check_signatures(
+    proof: TlogProof, verifiers: Sequence[Verifier], names: Sequence[str]
+) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
     """Steps 2 and 3 of :func:`verify_tlog_proof`: ``(signers, witnesses)``."""
     verified = verify_note(proof.checkpoint, verifiers, names)
     cosigners = {(v.name, bytes(v.key_id)) for v in verifiers if isinstance(v, CosignatureVerifier)}
@@ -293,7 +296,9 @@ def verify_tlog_proof(
     try:
         verify_inclusion(proof.index, head.size, hashed, proof.hashes, head.root)
     except ProofError as exc:
-        raise ProofError("the inclusion proof of entry %d does not reach the checkpoint's root: %s" % (proof.index, exc.reason)) from None
+        raise ProofError(
+            "the inclusion proof of entry %d does not reach the checkpoint's root: %s" % (proof.index, exc.reason)
+        ) from None
     # 2. and 3.
     signers, witnesses = _check_signatures(proof, verifiers, names)
     return ProvedLeaf(head.origin, head.size, head.root, proof.index, entry, signers, witnesses, head.extensions)

@@ -91,7 +91,7 @@ class _Handler(BaseHTTPRequestHandler):
         prefix = self.server.prefix
         if prefix and not path.startswith(prefix + "/"):
             return None
-        return path[len(prefix):]
+        return path[len(prefix) :]
 
     def _body(self) -> Optional[bytes]:
         length = self.headers.get("Content-Length")
@@ -148,8 +148,13 @@ class _Handler(BaseHTTPRequestHandler):
     do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _not_allowed
 
 
-def start_server(witness: Witness, host: str = "127.0.0.1", port: int = 0, prefix: str = "",
-                 log: Callable[[str], None] = lambda line: None) -> Tuple[WitnessServer, threading.Thread]:
+def start_server(
+    witness: Witness,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    prefix: str = "",
+    log: Callable[[str], None] = lambda line: None,
+) -> Tuple[WitnessServer, threading.Thread]:
     """Listen on ``host:port`` (0: any free port) and serve in a daemon thread; ``server.shutdown()`` stops it."""
     server = WitnessServer((host, port), witness, prefix, log)
     thread = threading.Thread(target=server.serve_forever, name="agentloop-witness", daemon=True)

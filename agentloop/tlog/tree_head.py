@@ -68,7 +68,9 @@ def parse_tree_head(note: Note, what: str = "checkpoint") -> TreeHead:
     try:
         size = parse_decimal(lines[1])
     except ValueError:
-        raise MalformedNoteError(2, "the tree size is not a decimal with no leading zero (at most 2**63-1)", what) from None
+        raise MalformedNoteError(
+            2, "the tree size is not a decimal with no leading zero (at most 2**63-1)", what
+        ) from None
     try:
         root = strict_b64decode(lines[2])
     except ValueError as exc:

@@ -48,7 +48,14 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Optional, Tuple, Union
 
 from ..batch.ledger import MANIFEST_ORIGIN_PREFIX, parse_manifest_checkpoint
-from ..errors import BadSignatureError, MalformedCheckpointError, MalformedNoteError, ProofError, SigningKeyError, WitnessStateError
+from ..errors import (
+    BadSignatureError,
+    MalformedCheckpointError,
+    MalformedNoteError,
+    ProofError,
+    SigningKeyError,
+    WitnessStateError,
+)
 from ..signing.cosignature import CosignatureSigner, CosignatureVerifier
 from ..signing.note import Note, NoteSignature, Verifier, parse_note, sign_note, verify_note
 from ..signing.witness import AddCheckpointRequest, format_add_checkpoint_response, parse_add_checkpoint_request
@@ -78,7 +85,9 @@ SIZE_CONTENT_TYPE = "text/x.tlog.size"
 _TEXT = "text/plain; charset=utf-8"
 _MAX_STATE_BYTES = 64 << 20
 _HEX64 = re.compile(r"\A[0-9a-f]{64}\Z")
-_AGENTLOOP_ORIGIN = re.compile(r"\A(?:%s|%s)[0-9a-f]{64}\Z" % (re.escape(ORIGIN_PREFIX), re.escape(MANIFEST_ORIGIN_PREFIX)))
+_AGENTLOOP_ORIGIN = re.compile(
+    r"\A(?:%s|%s)[0-9a-f]{64}\Z" % (re.escape(ORIGIN_PREFIX), re.escape(MANIFEST_ORIGIN_PREFIX))
+)
 
 
 @dataclass(frozen=True)
@@ -99,7 +108,9 @@ class WitnessPolicy:
             raise SigningKeyError("trusted", "a witness needs the log's public key")
         for key in self.keys:
             if isinstance(key, CosignatureVerifier):
-                raise SigningKeyError("trusted %s" % (key.name,), "is a witness key (cosignature/v1): a log signs with a note key")
+                raise SigningKeyError(
+                    "trusted %s" % (key.name,), "is a witness key (cosignature/v1): a log signs with a note key"
+                )
 
     def knows(self, origin: str) -> bool:
         """Whether ``origin`` is a log this witness cosigns."""
@@ -109,7 +120,7 @@ class WitnessPolicy:
 
 
 def is_agentloop_origin(origin: str) -> bool:
-    """Whether ``origin`` is an agentloop run's (``agentloop/1/<hash>``) or batch's (``agentloop-manifest/1/<hash>``)."""
+    """Whether ``origin`` is an agentloop run's (``agentloop/1/<hash>``) or batch's (``agentloop-manifest/1/...``)."""
     return _AGENTLOOP_ORIGIN.match(origin) is not None
 
 
@@ -160,7 +171,10 @@ def _hex64(value: object) -> bool:
 
 
 def _entry(origin: object, entry: object, old: bool) -> Held:
-    """One state entry, or ``ValueError``: /1 ``size, root, head``; /2 ``size, root, checkpoint`` (``null`` and a ``head`` when moved from /1)."""
+    """One state entry, or ``ValueError``.
+
+    /1: ``size, root, head``; /2: ``size, root, checkpoint`` (``null``, and a ``head``, when moved from /1).
+    """
     if not isinstance(origin, str) or not isinstance(entry, dict):
         raise ValueError(origin)
     size, root = entry.get("size"), entry.get("root")
@@ -169,7 +183,7 @@ def _entry(origin: object, entry: object, old: bool) -> Held:
     text = entry.get("checkpoint")
     if old or text is None:
         keys = {"size", "root", "head"} if old else {"size", "root", "checkpoint", "head"}
-        if set(entry) != keys or not origin.startswith(ORIGIN_PREFIX) or not _hex64(origin[len(ORIGIN_PREFIX):]):
+        if set(entry) != keys or not origin.startswith(ORIGIN_PREFIX) or not _hex64(origin[len(ORIGIN_PREFIX) :]):
             raise ValueError(origin)
         if not _hex64(entry["head"]) or size < 1:
             raise ValueError(origin)
@@ -207,12 +221,14 @@ def load_state(path: str) -> WitnessState:
         try:
             state[origin] = _entry(origin, entry, doc["format"] == _OLD_STATE_FORMAT)
         except (ValueError, MalformedNoteError):
-            raise WitnessStateError(path, "the witness state's entry for %s is malformed" % (str(origin)[:80],)) from None
+            raise WitnessStateError(
+                path, "the witness state's entry for %s is malformed" % (str(origin)[:80],)
+            ) from None
     return state
 
 
 def save_state(path: str, state: WitnessState) -> None:
-    """Replace the state file atomically (format /2); :class:`~agentloop.errors.WitnessStateError` if it cannot be written."""
+    """Replace the state file atomically (format /2); ``WitnessStateError`` if it cannot be written."""
     logs: Dict[str, Dict[str, object]] = {}
     for origin, held in state.items():
         entry: Dict[str, object] = {"size": held.size, "root": held.root.hex()}
@@ -243,8 +259,13 @@ class Witness:
     :func:`time.time`).  Thread-safe: one lock covers check, cosign and persist.
     """
 
-    def __init__(self, signer: CosignatureSigner, policy: WitnessPolicy, state: Optional[str] = None,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        signer: CosignatureSigner,
+        policy: WitnessPolicy,
+        state: Optional[str] = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         if not isinstance(signer, CosignatureSigner):
             raise SigningKeyError("witness key", "must be a cosignature/v1 signer (agentloop keygen NAME --witness)")
         self.signer = signer
@@ -293,7 +314,9 @@ class Witness:
             return _answer(400, "the old size %d exceeds the checkpoint's size %d" % (request.old_size, head.size))
         return request, head
 
-    def _consistent(self, request: AddCheckpointRequest, head: TreeHead, seen: Optional[Held]) -> Optional[WitnessAnswer]:
+    def _consistent(
+        self, request: AddCheckpointRequest, head: TreeHead, seen: Optional[Held]
+    ) -> Optional[WitnessAnswer]:
         """Steps 6 and 7."""
         # 6.
         if head.size == 0 and head.root != EMPTY_ROOT:

@@ -48,8 +48,16 @@ def write(name: str, data: bytes) -> None:
 
 
 LEDGER_LINES = [
-    {"name": "a", "origin": "agentloop/1/" + "a" * 64, "status": "ok", "records": 3, "head": "b" * 64,
-     "root": "c" * 64, "stop": "no_tool_calls", "sha256": "d" * 64},
+    {
+        "name": "a",
+        "origin": "agentloop/1/" + "a" * 64,
+        "status": "ok",
+        "records": 3,
+        "head": "b" * 64,
+        "root": "c" * 64,
+        "stop": "no_tool_calls",
+        "sha256": "d" * 64,
+    },
     {"name": "b", "origin": "agentloop/1/" + "e" * 64, "status": "worker_error", "error": "RuntimeError"},
     {"name": "c", "origin": "agentloop/1/" + "f" * 64, "status": "rejected", "reason": "missing"},
 ]
@@ -58,7 +66,10 @@ LEDGER_LINES = [
 def main() -> None:
     log, witness = keys()
     write("log.pub", (encode_verifier_key(LOG_NAME, log.key.public_key) + "\n").encode("ascii"))
-    write("witness.pub", (encode_verifier_key(WITNESS_NAME, witness.key.public_key, ALG_COSIGNATURE_V1) + "\n").encode("ascii"))
+    write(
+        "witness.pub",
+        (encode_verifier_key(WITNESS_NAME, witness.key.public_key, ALG_COSIGNATURE_V1) + "\n").encode("ascii"),
+    )
     path = os.path.join(HERE, "run.jsonl")
     if not os.path.exists(path):  # the transcript is kept: it is an input, not an output
         folder = tempfile.mkdtemp()
@@ -90,7 +101,10 @@ def main() -> None:
     checkpoint = make_checkpoint(batch_origin(seed("agentloop tlog vector: spec list").hex()), ledger, signers=[log])
     write("manifest.checkpoint", checkpoint.to_bytes())
     for line in LEDGER_LINES:
-        write("ledger-%s.tlog-proof" % (line["name"],), prove_ledger_line(ledger, checkpoint, str(line["name"])).to_bytes())
+        write(
+            "ledger-%s.tlog-proof" % (line["name"],),
+            prove_ledger_line(ledger, checkpoint, str(line["name"])).to_bytes(),
+        )
 
 
 if __name__ == "__main__":

@@ -14,7 +14,18 @@ from .make_vectors import LOG_NAME, TIME, WITNESS_NAME, seed
 
 VECTORS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vectors", "tlog")
 
-__all__ = ["VECTORS", "LOG_NAME", "WITNESS_NAME", "TIME", "vector", "vector_path", "load_json", "trusted", "log_signer", "witness_signer"]
+__all__ = [
+    "VECTORS",
+    "LOG_NAME",
+    "WITNESS_NAME",
+    "TIME",
+    "vector",
+    "vector_path",
+    "load_json",
+    "trusted",
+    "log_signer",
+    "witness_signer",
+]
 
 
 def vector_path(name: str) -> str:
@@ -51,5 +62,7 @@ def log_signer() -> Ed25519Signer:
 
 def witness_signer(timestamp: int = TIME) -> CosignatureSigner:
     """The vectors' witness key, signing at ``timestamp``."""
-    text = encode_signer_key(WITNESS_NAME, seed("agentloop tlog vector: witness key"), ALG_COSIGNATURE_V1, allow_slow_unsafe_signer=True)
+    text = encode_signer_key(
+        WITNESS_NAME, seed("agentloop tlog vector: witness key"), ALG_COSIGNATURE_V1, allow_slow_unsafe_signer=True
+    )
     return CosignatureSigner(parse_signer_key(text, allow_slow_unsafe_signer=True), timestamp, True)

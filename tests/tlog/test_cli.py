@@ -9,9 +9,12 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import unittest
 from typing import List, Tuple
 
@@ -32,12 +35,32 @@ class CliCase(unittest.TestCase):
     def setUp(self) -> None:
         self.dir = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, self.dir)
-        for name in ("run.jsonl", "run.checkpoint", "run-2.checkpoint", "manifest.jsonl", "manifest.checkpoint",
-                     "log.pub", "witness.pub", "record-1.tlog-proof", "add-checkpoint-0.txt", "add-checkpoint-2.txt"):
+        for name in (
+            "run.jsonl",
+            "run.checkpoint",
+            "run-2.checkpoint",
+            "manifest.jsonl",
+            "manifest.checkpoint",
+            "log.pub",
+            "witness.pub",
+            "record-1.tlog-proof",
+            "add-checkpoint-0.txt",
+            "add-checkpoint-2.txt",
+        ):
             shutil.copy(vector_path(name), self.path(name))
-        self.write("log.key", encode_signer_key(LOG_NAME, seed("agentloop tlog vector: log key"), allow_slow_unsafe_signer=True))
-        self.write("witness.key", encode_signer_key(WITNESS_NAME, seed("agentloop tlog vector: witness key"), ALG_COSIGNATURE_V1,
-                                                    allow_slow_unsafe_signer=True))
+        self.write(
+            "log.key",
+            encode_signer_key(LOG_NAME, seed("agentloop tlog vector: log key"), allow_slow_unsafe_signer=True),
+        )
+        self.write(
+            "witness.key",
+            encode_signer_key(
+                WITNESS_NAME,
+                seed("agentloop tlog vector: witness key"),
+                ALG_COSIGNATURE_V1,
+                allow_slow_unsafe_signer=True,
+            ),
+        )
 
     def path(self, name: str) -> str:
         return os.path.join(self.dir, name)
@@ -101,8 +124,16 @@ class TestProveBundle(CliCase):
 
 class TestCheckProof(CliCase):
     def test_ok(self) -> None:
-        status, out, _ = self.cli("check-proof", "record-1.tlog-proof", "--trust", "log.pub", "--trust", "witness.pub",
-                                  "--require", WITNESS_NAME)
+        status, out, _ = self.cli(
+            "check-proof",
+            "record-1.tlog-proof",
+            "--trust",
+            "log.pub",
+            "--trust",
+            "witness.pub",
+            "--require",
+            WITNESS_NAME,
+        )
         self.assertEqual(status, 0, out)
         self.assertIn("ok, record 1 (assistant, hash 1189", out)
         self.assertIn("signed by %s; cosigned by %s" % (LOG_NAME, WITNESS_NAME), out)
@@ -152,8 +183,21 @@ class TestCheckProof(CliCase):
 
 class TestCosignRequest(CliCase):
     def witness(self, request: str, *more: str) -> Tuple[int, str, str]:
-        return self.cli("cosign", "--request", request, "--key", "witness.key", "--trust", "log.pub", "--state", "@w.state",
-                        "--time", str(TIME), UNSAFE, *more)
+        return self.cli(
+            "cosign",
+            "--request",
+            request,
+            "--key",
+            "witness.key",
+            "--trust",
+            "log.pub",
+            "--state",
+            "@w.state",
+            "--time",
+            str(TIME),
+            UNSAFE,
+            *more,
+        )
 
     def test_from_the_request_alone(self) -> None:
         status, out, _ = self.witness("add-checkpoint-0.txt", "-o", "@first.checkpoint")
@@ -165,8 +209,18 @@ class TestCosignRequest(CliCase):
         status, out, _ = self.witness("add-checkpoint-2.txt")
         self.assertEqual(status, 0)
         self.assertEqual(out.encode("utf-8"), self.read("run.checkpoint"))  # the vector: log and witness, at TIME
-        status, out, _ = self.cli("verify", "run.jsonl", "--checkpoint", "first.checkpoint", "--trust", "log.pub",
-                                  "--trust", "witness.pub", "--require", WITNESS_NAME)
+        status, out, _ = self.cli(
+            "verify",
+            "run.jsonl",
+            "--checkpoint",
+            "first.checkpoint",
+            "--trust",
+            "log.pub",
+            "--trust",
+            "witness.pub",
+            "--require",
+            WITNESS_NAME,
+        )
         self.assertEqual(status, 0, out)
 
     def test_one_state_file_for_both_witnesses(self) -> None:
@@ -175,13 +229,17 @@ class TestCosignRequest(CliCase):
         with open(self.path("log.jsonl"), "wb") as handle:
             handle.write(lines[0] + b"\n" + lines[1] + b"\n")
         plain = ("--key", "witness.key", "--trust", "log.pub", "--state", "@w.state", "--time", str(TIME), UNSAFE)
-        status, out, _ = self.cli("cosign", "run-2.checkpoint", "--transcript", "log.jsonl", "-o", "@a.checkpoint", *plain)
+        status, out, _ = self.cli(
+            "cosign", "run-2.checkpoint", "--transcript", "log.jsonl", "-o", "@a.checkpoint", *plain
+        )
         self.assertEqual(status, 0, out)
         status, out, _ = self.witness("add-checkpoint-2.txt", "-o", "@b.checkpoint")  # from 2 to 3, no transcript
         self.assertEqual(status, 0, out)
         with open(self.path("log.jsonl"), "ab") as handle:
             handle.write(lines[2] + b"\n")
-        status, out, _ = self.cli("cosign", "run.checkpoint", "--transcript", "log.jsonl", "-o", "@c.checkpoint", *plain)
+        status, out, _ = self.cli(
+            "cosign", "run.checkpoint", "--transcript", "log.jsonl", "-o", "@c.checkpoint", *plain
+        )
         self.assertEqual(status, 0, out)
         self.assertIn("consistent with the 3 records cosigned before", out)
         status, out, _ = self.witness("add-checkpoint-0.txt")
@@ -190,28 +248,86 @@ class TestCosignRequest(CliCase):
     def test_a_version_1_state_file_moves_to_version_2(self) -> None:
         checkpoint = parse_checkpoint(self.read("run-2.checkpoint"))
         entry = {"size": 2, "root": checkpoint.root, "head": checkpoint.head}
-        self.write("w.state", json.dumps({"format": "agentloop-witness-state/1", "logs": {checkpoint.origin: entry, "agentloop/1/" + "a" * 64: entry}}))
+        self.write(
+            "w.state",
+            json.dumps(
+                {
+                    "format": "agentloop-witness-state/1",
+                    "logs": {checkpoint.origin: entry, "agentloop/1/" + "a" * 64: entry},
+                }
+            ),
+        )
         status, out, _ = self.witness("add-checkpoint-2.txt", "-o", "@b.checkpoint")
         self.assertEqual(status, 0, out)
         with open(self.path("w.state"), encoding="utf-8") as handle:
             state = json.load(handle)
         self.assertEqual(state["format"], "agentloop-witness-state/2")
-        self.assertEqual(state["logs"]["agentloop/1/" + "a" * 64], dict(entry, checkpoint=None))  # untouched, kept whole
+        self.assertEqual(
+            state["logs"]["agentloop/1/" + "a" * 64], dict(entry, checkpoint=None)
+        )  # untouched, kept whole
         self.assertEqual(state["logs"][checkpoint.origin]["size"], 3)
 
     def test_usage(self) -> None:
         for argv, message in (
-            (("cosign", "--request", "add-checkpoint-0.txt", "--key", "witness.key", "--trust", "log.pub", UNSAFE), "--state"),
-            (("cosign", "--request", "add-checkpoint-0.txt", "--key", "witness.key", "--state", "@s", UNSAFE), "--trust"),
-            (("cosign", "--request", "add-checkpoint-0.txt", "--key", "witness.key", "--trust", "witness.pub", "--state", "@s", UNSAFE),
-             "is a witness key"),
-            (("cosign", "--request", "add-checkpoint-0.txt", "--key", "log.key", "--trust", "log.pub", "--state", "@s", UNSAFE),
-             "is not a witness key"),
-            (("cosign", "run.checkpoint", "--request", "add-checkpoint-0.txt", "--key", "witness.key", "--trust", "log.pub",
-              "--state", "@s", UNSAFE), "CKPT and --transcript are not taken"),
+            (
+                ("cosign", "--request", "add-checkpoint-0.txt", "--key", "witness.key", "--trust", "log.pub", UNSAFE),
+                "--state",
+            ),
+            (
+                ("cosign", "--request", "add-checkpoint-0.txt", "--key", "witness.key", "--state", "@s", UNSAFE),
+                "--trust",
+            ),
+            (
+                (
+                    "cosign",
+                    "--request",
+                    "add-checkpoint-0.txt",
+                    "--key",
+                    "witness.key",
+                    "--trust",
+                    "witness.pub",
+                    "--state",
+                    "@s",
+                    UNSAFE,
+                ),
+                "is a witness key",
+            ),
+            (
+                (
+                    "cosign",
+                    "--request",
+                    "add-checkpoint-0.txt",
+                    "--key",
+                    "log.key",
+                    "--trust",
+                    "log.pub",
+                    "--state",
+                    "@s",
+                    UNSAFE,
+                ),
+                "is not a witness key",
+            ),
+            (
+                (
+                    "cosign",
+                    "run.checkpoint",
+                    "--request",
+                    "add-checkpoint-0.txt",
+                    "--key",
+                    "witness.key",
+                    "--trust",
+                    "log.pub",
+                    "--state",
+                    "@s",
+                    UNSAFE,
+                ),
+                "CKPT and --transcript are not taken",
+            ),
             (("cosign", "run.checkpoint", "--key", "witness.key", "--trust", "log.pub", UNSAFE), "both are needed"),
-            (("cosign", "run.checkpoint", "--origin", "x", "--key", "witness.key", "--trust", "log.pub", UNSAFE),
-             "--origin: is taken with --request only"),
+            (
+                ("cosign", "run.checkpoint", "--origin", "x", "--key", "witness.key", "--trust", "log.pub", UNSAFE),
+                "--origin: is taken with --request only",
+            ),
         ):
             with self.subTest(argv=argv):
                 status, _, err = self.cli(*argv)
@@ -231,7 +347,9 @@ class TestServer(unittest.TestCase):
         self.addCleanup(self.server.shutdown)
         self.host, self.port = "127.0.0.1", self.server.server_address[1]
 
-    def request(self, method: str, path: str, body: bytes = b"", headers: Tuple[Tuple[str, str], ...] = ()) -> Tuple[int, str, bytes]:
+    def request(
+        self, method: str, path: str, body: bytes = b"", headers: Tuple[Tuple[str, str], ...] = ()
+    ) -> Tuple[int, str, bytes]:
         connection = http.client.HTTPConnection(self.host, self.port, timeout=30)
         try:
             connection.putrequest(method, path)
@@ -265,6 +383,87 @@ class TestServer(unittest.TestCase):
         self.assertEqual(self.request("POST", "/w/add-checkpoint", b"old 0\n")[0], 400)
 
 
+class TestServeAndSubmitInProcess(CliCase):
+    def test_serve_until_sigterm(self) -> None:
+        out = io.StringIO()
+        said: List[str] = []
+
+        def client() -> None:
+            for _ in range(200):
+                if "add-checkpoint" in out.getvalue():
+                    break
+                time.sleep(0.05)
+            url = out.getvalue().split("POST ", 1)[1].split(" ", 1)[0]
+            said.append(url)
+            status, text, _ = self.cli("witness", "submit", url, "add-checkpoint-0.txt", "--trust", "witness.pub")
+            said.append("%d %s" % (status, text))
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        thread = threading.Thread(target=client)
+        thread.start()
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            status = main(
+                [
+                    "witness",
+                    "serve",
+                    "--key",
+                    self.path("witness.key"),
+                    "--trust",
+                    self.path("log.pub"),
+                    "--state",
+                    self.path("w.state"),
+                    "--port",
+                    "0",
+                    "--prefix",
+                    "/w/",
+                    UNSAFE,
+                ],
+                out=out,
+            )
+        thread.join(30)
+        self.assertEqual(status, 0, err.getvalue())
+        self.assertTrue(said[0].endswith("/w/add-checkpoint"), said)
+        self.assertTrue(said[1].startswith("0 agentloop/1/"), said)  # the cosigned checkpoint, on stdout
+        self.assertIn("\u2014 witness.example/w1 ", said[1])
+        self.assertIn("stopped", out.getvalue())
+        self.assertNotEqual(signal.getsignal(signal.SIGTERM), signal.SIG_IGN)
+
+    def test_serve_usage(self) -> None:
+        status, _, err = self.cli(
+            "witness", "serve", "--key", "witness.key", "--trust", "log.pub", "--state", "@s", "--prefix", "w", UNSAFE
+        )
+        self.assertEqual(status, 2)
+        self.assertIn("--prefix: must start with /", err)
+
+    def test_submit_refusals(self) -> None:
+        other = witness_signer()
+        renamed = Witness(other, WitnessPolicy(tuple(trusted()[:1]), ("example.com/log",)), None, clock=lambda: TIME)
+        server, thread = start_server(renamed, "127.0.0.1", 0)
+        self.addCleanup(thread.join, 5)
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        url = server.url + "/add-checkpoint"
+        status, out, _ = self.cli("witness", "submit", url, "add-checkpoint-0.txt", "--trust", "witness.pub")
+        self.assertEqual(status, 1)
+        self.assertIn("FAILED: 404: unknown log origin", out)
+        with open(self.path("bad.txt"), "wb") as handle:
+            handle.write(b"old 3\n\n" + self.read("run-2.checkpoint"))
+        status, out, _ = self.cli("witness", "submit", url, "bad.txt", "--trust", "witness.pub")
+        self.assertEqual(status, 1)
+        self.assertIn("FAILED: witness request line 1", out)
+        good = Witness(witness_signer(), WitnessPolicy(tuple(trusted()[:1])), None, clock=lambda: TIME)
+        server2, thread2 = start_server(good, "127.0.0.1", 0)
+        self.addCleanup(thread2.join, 5)
+        self.addCleanup(server2.server_close)
+        self.addCleanup(server2.shutdown)
+        status, out, _ = self.cli(
+            "witness", "submit", server2.url + "/add-checkpoint", "add-checkpoint-0.txt", "--trust", "log.pub"
+        )  # the log's key is no witness's: its cosignature is unknown
+        self.assertEqual(status, 1)
+        self.assertIn("bad_signature: the witness's cosignature", out)
+
+
 class TestLiveWitness(CliCase):
     """A log witnessed over HTTP by a witness process that never saw its transcript."""
 
@@ -274,9 +473,29 @@ class TestLiveWitness(CliCase):
         for name in ("witness.key", "log.pub"):
             shutil.copy(self.path(name), os.path.join(folder, name))
         env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        proc = subprocess.Popen([sys.executable, "-m", "agentloop", "witness", "serve", "--key", "witness.key", "--trust", "log.pub",
-                                 "--state", "w.state", "--port", "0", UNSAFE], cwd=folder, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "agentloop",
+                "witness",
+                "serve",
+                "--key",
+                "witness.key",
+                "--trust",
+                "log.pub",
+                "--state",
+                "w.state",
+                "--port",
+                "0",
+                UNSAFE,
+            ],
+            cwd=folder,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            universal_newlines=True,
+        )
         self.addCleanup(self.stop, proc)
         line = proc.stdout.readline() if proc.stdout is not None else ""
         self.assertIn("/add-checkpoint (state w.state", line)
@@ -309,12 +528,28 @@ class TestLiveWitness(CliCase):
         status, out, err = self.cli("witness", "submit", url, "req3", "--trust", "witness.pub", "-o", "@new.cosigned")
         self.assertEqual(status, 0, out + err)
         # the cosigned checkpoint verifies against the transcript, the log key and the witness key
-        status, out, _ = self.cli("verify", "log.jsonl", "--checkpoint", "new.cosigned", "--trust", "log.pub",
-                                  "--trust", "witness.pub", "--require", WITNESS_NAME, "--require", LOG_NAME)
+        status, out, _ = self.cli(
+            "verify",
+            "log.jsonl",
+            "--checkpoint",
+            "new.cosigned",
+            "--trust",
+            "log.pub",
+            "--trust",
+            "witness.pub",
+            "--require",
+            WITNESS_NAME,
+            "--require",
+            LOG_NAME,
+        )
         self.assertEqual(status, 0, out)
         # and makes a tlog-proof others check with the two public keys alone
-        self.assertEqual(self.cli("prove", "log.jsonl", "--bundle", "--checkpoint", "new.cosigned", "-o", "@p.tlog-proof")[0], 0)
-        status, out, _ = self.cli("check-proof", "p.tlog-proof", "--trust", "log.pub", "--trust", "witness.pub", "--require", WITNESS_NAME)
+        self.assertEqual(
+            self.cli("prove", "log.jsonl", "--bundle", "--checkpoint", "new.cosigned", "-o", "@p.tlog-proof")[0], 0
+        )
+        status, out, _ = self.cli(
+            "check-proof", "p.tlog-proof", "--trust", "log.pub", "--trust", "witness.pub", "--require", WITNESS_NAME
+        )
         self.assertEqual(status, 0, out)
         # a replay of the old request is a rollback: 409, and the witness says the size it holds
         status, out, _ = self.cli("witness", "submit", url, "req0", "--trust", "witness.pub")
@@ -327,10 +562,14 @@ class TestLiveWitness(CliCase):
         self.assertIn(" 409 the old size is 0, the witness holds 3", err)
 
     def test_submit_failures(self) -> None:
-        status, out, _ = self.cli("witness", "submit", "http://127.0.0.1:9/add-checkpoint", "add-checkpoint-0.txt", "--trust", "witness.pub")
+        status, out, _ = self.cli(
+            "witness", "submit", "http://127.0.0.1:9/add-checkpoint", "add-checkpoint-0.txt", "--trust", "witness.pub"
+        )
         self.assertEqual(status, 1)
         self.assertIn("the witness cannot be reached", out)
-        status, _, err = self.cli("witness", "submit", "ftp://x/add-checkpoint", "add-checkpoint-0.txt", "--trust", "witness.pub")
+        status, _, err = self.cli(
+            "witness", "submit", "ftp://x/add-checkpoint", "add-checkpoint-0.txt", "--trust", "witness.pub"
+        )
         self.assertEqual(status, 2)
         self.assertIn("must be an http:// or https:// URL", err)
 

@@ -32,6 +32,7 @@ KEY = b"an HMAC key of at least 16 bytes"
 
 def naive_root(index: int, size: int, leaf: bytes, path: List[bytes]) -> bytes:
     """RFC 6962 section 2.1.1's audit path, folded from the leaf up by its recursive definition (the oracle)."""
+
     def fold(index: int, size: int, node: bytes, path: List[bytes]) -> bytes:
         if size == 1:
             if path:
@@ -46,6 +47,7 @@ def naive_root(index: int, size: int, leaf: bytes, path: List[bytes]) -> bytes:
         if index < k:
             return hashlib.sha256(b"\x01" + fold(index, k, node, rest) + sibling).digest()
         return hashlib.sha256(b"\x01" + sibling + fold(index - k, size - k, node, rest)).digest()
+
     return fold(index, size, hashlib.sha256(b"\x00" + leaf).digest(), list(path))
 
 
@@ -62,7 +64,9 @@ class TestVectors(unittest.TestCase):
             self.assertEqual((proved.index, proved.size, proved.leaf), (index, 3, line))
             self.assertEqual(proved.witnesses, (WITNESS_NAME,))
             what = check_agentloop_leaf(proved, proof.checkpoint.to_bytes())
-            self.assertTrue(what.startswith("record %d (%s, hash " % (index, ("task", "assistant", "stop")[index])), what)
+            self.assertTrue(
+                what.startswith("record %d (%s, hash " % (index, ("task", "assistant", "stop")[index])), what
+            )
 
     def test_ledger_proofs_verify(self) -> None:
         ledger = vector("manifest.jsonl").split(b"\n")[:-1]
@@ -72,7 +76,9 @@ class TestVectors(unittest.TestCase):
             head = proof.tree_head()
             self.assertEqual(naive_root(index, head.size, ledger[index], list(proof.hashes)), head.root)
             proved = verify_tlog_proof(proof, trusted()[:1])
-            self.assertIn('the ledger line of run "%s"' % (name,), check_agentloop_leaf(proved, proof.checkpoint.to_bytes()))
+            self.assertIn(
+                'the ledger line of run "%s"' % (name,), check_agentloop_leaf(proved, proof.checkpoint.to_bytes())
+            )
 
     def test_agentloop_makes_the_same_bytes(self) -> None:
         checkpoint = parse_checkpoint(vector("run.checkpoint"))
@@ -106,12 +112,21 @@ class TestVectors(unittest.TestCase):
         example = load_json("c2sp-examples.json", "tlog_proof")
         with self.assertRaises(ProofError) as caught:
             parse_tlog_proof(example["text"].encode("utf-8"))
-        self.assertTrue(str(caught.exception).startswith("tlog-proof line %d: the checkpoint: " % (example["refused_at_line"],)))
+        self.assertTrue(
+            str(caught.exception).startswith("tlog-proof line %d: the checkpoint: " % (example["refused_at_line"],))
+        )
         # with the signature lines made whole, the rest of the example parses as the spec says
-        text = example["text"].split("\n\n\u2014")[0] + "\n\n\u2014 example.com/fancylog " + base64.b64encode(b"k" * 68).decode() + "\n"
+        text = (
+            example["text"].split("\n\n\u2014")[0]
+            + "\n\n\u2014 example.com/fancylog "
+            + base64.b64encode(b"k" * 68).decode()
+            + "\n"
+        )
         proof = parse_tlog_proof(text.encode("utf-8"))
         head = proof.tree_head()
-        self.assertEqual((proof.index, len(proof.hashes), head.origin, head.size), (73894, 5, "example.com/fancylog", 109482))
+        self.assertEqual(
+            (proof.index, len(proof.hashes), head.origin, head.size), (73894, 5, "example.com/fancylog", 109482)
+        )
         self.assertTrue((proof.extra or b"").startswith(example["extra_starts"].encode()))
 
 
@@ -133,7 +148,9 @@ class TestVerify(unittest.TestCase):
                 reasons.add(str(caught.exception).split(":")[0])
         # the failures name their place: a line of the file, the inclusion proof, a signature, the record
         self.assertTrue(any(reason.startswith("tlog-proof line") for reason in reasons), reasons)
-        self.assertTrue({"the inclusion proof of entry 1 does not reach the checkpoint's root", "bad signature"} <= reasons, reasons)
+        self.assertTrue(
+            {"the inclusion proof of entry 1 does not reach the checkpoint's root", "bad signature"} <= reasons, reasons
+        )
 
     def test_a_witness_alone_is_not_the_log(self) -> None:
         with self.assertRaisesRegex(BadSignatureError, "no trusted log key signed the checkpoint"):
@@ -150,7 +167,12 @@ class TestVerify(unittest.TestCase):
         self.assertEqual(verify_tlog_proof(self.proof, trusted(), origin=origin).origin, origin)
 
     def test_a_required_witness_must_have_cosigned(self) -> None:
-        bare = TlogProof(self.proof.index, self.proof.hashes, Note(self.proof.checkpoint.text, self.proof.checkpoint.signatures[:1]), self.proof.extra)
+        bare = TlogProof(
+            self.proof.index,
+            self.proof.hashes,
+            Note(self.proof.checkpoint.text, self.proof.checkpoint.signatures[:1]),
+            self.proof.extra,
+        )
         with self.assertRaisesRegex(BadSignatureError, WITNESS_NAME):
             verify_tlog_proof(bare, trusted(), require=[WITNESS_NAME])
         self.assertEqual(verify_tlog_proof(bare, trusted()).witnesses, ())
@@ -191,8 +213,11 @@ class TestAgentloopLeaf(unittest.TestCase):
         origin = "agentloop/1/" + lines[0][9:73].decode()
         head = "head " + lines[2][9:73].decode() + "\n"
         self.assertIn("record 1", self._check(self._proof(origin, lines, 1, head)))
-        for bad, reason in ((b"not json", "not a JSON record line"), (b'{"a":1}', "not an agentloop/1 record line"),
-                            (lines[2], "says seq 2, but it is entry 1")):
+        for bad, reason in (
+            (b"not json", "not a JSON record line"),
+            (b'{"a":1}', "not an agentloop/1 record line"),
+            (lines[2], "says seq 2, but it is entry 1"),
+        ):
             with self.subTest(reason):
                 with self.assertRaisesRegex(ProofError, reason):
                     self._check(self._proof(origin, [lines[0], bad, lines[2]], 1, head))

@@ -9,11 +9,15 @@ import shutil
 import tempfile
 import threading
 import unittest
-from typing import List
+from typing import List, Sequence
 
 from agentloop.errors import SigningKeyError
 from agentloop.signing.note import Ed25519Verifier, Note, NoteSignature, parse_note, sign_note, verify_note
-from agentloop.signing.witness import build_add_checkpoint_request, parse_add_checkpoint_request, parse_add_checkpoint_response
+from agentloop.signing.witness import (
+    build_add_checkpoint_request,
+    parse_add_checkpoint_request,
+    parse_add_checkpoint_response,
+)
 from agentloop.errors import WitnessStateError
 from agentloop.tlog.witness import STATE_FORMAT, Witness, WitnessPolicy, load_state
 from agentloop.transcript.merkle import EMPTY_ROOT
@@ -39,7 +43,7 @@ class WitnessCase(unittest.TestCase):
     def make(self, origins: tuple = ()) -> Witness:  # type: ignore[type-arg]
         return Witness(witness_signer(), WitnessPolicy(tuple(trusted()[:1]), origins), self.state, clock=lambda: TIME)
 
-    def foreign(self, origin: str, size: int, root: bytes, old: int = 0, proof: List[bytes] = ()) -> bytes:  # type: ignore[assignment]
+    def foreign(self, origin: str, size: int, root: bytes, old: int = 0, proof: Sequence[bytes] = ()) -> bytes:
         """A request for a log of another origin, signed by the trusted log key."""
         note = sign_note("%s\n%d\n%s\n" % (origin, size, base64.b64encode(root).decode()), log_signer())
         return build_add_checkpoint_request(old, proof, note.to_bytes())
@@ -52,14 +56,19 @@ class TestAnswers(WitnessCase):
         self.assertEqual(answer.content_type, "text/plain; charset=utf-8")
         # the response, concatenated to the checkpoint, verifies with the witness key (as tlog-witness suggests)
         request = parse_add_checkpoint_request(vector("add-checkpoint-0.txt"))
-        cosigned = Note(request.checkpoint.text, request.checkpoint.signatures + parse_add_checkpoint_response(answer.body))
+        cosigned = Note(
+            request.checkpoint.text, request.checkpoint.signatures + parse_add_checkpoint_response(answer.body)
+        )
         self.assertEqual(verify_note(cosigned, trusted()).signers[-1], "witness.example/w1")
         self.assertEqual(answer.checkpoint, cosigned.to_bytes())
         self.assertEqual(self.witness.held(request.checkpoint.text.split("\n")[0]), 2)
         # then the consistency proof from 2 to 3
         self.assertEqual(self.witness.add_checkpoint(vector("add-checkpoint-2.txt")).status, 200)
         (held,) = load_state(self.state).values()
-        self.assertEqual((held.size, held.checkpoint is not None, held.head_hash()), (3, True, held.checkpoint.split(b"head ")[1][:64].decode()))
+        self.assertEqual(
+            (held.size, held.checkpoint is not None, held.head_hash()),
+            (3, True, held.checkpoint.split(b"head ")[1][:64].decode()),
+        )
         with open(self.state, encoding="utf-8") as handle:
             self.assertEqual(json.load(handle)["format"], STATE_FORMAT)
 
@@ -71,7 +80,12 @@ class TestAnswers(WitnessCase):
         self.assertEqual((answer.status, answer.body, answer.content_type), (409, b"2\n", "text/x.tlog.size"))
 
     def test_400_malformed(self) -> None:
-        for body in (b"", b"old 01\n\n" + vector("run.checkpoint"), b"old 0\n", b"nonsense\n\nx\n\n\xe2\x80\x94 k AAAAAAA=\n"):
+        for body in (
+            b"",
+            b"old 01\n\n" + vector("run.checkpoint"),
+            b"old 0\n",
+            b"nonsense\n\nx\n\n\xe2\x80\x94 k AAAAAAA=\n",
+        ):
             with self.subTest(body=body[:20]):
                 answer = self.witness.add_checkpoint(body)
                 self.assertEqual(answer.status, 400, answer.reason)
@@ -87,13 +101,17 @@ class TestAnswers(WitnessCase):
         answer = self.witness.add_checkpoint(self.foreign("example.com/log", 0, EMPTY_ROOT))
         self.assertEqual((answer.status, answer.reason), (404, "unknown log origin 'example.com/log'"))
         pinned = self.make(("example.com/log",))
-        self.assertEqual(pinned.add_checkpoint(vector("add-checkpoint-0.txt")).status, 404)  # agentloop runs no longer implied
+        self.assertEqual(
+            pinned.add_checkpoint(vector("add-checkpoint-0.txt")).status, 404
+        )  # agentloop runs no longer implied
         self.assertEqual(pinned.add_checkpoint(self.foreign("example.com/log", 0, EMPTY_ROOT)).status, 200)
 
     def test_403_signatures(self) -> None:
         renamed = Ed25519Verifier("other.example", log_signer().verifier().public_key)
         other = Witness(witness_signer(), WitnessPolicy((renamed,)), None)
-        answer = other.add_checkpoint(vector("add-checkpoint-0.txt"))  # a key of the same bytes under another name: unknown
+        answer = other.add_checkpoint(
+            vector("add-checkpoint-0.txt")
+        )  # a key of the same bytes under another name: unknown
         self.assertEqual(answer.status, 403, answer.reason)
         bad = _flip(vector("add-checkpoint-0.txt"), "\u2014 log.example/agentloop ".encode())
         answer = self.witness.add_checkpoint(bad)
@@ -104,10 +122,16 @@ class TestAnswers(WitnessCase):
     def test_422(self) -> None:
         pinned = self.make(("example.com/log",))
         answer = pinned.add_checkpoint(self.foreign("example.com/log", 0, b"\x00" * 32))
-        self.assertEqual((answer.status, answer.reason), (422, "a checkpoint of size 0 must have the empty tree's root"))
-        body = self.foreign("example.com/log", 1, b"\x00" * 32).replace(b"old 0\n", b"old 0\n" + base64.b64encode(b"p" * 32) + b"\n", 1)
+        self.assertEqual(
+            (answer.status, answer.reason), (422, "a checkpoint of size 0 must have the empty tree's root")
+        )
+        body = self.foreign("example.com/log", 1, b"\x00" * 32).replace(
+            b"old 0\n", b"old 0\n" + base64.b64encode(b"p" * 32) + b"\n", 1
+        )
         answer = pinned.add_checkpoint(body)
-        self.assertEqual((answer.status, answer.reason), (422, "the consistency proof must be empty when the old size is 0"))
+        self.assertEqual(
+            (answer.status, answer.reason), (422, "the consistency proof must be empty when the old size is 0")
+        )
         # a consistency proof that does not hold
         self.assertEqual(self.witness.add_checkpoint(vector("add-checkpoint-0.txt")).status, 200)
         request = parse_add_checkpoint_request(vector("add-checkpoint-2.txt"))
@@ -139,14 +163,23 @@ class TestState(WitnessCase):
         old = parse_note(vector("run-2.checkpoint"))
         root = base64.b64decode(old.text.split("\n")[2]).hex()
         with open(self.state, "w", encoding="utf-8") as handle:
-            json.dump({"format": "agentloop-witness-state/1", "logs": {origin: {"size": 2, "root": root, "head": "a" * 64}}}, handle)
+            json.dump(
+                {"format": "agentloop-witness-state/1", "logs": {origin: {"size": 2, "root": root, "head": "a" * 64}}},
+                handle,
+            )
         witness = self.make()
         self.assertEqual(witness.held(origin), 2)
         self.assertEqual(witness.add_checkpoint(vector("add-checkpoint-2.txt")).status, 200)
         self.assertEqual(load_state(self.state)[origin].size, 3)
 
     def test_a_malformed_state_file_is_refused(self) -> None:
-        for content in (b"[]", b"{", json.dumps({"format": STATE_FORMAT, "logs": {"o": {"size": -1, "root": "0" * 64, "checkpoint": None}}}).encode()):
+        for content in (
+            b"[]",
+            b"{",
+            json.dumps(
+                {"format": STATE_FORMAT, "logs": {"o": {"size": -1, "root": "0" * 64, "checkpoint": None}}}
+            ).encode(),
+        ):
             with open(self.state, "wb") as handle:
                 handle.write(content)
             with self.subTest(content=content[:20]):
@@ -154,15 +187,21 @@ class TestState(WitnessCase):
                     self.make()
 
     def test_a_state_that_cannot_be_written_cosigns_nothing(self) -> None:
-        witness = Witness(witness_signer(), WitnessPolicy(tuple(trusted()[:1])), os.path.join(self.folder, "missing", "w.state"))
+        witness = Witness(
+            witness_signer(), WitnessPolicy(tuple(trusted()[:1])), os.path.join(self.folder, "missing", "w.state")
+        )
         with self.assertRaisesRegex(WitnessStateError, "cannot write the witness state"):
             witness.add_checkpoint(vector("add-checkpoint-0.txt"))
         self.assertEqual(witness.add_checkpoint(vector("add-checkpoint-2.txt")).status, 409)  # still holds 0
 
     def test_one_of_racing_requests_wins(self) -> None:
         answers: List[int] = []
-        threads = [threading.Thread(target=lambda: answers.append(self.witness.add_checkpoint(vector("add-checkpoint-0.txt")).status))
-                   for _ in range(6)]
+        threads = [
+            threading.Thread(
+                target=lambda: answers.append(self.witness.add_checkpoint(vector("add-checkpoint-0.txt")).status)
+            )
+            for _ in range(6)
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -191,7 +230,9 @@ class TestSpecExamples(unittest.TestCase):
         response = load_json("c2sp-examples.json", "add_checkpoint_response")
         lines_ = parse_add_checkpoint_response(response["body"].encode("utf-8"))
         self.assertEqual([sig.name for sig in lines_], response["names"])
-        self.assertTrue(all(isinstance(sig, NoteSignature) and len(sig.signature) == response["signature_bytes"] for sig in lines_))
+        self.assertTrue(
+            all(isinstance(sig, NoteSignature) and len(sig.signature) == response["signature_bytes"] for sig in lines_)
+        )
 
 
 if __name__ == "__main__":
