@@ -311,7 +311,11 @@ def _stop_on_sigterm(stop: threading.Event) -> Callable[[], None]:
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     previous = signal.signal(signal.SIGTERM, handler)
-    return lambda: signal.signal(signal.SIGTERM, previous)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    return restore
 
 
 def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
