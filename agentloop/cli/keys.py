@@ -33,7 +33,8 @@ writes it out.
 request: ``old <size>``, the consistency proof from ``OLD`` to ``NEW``
 computed from ``--transcript`` (and checked before it is printed), a blank
 line, and ``NEW``.  ``OLD`` is the checkpoint the witness last cosigned, or
-``0`` for a witness that has seen none (write ``./0`` for a file named 0).
+the size it holds: ``0`` for a witness that has seen none, or the size a
+witness's 409 answer names (write ``./5`` for a file named 5).
 
 Exit codes: 0 done; 1 a fault (a signature that fails, an inconsistent or
 rolled-back checkpoint, a transcript that does not give the checkpoint):
@@ -48,7 +49,7 @@ import argparse
 import os
 import re
 import time
-from typing import Any, List, Sequence, TextIO
+from typing import Any, List, Sequence, TextIO, Union
 
 from ..errors import BadSignatureError, MalformedCheckpointError, ProofError
 from ..signing.backend import cryptography_available
@@ -277,6 +278,22 @@ def _cmd_cosign(args: argparse.Namespace, out: TextIO) -> int:
 # --- witness-request ---------------------------------------------------------------------------
 
 
+def _from_size(args: argparse.Namespace, new: Checkpoint, old_size: int) -> Union[str, List[bytes]]:
+    """The consistency proof from the transcript's first ``old_size`` records to NEW, or why there is none."""
+    if args.transcript is None:
+        raise Refused("--transcript", "is needed to compute the consistency proof from size %d" % (old_size,))
+    check_input(args.transcript, pipe=False)
+    if old_size > new.size:
+        return "the new checkpoint covers %d records, fewer than the %d given: a rollback" % (new.size, old_size)
+    try:
+        made = prove_consistency(args.transcript, old_size, new.size)
+    except ProofError as exc:
+        return str(exc)
+    if (made.first, made.root) != (new.first, new.root):
+        return "the first %d records of %s do not give it" % (new.size, args.transcript)
+    return [bytes.fromhex(node) for node in made.proof]
+
+
 def _cmd_witness_request(args: argparse.Namespace, out: TextIO) -> int:
     check_input(args.new, pipe=False)
     try:
@@ -288,8 +305,12 @@ def _cmd_witness_request(args: argparse.Namespace, out: TextIO) -> int:
     if not new.signatures:
         raise Refused(args.new, "is not signed: a witness verifies the log's signature (agentloop checkpoint --sign KEY)")
     proof: List[bytes] = []
-    if args.old == "0":
-        old_size = 0
+    if args.old.isascii() and args.old.isdigit():  # a size: 0, or what a witness's 409 answer says it holds
+        old_size = int(args.old)
+        made_from = _from_size(args, new, old_size) if old_size else []
+        if isinstance(made_from, str):
+            return _failed(args.new, made_from, out)
+        proof = made_from
     else:
         if args.transcript is None:
             raise Refused("--transcript", "is needed to compute the consistency proof from %s" % (args.old,))
@@ -337,7 +358,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     cosign.set_defaults(handler=_cmd_cosign)
 
     request = sub.add_parser("witness-request", help="print the body of a C2SP tlog-witness add-checkpoint request")
-    request.add_argument("old", metavar="OLD", help="the checkpoint the witness last cosigned, or 0 for none")
+    request.add_argument("old", metavar="OLD", help="the checkpoint the witness last cosigned, or the size it holds (0 for none)")
     request.add_argument("new", metavar="NEW", help="the new signed checkpoint")
     request.add_argument("--transcript", metavar="FILE", help="the transcript, to compute the consistency proof from OLD to NEW")
     request.set_defaults(handler=_cmd_witness_request)

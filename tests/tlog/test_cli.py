@@ -383,6 +383,25 @@ class TestServer(unittest.TestCase):
         self.assertEqual(self.request("POST", "/w/add-checkpoint", b"old 0\n")[0], 400)
 
 
+class TestWitnessRequestFromASize(CliCase):
+    def test_the_size_a_witness_holds(self) -> None:
+        status, out, _ = self.cli("witness-request", "2", "run.checkpoint", "--transcript", "run.jsonl")
+        self.assertEqual(status, 0)
+        body = vector("add-checkpoint-2.txt")
+        self.assertEqual(
+            out.encode("utf-8").split(b"\n\n")[0], body.split(b"\n\n")[0]
+        )  # the same proof as from run-2.checkpoint
+        for old, message in (("4", "fewer than the 4 given: a rollback"), ("1", "")):
+            status, out, _ = self.cli("witness-request", old, "run.checkpoint", "--transcript", "run.jsonl")
+            self.assertEqual(status, 1 if message else 0, out)
+            self.assertIn(message, out)
+        status, out, _ = self.cli("witness-request", "2", "run.checkpoint", "--transcript", "manifest.jsonl")
+        self.assertEqual(status, 1)
+        status, _, err = self.cli("witness-request", "2", "run.checkpoint")
+        self.assertEqual(status, 2)
+        self.assertIn("--transcript: is needed to compute the consistency proof from size 2", err)
+
+
 class TestServeAndSubmitInProcess(CliCase):
     def test_serve_until_sigterm(self) -> None:
         out = io.StringIO()
@@ -555,6 +574,11 @@ class TestLiveWitness(CliCase):
         status, out, _ = self.cli("witness", "submit", url, "req0", "--trust", "witness.pub")
         self.assertEqual(status, 1)
         self.assertIn("FAILED: 409: the witness holds size 3 for this log", out)
+        # the log answers from the size the witness holds, with no old checkpoint at hand
+        status, out, _ = self.cli("witness-request", "3", "new.checkpoint", "--transcript", "log.jsonl")
+        self.assertEqual(status, 0)
+        self.write("req3b", out.rstrip("\n"))
+        self.assertEqual(self.cli("witness", "submit", url, "req3b", "--trust", "witness.pub")[0], 0)
         proc.terminate()
         out, err = proc.communicate(timeout=30)
         self.assertEqual(proc.returncode, 0, err)
