@@ -192,7 +192,7 @@ def _cmd_keygen(args: argparse.Namespace, out: TextIO) -> int:
 # --- cosign: a witness -------------------------------------------------------------------------
 
 def _read_state(path: str) -> WitnessState:
-    """The witness state (:func:`agentloop.tlog.witness.load_state`): the last checkpoint cosigned per log; {} if no file."""
+    """The witness state (:func:`agentloop.tlog.witness.load_state`): the last checkpoint cosigned per log."""
     if os.path.lexists(path):
         check_input(path, pipe=False)
     return load_state(path)
@@ -358,7 +358,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     cosign.set_defaults(handler=_cmd_cosign)
 
     request = sub.add_parser("witness-request", help="print the body of a C2SP tlog-witness add-checkpoint request")
-    request.add_argument("old", metavar="OLD", help="the checkpoint the witness last cosigned, or the size it holds (0 for none)")
+    request.add_argument("old", metavar="OLD",
+                         help="the checkpoint the witness last cosigned, or the size it holds (0 for none)")
     request.add_argument("new", metavar="NEW", help="the new signed checkpoint")
     request.add_argument("--transcript", metavar="FILE", help="the transcript, to compute the consistency proof from OLD to NEW")
     request.set_defaults(handler=_cmd_witness_request)
