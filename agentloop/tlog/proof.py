@@ -118,10 +118,10 @@ def _extra(line: bytes, number: int) -> bytes:
 def _index(line: bytes, number: int) -> int:
     if not line.startswith(b"index "):
         raise _fail(number, "expected 'index <decimal>'")
-    try:
-        return parse_decimal(line[len(b"index ") :].decode("ascii"))
-    except (UnicodeDecodeError, ValueError):
-        raise _fail(number, "the index is not a decimal with no leading zero (at most 2**63-1)") from None
+    index = parse_decimal(line[len(b"index ") :].decode("ascii", "replace"))
+    if index is None:
+        raise _fail(number, "the index is not a decimal with no leading zero (at most 2**63-1)")
+    return index
 
 
 def _hash(line: bytes, number: int) -> bytes:

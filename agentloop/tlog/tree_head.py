@@ -20,7 +20,7 @@ tlog-proof verifier reads any log's checkpoint through :func:`parse_tree_head`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Tuple
+from typing import Optional, Tuple
 
 from ..errors import MalformedNoteError
 from ..signing.note import Note, strict_b64decode
@@ -32,16 +32,14 @@ MAX_TREE_SIZE = 2**63 - 1
 _HASH_SIZE = 32
 
 
-def parse_decimal(text: str, allow_zero: bool = True) -> int:
-    """An ASCII decimal with no sign and no leading zero (``0`` alone is zero), at most 2^63-1; else ``ValueError``."""
+def parse_decimal(text: str) -> Optional[int]:
+    """An ASCII decimal with no sign and no leading zero (``0`` alone is zero), at most 2^63-1; else ``None``."""
     if not text or not text.isascii() or not text.isdigit() or len(text) > 19:
-        raise ValueError(text)
-    if text[0] == "0" and (text != "0" or not allow_zero):
-        raise ValueError(text)
+        return None
+    if text[0] == "0" and text != "0":
+        return None
     value = int(text)
-    if value > MAX_TREE_SIZE:
-        raise ValueError(text)
-    return value
+    return value if value <= MAX_TREE_SIZE else None
 
 
 @dataclass(frozen=True)
@@ -65,12 +63,9 @@ def parse_tree_head(note: Note, what: str = "checkpoint") -> TreeHead:
     for number, content in enumerate(lines, 1):
         if not content:
             raise MalformedNoteError(number, "an empty line in the checkpoint text (its lines are non-empty)", what)
-    try:
-        size = parse_decimal(lines[1])
-    except ValueError:
-        raise MalformedNoteError(
-            2, "the tree size is not a decimal with no leading zero (at most 2**63-1)", what
-        ) from None
+    size = parse_decimal(lines[1])
+    if size is None:
+        raise MalformedNoteError(2, "the tree size is not a decimal with no leading zero (at most 2**63-1)", what)
     try:
         root = strict_b64decode(lines[2])
     except ValueError as exc:

@@ -45,7 +45,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional, Tuple, Union
+from typing import Callable, Dict, Optional, Set, Tuple, Union
 
 from ..batch.ledger import MANIFEST_ORIGIN_PREFIX, parse_manifest_checkpoint
 from ..errors import (
@@ -85,6 +85,7 @@ SIZE_CONTENT_TYPE = "text/x.tlog.size"
 _TEXT = "text/plain; charset=utf-8"
 _MAX_STATE_BYTES = 64 << 20
 _HEX64 = re.compile(r"\A[0-9a-f]{64}\Z")
+_AGENTLOOP_RUN = re.compile(r"\A%s[0-9a-f]{64}\Z" % (re.escape(ORIGIN_PREFIX),))
 _AGENTLOOP_ORIGIN = re.compile(
     r"\A(?:%s|%s)[0-9a-f]{64}\Z" % (re.escape(ORIGIN_PREFIX), re.escape(MANIFEST_ORIGIN_PREFIX))
 )
@@ -170,29 +171,35 @@ def _hex64(value: object) -> bool:
     return isinstance(value, str) and _HEX64.match(value) is not None
 
 
-def _entry(origin: object, entry: object, old: bool) -> Held:
-    """One state entry, or ``ValueError``.
+def _moved(origin: str, entry: Dict[str, object], keys: Set[str], size: int, root: str) -> Optional[Held]:
+    """An entry with a ``head`` and no checkpoint (format /1, or moved from it): an agentloop run's only."""
+    head = entry.get("head")
+    if set(entry) != keys or not _AGENTLOOP_RUN.match(origin) or not _hex64(head) or size < 1:
+        return None
+    return Held(size, bytes.fromhex(root), None, str(head))
+
+
+def _entry(origin: object, entry: object, old: bool) -> Optional[Held]:
+    """One state entry, or ``None`` when it is malformed.
 
     /1: ``size, root, head``; /2: ``size, root, checkpoint`` (``null``, and a ``head``, when moved from /1).
     """
     if not isinstance(origin, str) or not isinstance(entry, dict):
-        raise ValueError(origin)
-    size, root = entry.get("size"), entry.get("root")
+        return None
+    size, root, text = entry.get("size"), entry.get("root"), entry.get("checkpoint")
     if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= MAX_TREE_SIZE or not _hex64(root):
-        raise ValueError(origin)
-    text = entry.get("checkpoint")
+        return None
     if old or text is None:
         keys = {"size", "root", "head"} if old else {"size", "root", "checkpoint", "head"}
-        if set(entry) != keys or not origin.startswith(ORIGIN_PREFIX) or not _hex64(origin[len(ORIGIN_PREFIX) :]):
-            raise ValueError(origin)
-        if not _hex64(entry["head"]) or size < 1:
-            raise ValueError(origin)
-        return Held(size, bytes.fromhex(str(root)), None, entry["head"])
+        return _moved(origin, entry, keys, size, str(root))
     if set(entry) != {"size", "root", "checkpoint"} or not isinstance(text, str):
-        raise ValueError(origin)
-    head = parse_tree_head(parse_note(text.encode("utf-8")))
+        return None
+    try:
+        head = parse_tree_head(parse_note(text.encode("utf-8")))
+    except MalformedNoteError:
+        return None
     if (head.origin, head.size, head.root.hex()) != (origin, size, root):
-        raise ValueError(origin)
+        return None
     return Held(size, head.root, text.encode("utf-8"))
 
 
@@ -218,12 +225,10 @@ def load_state(path: str) -> WitnessState:
         raise bad
     state: WitnessState = {}
     for origin, entry in doc["logs"].items():
-        try:
-            state[origin] = _entry(origin, entry, doc["format"] == _OLD_STATE_FORMAT)
-        except (ValueError, MalformedNoteError):
-            raise WitnessStateError(
-                path, "the witness state's entry for %s is malformed" % (str(origin)[:80],)
-            ) from None
+        held = _entry(origin, entry, doc["format"] == _OLD_STATE_FORMAT)
+        if held is None:
+            raise WitnessStateError(path, "the witness state's entry for %s is malformed" % (str(origin)[:80],))
+        state[origin] = held
     return state
 
 
