@@ -45,6 +45,7 @@ __all__ = [
     "MalformedManifestError",
     "MalformedCBORError",
     "ProvenanceError",
+    "WitnessStateError",
     "MessageError",
     "WrongTypeError",
     "BadArgumentError",
@@ -529,3 +530,17 @@ class ExecutorClosedError(AgentloopError, RuntimeError):
     def __init__(self, executor: str) -> None:
         self.executor = executor
         super().__init__("%s: cannot submit after shutdown" % (executor,))
+
+
+class WitnessStateError(AgentloopError, ValueError):
+    """A witness's state file cannot be read, is not one, or cannot be written (a usage error: exit 2).
+
+    ``path`` is the file, ``reason`` what is wrong with it.  Nothing is
+    cosigned when it is raised (C2SP tlog-witness: the witness persists the
+    checkpoint before it answers).
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__("%s: %s" % (path, reason))

@@ -38,6 +38,7 @@ LATER_ERRORS = {
     "MalformedManifestError": ValueError,
     "MalformedCBORError": ValueError,
     "ProvenanceError": ValueError,
+    "WitnessStateError": ValueError,  # issue 23
 }
 
 # Misuse of constructors and functions (issue 10): each replaces a bare

@@ -247,6 +247,8 @@ def _write(path: str, data: bytes) -> None:
 
 
 def _cmd_prove(args: argparse.Namespace, out: TextIO, report: Reporter) -> int:
+    if args.index is None and args.from_size is None:
+        return _usage("prove", "one of the arguments --index --from is required (or --bundle)")
     check_input(args.file, pipe=False)
     if args.output is not None and args.output != "-":
         if same_file(args.file, args.output):
@@ -300,6 +302,8 @@ def _proof_failure(name: str, exc: Exception, out: TextIO) -> int:
 
 
 def _cmd_check_proof(args: argparse.Namespace, out: TextIO, report: Reporter) -> int:
+    if args.checkpoint is None:
+        return _usage("check-proof", "the argument --checkpoint is required (a tlog-proof alone carries its own)")
     key = _key(args)
     trusted = load_trusted(args)
     try:
@@ -378,7 +382,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]", rep
 
     prove = sub.add_parser("prove", help="print a Merkle inclusion or consistency proof from a transcript")
     prove.add_argument("file", metavar="FILE")
-    which = prove.add_mutually_exclusive_group(required=True)
+    which = prove.add_mutually_exclusive_group()
     which.add_argument("--index", type=count_arg, metavar="I", help="prove that record I is in the tree")
     which.add_argument("--from", dest="from_size", type=positive_arg, metavar="M", help="prove that the first M records are a prefix")
     prove.add_argument("--size", type=positive_arg, metavar="N", help="the tree of the first N records (default: all)")
@@ -388,7 +392,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]", rep
 
     check = sub.add_parser("check-proof", help="check a proof against a checkpoint, without the transcript")
     check.add_argument("proof", metavar="PROOF")
-    check.add_argument("--checkpoint", required=True, metavar="CKPT")
+    check.add_argument("--checkpoint", metavar="CKPT", help="the checkpoint a JSON proof is checked against")
     _key_options(check)
     add_trust_options(check)
     check.set_defaults(handler=handler(_cmd_check_proof))

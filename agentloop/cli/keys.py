@@ -5,6 +5,7 @@
     agentloop keygen NAME [--witness] [-o PREFIX] [--unsafe-pure-python-signer]
     agentloop cosign CKPT --key WITNESS_KEY --trust LOG_VKEY... [--require NAME]... --transcript FILE
                      [--state STATE] [--time T] [-o OUT | -o -] [--unsafe-pure-python-signer]
+    agentloop cosign --request REQ ...   (a witness that needs no log: :mod:`.tlog`)
     agentloop witness-request OLD NEW [--transcript FILE]
 
 and, for :mod:`.anchor`, ``--sign KEY`` (``checkpoint``) and ``--trust VKEY`` /
@@ -23,14 +24,17 @@ checks the checkpoint's signatures with the ``--trust`` keys, then its
 consistency with the last checkpoint of the same origin it cosigned (kept
 in ``--state``; the proof is computed from ``--transcript`` and checked
 against both roots, so a wrong transcript cannot make it pass), then adds a
-``cosignature/v1`` signature at ``--time`` (default: the clock) and
-records the new size in the state.
+``cosignature/v1`` signature at ``--time`` (default: the clock), records
+the new checkpoint in the state (:mod:`agentloop.tlog.witness`'s file,
+shared with ``cosign --request`` and ``witness serve``) and only then
+writes it out.
 
 ``witness-request`` prints the body of a ``tlog-witness`` ``add-checkpoint``
 request: ``old <size>``, the consistency proof from ``OLD`` to ``NEW``
 computed from ``--transcript`` (and checked before it is printed), a blank
 line, and ``NEW``.  ``OLD`` is the checkpoint the witness last cosigned, or
-``0`` for a witness that has seen none (write ``./0`` for a file named 0).
+the size it holds: ``0`` for a witness that has seen none, or the size a
+witness's 409 answer names (write ``./5`` for a file named 5).
 
 Exit codes: 0 done; 1 a fault (a signature that fails, an inconsistent or
 rolled-back checkpoint, a transcript that does not give the checkpoint):
@@ -42,11 +46,10 @@ checkpoint); 70, 130, 141 as for every command.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import time
-from typing import Any, Dict, List, Sequence, TextIO, Tuple
+from typing import Any, List, Sequence, TextIO, Union
 
 from ..errors import BadSignatureError, MalformedCheckpointError, ProofError
 from ..signing.backend import cryptography_available
@@ -54,6 +57,7 @@ from ..signing.cosignature import CosignatureSigner, verifier_from_key
 from ..signing.keys import ALG_COSIGNATURE_V1, ALG_ED25519, generate_key, read_signer_key, read_verifier_key, write_signer_key, write_verifier_key
 from ..signing.note import Ed25519Signer, Verifier
 from ..signing.witness import build_add_checkpoint_request
+from ..tlog.witness import Held, WitnessState, load_state, save_state
 from ..transcript.anchor import verify_checkpoint
 from ..transcript.checkpoint import ORIGIN_PREFIX, Checkpoint, read_checkpoint, sign_checkpoint, verify_signatures
 from ..transcript.durable import write_atomic
@@ -76,11 +80,6 @@ NO_SIGNER = (
     "and it is not installed; --unsafe-pure-python-signer signs with the slow pure-Python signer, "
     "which is not side-channel safe"
 )
-#: The witness state file's format name.
-STATE_FORMAT = "agentloop-witness-state/1"
-_MAX_STATE_BYTES = 1 << 20
-_MAX_SIZE = 2**53 - 1
-_HEX = re.compile(r"\A[0-9a-f]{64}\Z")
 
 
 # --- options shared with .anchor ----------------------------------------------------------------
@@ -192,50 +191,11 @@ def _cmd_keygen(args: argparse.Namespace, out: TextIO) -> int:
 
 # --- cosign: a witness -------------------------------------------------------------------------
 
-_State = Dict[str, Tuple[int, str, str]]
-
-
-def _read_state(path: str) -> _State:
-    """The witness state: origin -> (size, root, head) of the last checkpoint cosigned; {} if no file."""
-    if not os.path.lexists(path):
-        return {}
-    check_input(path, pipe=False)
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(_MAX_STATE_BYTES + 1)
-    except OSError as exc:
-        raise Refused(path, "cannot read the witness state: %s" % (exc.strerror or exc,)) from None
-    bad = Refused(path, "is not a witness state file (%s)" % (STATE_FORMAT,))
-    if len(data) > _MAX_STATE_BYTES:
-        raise bad
-    try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise bad from None
-    if not isinstance(doc, dict) or set(doc) != {"format", "logs"} or doc["format"] != STATE_FORMAT or not isinstance(doc["logs"], dict):
-        raise bad
-    state: _State = {}
-    for origin, entry in doc["logs"].items():
-        ok = (
-            origin.startswith(ORIGIN_PREFIX) and _HEX.match(origin[len(ORIGIN_PREFIX):]) is not None
-            and isinstance(entry, dict) and set(entry) == {"size", "root", "head"}
-            and isinstance(entry["size"], int) and not isinstance(entry["size"], bool) and 1 <= entry["size"] <= _MAX_SIZE
-            and isinstance(entry["root"], str) and _HEX.match(entry["root"]) is not None
-            and isinstance(entry["head"], str) and _HEX.match(entry["head"]) is not None
-        )
-        if not ok:
-            raise Refused(path, "the witness state's entry for %s is malformed" % (origin[:80],))
-        state[origin] = (entry["size"], entry["root"], entry["head"])
-    return state
-
-
-def _write_state(path: str, state: _State) -> None:
-    logs = {origin: {"size": size, "root": root, "head": head} for origin, (size, root, head) in state.items()}
-    text = json.dumps({"format": STATE_FORMAT, "logs": logs}, indent=1, sort_keys=True) + "\n"
-    try:
-        write_atomic(path, text.encode("ascii"))
-    except OSError as exc:
-        raise Refused(path, "cannot write the witness state: %s" % (exc.strerror or exc,)) from None
+def _read_state(path: str) -> WitnessState:
+    """The witness state (:func:`agentloop.tlog.witness.load_state`): the last checkpoint cosigned per log."""
+    if os.path.lexists(path):
+        check_input(path, pipe=False)
+    return load_state(path)
 
 
 def _timestamp_arg(text: str) -> int:
@@ -251,6 +211,8 @@ def _failed(name: str, reason: str, out: TextIO) -> int:
 
 def _cmd_cosign(args: argparse.Namespace, out: TextIO) -> int:
     """Steps: 1. keys; 2. the checkpoint and the log's signatures; 3. consistency; 4. cosign, write, remember."""
+    if args.ckpt is None or args.transcript is None:
+        raise Refused("CKPT/--transcript", "both are needed (or --request REQ: a witness that needs no log)")
     # 1.
     unsafe = _can_sign(args, "--key")
     witness = _signer_key(args.key, "--key", ALG_COSIGNATURE_V1, unsafe)
@@ -278,14 +240,14 @@ def _cmd_cosign(args: argparse.Namespace, out: TextIO) -> int:
         return _failed(args.ckpt, "bad_signature: %s" % (exc.reason,), out)
     # 3.
     seen = state.get(ckpt.origin)
-    if seen is None:
+    if seen is None or seen.size == 0:
         result = verify_checkpoint(args.transcript, ckpt)
         if not result.ok:
             first = result.faults[0]
             return _failed(args.ckpt, "the transcript %s does not give it: %s: %s" % (args.transcript, first.kind, first.detail), out)
         history = "the first checkpoint of this log the witness sees"
     else:
-        old = Checkpoint(ckpt.first, seen[0], seen[1], seen[2])
+        old = Checkpoint(ckpt.first, seen.size, seen.root.hex(), seen.head_hash() or "")
         if ckpt.size < old.size:
             return _failed(args.ckpt, "it covers %d records, fewer than the %d this witness cosigned before: a rollback" % (ckpt.size, old.size), out)
         try:
@@ -297,6 +259,9 @@ def _cmd_cosign(args: argparse.Namespace, out: TextIO) -> int:
     stamp = int(time.time()) if args.time is None else args.time
     cosigned = sign_checkpoint(ckpt, signers=[CosignatureSigner(witness, stamp, unsafe)])
     data = cosigned.to_bytes()
+    if args.state is not None:  # persisted before it is given out (C2SP tlog-witness, add-checkpoint)
+        state[ckpt.origin] = Held(ckpt.size, bytes.fromhex(ckpt.root), data)
+        save_state(args.state, state)
     if target == "-":
         emit(out, data.decode("utf-8"), lines=True, end="")
     else:
@@ -304,9 +269,6 @@ def _cmd_cosign(args: argparse.Namespace, out: TextIO) -> int:
             write_atomic(target, data)
         except OSError as exc:
             raise Refused(target, "cannot write it: %s" % (exc.strerror or exc,)) from None
-    if args.state is not None:
-        state[ckpt.origin] = (ckpt.size, ckpt.root, ckpt.head)
-        _write_state(args.state, state)
     if target != "-":
         emit(out, "%s: cosigned by %s at time %d: %d records, signed by %s, %s"
              % (target, witness.name, stamp, ckpt.size, signer_names(signers), history))
@@ -314,6 +276,22 @@ def _cmd_cosign(args: argparse.Namespace, out: TextIO) -> int:
 
 
 # --- witness-request ---------------------------------------------------------------------------
+
+
+def _from_size(args: argparse.Namespace, new: Checkpoint, old_size: int) -> Union[str, List[bytes]]:
+    """The consistency proof from the transcript's first ``old_size`` records to NEW, or why there is none."""
+    if args.transcript is None:
+        raise Refused("--transcript", "is needed to compute the consistency proof from size %d" % (old_size,))
+    check_input(args.transcript, pipe=False)
+    if old_size > new.size:
+        return "the new checkpoint covers %d records, fewer than the %d given: a rollback" % (new.size, old_size)
+    try:
+        made = prove_consistency(args.transcript, old_size, new.size)
+    except ProofError as exc:
+        return str(exc)
+    if (made.first, made.root) != (new.first, new.root):
+        return "the first %d records of %s do not give it" % (new.size, args.transcript)
+    return [bytes.fromhex(node) for node in made.proof]
 
 
 def _cmd_witness_request(args: argparse.Namespace, out: TextIO) -> int:
@@ -327,8 +305,12 @@ def _cmd_witness_request(args: argparse.Namespace, out: TextIO) -> int:
     if not new.signatures:
         raise Refused(args.new, "is not signed: a witness verifies the log's signature (agentloop checkpoint --sign KEY)")
     proof: List[bytes] = []
-    if args.old == "0":
-        old_size = 0
+    if args.old.isascii() and args.old.isdigit():  # a size: 0, or what a witness's 409 answer says it holds
+        old_size = int(args.old)
+        made_from = _from_size(args, new, old_size) if old_size else []
+        if isinstance(made_from, str):
+            return _failed(args.new, made_from, out)
+        proof = made_from
     else:
         if args.transcript is None:
             raise Refused("--transcript", "is needed to compute the consistency proof from %s" % (args.old,))
@@ -364,9 +346,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     keygen.set_defaults(handler=_cmd_keygen)
 
     cosign = sub.add_parser("cosign", help="act as a witness: check a checkpoint and its consistency, then cosign it")
-    cosign.add_argument("ckpt", metavar="CKPT")
+    cosign.add_argument("ckpt", metavar="CKPT", nargs="?", help="the checkpoint to cosign (with --transcript)")
     cosign.add_argument("--key", required=True, metavar="WITNESS_KEY", help="the witness's private key (keygen --witness)")
-    cosign.add_argument("--transcript", required=True, metavar="FILE", help="the log's transcript, to compute the consistency proof")
+    cosign.add_argument("--transcript", metavar="FILE", help="the log's transcript, to compute the consistency proof")
     cosign.add_argument("--state", metavar="STATE", help="the witness's memory: the last size cosigned per log (created if missing)")
     cosign.add_argument("--time", type=_timestamp_arg, metavar="T", help="the cosignature's timestamp, seconds since the epoch (default: now)")
     cosign.add_argument("-o", "--output", metavar="OUT", help="write the cosigned checkpoint there (default: replace CKPT; - for stdout)")
@@ -376,7 +358,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     cosign.set_defaults(handler=_cmd_cosign)
 
     request = sub.add_parser("witness-request", help="print the body of a C2SP tlog-witness add-checkpoint request")
-    request.add_argument("old", metavar="OLD", help="the checkpoint the witness last cosigned, or 0 for none")
+    request.add_argument("old", metavar="OLD",
+                         help="the checkpoint the witness last cosigned, or the size it holds (0 for none)")
     request.add_argument("new", metavar="NEW", help="the new signed checkpoint")
     request.add_argument("--transcript", metavar="FILE", help="the transcript, to compute the consistency proof from OLD to NEW")
     request.set_defaults(handler=_cmd_witness_request)

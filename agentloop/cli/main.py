@@ -6,7 +6,8 @@ The subcommands live by family: ``verify``, ``show`` and ``report`` in
 ``prove``, ``check-proof``, ``consistency``, ``repair`` and ``verify
 --checkpoint`` in :mod:`.anchor`; ``attest``, ``statement``, ``verify
 --attestation/--statement/--receipt`` and ``run``/``batch --attest`` in
-:mod:`.provenance`.  What they print goes through
+:mod:`.provenance`; ``witness`` and the C2SP forms of ``prove --bundle``,
+``check-proof`` and ``cosign --request`` in :mod:`.tlog`.  What they print goes through
 :mod:`.output`, which escapes every byte from outside.
 
 No failure prints a traceback.  Every failure is one line on stderr,
@@ -33,7 +34,7 @@ from typing import IO, Dict, NoReturn, Optional, Sequence, TextIO, Tuple
 
 from .._version import __version__
 from ..errors import AgentloopError
-from . import anchor, approval, batch, inspect, keys, models, provenance
+from . import anchor, approval, batch, inspect, keys, models, provenance, tlog
 from .output import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -87,6 +88,7 @@ def _parser() -> Tuple[argparse.ArgumentParser, Dict[str, argparse.ArgumentParse
     anchor.add_commands(sub, report_verdict)  # checkpoint, prove, check-proof, consistency, repair
     keys.add_commands(sub)  # keygen, cosign, witness-request
     provenance.add_commands(sub)  # attest, statement; verify/run/batch options (after those)
+    tlog.add_commands(sub)  # witness; prove --bundle, check-proof of a tlog-proof, cosign --request
     return parser, sub.choices
 
 
