@@ -1,7 +1,8 @@
 """A small MCP server for the tests, stdlib only: both revisions, stdio and HTTP.
 
 Run over stdio as ``python tests/mcp_server.py [--era modern|legacy|dual]
-[--legacy-version V] [--page-size N] [--chatty] [--silent-probe]``, or
+[--legacy-version V] [--page-size N] [--chatty] [--silent-probe]
+[--slow-start SECONDS [--slow-once MARKER]]``, or
 in-process over HTTP with :func:`serve_http` (``http.server`` on
 127.0.0.1, port 0; ``sse=True`` answers with SSE streams instead of JSON).
 
@@ -9,7 +10,9 @@ It follows the MCP specification where a client can tell the difference:
 2026-07-28 requests must carry ``_meta`` (and on HTTP the matching
 ``MCP-Protocol-Version``/``Mcp-Method``/``Mcp-Name``/``Mcp-Param-*``
 headers, else 400 with -32020); ``server/discover`` lists the versions;
-legacy requests need ``initialize`` first (on HTTP a session).  Its tools:
+legacy requests need ``initialize`` first (on HTTP a session); over stdio,
+a process that has served a 2026-07-28 request refuses ``initialize`` with
+-32022, as the 2.x Python SDK does.  Its tools:
 
 * ``add`` -- structuredContent checked by an outputSchema (and a ``_meta`` to drop);
 * ``bad_output`` -- structuredContent that breaks its outputSchema;
@@ -141,6 +144,9 @@ class Server:
         if method == "initialize":
             if self.era == "modern":
                 return _error(id_, -32601, "initialize is not supported: this server speaks %s" % (MODERN,))
+            if ctx.legacy is not None and ctx.legacy.get("served_modern"):  # as the 2.x Python SDK does over stdio
+                return _error(id_, -32022, "connection is serving the %s protocol; the initialize handshake is not "
+                              "accepted" % (MODERN,), {"supported": [MODERN], "requested": params.get("protocolVersion")})
             offered = params.get("protocolVersion")
             version = offered if offered in self.legacy_versions else self.legacy_versions[0]
             if ctx.legacy is not None:
@@ -157,6 +163,8 @@ class Server:
                 return _error(id_, -32022, "Unsupported protocol version",
                               {"supported": [MODERN] + ([] if self.era == "modern" else list(self.legacy_versions)),
                                "requested": version})
+            if ctx.legacy is not None:
+                ctx.legacy["served_modern"] = True
             if method == "server/discover":
                 return self.result(id_, {"supportedVersions": [MODERN], "capabilities": {"tools": {}},
                                          "_meta": {"io.modelcontextprotocol/serverInfo": INFO}}, modern=True)
@@ -479,7 +487,13 @@ def main() -> None:
     parser.add_argument("--chatty", action="store_true")
     parser.add_argument("--silent-probe", action="store_true")
     parser.add_argument("--exit-at-start", type=int)
+    parser.add_argument("--slow-start", type=float, help="sleep this long before reading stdin (a cold start)")
+    parser.add_argument("--slow-once", metavar="MARKER", help="with --slow-start: only while MARKER does not exist (creates it)")
     args = parser.parse_args()
+    if args.slow_start and not (args.slow_once and os.path.exists(args.slow_once)):
+        if args.slow_once:
+            open(args.slow_once, "w").close()
+        time.sleep(args.slow_start)
     if args.exit_at_start is not None:
         sys.stderr.write("cannot open the database: secret-env-value missing\n")
         sys.exit(args.exit_at_start)

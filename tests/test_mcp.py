@@ -239,6 +239,32 @@ class TestStdio(StdioCase):
             self.assertEqual(len(server.tools()), len(LISTED))
         self.assertLess(time.monotonic() - started, 4)
 
+    def test_a_slow_start_is_waited_for_not_taken_for_a_legacy_server(self) -> None:
+        # 5.5 s: longer than the 5 s the probe used to wait before falling back to initialize on the
+        # same connection, which a server that has answered the probe refuses (-32022).
+        started = time.monotonic()
+        with stdio("--era", "dual", "--slow-start", "5.5", init_timeout=8) as server:
+            self.assertEqual(server.protocol, "2026-07-28")
+            self.assertEqual(by_server_name(server.tools())["add"].invoke({"a": 1, "b": 2})["structuredContent"], {"sum": 3})
+        self.assertLess(time.monotonic() - started, 8)
+
+    def test_an_unanswered_probe_falls_back_on_a_fresh_process(self) -> None:
+        # The first process sleeps through the probe's whole budget, then would answer it and refuse
+        # initialize; the second starts at once (a warm start) and is never probed.
+        with tempfile.TemporaryDirectory() as tmp:
+            marker = os.path.join(tmp, "warm")
+            with stdio("--era", "dual", "--slow-start", "2", "--slow-once", marker, init_timeout=1) as server:
+                self.assertEqual(server.protocol, "2025-11-25")
+                self.assertEqual(by_server_name(server.tools())["add"].invoke({"a": 1, "b": 2})["structuredContent"], {"sum": 3})
+
+    def test_a_server_too_slow_for_the_budget_says_what_was_tried(self) -> None:
+        started = time.monotonic()
+        with self.assertRaises(MCPError) as caught:
+            stdio("--era", "dual", "--slow-start", "4", init_timeout=0.5).start()
+        self.assertEqual(str(caught.exception), "MCP server 't': initialize failed (server/discover got no answer in 0.5 s; "
+                                                "the server was restarted for initialize): timed out after 0.5 s")
+        self.assertLess(time.monotonic() - started, 3.5)
+
     def test_timeout_cancels_then_the_next_call_works(self) -> None:
         with stdio(timeout=1) as server:
             tool = by_server_name(server.tools())

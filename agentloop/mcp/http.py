@@ -95,8 +95,9 @@ class MCPHttp(MCPClient):
     """Tools from an MCP server over Streamable HTTP.
 
     ``headers`` (an ``Authorization: Bearer ...``, say) go on every request
-    and are never shown; ``timeout`` bounds each request, the handshake
-    included.  Use as a context manager::
+    and are never shown; ``timeout`` bounds each request, ``init_timeout``
+    (``timeout`` when not given) the probe and the handshake.  Use as a
+    context manager::
 
         with MCPHttp("http://127.0.0.1:8000/mcp", name="web") as web:
             run(task, model, web.tools(prefix="web_"), ...)
@@ -112,8 +113,9 @@ class MCPHttp(MCPClient):
         headers: Optional[Mapping[str, str]] = None,
         protocol: str = "auto",
         timeout: float = 30,
+        init_timeout: Optional[float] = None,
     ) -> None:
-        super().__init__(name, protocol, timeout, timeout)
+        super().__init__(name, protocol, timeout, timeout if init_timeout is None else init_timeout)
         if not isinstance(url, str):
             raise MCPConfigError("url", "must be a string")
         try:  # "http://[::1/x", and a bracketed host that is no IPv6 address (which Python 3.8 lets through)

@@ -157,6 +157,8 @@ class MCPStdio(MCPClient):
                 return
             if not chunk:
                 return
+            if proc is not self._proc:
+                return  # a process replaced by _fresh
             with self._stderr_lock:
                 self._stderr += chunk
                 if len(self._stderr) > STDERR_KEEP:
@@ -179,9 +181,12 @@ class MCPStdio(MCPClient):
                 self._kill()
                 break
             line = line.strip()
+            if proc is not self._proc:
+                return  # a process replaced by _fresh: its answers concern no waiting request
             if line:
                 self._dispatch(line)
-        self._died()
+        if proc is self._proc:
+            self._died()
 
     def _dispatch(self, line: bytes) -> None:
         try:
@@ -310,8 +315,23 @@ class MCPStdio(MCPClient):
     def _notify(self, method: str, params: Optional[Dict[str, Any]] = None) -> None:
         self._write(notification(method, params))
 
-    def _shutdown(self) -> None:
-        """2025-11-25 "Lifecycle: Shutdown", stdio: close stdin; wait; SIGTERM; wait; SIGKILL."""
+    def _fresh(self) -> str:
+        """One connection per attempt: the process that left the probe unanswered is stopped, a new one started.
+
+        The old one gets no grace (stdin closed and SIGTERM at once, SIGKILL
+        after :data:`CLOSE_GRACE`); its stderr is forgotten with it.
+        """
+        self._shutdown(grace=False)
+        with self._stderr_lock:
+            self._stderr = bytearray()
+        self._proc = None
+        self._threads = []
+        self._dead = None
+        self._open()
+        return "; the server was restarted for initialize"
+
+    def _shutdown(self, grace: bool = True) -> None:
+        """2025-11-25 "Lifecycle: Shutdown", stdio: close stdin; wait; SIGTERM; wait; SIGKILL (without ``grace``: no first wait)."""
         proc = self._proc
         if proc is None:
             return
@@ -321,7 +341,7 @@ class MCPStdio(MCPClient):
                     proc.stdin.close()
         except OSError:
             pass
-        for step in (None, proc.terminate, proc.kill):
+        for step in ((None,) if grace else ()) + (proc.terminate, proc.kill):
             if step is not None:
                 try:
                     step()
