@@ -26,6 +26,8 @@ a process that has served a 2026-07-28 request refuses ``initialize`` with
 * ``pick`` -- a draft-07 schema with ``definitions`` and a pydantic ``discriminator``;
 * ``deps`` -- draft-07 ``dependencies`` (a client must refuse it);
 * ``region`` -- an ``x-mcp-header`` parameter; returns the header it got;
+* ``research`` -- ``execution.taskSupport`` ``"required"`` (a client must refuse it; a plain call gets -32601);
+* ``maybe_task`` -- ``execution.taskSupport`` ``"optional"`` (called plainly);
 * ``dotted.name`` and a 70-character name -- for name sanitising.
 """
 
@@ -89,6 +91,10 @@ TOOLS: List[Dict[str, Any]] = [
     {"name": "region", "description": "Echoes its Mcp-Param-Region header.", "inputSchema": {
         "type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"},
                                          "query": {"type": "string"}}, "required": ["query"]}},
+    {"name": "research", "description": "Must be called as a task.", "inputSchema": NOTHING,
+     "execution": {"taskSupport": "required"}},
+    {"name": "maybe_task", "description": "May be called as a task.", "inputSchema": NOTHING,
+     "execution": {"taskSupport": "optional"}},
     {"name": "dotted.name", "description": "A dotted name.", "inputSchema": NOTHING},
     {"name": LONG_NAME, "description": "A long name.", "inputSchema": NOTHING},
 ]
@@ -235,7 +241,9 @@ class Server:
         if name == "region":
             return self.result(id_, {"content": _text("ok"), "structuredContent": {
                 "header": ctx.headers.get("mcp-param-region"), "region": args.get("region")}}, modern)
-        if name in ("dotted.name", LONG_NAME):
+        if name == "research":  # 2025-11-25 "Tasks: Tool-Level Negotiation": a plain call of a task-required tool
+            return _error(id_, -32601, "Method not found: research must be called as a task")
+        if name in ("dotted.name", LONG_NAME, "maybe_task"):
             return self.result(id_, {"content": _text(name)}, modern)
         return _error(id_, -32602, "Unknown tool: %s" % (name,))
 

@@ -17,7 +17,7 @@ from typing import Any, Dict, List
 
 import agentloop
 from agentloop import ModelReply, ScriptedModel, ToolCall, Tool, verify_file
-from agentloop.errors import AgentloopError, MCPConfigError, MCPError, MCPNameCollisionError, ToolFailure
+from agentloop.errors import AgentloopError, DuplicateToolError, MCPConfigError, MCPError, MCPNameCollisionError, ToolFailure
 from agentloop.mcp import MCPHttp, MCPStdio, MCPTool, agentloop_name, combine_tools, describe, import_schema
 from agentloop.mcp.jsonrpc import Malformed, Notification, Request, Response, parse
 from agentloop.mcp.schemas import HeaderParam, Refused
@@ -26,9 +26,11 @@ from tests import mcp_server
 from tests.mcp_server import LONG_NAME, PICK, TOOLS, serve_http
 
 SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_server.py")
-# The server tools in server order, minus the one every client refuses.
-LISTED = [t["name"] for t in TOOLS if t["name"] != "deps"]
+# The server tools in server order, minus the two every client refuses.
+LISTED = [t["name"] for t in TOOLS if t["name"] not in ("deps", "research")]
 DEPS_REASON = "inputSchema at /: draft-07 dependencies (2020-12 splits it into dependentRequired and dependentSchemas) means something else in 2020-12"
+TASK_REASON = 'execution.taskSupport is "required": the tool must be called as a task, which agentloop does not do'
+REFUSED = [{"name": "deps", "reason": DEPS_REASON}, {"name": "research", "reason": TASK_REASON}]
 
 
 def stdio(*args: str, **kwargs: Any) -> MCPStdio:
@@ -81,6 +83,16 @@ class TestNames(unittest.TestCase):
                 self.assertIn("tool 'add' of MCP server 't' and tool 'add' of MCP server 'u'", str(caught.exception))
                 self.assertEqual([t.name for t in combine_tools([local], other.tools(prefix="u_", include=["add"]))],
                                  ["add", "u_add"])
+                # Without combine_tools, a registry names both sides too (it used to say only
+                # "a tool named 'add' is already registered").
+                for tools, text in (([local] + remote, "local tool 'add' and tool 'add' of MCP server 't'"),
+                                    (remote + other.tools(include=["add"]), "tool 'add' of MCP server 't' and tool 'add' of MCP server 'u'")):
+                    with self.assertRaises(DuplicateToolError) as caught:
+                        agentloop.ToolRegistry(tools)
+                    self.assertEqual(str(caught.exception), "tool name 'add' is taken twice: " + text)
+                with self.assertRaises(DuplicateToolError) as caught:
+                    agentloop.ToolRegistry([local, Tool("add", "another", {"type": "object"}, lambda: 2)])
+                self.assertEqual(str(caught.exception), "a tool named 'add' is already registered")  # two local tools: as before
 
 
 class TestSchemaPolicy(unittest.TestCase):
@@ -191,9 +203,9 @@ class StdioCase(unittest.TestCase):
         with stdio("--era", era) as server:
             self.assertEqual(server.protocol, protocol)
             tools = server.tools(prefix="t_")
-            # tools/list: three per page, every page, server order; deps refused.
+            # tools/list: three per page, every page, server order; deps and research refused.
             self.assertEqual([t.origin.tool for t in tools if isinstance(t, MCPTool) and t.origin], LISTED)
-            self.assertEqual(server.describe()["refused"], [{"name": "deps", "reason": DEPS_REASON}])
+            self.assertEqual(server.describe()["refused"], REFUSED)
             tool = by_server_name(tools)
             value = tool["add"].invoke({"a": 2, "b": 3})
             expected = {"content": [{"type": "text", "text": "5"}], "structuredContent": {"sum": 5}, "isError": False}
@@ -446,9 +458,12 @@ class TestLoop(unittest.TestCase):
         self.assertEqual(results[2]["error"], "MCP server 't': tools/call 'slow': timed out after 1 s (sent notifications/cancelled)")
         manifest = [t["name"] for t in records[0]["payload"]["tools"]]
         self.assertIn("calc_pick", manifest)
+        self.assertIn("calc_maybe_task", manifest)  # taskSupport "optional": called plainly
         self.assertNotIn("calc_deps", manifest)
+        self.assertNotIn("calc_research", manifest)  # taskSupport "required": refused at import
         servers = records[0]["payload"]["mcp"]  # the task record names the server behind the MCP tools
         self.assertEqual([(s["name"], s["transport"]) for s in servers], [("t", "stdio")])
+        self.assertEqual(servers[0]["refused"], REFUSED)  # with the reasons
         self.assertEqual(servers[0]["tools"]["calc_add"], "add")
         self.assertNotIn("note", servers[0]["tools"])  # a local tool is not the server's
 

@@ -93,12 +93,20 @@ class TestListing(OddCase):
             {"name": "ok", "title": "Titled, no description", "inputSchema": OBJECT},
             {"name": "described_by_number", "description": 5, "inputSchema": OBJECT},
             {"name": "bad_output", "description": "x", "inputSchema": OBJECT, "outputSchema": {"type": "object", "minProperties": -1}},
+            {"name": "task_only", "inputSchema": OBJECT, "execution": {"taskSupport": "required"}},
+            {"name": "odd_execution", "inputSchema": OBJECT, "execution": "tasks"},
+            {"name": "future_task_mode", "inputSchema": OBJECT, "execution": {"taskSupport": "eventually"}},
+            {"name": "plain_call", "inputSchema": OBJECT, "execution": {"taskSupport": "forbidden"}},
         )
         with self.scripted(script) as client:
             tools = client.tools()
-            self.assertEqual([(t.name, t.description) for t in tools], [("ok", "Titled, no description")])
+            self.assertEqual([(t.name, t.description) for t in tools], [("ok", "Titled, no description"), ("plain_call", "")])
             refused = {r["name"]: r["reason"] for r in client.describe()["refused"]}
         self.assertEqual(refused["described_by_number"], "description is not a string")
+        self.assertEqual(refused["task_only"], 'execution.taskSupport is "required": the tool must be called as a task, '
+                                               'which agentloop does not do')
+        self.assertEqual(refused["odd_execution"], "execution is not an object")
+        self.assertEqual(refused["future_task_mode"], "execution.taskSupport 'eventually' is not one of forbidden, optional, required")
         self.assertTrue(refused["bad_output"].startswith("outputSchema: "), refused)
 
 

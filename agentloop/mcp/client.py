@@ -126,12 +126,40 @@ class Origin:
     output: Optional[Validator] = None
     headers: Tuple[HeaderParam, ...] = ()
 
+    @property
+    def side(self) -> str:
+        """The tool for an error about its name: ``tool 'add' of MCP server 'calc'``."""
+        return "tool %r of MCP server %r" % (self.tool, self.server.name)
+
 
 @dataclass(frozen=True)
 class MCPTool(Tool):
     """A :class:`~agentloop.tools.Tool` whose calls go to an MCP server; ``origin`` says which."""
 
     origin: Optional[Origin] = field(default=None, compare=False, repr=False)
+
+
+#: 2025-11-25 "Tools: Tool" ``execution.taskSupport``: how a tool may be called as a task ("Tasks").
+_TASK_SUPPORT = ("forbidden", "optional", "required")
+
+
+def _callable(execution: Any) -> None:
+    """Refuse a tool agentloop cannot call as it asks: ``execution.taskSupport`` ``"required"`` (or unknown).
+
+    2025-11-25 "Tasks: Tool-Level Negotiation": ``required`` means clients
+    MUST invoke the tool as a task, and the server returns -32601 to a plain
+    ``tools/call``; agentloop never creates tasks, so such a tool would fail
+    every call.  Absent means ``forbidden``; ``optional`` is called plainly.
+    """
+    if execution is None:
+        return
+    if not isinstance(execution, dict):
+        raise Refused("execution is not an object")
+    support = execution.get("taskSupport", "forbidden")
+    if support == "required":
+        raise Refused('execution.taskSupport is "required": the tool must be called as a task, which agentloop does not do')
+    if support not in _TASK_SUPPORT:
+        raise Refused("execution.taskSupport %s is not one of %s" % (short(repr(support), 60), ", ".join(_TASK_SUPPORT)))
 
 
 def _server_info(value: Any) -> Dict[str, str]:
@@ -413,6 +441,7 @@ class MCPClient(abc.ABC):
         return out
 
     def _tool(self, name: str, server_name: str, definition: Mapping[str, Any]) -> MCPTool:
+        _callable(definition.get("execution"))
         description = definition.get("description")
         if description is None:
             description = definition.get("title", "")
