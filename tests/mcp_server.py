@@ -28,13 +28,21 @@ a process that has served a 2026-07-28 request refuses ``initialize`` with
 * ``region`` -- an ``x-mcp-header`` parameter; returns the header it got;
 * ``research`` -- ``execution.taskSupport`` ``"required"`` (a client must refuse it; a plain call gets -32601);
 * ``maybe_task`` -- ``execution.taskSupport`` ``"optional"`` (called plainly);
+* ``flaky`` -- on a legacy HTTP session answering with SSE: the stream closes
+  after its priming event (id ``prime-N``, ``retry: 200``) and the answer waits
+  for a ``GET`` with ``Last-Event-ID: prime-N``; elsewhere an ordinary tool;
+* ``flaky_expire`` -- as ``flaky``, and the session ends before the ``GET``;
 * ``dotted.name`` and a 70-character name -- for name sanitising.
+
+Every tool call's name is kept in ``Server.calls``; a test expires every
+HTTP session with ``HttpState.sessions.clear()``.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import itertools
 import json
 import os
 import sys
@@ -95,6 +103,8 @@ TOOLS: List[Dict[str, Any]] = [
      "execution": {"taskSupport": "required"}},
     {"name": "maybe_task", "description": "May be called as a task.", "inputSchema": NOTHING,
      "execution": {"taskSupport": "optional"}},
+    {"name": "flaky", "description": "HTTP SSE: the answer stream breaks after its priming event.", "inputSchema": NOTHING},
+    {"name": "flaky_expire", "description": "As flaky, and the session ends too.", "inputSchema": NOTHING},
     {"name": "dotted.name", "description": "A dotted name.", "inputSchema": NOTHING},
     {"name": LONG_NAME, "description": "A long name.", "inputSchema": NOTHING},
 ]
@@ -120,7 +130,9 @@ class Context:
 
     def __init__(self, cancel: threading.Event, ask: Optional[Callable[[str], Any]] = None,
                  headers: Optional[Dict[str, str]] = None, crash: Optional[Callable[[], None]] = None,
-                 garbage: Optional[Callable[[], None]] = None, legacy: Optional[Dict[str, Any]] = None) -> None:
+                 garbage: Optional[Callable[[], None]] = None, legacy: Optional[Dict[str, Any]] = None,
+                 drop: Optional[Callable[[bool], None]] = None) -> None:
+        self.drop = drop  # break the answer's SSE stream (True: and end the session)
         self.cancel = cancel
         self.ask = ask
         self.headers = headers or {}
@@ -140,6 +152,7 @@ class Server:
         self.silent_probe = silent_probe
         self.cancelled: List[Any] = []
         self.methods: List[str] = []
+        self.calls: List[str] = []
 
     def handle(self, message: Dict[str, Any], ctx: Context) -> Optional[Dict[str, Any]]:
         id_, method = message.get("id"), message.get("method")
@@ -208,6 +221,11 @@ class Server:
         if method != "tools/call":
             return _error(id_, -32601, "Method not found: %s" % (method,))
         name, args = params.get("name"), params.get("arguments") or {}
+        self.calls.append(str(name))
+        if name in ("flaky", "flaky_expire"):
+            if ctx.drop is not None:
+                ctx.drop(name == "flaky_expire")
+            return self.result(id_, {"content": _text("answered %s" % (name,))}, modern)
         if name == "add":
             total = args["a"] + args["b"]
             return self.result(id_, {"content": _text("%d" % total), "structuredContent": {"sum": total},
@@ -327,6 +345,10 @@ class HttpState:
         self.deleted: List[str] = []
         self.answers: Dict[Any, "Tuple[threading.Event, List[Any]]"] = {}
         self.lock = threading.Lock()
+        self.streams = itertools.count(1)
+        self.session_ids = itertools.count(1)
+        self.held: Dict[str, Tuple[str, bytes]] = {}  # priming event id -> (session, the answer event) for GET
+        self.gets: List[Dict[str, str]] = []  # the headers of every GET, lowercased
 
 
 def _b64(value: str) -> str:
@@ -354,7 +376,24 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self) -> None:
-        self._reply(405, None)
+        """2025-11-25 "Resumability and Redelivery": a stream resumed with Last-Event-ID; no other GET stream."""
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self.state.gets.append(headers)
+        cursor = headers.get("last-event-id")
+        if cursor is None:
+            return self._reply(405, None)
+        if headers.get("mcp-session-id") not in self.state.sessions:
+            return self._reply(404, _error(None, -32600, "Session not found"))
+        held = self.state.held.pop(cursor, None)
+        if held is None or held[0] != headers.get("mcp-session-id"):
+            return self._reply(400, _error(None, -32600, "no stream to resume at %s" % (cursor,)))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        self.wfile.write(b": resumed\n\n" + held[1])
+        self.wfile.flush()
 
     def do_DELETE(self) -> None:
         session = self.headers.get("Mcp-Session-Id", "")
@@ -404,7 +443,7 @@ class Handler(BaseHTTPRequestHandler):
         elif message["method"] == "initialize":
             if state.server.era == "modern":
                 return self._reply(400, _error(message["id"], -32601, "initialize is not supported"))
-            session = "s-%d" % (len(state.sessions) + 1,)
+            session = "s-%d" % (next(state.session_ids),)
             legacy = {}
             state.sessions[session] = legacy
             extra["Mcp-Session-Id"] = session
@@ -422,7 +461,10 @@ class Handler(BaseHTTPRequestHandler):
                 return self._reply(400, _error(message["id"], -32600, "bad MCP-Protocol-Version"))
         streaming = state.sse
         ask = self._ask if streaming and legacy is not None else None
-        ctx = Context(threading.Event(), ask=ask, headers=headers, crash=self._crash, legacy=legacy)
+        dropped: List[bool] = []  # [expire] once the flaky tools asked for a broken stream
+        drop = dropped.append if streaming and legacy is not None else None
+        ctx = Context(threading.Event(), ask=ask, headers=headers, crash=self._crash, legacy=legacy, drop=drop)
+        prime = "prime-%d" % (next(state.streams),)
         if streaming:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -433,7 +475,7 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.close_connection = True
             # 2025-11-25 "Sending Messages" 6: a priming event, an id and empty data (as the TypeScript SDK sends it)
-            self.wfile.write(b"id: prime-1\nretry: 1000\ndata: \n\n: keep-alive\r\n\r\n")
+            self.wfile.write(b"id: " + prime.encode() + b"\nretry: 200\ndata: \n\n: keep-alive\r\n\r\n")
             self.wfile.write(b"event: message\ndata: " + json.dumps({"jsonrpc": "2.0", "method": "notifications/progress",
                              "params": {"progressToken": 1, "progress": 0}}).encode() + b"\n\n")
             self.wfile.flush()
@@ -443,6 +485,13 @@ class Handler(BaseHTTPRequestHandler):
         if streaming:
             text = json.dumps(response, indent=1)  # several data lines per event
             event = "".join("data: %s\r\n" % line for line in text.split("\n")) + "\r\n"
+            if dropped:  # the connection closes now; the answer waits for the GET that resumes the stream
+                session = headers.get("mcp-session-id", "")
+                with state.lock:
+                    state.held[prime] = (session, ("id: answer-%s\n" % (prime,) + event).encode())
+                    if dropped[0]:
+                        state.sessions.pop(session, None)
+                return
             try:
                 self.wfile.write(event.encode())
                 self.wfile.flush()

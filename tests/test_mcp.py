@@ -395,6 +395,53 @@ class TestHttp(StdioCase):
             answer = by_server_name(server.tools())["ask"].invoke({})["structuredContent"]["answer"]
         self.assertEqual(answer, {"code": -32601, "message": "Method not found: agentloop does not serve roots/list"})
 
+    def test_an_expired_session_is_renewed_once_and_the_undelivered_call_sent_again(self) -> None:
+        for sse in (False, True):
+            with self.subTest(sse=sse):
+                state, url = self.serve("legacy", sse=sse)
+                with MCPHttp(url, name="t", timeout=5) as server:
+                    tool = by_server_name(server.tools())
+                    before = server.describe()
+                    self.assertEqual(tool["add"].invoke({"a": 1, "b": 2})["structuredContent"], {"sum": 3})
+                    state.sessions.clear()  # the server forgets the session: 404 to its id
+                    self.assertEqual(tool["add"].invoke({"a": 2, "b": 2})["structuredContent"], {"sum": 4})
+                    self.assertEqual(state.server.calls, ["add", "add"])  # each call processed once
+                    self.assertEqual(state.server.methods.count("initialize"), 2)
+                    self.assertEqual(server.describe(), before)  # the record's member is unchanged
+                    self.assertEqual(server.protocol, "2025-11-25")
+                # add (s-1), add (s-1: 404), initialize (no session id, no version), initialized and add (s-2).
+                self.assertEqual([h.get("mcp-session-id") for h in state.requests][-5:], ["s-1", "s-1", None, "s-2", "s-2"])
+                self.assertNotIn("mcp-protocol-version", state.requests[-3])
+
+    def test_a_broken_stream_is_resumed_and_a_delivered_call_is_never_sent_twice(self) -> None:
+        state, url = self.serve("legacy", sse=True)
+        with MCPHttp(url, name="t", timeout=5) as server:
+            tool = by_server_name(server.tools())
+            started = time.monotonic()
+            self.assertEqual(tool["flaky"].invoke({})["content"], [{"type": "text", "text": "answered flaky"}])
+            self.assertGreaterEqual(time.monotonic() - started, 0.2)  # the stream's "retry: 200" was respected
+            self.assertEqual(state.server.calls, ["flaky"])
+            resumed = state.gets[-1]
+            self.assertEqual((resumed["last-event-id"][:6], resumed["accept"], resumed["mcp-session-id"]),
+                             ("prime-", "text/event-stream", "s-1"))
+            # Delivered, then the session ended before the answer: a failure the model sees, not a second call.
+            self.assertEqual(failure(tool["flaky_expire"], {}), "MCP server 't': tools/call 'flaky_expire': the server ended "
+                             "the session (HTTP 404) while the answer to tools/call was streaming; the request had been "
+                             "delivered, so it was not sent again")
+            self.assertEqual(state.server.calls, ["flaky", "flaky_expire"])
+            # The next call meets the 404 on its POST (not delivered), renews the session and goes through.
+            self.assertEqual(tool["add"].invoke({"a": 1, "b": 1})["structuredContent"], {"sum": 2})
+            self.assertEqual(state.server.calls, ["flaky", "flaky_expire", "add"])
+            self.assertEqual(state.server.methods.count("initialize"), 2)
+
+    def test_a_modern_stream_is_never_resumed(self) -> None:
+        state, url = self.serve("dual", sse=True)
+        with MCPHttp(url, name="t", timeout=5) as server:
+            self.assertEqual(server.protocol, "2026-07-28")
+            tool = by_server_name(server.tools())
+            self.assertEqual(tool["flaky"].invoke({})["content"], [{"type": "text", "text": "answered flaky"}])
+        self.assertEqual(state.gets, [])
+
     def test_timeout_then_a_good_call(self) -> None:
         for sse in (False, True):
             with self.subTest(sse=sse):

@@ -130,6 +130,39 @@ class TestCallResults(OddCase):
             self.assertEqual(failure(tool["typed"], {}), "MCP server 'odd': tool 'typed' declares an outputSchema but sent no structuredContent")
 
 
+class TestSessions(OddCase):
+    GONE = {"status": 404, "error": {"code": -32600, "message": "Session not found"}}
+
+    def session_script(self, initialize: List[Dict[str, Any]], calls: List[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]]]:
+        script = listing({"name": "plain", "inputSchema": OBJECT})
+        script["initialize"] = initialize
+        script["tools/call"] = calls
+        return script
+
+    def test_a_session_is_renewed_once_per_request(self) -> None:
+        init = {"result": {"protocolVersion": "2025-11-25", "capabilities": {}}}
+        script = self.session_script([dict(init, session="a"), dict(init, session="b"), dict(init, session="c")],
+                                     [self.GONE, self.GONE, {"result": {"content": []}}])
+        with self.scripted(script) as client:
+            tool = by_server_name(client.tools())
+            self.assertEqual(failure(tool["plain"], {}), "MCP server 'odd': tools/call 'plain': HTTP 404: the server ended the session")
+            self.assertEqual(tool["plain"].invoke({}), {"content": []})  # the next call, on session b, goes through
+
+    def test_a_renewal_that_fails_or_changes_the_revision_fails_the_call(self) -> None:
+        init = {"result": {"protocolVersion": "2025-11-25", "capabilities": {}}, "session": "a"}
+        for second, text in [
+            ({"error": {"code": -32603, "message": "full"}},
+             "a new one could not be started: initialize failed (for a new session after HTTP 404): JSON-RPC error -32603: full"),
+            ({"result": {"protocolVersion": "2025-06-18", "capabilities": {}}, "session": "b"},
+             "the new one speaks 2025-06-18, not 2025-11-25"),
+        ]:
+            with self.subTest(text):
+                with self.scripted(self.session_script([init, second], [self.GONE])) as client:
+                    tool = by_server_name(client.tools())
+                    self.assertEqual(failure(tool["plain"], {}), "MCP server 'odd': tools/call 'plain': HTTP 404: the "
+                                                                  "server ended the session, and " + text)
+
+
 class TestStdioServerFaults(OddCase):
     def test_an_error_about_an_unreadable_request_then_a_signal(self) -> None:
         script = listing({"name": "plain", "inputSchema": OBJECT})
