@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import sys
 import tempfile
 import time
@@ -17,7 +18,8 @@ from typing import Any, Dict, List
 
 import agentloop
 from agentloop import ModelReply, ScriptedModel, ToolCall, Tool, verify_file
-from agentloop.errors import AgentloopError, DuplicateToolError, MCPConfigError, MCPError, MCPNameCollisionError, ToolFailure
+from agentloop.errors import (AgentloopError, DuplicateToolError, MCPConfigError, MCPError, MCPNameCollisionError,
+                              NotPicklableError, ToolFailure)
 from agentloop.mcp import MCPHttp, MCPStdio, MCPTool, agentloop_name, combine_tools, describe, import_schema
 from agentloop.mcp.jsonrpc import Malformed, Notification, Request, Response, parse
 from agentloop.mcp.schemas import HeaderParam, Refused
@@ -461,7 +463,9 @@ class TestHttp(StdioCase):
             tools = server.tools()
             record = json.dumps(describe(tools))
         self.assertEqual(state.requests[0]["authorization"], "Bearer sekrit-token-123")
-        for text in (record, repr(server)):
+        with self.assertRaises(NotPicklableError) as caught:  # a pickle would hold the token
+            pickle.dumps(server)
+        for text in (record, repr(server), str(caught.exception)):
             self.assertNotIn("sekrit", text)
             self.assertNotIn("query-secret", text)
             self.assertNotIn("/mcp", text)

@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .._version import __version__
-from ..errors import AgentloopError, MCPConfigError, MCPError, MCPNameCollisionError, ToolFailure
+from ..errors import AgentloopError, MCPConfigError, MCPError, MCPNameCollisionError, NotPicklableError, ToolFailure
 from ..schema import Validator, compile_schema
 from ..tools import Tool
 from .jsonrpc import MODERN_ERROR_CODES, UNSUPPORTED_PROTOCOL_VERSION, RpcError, short, supported_versions
@@ -202,6 +202,10 @@ class MCPClient(abc.ABC):
         self._start_lock = threading.Lock()
         self._exposed: Dict[str, str] = {}
         self._refused: Dict[str, str] = {}
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise NotPicklableError(type(self).__name__, "it is a connection to a running server (and MCPHttp's headers may "
+                                "hold a token); start the client in the process that uses it")
 
     # --- the transport's half --------------------------------------------
 
