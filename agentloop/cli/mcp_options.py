@@ -11,7 +11,7 @@ first ``=`` and the last ``.`` before it:
                    ``2025-06-18`` or ``2025-03-26``
 ``timeout=S``      each request, in seconds (default 30)
 ``init-timeout=S`` starting: the process, the probe, the handshake (default
-                   10 for stdio, ``timeout`` for HTTP)
+                   30 for stdio, ``timeout`` for HTTP)
 ``prefix=TEXT``    put before each of its tool names (``[A-Za-z0-9_-]{0,40}``),
                    so that one server can be added twice, or two servers'
                    tools of one name told apart
@@ -183,7 +183,7 @@ def _client(server: ServerSpec, headers: Dict[str, str]) -> MCPClient:
         return MCPHttp(server.where, name=server.name, headers=headers, protocol=server.protocol, timeout=timeout,
                        init_timeout=server.init_timeout)
     return MCPStdio(server.where, name=server.name, protocol=server.protocol, timeout=timeout,
-                    init_timeout=10.0 if server.init_timeout is None else server.init_timeout)
+                    init_timeout=30.0 if server.init_timeout is None else server.init_timeout)
 
 
 def _reason(exc: MCPConfigError) -> str:

@@ -82,7 +82,7 @@ class MCPStdio(MCPClient):
         cwd: Optional[str] = None,
         protocol: str = "auto",
         timeout: float = 30,
-        init_timeout: float = 10,
+        init_timeout: float = 30,
     ) -> None:
         super().__init__(name, protocol, timeout, init_timeout)
         if isinstance(command, str):
