@@ -103,7 +103,8 @@ TOOLS: List[Dict[str, Any]] = [
      "execution": {"taskSupport": "required"}},
     {"name": "maybe_task", "description": "May be called as a task.", "inputSchema": NOTHING,
      "execution": {"taskSupport": "optional"}},
-    {"name": "flaky", "description": "HTTP SSE: the answer stream breaks after its priming event.", "inputSchema": NOTHING},
+    {"name": "flaky", "description": "HTTP SSE: the answer stream breaks after its priming event.",
+     "inputSchema": NOTHING},
     {"name": "flaky_expire", "description": "As flaky, and the session ends too.", "inputSchema": NOTHING},
     {"name": "dotted.name", "description": "A dotted name.", "inputSchema": NOTHING},
     {"name": LONG_NAME, "description": "A long name.", "inputSchema": NOTHING},
@@ -165,7 +166,8 @@ class Server:
                 return _error(id_, -32601, "initialize is not supported: this server speaks %s" % (MODERN,))
             if ctx.legacy is not None and ctx.legacy.get("served_modern"):  # as the 2.x Python SDK does over stdio
                 return _error(id_, -32022, "connection is serving the %s protocol; the initialize handshake is not "
-                              "accepted" % (MODERN,), {"supported": [MODERN], "requested": params.get("protocolVersion")})
+                              "accepted" % (MODERN,),
+                              {"supported": [MODERN], "requested": params.get("protocolVersion")})
             offered = params.get("protocolVersion")
             version = offered if offered in self.legacy_versions else self.legacy_versions[0]
             if ctx.legacy is not None:
@@ -545,7 +547,8 @@ def main() -> None:
     parser.add_argument("--silent-probe", action="store_true")
     parser.add_argument("--exit-at-start", type=int)
     parser.add_argument("--slow-start", type=float, help="sleep this long before reading stdin (a cold start)")
-    parser.add_argument("--slow-once", metavar="MARKER", help="with --slow-start: only while MARKER does not exist (creates it)")
+    parser.add_argument("--slow-once", metavar="MARKER",
+                        help="with --slow-start: only while MARKER does not exist (creates it)")
     args = parser.parse_args()
     if args.slow_start and not (args.slow_once and os.path.exists(args.slow_once)):
         if args.slow_once:

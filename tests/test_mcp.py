@@ -87,14 +87,17 @@ class TestNames(unittest.TestCase):
                                  ["add", "u_add"])
                 # Without combine_tools, a registry names both sides too (it used to say only
                 # "a tool named 'add' is already registered").
-                for tools, text in (([local] + remote, "local tool 'add' and tool 'add' of MCP server 't'"),
-                                    (remote + other.tools(include=["add"]), "tool 'add' of MCP server 't' and tool 'add' of MCP server 'u'")):
+                pairs = [([local] + remote, "local tool 'add' and tool 'add' of MCP server 't'"),
+                         (remote + other.tools(include=["add"]),
+                          "tool 'add' of MCP server 't' and tool 'add' of MCP server 'u'")]
+                for tools, text in pairs:
                     with self.assertRaises(DuplicateToolError) as caught:
                         agentloop.ToolRegistry(tools)
                     self.assertEqual(str(caught.exception), "tool name 'add' is taken twice: " + text)
                 with self.assertRaises(DuplicateToolError) as caught:
                     agentloop.ToolRegistry([local, Tool("add", "another", {"type": "object"}, lambda: 2)])
-                self.assertEqual(str(caught.exception), "a tool named 'add' is already registered")  # two local tools: as before
+                # Two local tools: as before.
+                self.assertEqual(str(caught.exception), "a tool named 'add' is already registered")
 
 
 class TestSchemaPolicy(unittest.TestCase):
@@ -259,7 +262,8 @@ class TestStdio(StdioCase):
         started = time.monotonic()
         with stdio("--era", "dual", "--slow-start", "5.5", init_timeout=8) as server:
             self.assertEqual(server.protocol, "2026-07-28")
-            self.assertEqual(by_server_name(server.tools())["add"].invoke({"a": 1, "b": 2})["structuredContent"], {"sum": 3})
+            added = by_server_name(server.tools())["add"].invoke({"a": 1, "b": 2})
+            self.assertEqual(added["structuredContent"], {"sum": 3})
         self.assertLess(time.monotonic() - started, 8)
 
     def test_an_unanswered_probe_falls_back_on_a_fresh_process(self) -> None:
@@ -269,14 +273,16 @@ class TestStdio(StdioCase):
             marker = os.path.join(tmp, "warm")
             with stdio("--era", "dual", "--slow-start", "2", "--slow-once", marker, init_timeout=1) as server:
                 self.assertEqual(server.protocol, "2025-11-25")
-                self.assertEqual(by_server_name(server.tools())["add"].invoke({"a": 1, "b": 2})["structuredContent"], {"sum": 3})
+                added = by_server_name(server.tools())["add"].invoke({"a": 1, "b": 2})
+                self.assertEqual(added["structuredContent"], {"sum": 3})
 
     def test_a_server_too_slow_for_the_budget_says_what_was_tried(self) -> None:
         started = time.monotonic()
         with self.assertRaises(MCPError) as caught:
             stdio("--era", "dual", "--slow-start", "4", init_timeout=0.5).start()
-        self.assertEqual(str(caught.exception), "MCP server 't': initialize failed (server/discover got no answer in 0.5 s; "
-                                                "the server was restarted for initialize): timed out after 0.5 s")
+        self.assertEqual(str(caught.exception), "MCP server 't': initialize failed (server/discover got no answer "
+                                                "in 0.5 s; the server was restarted for initialize): timed out after "
+                                                "0.5 s")
         self.assertLess(time.monotonic() - started, 3.5)
 
     def test_timeout_cancels_then_the_next_call_works(self) -> None:
@@ -412,7 +418,8 @@ class TestHttp(StdioCase):
                     self.assertEqual(server.describe(), before)  # the record's member is unchanged
                     self.assertEqual(server.protocol, "2025-11-25")
                 # add (s-1), add (s-1: 404), initialize (no session id, no version), initialized and add (s-2).
-                self.assertEqual([h.get("mcp-session-id") for h in state.requests][-5:], ["s-1", "s-1", None, "s-2", "s-2"])
+                self.assertEqual([h.get("mcp-session-id") for h in state.requests][-5:],
+                                 ["s-1", "s-1", None, "s-2", "s-2"])
                 self.assertNotIn("mcp-protocol-version", state.requests[-3])
 
     def test_a_broken_stream_is_resumed_and_a_delivered_call_is_never_sent_twice(self) -> None:
@@ -427,9 +434,10 @@ class TestHttp(StdioCase):
             self.assertEqual((resumed["last-event-id"][:6], resumed["accept"], resumed["mcp-session-id"]),
                              ("prime-", "text/event-stream", "s-1"))
             # Delivered, then the session ended before the answer: a failure the model sees, not a second call.
-            self.assertEqual(failure(tool["flaky_expire"], {}), "MCP server 't': tools/call 'flaky_expire': the server ended "
-                             "the session (HTTP 404) while the answer to tools/call was streaming; the request had been "
-                             "delivered, so it was not sent again")
+            self.assertEqual(failure(tool["flaky_expire"], {}),
+                             "MCP server 't': tools/call 'flaky_expire': the server ended the session (HTTP 404) "
+                             "while the answer to tools/call was streaming; the request had been delivered, "
+                             "so it was not sent again")
             self.assertEqual(state.server.calls, ["flaky", "flaky_expire"])
             # The next call meets the 404 on its POST (not delivered), renews the session and goes through.
             self.assertEqual(tool["add"].invoke({"a": 1, "b": 1})["structuredContent"], {"sum": 2})

@@ -115,21 +115,16 @@ def _set(server: ServerSpec, key: str, value: str) -> None:
         if value not in PROTOCOLS:
             raise ValueError("must be one of %s, got %s" % (", ".join(PROTOCOLS), quote(value)))
         server.protocol = value
-    elif key in ("timeout", "init-timeout"):
-        seconds = _seconds(value)
-        if key == "timeout":
-            server.timeout = seconds
-        else:
-            server.init_timeout = seconds
+    elif key == "timeout":
+        server.timeout = _seconds(value)
+    elif key == "init-timeout":
+        server.init_timeout = _seconds(value)
     elif key == "prefix":
         if not PREFIX.match(value):
             raise ValueError("must match [A-Za-z0-9_-]{0,40}, got %s" % (quote(value),))
         server.prefix = value
     elif key == "include":
-        names = value.split(",")
-        if not all(names):
-            raise ValueError("takes the server's tool names separated by commas, got %s" % (quote(value),))
-        server.include = names
+        server.include = _names(value)
     elif key == "bearer-env":
         _add_header(server, key, "Authorization", _env_name(value))
     else:  # header-env
@@ -137,6 +132,13 @@ def _set(server: ServerSpec, key: str, value: str) -> None:
         if not colon or not header:
             raise ValueError("takes HEADER:VARIABLE, got %s" % (quote(value),))
         _add_header(server, key, header, _env_name(variable))
+
+
+def _names(value: str) -> List[str]:
+    names = value.split(",")
+    if not all(names):
+        raise ValueError("takes the server's tool names separated by commas, got %s" % (quote(value),))
+    return names
 
 
 def _seconds(value: str) -> float:
@@ -162,7 +164,10 @@ def _add_header(server: ServerSpec, key: str, header: str, variable: str) -> Non
 
 
 def build_client(server: ServerSpec, environ: Optional[Mapping[str, str]] = None) -> MCPClient:
-    """The client of ``server``, its header values read from ``environ`` (``os.environ``); raise :class:`.output.Refused`."""
+    """The client of ``server``, its header values read from ``environ`` (``os.environ``).
+
+    Raises :class:`.output.Refused`.
+    """
     environ = os.environ if environ is None else environ
     headers: Dict[str, str] = {}
     for key, header, variable in server.headers:

@@ -157,9 +157,11 @@ def _callable(execution: Any) -> None:
         raise Refused("execution is not an object")
     support = execution.get("taskSupport", "forbidden")
     if support == "required":
-        raise Refused('execution.taskSupport is "required": the tool must be called as a task, which agentloop does not do')
+        raise Refused('execution.taskSupport is "required": the tool must be called as a task, '
+                      "which agentloop does not do")
     if support not in _TASK_SUPPORT:
-        raise Refused("execution.taskSupport %s is not one of %s" % (short(repr(support), 60), ", ".join(_TASK_SUPPORT)))
+        raise Refused("execution.taskSupport %s is not one of %s" % (
+            short(repr(support), 60), ", ".join(_TASK_SUPPORT)))
 
 
 def _server_info(value: Any) -> Dict[str, str]:
@@ -204,8 +206,8 @@ class MCPClient(abc.ABC):
         self._refused: Dict[str, str] = {}
 
     def __reduce_ex__(self, protocol: Any) -> Any:
-        raise NotPicklableError(type(self).__name__, "it is a connection to a running server (and MCPHttp's headers may "
-                                "hold a token); start the client in the process that uses it")
+        raise NotPicklableError(type(self).__name__, "it is a connection to a running server (and MCPHttp's "
+                                "headers may hold a token); start the client in the process that uses it")
 
     # --- the transport's half --------------------------------------------
 
@@ -360,7 +362,8 @@ class MCPClient(abc.ABC):
         try:
             result = self._request("initialize", params, self.init_timeout)
         except Failed as exc:
-            raise MCPError(self.name, "initialize failed%s: %s" % (" (%s)" % (after,) if after else "", exc.text)) from None
+            before = " (%s)" % (after,) if after else ""
+            raise MCPError(self.name, "initialize failed%s: %s" % (before, exc.text)) from None
         version = result.get("protocolVersion")
         if version not in LEGACY_ACCEPTED:
             raise MCPError(self.name, "it answered initialize with protocol version %r; agentloop accepts %s" % (

@@ -394,8 +394,8 @@ class MCPHttp(MCPClient):
                     raise Failed("the server ended the session (HTTP 404) while the answer to %s was streaming; "
                                  "the request had been delivered, so it was not sent again" % (method,), "http")
                 if response.status != 200 or kind != "text/event-stream":
-                    raise Failed("%s before the response to %s, and resuming it failed (GET with Last-Event-ID: HTTP %d)" % (
-                        ended, method, response.status), "http")
+                    raise Failed("%s before the response to %s, and resuming it failed (GET with Last-Event-ID: "
+                                 "HTTP %d)" % (ended, method, response.status), "http")
                 parser = EventStreamParser()
                 result = self._follow(conn, response, parser, deadline, want)
                 if isinstance(result, dict):

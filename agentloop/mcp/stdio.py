@@ -331,7 +331,10 @@ class MCPStdio(MCPClient):
         return "; the server was restarted for initialize"
 
     def _shutdown(self, grace: bool = True) -> None:
-        """2025-11-25 "Lifecycle: Shutdown", stdio: close stdin; wait; SIGTERM; wait; SIGKILL (without ``grace``: no first wait)."""
+        """2025-11-25 "Lifecycle: Shutdown", stdio: close stdin; wait; SIGTERM; wait; SIGKILL.
+
+        Without ``grace``, SIGTERM follows closing stdin at once.
+        """
         proc = self._proc
         if proc is None:
             return
@@ -341,17 +344,7 @@ class MCPStdio(MCPClient):
                     proc.stdin.close()
         except OSError:
             pass
-        for step in ((None,) if grace else ()) + (proc.terminate, proc.kill):
-            if step is not None:
-                try:
-                    step()
-                except OSError:
-                    pass
-            try:
-                proc.wait(timeout=CLOSE_GRACE)
-                break
-            except subprocess.TimeoutExpired:
-                continue
+        _stop(proc, grace)
         for thread in self._threads:
             thread.join(timeout=CLOSE_GRACE + 2)
         for stream in (proc.stdout, proc.stderr):
@@ -362,3 +355,18 @@ class MCPStdio(MCPClient):
                 pass
         self._dead = self._dead or "the client is closed"
         self._fail_pending("the client is closed", "dead")
+
+
+def _stop(proc: "subprocess.Popen[bytes]", grace: bool) -> None:
+    """Wait for ``proc`` to exit (with ``grace``), then SIGTERM and wait, then SIGKILL and wait."""
+    for step in ((None,) if grace else ()) + (proc.terminate, proc.kill):
+        if step is not None:
+            try:
+                step()
+            except OSError:
+                pass
+        try:
+            proc.wait(timeout=CLOSE_GRACE)
+            return
+        except subprocess.TimeoutExpired:
+            continue

@@ -284,7 +284,8 @@ class ToolRegistry:
             first, second = _side(self._tools[tool.name]), _side(tool)
             if first is None and second is None:
                 raise DuplicateToolError(tool.name)
-            raise DuplicateToolError(tool.name, first or "local tool %r" % (tool.name,), second or "local tool %r" % (tool.name,))
+            local = "local tool %r" % (tool.name,)
+            raise DuplicateToolError(tool.name, first or local, second or local)
         self._tools[tool.name] = tool
         return tool
 
@@ -328,7 +329,10 @@ class ToolRegistry:
 
 
 def _side(tool: Tool) -> Optional[str]:
-    """Where a tool from elsewhere comes from, for an error (``tool 'add' of MCP server 'calc'``); ``None`` for a local tool."""
+    """Where a tool from elsewhere comes from, for an error (``tool 'add' of MCP server 'calc'``).
+
+    ``None`` for a local tool.
+    """
     side = getattr(getattr(tool, "origin", None), "side", None)
     return side if isinstance(side, str) else None
 

@@ -1,4 +1,6 @@
-"""``agentloop run --mcp NAME=SERVER --mcp-option NAME.KEY=VALUE``: every option reaches the client, every mistake is one line.
+"""``agentloop run --mcp NAME=SERVER --mcp-option NAME.KEY=VALUE``.
+
+Every option reaches the client; every mistake is one line.
 
 The servers are tests/mcp_server.py (stdio, and in-process Streamable
 HTTP); the model is tests/mcp_cli_model.py, whose task is its script.
@@ -56,7 +58,8 @@ class TestMistakes(CliCase):
     def test_each_mistake_is_one_line_naming_the_option(self) -> None:
         http = "web=http://127.0.0.1:9/mcp"
         cases = [
-            (["--mcp", "calc=" + STDIO, "--mcp", "calc=" + STDIO], '--mcp "calc": names two servers; give each its own NAME'),
+            (["--mcp", "calc=" + STDIO, "--mcp", "calc=" + STDIO],
+             '--mcp "calc": names two servers; give each its own NAME'),
             (["--mcp", "calc=" + STDIO, "--mcp-option", "calc"], '--mcp-option: takes NAME.KEY=VALUE, got "calc"'),
             (["--mcp", "calc=" + STDIO, "--mcp-option", "web.timeout=3"],
              '--mcp-option "web.timeout": no --mcp server is named "web" (given: "calc")'),
@@ -70,7 +73,8 @@ class TestMistakes(CliCase):
             (["--mcp", "calc=" + STDIO, "--mcp-option", "calc.init-timeout=nan"],
              '--mcp-option "calc.init-timeout": must be a number of seconds above 0 and at most 86400, got "nan"'),
             (["--mcp", "calc=" + STDIO, "--mcp-option", "calc.protocol=2024-11-05"],
-             '--mcp-option "calc.protocol": must be one of auto, 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, got "2024-11-05"'),
+             '--mcp-option "calc.protocol": must be one of auto, 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, '
+             'got "2024-11-05"'),
             (["--mcp", "calc=" + STDIO, "--mcp-option", "calc.prefix=calc."],
              '--mcp-option "calc.prefix": must match [A-Za-z0-9_-]{0,40}, got "calc."'),
             (["--mcp", "calc=" + STDIO, "--mcp-option", "calc.include=add,,fail"],
@@ -90,7 +94,8 @@ class TestMistakes(CliCase):
             (["--mcp", http, "--mcp-option", "web.header-env=Mcp-Session-Id:HOME"],
              '--mcp "web": header-env: Mcp-Session-Id is set by the client'),
             (["--mcp", "web=http://user:pw@127.0.0.1:9/mcp"],
-             '--mcp "web": its URL must not hold credentials (pass a token with --mcp-option NAME.bearer-env=VARIABLE)'),
+             '--mcp "web": its URL must not hold credentials '
+             '(pass a token with --mcp-option NAME.bearer-env=VARIABLE)'),
         ]
         os.environ.pop("AGENTLOOP_TEST_UNSET_TOKEN", None)
         for options, message in cases:
@@ -104,26 +109,29 @@ class TestMistakes(CliCase):
         servers = parse_servers(["web=http://127.0.0.1:9/mcp"], ["web.header-env=X-Key:THE_KEY"])
         with self.assertRaises(Exception) as caught:
             build_client(servers[0], {"THE_KEY": ""})
-        self.assertEqual(str(caught.exception), '--mcp-option "web.header-env": the environment variable THE_KEY is empty')
+        self.assertEqual(str(caught.exception),
+                         '--mcp-option "web.header-env": the environment variable THE_KEY is empty')
 
     def test_include_naming_a_missing_tool(self) -> None:
         status, _, err = self.run_cli([], "--mcp", "calc=" + STDIO, "--mcp-option", "calc.include=add,sqrt")
         self.assertEqual(status, 2)
-        self.assertTrue(err.startswith('agentloop run: error: --mcp-option "calc.include": MCP server \'calc\' has no tool '
-                                       "'sqrt' (it has: add, bad_output, "), err)
+        self.assertTrue(err.startswith('agentloop run: error: --mcp-option "calc.include": '
+                                       "MCP server 'calc' has no tool 'sqrt' (it has: add, bad_output, "), err)
 
     def test_a_collision_names_both_sides_and_the_way_out(self) -> None:
         status, _, err = self.run_cli([], "--mcp", "a=" + STDIO, "--mcp", "b=" + STDIO,
                                       "--mcp-option", "a.include=add", "--mcp-option", "b.include=add")
         self.assertEqual(status, 2)
-        self.assertEqual(err, "agentloop run: error: --mcp: tool name 'add' is taken twice: tool 'add' of MCP server 'a' "
-                              "and tool 'add' of MCP server 'b' (give a server's tools a prefix: --mcp-option NAME.prefix=TEXT)\n")
+        self.assertEqual(err, "agentloop run: error: --mcp: tool name 'add' is taken twice: tool 'add' of MCP server "
+                              "'a' and tool 'add' of MCP server 'b' (give a server's tools a prefix: "
+                              "--mcp-option NAME.prefix=TEXT)\n")
 
     def test_init_timeout_reaches_the_client(self) -> None:
-        status, _, err = self.run_cli([], "--mcp", "slow=%s --slow-start 4" % (STDIO,), "--mcp-option", "slow.init-timeout=0.5")
+        status, _, err = self.run_cli([], "--mcp", "slow=%s --slow-start 4" % (STDIO,),
+                                      "--mcp-option", "slow.init-timeout=0.5")
         self.assertEqual(status, 2)
-        self.assertEqual(err, "agentloop run: error: MCP server 'slow': initialize failed (server/discover got no answer in "
-                              "0.5 s; the server was restarted for initialize): timed out after 0.5 s\n")
+        self.assertEqual(err, "agentloop run: error: MCP server 'slow': initialize failed (server/discover got no "
+                              "answer in 0.5 s; the server was restarted for initialize): timed out after 0.5 s\n")
 
 
 class TestRuns(CliCase):
@@ -131,7 +139,8 @@ class TestRuns(CliCase):
         script = [[["one_add", {"a": 40, "b": 2}], ["two_add", {"a": 1, "b": 1}]], [["two_fail", {}]]]
         status, out, err = self.run_cli(
             script, "--mcp", "one=" + STDIO, "--mcp", "two=" + STDIO,
-            "--mcp-option", "one.prefix=one_", "--mcp-option", "one.include=add", "--mcp-option", "one.protocol=2025-11-25",
+            "--mcp-option", "one.prefix=one_", "--mcp-option", "one.include=add",
+            "--mcp-option", "one.protocol=2025-11-25",
             "--mcp-option", "two.prefix=two_", "--mcp-option", "two.include=add,fail", "--mcp-option", "two.timeout=5")
         self.assertEqual((status, err), (0, ""), out)
         self.assertTrue(verify_file(self.path).ok)
@@ -139,7 +148,8 @@ class TestRuns(CliCase):
         self.assertEqual([(s["name"], s["protocol"], s["tools"]) for s in task["mcp"]], [
             ("one", "2025-11-25", {"one_add": "add"}), ("two", "2026-07-28", {"two_add": "add", "two_fail": "fail"})])
         results = [r["payload"] for r in records(self.path) if r["kind"] == "tool"]
-        self.assertEqual([(r["name"], r["ok"]) for r in results], [("one_add", True), ("two_add", True), ("two_fail", False)])
+        self.assertEqual([(r["name"], r["ok"]) for r in results],
+                         [("one_add", True), ("two_add", True), ("two_fail", False)])
         status, out, err = cli("replay", self.path, "--recorded-tools", "-o", os.path.join(self.tmp, "r.jsonl"))
         self.assertEqual((status, err), (0, ""), out)
 
@@ -154,7 +164,8 @@ class TestRuns(CliCase):
                                             "--mcp-option", "web.header-env=X-Tenant:AGENTLOOP_TEST_TENANT",
                                             "--mcp-option", "web.prefix=web_")
         self.assertEqual((status, err), (0, ""), out)
-        self.assertTrue(all(h["authorization"] == "Bearer " + secret and h["x-tenant"] == tenant for h in state.requests))
+        self.assertTrue(all(h["authorization"] == "Bearer " + secret and h["x-tenant"] == tenant
+                            for h in state.requests))
         with open(self.path, "rb") as handle:
             data = handle.read()
         for text in (secret, tenant, "AGENTLOOP_TEST_TOKEN"):

@@ -83,7 +83,8 @@ def _legs() -> Dict[str, Leg]:
     repo = os.path.join(WORK, "repo")
     return {leg.key: leg for leg in [
         Leg("everything", "@modelcontextprotocol/server-everything", "stdio", EVERYTHING, ["simulate-research-query"]),
-        Leg("everything-http", "@modelcontextprotocol/server-everything", "http", EVERYTHING, ["simulate-research-query"]),
+        Leg("everything-http", "@modelcontextprotocol/server-everything", "http", EVERYTHING,
+            ["simulate-research-query"]),
         Leg("filesystem", "@modelcontextprotocol/server-filesystem", "stdio", [
             ("write_file", {"path": os.path.join(files, "note.txt"), "content": "first line\nsecond line\n"}, True),
             ("read_text_file", {"path": os.path.join(files, "note.txt"), "head": 1}, True),
@@ -177,7 +178,8 @@ def _cli(*argv: str, env: Optional[Dict[str, str]] = None) -> "subprocess.Comple
                           stderr=subprocess.PIPE, universal_newlines=True, env=environ, timeout=600, cwd=ROOT)
 
 
-@unittest.skipUnless(LEGS, "the reference-server MCP interop leg runs from .ci/interop-mcp-servers (AGENTLOOP_MCP_SERVERS)")
+@unittest.skipUnless(LEGS, "the reference-server MCP interop leg runs from .ci/interop-mcp-servers "
+                           "(AGENTLOOP_MCP_SERVERS)")
 class TestReferenceServers(unittest.TestCase):
     rows: List[str] = []
 
@@ -185,7 +187,8 @@ class TestReferenceServers(unittest.TestCase):
     def tearDownClass(cls) -> None:
         if not cls.rows:
             return
-        sys.stderr.write("\n| server | version | transport | protocol | tools | refused | calls |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+        sys.stderr.write("\n| server | version | transport | protocol | tools | refused | calls |\n"
+                         "| --- | --- | --- | --- | --- | --- | --- |\n")
         for row in cls.rows:
             sys.stderr.write(row + "\n")
 
@@ -313,7 +316,8 @@ class TestReferenceServers(unittest.TestCase):
             relay = CuttingRelay(server.port, "echo", get_delay=1.0)
             with MCPHttp("http://127.0.0.1:%d/mcp" % (relay.port,), name="ev", timeout=20) as client:
                 tool = {t.name: t for t in client.tools()}["echo"]
-                self.assertEqual(tool.invoke({"message": "cut me"}), {"content": [{"type": "text", "text": "Echo: cut me"}]})
+                self.assertEqual(tool.invoke({"message": "cut me"}),
+                                 {"content": [{"type": "text", "text": "Echo: cut me"}]})
             relay.close()
             self.assertEqual((relay.cuts, len(relay.resumes)), (1, 1))
             head = relay.resumes[0].decode("latin-1").lower()
