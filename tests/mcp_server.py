@@ -29,9 +29,10 @@ a process that has served a 2026-07-28 request refuses ``initialize`` with
 * ``research`` -- ``execution.taskSupport`` ``"required"`` (a client must refuse it; a plain call gets -32601);
 * ``maybe_task`` -- ``execution.taskSupport`` ``"optional"`` (called plainly);
 * ``flaky`` -- on a legacy HTTP session answering with SSE: the stream closes
-  after its priming event (id ``prime-N``, ``retry: 200``) and the answer waits
+  after its priming event (id ``prime-N``, ``retry: 200`` unless ``retry_ms``) and the answer waits
   for a ``GET`` with ``Last-Event-ID: prime-N``; elsewhere an ordinary tool;
 * ``flaky_expire`` -- as ``flaky``, and the session ends before the ``GET``;
+* ``flaky_lost`` -- as ``flaky``, but the answer is lost: the ``GET`` gets a 400;
 * ``dotted.name`` and a 70-character name -- for name sanitising.
 
 Every tool call's name is kept in ``Server.calls``; a test expires every
@@ -106,6 +107,7 @@ TOOLS: List[Dict[str, Any]] = [
     {"name": "flaky", "description": "HTTP SSE: the answer stream breaks after its priming event.",
      "inputSchema": NOTHING},
     {"name": "flaky_expire", "description": "As flaky, and the session ends too.", "inputSchema": NOTHING},
+    {"name": "flaky_lost", "description": "As flaky, and the answer is lost.", "inputSchema": NOTHING},
     {"name": "dotted.name", "description": "A dotted name.", "inputSchema": NOTHING},
     {"name": LONG_NAME, "description": "A long name.", "inputSchema": NOTHING},
 ]
@@ -132,8 +134,8 @@ class Context:
     def __init__(self, cancel: threading.Event, ask: Optional[Callable[[str], Any]] = None,
                  headers: Optional[Dict[str, str]] = None, crash: Optional[Callable[[], None]] = None,
                  garbage: Optional[Callable[[], None]] = None, legacy: Optional[Dict[str, Any]] = None,
-                 drop: Optional[Callable[[bool], None]] = None) -> None:
-        self.drop = drop  # break the answer's SSE stream (True: and end the session)
+                 drop: Optional[Callable[[str], None]] = None) -> None:
+        self.drop = drop  # break the answer's SSE stream: "hold" the answer for a GET, "expire" the session, "lose" it
         self.cancel = cancel
         self.ask = ask
         self.headers = headers or {}
@@ -224,9 +226,9 @@ class Server:
             return _error(id_, -32601, "Method not found: %s" % (method,))
         name, args = params.get("name"), params.get("arguments") or {}
         self.calls.append(str(name))
-        if name in ("flaky", "flaky_expire"):
+        if name in ("flaky", "flaky_expire", "flaky_lost"):
             if ctx.drop is not None:
-                ctx.drop(name == "flaky_expire")
+                ctx.drop({"flaky": "hold", "flaky_expire": "expire", "flaky_lost": "lose"}[name])
             return self.result(id_, {"content": _text("answered %s" % (name,))}, modern)
         if name == "add":
             total = args["a"] + args["b"]
@@ -339,7 +341,8 @@ def serve_stdio(server: Server, chatty: bool = False) -> None:
 
 
 class HttpState:
-    def __init__(self, server: Server, sse: bool) -> None:
+    def __init__(self, server: Server, sse: bool, retry_ms: int = 200) -> None:
+        self.retry_ms = retry_ms  # the priming event's retry field
         self.server = server
         self.sse = sse
         self.sessions: Dict[str, Dict[str, Any]] = {}
@@ -463,7 +466,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self._reply(400, _error(message["id"], -32600, "bad MCP-Protocol-Version"))
         streaming = state.sse
         ask = self._ask if streaming and legacy is not None else None
-        dropped: List[bool] = []  # [expire] once the flaky tools asked for a broken stream
+        dropped: List[str] = []  # [mode] once a flaky tool asked for a broken stream
         drop = dropped.append if streaming and legacy is not None else None
         ctx = Context(threading.Event(), ask=ask, headers=headers, crash=self._crash, legacy=legacy, drop=drop)
         prime = "prime-%d" % (next(state.streams),)
@@ -477,7 +480,7 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.close_connection = True
             # 2025-11-25 "Sending Messages" 6: a priming event, an id and empty data (as the TypeScript SDK sends it)
-            self.wfile.write(b"id: " + prime.encode() + b"\nretry: 200\ndata: \n\n: keep-alive\r\n\r\n")
+            self.wfile.write(("id: %s\nretry: %d\ndata: \n\n: keep-alive\r\n\r\n" % (prime, state.retry_ms)).encode())
             self.wfile.write(b"event: message\ndata: " + json.dumps({"jsonrpc": "2.0", "method": "notifications/progress",
                              "params": {"progressToken": 1, "progress": 0}}).encode() + b"\n\n")
             self.wfile.flush()
@@ -490,8 +493,9 @@ class Handler(BaseHTTPRequestHandler):
             if dropped:  # the connection closes now; the answer waits for the GET that resumes the stream
                 session = headers.get("mcp-session-id", "")
                 with state.lock:
-                    state.held[prime] = (session, ("id: answer-%s\n" % (prime,) + event).encode())
-                    if dropped[0]:
+                    if dropped[0] != "lose":
+                        state.held[prime] = (session, ("id: answer-%s\n" % (prime,) + event).encode())
+                    if dropped[0] == "expire":
                         state.sessions.pop(session, None)
                 return
             try:
@@ -529,9 +533,9 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 def serve_http(era: str = "dual", sse: bool = False, legacy_version: Optional[str] = None,
-               page_size: int = 3) -> Tuple[ThreadingHTTPServer, HttpState, str]:
+               page_size: int = 3, retry_ms: int = 200) -> Tuple[ThreadingHTTPServer, HttpState, str]:
     """Start a server thread; return it, its state and its URL (``server.shutdown()`` to stop)."""
-    state = HttpState(Server(era, legacy_version, page_size), sse)
+    state = HttpState(Server(era, legacy_version, page_size), sse, retry_ms)
     handler = type("BoundHandler", (Handler,), {"state": state})
     httpd = _QuietServer(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()

@@ -444,6 +444,41 @@ class TestHttp(StdioCase):
             self.assertEqual(state.server.calls, ["flaky", "flaky_expire", "add"])
             self.assertEqual(state.server.methods.count("initialize"), 2)
 
+    def test_a_stream_that_cannot_be_resumed_fails_the_call(self) -> None:
+        state, url = self.serve("legacy", sse=True)
+        with MCPHttp(url, name="t", timeout=5) as server:
+            tool = by_server_name(server.tools())
+            self.assertEqual(failure(tool["flaky_lost"], {}),
+                             "MCP server 't': tools/call 'flaky_lost': the SSE stream ended before the response to "
+                             "tools/call, and resuming it failed (GET with Last-Event-ID: HTTP 400)")
+            self.assertEqual(tool["add"].invoke({"a": 1, "b": 1})["structuredContent"], {"sum": 2})
+        self.assertEqual(len(state.gets), 1)
+        state, url = self.serve("legacy", sse=True, retry_ms=60000)
+        with MCPHttp(url, name="t", timeout=2) as server:  # the stream's retry would pass the deadline
+            tool = by_server_name(server.tools())
+            started = time.monotonic()
+            self.assertEqual(failure(tool["flaky"], {}),
+                             "MCP server 't': tools/call 'flaky': timed out after 2 s (closed the connection)")
+            self.assertLess(time.monotonic() - started, 1.5)  # said at once, not after waiting
+        self.assertEqual(state.gets, [])  # no GET was sent
+
+    def test_one_renewal_however_many_calls_meet_the_expired_session(self) -> None:
+        import threading
+
+        state, url = self.serve("legacy")
+        with MCPHttp(url, name="t", timeout=5) as server:
+            tool = by_server_name(server.tools())
+            state.sessions.clear()
+            sums: List[Any] = []
+            threads = [threading.Thread(target=lambda i=i: sums.append(tool["add"].invoke({"a": i, "b": 0})))
+                       for i in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(10)
+            self.assertEqual(sorted(s["structuredContent"]["sum"] for s in sums), [0, 1, 2, 3])
+        self.assertEqual(state.server.methods.count("initialize"), 2)
+
     def test_a_modern_stream_is_never_resumed(self) -> None:
         state, url = self.serve("dual", sse=True)
         with MCPHttp(url, name="t", timeout=5) as server:
