@@ -51,6 +51,10 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _MAX_SECONDS = 86400
 
 
+class _Bad(Exception):
+    """A value ``--mcp-option`` refuses; the text is the reason (:func:`_apply` names the option)."""
+
+
 @dataclass
 class ServerSpec:
     """One ``--mcp`` server and its ``--mcp-option`` values (environment variable names, never their values)."""
@@ -105,15 +109,15 @@ def _apply(servers: Mapping[str, ServerSpec], option: str) -> None:
     server.given.append(key)
     try:
         _set(server, key, value)
-    except ValueError as exc:
+    except _Bad as exc:
         raise Refused(where, str(exc)) from None
 
 
 def _set(server: ServerSpec, key: str, value: str) -> None:
-    """Check and keep one value; raise ``ValueError`` with the reason."""
+    """Check and keep one value; raise :class:`_Bad` with the reason."""
     if key == "protocol":
         if value not in PROTOCOLS:
-            raise ValueError("must be one of %s, got %s" % (", ".join(PROTOCOLS), quote(value)))
+            raise _Bad("must be one of %s, got %s" % (", ".join(PROTOCOLS), quote(value)))
         server.protocol = value
     elif key == "timeout":
         server.timeout = _seconds(value)
@@ -121,7 +125,7 @@ def _set(server: ServerSpec, key: str, value: str) -> None:
         server.init_timeout = _seconds(value)
     elif key == "prefix":
         if not PREFIX.match(value):
-            raise ValueError("must match [A-Za-z0-9_-]{0,40}, got %s" % (quote(value),))
+            raise _Bad("must match [A-Za-z0-9_-]{0,40}, got %s" % (quote(value),))
         server.prefix = value
     elif key == "include":
         server.include = _names(value)
@@ -130,14 +134,14 @@ def _set(server: ServerSpec, key: str, value: str) -> None:
     else:  # header-env
         header, colon, variable = value.partition(":")
         if not colon or not header:
-            raise ValueError("takes HEADER:VARIABLE, got %s" % (quote(value),))
+            raise _Bad("takes HEADER:VARIABLE, got %s" % (quote(value),))
         _add_header(server, key, header, _env_name(variable))
 
 
 def _names(value: str) -> List[str]:
     names = value.split(",")
     if not all(names):
-        raise ValueError("takes the server's tool names separated by commas, got %s" % (quote(value),))
+        raise _Bad("takes the server's tool names separated by commas, got %s" % (quote(value),))
     return names
 
 
@@ -147,19 +151,19 @@ def _seconds(value: str) -> float:
     except ValueError:
         seconds = float("nan")
     if not 0 < seconds <= _MAX_SECONDS:  # also false for NaN
-        raise ValueError("must be a number of seconds above 0 and at most %d, got %s" % (_MAX_SECONDS, quote(value)))
+        raise _Bad("must be a number of seconds above 0 and at most %d, got %s" % (_MAX_SECONDS, quote(value)))
     return seconds
 
 
 def _env_name(value: str) -> str:
     if not _ENV_NAME.match(value):
-        raise ValueError("takes the name of an environment variable, got %s" % (quote(value),))
+        raise _Bad("takes the name of an environment variable, got %s" % (quote(value),))
     return value
 
 
 def _add_header(server: ServerSpec, key: str, header: str, variable: str) -> None:
     if any(h.lower() == header.lower() for _, h, _ in server.headers):
-        raise ValueError("sets header %s a second time" % (quote(header),))
+        raise _Bad("sets header %s a second time" % (quote(header),))
     server.headers.append((key, header, variable))
 
 
