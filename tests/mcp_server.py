@@ -33,6 +33,8 @@ a process that has served a 2026-07-28 request refuses ``initialize`` with
   for a ``GET`` with ``Last-Event-ID: prime-N``; elsewhere an ordinary tool;
 * ``flaky_expire`` -- as ``flaky``, and the session ends before the ``GET``;
 * ``flaky_lost`` -- as ``flaky``, but the answer is lost: the ``GET`` gets a 400;
+* ``flaky_twice`` -- as ``flaky``, and the first resumed stream breaks too (mid-body, after an
+  event with id ``again-N``): the answer comes on a second ``GET``;
 * ``dotted.name`` and a 70-character name -- for name sanitising.
 
 Every tool call's name is kept in ``Server.calls``; a test expires every
@@ -108,6 +110,7 @@ TOOLS: List[Dict[str, Any]] = [
      "inputSchema": NOTHING},
     {"name": "flaky_expire", "description": "As flaky, and the session ends too.", "inputSchema": NOTHING},
     {"name": "flaky_lost", "description": "As flaky, and the answer is lost.", "inputSchema": NOTHING},
+    {"name": "flaky_twice", "description": "As flaky, and the resumed stream breaks too.", "inputSchema": NOTHING},
     {"name": "dotted.name", "description": "A dotted name.", "inputSchema": NOTHING},
     {"name": LONG_NAME, "description": "A long name.", "inputSchema": NOTHING},
 ]
@@ -226,9 +229,10 @@ class Server:
             return _error(id_, -32601, "Method not found: %s" % (method,))
         name, args = params.get("name"), params.get("arguments") or {}
         self.calls.append(str(name))
-        if name in ("flaky", "flaky_expire", "flaky_lost"):
+        if name in ("flaky", "flaky_expire", "flaky_lost", "flaky_twice"):
             if ctx.drop is not None:
-                ctx.drop({"flaky": "hold", "flaky_expire": "expire", "flaky_lost": "lose"}[name])
+                ctx.drop({"flaky": "hold", "flaky_expire": "expire", "flaky_lost": "lose",
+                          "flaky_twice": "twice"}[name])
             return self.result(id_, {"content": _text("answered %s" % (name,))}, modern)
         if name == "add":
             total = args["a"] + args["b"]
@@ -395,9 +399,18 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
+        if held[1]:
+            self.end_headers()
+            self.close_connection = True
+            self.wfile.write(b": resumed\n\n" + held[1])
+            self.wfile.flush()
+            return
+        # flaky_twice: one chunk of a chunked body, then the connection closes (the client reads a broken stream)
+        self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         self.close_connection = True
-        self.wfile.write(b": resumed\n\n" + held[1])
+        chunk = ("id: again-%s\ndata: \n\n" % (cursor,)).encode()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
         self.wfile.flush()
 
     def do_DELETE(self) -> None:
@@ -493,8 +506,12 @@ class Handler(BaseHTTPRequestHandler):
             if dropped:  # the connection closes now; the answer waits for the GET that resumes the stream
                 session = headers.get("mcp-session-id", "")
                 with state.lock:
-                    if dropped[0] != "lose":
-                        state.held[prime] = (session, ("id: answer-%s\n" % (prime,) + event).encode())
+                    answer = ("id: answer-%s\n" % (prime,) + event).encode()
+                    if dropped[0] == "twice":  # the first GET gets a stream that breaks after one event
+                        state.held[prime] = (session, b"")
+                        state.held["again-" + prime] = (session, answer)
+                    elif dropped[0] != "lose":
+                        state.held[prime] = (session, answer)
                     if dropped[0] == "expire":
                         state.sessions.pop(session, None)
                 return

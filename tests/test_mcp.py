@@ -444,6 +444,17 @@ class TestHttp(StdioCase):
             self.assertEqual(state.server.calls, ["flaky", "flaky_expire", "add"])
             self.assertEqual(state.server.methods.count("initialize"), 2)
 
+    def test_a_resumed_stream_that_breaks_is_resumed_again_from_its_own_last_id(self) -> None:
+        state, url = self.serve("legacy", sse=True)
+        with MCPHttp(url, name="t", timeout=5) as server:
+            tool = by_server_name(server.tools())
+            self.assertEqual(tool["flaky_twice"].invoke({})["content"],
+                             [{"type": "text", "text": "answered flaky_twice"}])
+        cursors = [h["last-event-id"] for h in state.gets]
+        self.assertEqual(len(cursors), 2)
+        self.assertEqual(cursors[1], "again-" + cursors[0])
+        self.assertEqual(state.server.calls.count("flaky_twice"), 1)
+
     def test_a_stream_that_cannot_be_resumed_fails_the_call(self) -> None:
         state, url = self.serve("legacy", sse=True)
         with MCPHttp(url, name="t", timeout=5) as server:
