@@ -116,11 +116,21 @@ class ToolDefinitionError(AgentloopError, ValueError):
 
 
 class DuplicateToolError(AgentloopError, ValueError):
-    """A second tool with an already registered name was registered."""
+    """A second tool with an already registered name was registered.
 
-    def __init__(self, name: str) -> None:
+    When either tool came from elsewhere (an MCP server), ``first`` and
+    ``second`` describe both sides (``local tool 'add'``, ``tool 'add' of MCP
+    server 'calc'``) and the message names them; otherwise they are ``None``.
+    """
+
+    def __init__(self, name: str, first: Optional[str] = None, second: Optional[str] = None) -> None:
         self.name = name
-        super().__init__("a tool named %r is already registered" % (name,))
+        self.first = first
+        self.second = second
+        if first is None or second is None:
+            super().__init__("a tool named %r is already registered" % (name,))
+        else:
+            super().__init__("tool name %r is taken twice: %s and %s" % (name, first, second))
 
 
 class RunConfigError(AgentloopError, ValueError):
@@ -343,18 +353,15 @@ class MCPConfigError(AgentloopError, ValueError):
         super().__init__("%s: %s" % (parameter, reason))
 
 
-class MCPNameCollisionError(AgentloopError, ValueError):
+class MCPNameCollisionError(DuplicateToolError):
     """Two tools, from MCP servers or local, would get the same agentloop name.
 
     ``first`` and ``second`` describe both sides (``tool 'search' of MCP
-    server 'web'``, ``local tool 'search'``).
+    server 'web'``, ``local tool 'search'``).  A :class:`DuplicateToolError`.
     """
 
     def __init__(self, name: str, first: str, second: str) -> None:
-        self.name = name
-        self.first = first
-        self.second = second
-        super().__init__("tool name %r is taken twice: %s and %s" % (name, first, second))
+        super().__init__(name, first, second)
 
 
 # --- signed notes, keys, cosignatures (issue 14) -----------------------------

@@ -11,7 +11,9 @@ id), ``{"raw": "text"}`` (the line written as is), ``{"silent": true}``
 ``{"close": true}`` (stdout closed, the process stays until stdin ends).
 ``initialize`` answers protocol 2025-11-25 unless scripted; notifications
 are read and ignored (HTTP: 202).  Over HTTP only ``result``, ``error`` and
-``raw`` apply.  Stdlib only.
+``raw`` apply, with ``"status": N`` (the HTTP status, 200 when absent) and
+``"session": "ID"`` (an ``Mcp-Session-Id`` response header) beside them.
+Stdlib only.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def _answer(message: Dict[str, Any], step: Dict[str, Any]) -> bytes:
     if "raw" in step:
         return str(step["raw"]).encode("utf-8")
     answer = {"jsonrpc": "2.0", "id": message["id"]}
-    answer.update(step)
+    answer.update({k: v for k, v in step.items() if k in ("result", "error")})
     return json.dumps(answer).encode("utf-8")
 
 
@@ -68,7 +70,9 @@ def serve_http(script: Script) -> Tuple[ThreadingHTTPServer, str]:
             message = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
             step = steps.next(message)
             body = b"" if step is None else _answer(message, step)
-            self.send_response(202 if step is None else 200)
+            self.send_response(202 if step is None else step.get("status", 200))
+            if step is not None and "session" in step:
+                self.send_header("Mcp-Session-Id", step["session"])
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()

@@ -1,7 +1,8 @@
 """A small MCP server for the tests, stdlib only: both revisions, stdio and HTTP.
 
 Run over stdio as ``python tests/mcp_server.py [--era modern|legacy|dual]
-[--legacy-version V] [--page-size N] [--chatty] [--silent-probe]``, or
+[--legacy-version V] [--page-size N] [--chatty] [--silent-probe]
+[--slow-start SECONDS [--slow-once MARKER]]``, or
 in-process over HTTP with :func:`serve_http` (``http.server`` on
 127.0.0.1, port 0; ``sse=True`` answers with SSE streams instead of JSON).
 
@@ -9,7 +10,9 @@ It follows the MCP specification where a client can tell the difference:
 2026-07-28 requests must carry ``_meta`` (and on HTTP the matching
 ``MCP-Protocol-Version``/``Mcp-Method``/``Mcp-Name``/``Mcp-Param-*``
 headers, else 400 with -32020); ``server/discover`` lists the versions;
-legacy requests need ``initialize`` first (on HTTP a session).  Its tools:
+legacy requests need ``initialize`` first (on HTTP a session); over stdio,
+a process that has served a 2026-07-28 request refuses ``initialize`` with
+-32022, as the 2.x Python SDK does.  Its tools:
 
 * ``add`` -- structuredContent checked by an outputSchema (and a ``_meta`` to drop);
 * ``bad_output`` -- structuredContent that breaks its outputSchema;
@@ -23,13 +26,26 @@ legacy requests need ``initialize`` first (on HTTP a session).  Its tools:
 * ``pick`` -- a draft-07 schema with ``definitions`` and a pydantic ``discriminator``;
 * ``deps`` -- draft-07 ``dependencies`` (a client must refuse it);
 * ``region`` -- an ``x-mcp-header`` parameter; returns the header it got;
+* ``research`` -- ``execution.taskSupport`` ``"required"`` (a client must refuse it; a plain call gets -32601);
+* ``maybe_task`` -- ``execution.taskSupport`` ``"optional"`` (called plainly);
+* ``flaky`` -- on a legacy HTTP session answering with SSE: the stream closes
+  after its priming event (id ``prime-N``, ``retry: 200`` unless ``retry_ms``) and the answer waits
+  for a ``GET`` with ``Last-Event-ID: prime-N``; elsewhere an ordinary tool;
+* ``flaky_expire`` -- as ``flaky``, and the session ends before the ``GET``;
+* ``flaky_lost`` -- as ``flaky``, but the answer is lost: the ``GET`` gets a 400;
+* ``flaky_twice`` -- as ``flaky``, and the first resumed stream breaks too (mid-body, after an
+  event with id ``again-N``): the answer comes on a second ``GET``;
 * ``dotted.name`` and a 70-character name -- for name sanitising.
+
+Every tool call's name is kept in ``Server.calls``; a test expires every
+HTTP session with ``HttpState.sessions.clear()``.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import itertools
 import json
 import os
 import sys
@@ -86,6 +102,15 @@ TOOLS: List[Dict[str, Any]] = [
     {"name": "region", "description": "Echoes its Mcp-Param-Region header.", "inputSchema": {
         "type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"},
                                          "query": {"type": "string"}}, "required": ["query"]}},
+    {"name": "research", "description": "Must be called as a task.", "inputSchema": NOTHING,
+     "execution": {"taskSupport": "required"}},
+    {"name": "maybe_task", "description": "May be called as a task.", "inputSchema": NOTHING,
+     "execution": {"taskSupport": "optional"}},
+    {"name": "flaky", "description": "HTTP SSE: the answer stream breaks after its priming event.",
+     "inputSchema": NOTHING},
+    {"name": "flaky_expire", "description": "As flaky, and the session ends too.", "inputSchema": NOTHING},
+    {"name": "flaky_lost", "description": "As flaky, and the answer is lost.", "inputSchema": NOTHING},
+    {"name": "flaky_twice", "description": "As flaky, and the resumed stream breaks too.", "inputSchema": NOTHING},
     {"name": "dotted.name", "description": "A dotted name.", "inputSchema": NOTHING},
     {"name": LONG_NAME, "description": "A long name.", "inputSchema": NOTHING},
 ]
@@ -111,7 +136,9 @@ class Context:
 
     def __init__(self, cancel: threading.Event, ask: Optional[Callable[[str], Any]] = None,
                  headers: Optional[Dict[str, str]] = None, crash: Optional[Callable[[], None]] = None,
-                 garbage: Optional[Callable[[], None]] = None, legacy: Optional[Dict[str, Any]] = None) -> None:
+                 garbage: Optional[Callable[[], None]] = None, legacy: Optional[Dict[str, Any]] = None,
+                 drop: Optional[Callable[[str], None]] = None) -> None:
+        self.drop = drop  # break the answer's SSE stream: "hold" the answer for a GET, "expire" the session, "lose" it
         self.cancel = cancel
         self.ask = ask
         self.headers = headers or {}
@@ -131,6 +158,7 @@ class Server:
         self.silent_probe = silent_probe
         self.cancelled: List[Any] = []
         self.methods: List[str] = []
+        self.calls: List[str] = []
 
     def handle(self, message: Dict[str, Any], ctx: Context) -> Optional[Dict[str, Any]]:
         id_, method = message.get("id"), message.get("method")
@@ -141,6 +169,10 @@ class Server:
         if method == "initialize":
             if self.era == "modern":
                 return _error(id_, -32601, "initialize is not supported: this server speaks %s" % (MODERN,))
+            if ctx.legacy is not None and ctx.legacy.get("served_modern"):  # as the 2.x Python SDK does over stdio
+                return _error(id_, -32022, "connection is serving the %s protocol; the initialize handshake is not "
+                              "accepted" % (MODERN,),
+                              {"supported": [MODERN], "requested": params.get("protocolVersion")})
             offered = params.get("protocolVersion")
             version = offered if offered in self.legacy_versions else self.legacy_versions[0]
             if ctx.legacy is not None:
@@ -157,6 +189,8 @@ class Server:
                 return _error(id_, -32022, "Unsupported protocol version",
                               {"supported": [MODERN] + ([] if self.era == "modern" else list(self.legacy_versions)),
                                "requested": version})
+            if ctx.legacy is not None:
+                ctx.legacy["served_modern"] = True
             if method == "server/discover":
                 return self.result(id_, {"supportedVersions": [MODERN], "capabilities": {"tools": {}},
                                          "_meta": {"io.modelcontextprotocol/serverInfo": INFO}}, modern=True)
@@ -194,6 +228,12 @@ class Server:
         if method != "tools/call":
             return _error(id_, -32601, "Method not found: %s" % (method,))
         name, args = params.get("name"), params.get("arguments") or {}
+        self.calls.append(str(name))
+        if name in ("flaky", "flaky_expire", "flaky_lost", "flaky_twice"):
+            if ctx.drop is not None:
+                ctx.drop({"flaky": "hold", "flaky_expire": "expire", "flaky_lost": "lose",
+                          "flaky_twice": "twice"}[name])
+            return self.result(id_, {"content": _text("answered %s" % (name,))}, modern)
         if name == "add":
             total = args["a"] + args["b"]
             return self.result(id_, {"content": _text("%d" % total), "structuredContent": {"sum": total},
@@ -227,7 +267,9 @@ class Server:
         if name == "region":
             return self.result(id_, {"content": _text("ok"), "structuredContent": {
                 "header": ctx.headers.get("mcp-param-region"), "region": args.get("region")}}, modern)
-        if name in ("dotted.name", LONG_NAME):
+        if name == "research":  # 2025-11-25 "Tasks: Tool-Level Negotiation": a plain call of a task-required tool
+            return _error(id_, -32601, "Method not found: research must be called as a task")
+        if name in ("dotted.name", LONG_NAME, "maybe_task"):
             return self.result(id_, {"content": _text(name)}, modern)
         return _error(id_, -32602, "Unknown tool: %s" % (name,))
 
@@ -303,7 +345,8 @@ def serve_stdio(server: Server, chatty: bool = False) -> None:
 
 
 class HttpState:
-    def __init__(self, server: Server, sse: bool) -> None:
+    def __init__(self, server: Server, sse: bool, retry_ms: int = 200) -> None:
+        self.retry_ms = retry_ms  # the priming event's retry field
         self.server = server
         self.sse = sse
         self.sessions: Dict[str, Dict[str, Any]] = {}
@@ -311,6 +354,10 @@ class HttpState:
         self.deleted: List[str] = []
         self.answers: Dict[Any, "Tuple[threading.Event, List[Any]]"] = {}
         self.lock = threading.Lock()
+        self.streams = itertools.count(1)
+        self.session_ids = itertools.count(1)
+        self.held: Dict[str, Tuple[str, bytes]] = {}  # priming event id -> (session, the answer event) for GET
+        self.gets: List[Dict[str, str]] = []  # the headers of every GET, lowercased
 
 
 def _b64(value: str) -> str:
@@ -338,7 +385,33 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self) -> None:
-        self._reply(405, None)
+        """2025-11-25 "Resumability and Redelivery": a stream resumed with Last-Event-ID; no other GET stream."""
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self.state.gets.append(headers)
+        cursor = headers.get("last-event-id")
+        if cursor is None:
+            return self._reply(405, None)
+        if headers.get("mcp-session-id") not in self.state.sessions:
+            return self._reply(404, _error(None, -32600, "Session not found"))
+        held = self.state.held.pop(cursor, None)
+        if held is None or held[0] != headers.get("mcp-session-id"):
+            return self._reply(400, _error(None, -32600, "no stream to resume at %s" % (cursor,)))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        if held[1]:
+            self.end_headers()
+            self.close_connection = True
+            self.wfile.write(b": resumed\n\n" + held[1])
+            self.wfile.flush()
+            return
+        # flaky_twice: one chunk of a chunked body, then the connection closes (the client reads a broken stream)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.close_connection = True
+        chunk = ("id: again-%s\ndata: \n\n" % (cursor,)).encode()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        self.wfile.flush()
 
     def do_DELETE(self) -> None:
         session = self.headers.get("Mcp-Session-Id", "")
@@ -388,7 +461,7 @@ class Handler(BaseHTTPRequestHandler):
         elif message["method"] == "initialize":
             if state.server.era == "modern":
                 return self._reply(400, _error(message["id"], -32601, "initialize is not supported"))
-            session = "s-%d" % (len(state.sessions) + 1,)
+            session = "s-%d" % (next(state.session_ids),)
             legacy = {}
             state.sessions[session] = legacy
             extra["Mcp-Session-Id"] = session
@@ -406,7 +479,10 @@ class Handler(BaseHTTPRequestHandler):
                 return self._reply(400, _error(message["id"], -32600, "bad MCP-Protocol-Version"))
         streaming = state.sse
         ask = self._ask if streaming and legacy is not None else None
-        ctx = Context(threading.Event(), ask=ask, headers=headers, crash=self._crash, legacy=legacy)
+        dropped: List[str] = []  # [mode] once a flaky tool asked for a broken stream
+        drop = dropped.append if streaming and legacy is not None else None
+        ctx = Context(threading.Event(), ask=ask, headers=headers, crash=self._crash, legacy=legacy, drop=drop)
+        prime = "prime-%d" % (next(state.streams),)
         if streaming:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -416,7 +492,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Connection", "close")
             self.end_headers()
             self.close_connection = True
-            self.wfile.write(b": keep-alive\r\n\r\n")
+            # 2025-11-25 "Sending Messages" 6: a priming event, an id and empty data (as the TypeScript SDK sends it)
+            self.wfile.write(("id: %s\nretry: %d\ndata: \n\n: keep-alive\r\n\r\n" % (prime, state.retry_ms)).encode())
             self.wfile.write(b"event: message\ndata: " + json.dumps({"jsonrpc": "2.0", "method": "notifications/progress",
                              "params": {"progressToken": 1, "progress": 0}}).encode() + b"\n\n")
             self.wfile.flush()
@@ -426,6 +503,18 @@ class Handler(BaseHTTPRequestHandler):
         if streaming:
             text = json.dumps(response, indent=1)  # several data lines per event
             event = "".join("data: %s\r\n" % line for line in text.split("\n")) + "\r\n"
+            if dropped:  # the connection closes now; the answer waits for the GET that resumes the stream
+                session = headers.get("mcp-session-id", "")
+                with state.lock:
+                    answer = ("id: answer-%s\n" % (prime,) + event).encode()
+                    if dropped[0] == "twice":  # the first GET gets a stream that breaks after one event
+                        state.held[prime] = (session, b"")
+                        state.held["again-" + prime] = (session, answer)
+                    elif dropped[0] != "lose":
+                        state.held[prime] = (session, answer)
+                    if dropped[0] == "expire":
+                        state.sessions.pop(session, None)
+                return
             try:
                 self.wfile.write(event.encode())
                 self.wfile.flush()
@@ -461,9 +550,9 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 def serve_http(era: str = "dual", sse: bool = False, legacy_version: Optional[str] = None,
-               page_size: int = 3) -> Tuple[ThreadingHTTPServer, HttpState, str]:
+               page_size: int = 3, retry_ms: int = 200) -> Tuple[ThreadingHTTPServer, HttpState, str]:
     """Start a server thread; return it, its state and its URL (``server.shutdown()`` to stop)."""
-    state = HttpState(Server(era, legacy_version, page_size), sse)
+    state = HttpState(Server(era, legacy_version, page_size), sse, retry_ms)
     handler = type("BoundHandler", (Handler,), {"state": state})
     httpd = _QuietServer(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
@@ -478,7 +567,14 @@ def main() -> None:
     parser.add_argument("--chatty", action="store_true")
     parser.add_argument("--silent-probe", action="store_true")
     parser.add_argument("--exit-at-start", type=int)
+    parser.add_argument("--slow-start", type=float, help="sleep this long before reading stdin (a cold start)")
+    parser.add_argument("--slow-once", metavar="MARKER",
+                        help="with --slow-start: only while MARKER does not exist (creates it)")
     args = parser.parse_args()
+    if args.slow_start and not (args.slow_once and os.path.exists(args.slow_once)):
+        if args.slow_once:
+            open(args.slow_once, "w").close()
+        time.sleep(args.slow_start)
     if args.exit_at_start is not None:
         sys.stderr.write("cannot open the database: secret-env-value missing\n")
         sys.exit(args.exit_at_start)

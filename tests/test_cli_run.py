@@ -213,7 +213,8 @@ class TestMcpOption(RunCase):
                 self.assertEqual(status, 2)
                 self.assertEqual(err, 'agentloop run: error: --mcp: takes NAME=COMMAND or NAME=URL, got "%s"\n' % (spec,))
         for url, reason in (
-            ("https://u:TOKEN@h/x", "its URL must not hold credentials (the command line sends no MCP headers; from Python, pass headers= to MCPHttp)"),
+            ("https://u:TOKEN@h/x",
+             "its URL must not hold credentials (pass a token with --mcp-option NAME.bearer-env=VARIABLE)"),
             ("http://h:99999/x", "its URL has a bad port"),
             ("http://[TOKEN/x", "its URL is not a URL that can be read (a bracketed host?)"),
             ('echo "unterminated', "its command cannot be split into words: No closing quotation"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import sys
 import tempfile
 import time
@@ -17,19 +18,21 @@ from typing import Any, Dict, List
 
 import agentloop
 from agentloop import ModelReply, ScriptedModel, ToolCall, Tool, verify_file
-from agentloop.errors import AgentloopError, MCPConfigError, MCPError, MCPNameCollisionError, ToolFailure
+from agentloop.errors import (AgentloopError, DuplicateToolError, MCPConfigError, MCPError, MCPNameCollisionError,
+                              NotPicklableError, ToolFailure)
 from agentloop.mcp import MCPHttp, MCPStdio, MCPTool, agentloop_name, combine_tools, describe, import_schema
 from agentloop.mcp.jsonrpc import Malformed, Notification, Request, Response, parse
 from agentloop.mcp.schemas import HeaderParam, Refused
-from agentloop.mcp.sse import EventStream
 from agentloop.mcp.http import header_value
 from tests import mcp_server
 from tests.mcp_server import LONG_NAME, PICK, TOOLS, serve_http
 
 SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_server.py")
-# The server tools in server order, minus the one every client refuses.
-LISTED = [t["name"] for t in TOOLS if t["name"] != "deps"]
+# The server tools in server order, minus the two every client refuses.
+LISTED = [t["name"] for t in TOOLS if t["name"] not in ("deps", "research")]
 DEPS_REASON = "inputSchema at /: draft-07 dependencies (2020-12 splits it into dependentRequired and dependentSchemas) means something else in 2020-12"
+TASK_REASON = 'execution.taskSupport is "required": the tool must be called as a task, which agentloop does not do'
+REFUSED = [{"name": "deps", "reason": DEPS_REASON}, {"name": "research", "reason": TASK_REASON}]
 
 
 def stdio(*args: str, **kwargs: Any) -> MCPStdio:
@@ -82,6 +85,19 @@ class TestNames(unittest.TestCase):
                 self.assertIn("tool 'add' of MCP server 't' and tool 'add' of MCP server 'u'", str(caught.exception))
                 self.assertEqual([t.name for t in combine_tools([local], other.tools(prefix="u_", include=["add"]))],
                                  ["add", "u_add"])
+                # Without combine_tools, a registry names both sides too (it used to say only
+                # "a tool named 'add' is already registered").
+                pairs = [([local] + remote, "local tool 'add' and tool 'add' of MCP server 't'"),
+                         (remote + other.tools(include=["add"]),
+                          "tool 'add' of MCP server 't' and tool 'add' of MCP server 'u'")]
+                for tools, text in pairs:
+                    with self.assertRaises(DuplicateToolError) as caught:
+                        agentloop.ToolRegistry(tools)
+                    self.assertEqual(str(caught.exception), "tool name 'add' is taken twice: " + text)
+                with self.assertRaises(DuplicateToolError) as caught:
+                    agentloop.ToolRegistry([local, Tool("add", "another", {"type": "object"}, lambda: 2)])
+                # Two local tools: as before.
+                self.assertEqual(str(caught.exception), "a tool named 'add' is already registered")
 
 
 class TestSchemaPolicy(unittest.TestCase):
@@ -185,11 +201,6 @@ class TestWire(unittest.TestCase):
                     parse(data)
                 self.assertEqual(str(caught.exception), reason)
 
-    def test_event_stream(self) -> None:
-        stream = EventStream()
-        self.assertEqual(stream.feed(b": keep-alive\r\n\r\ndata: {\"a\":\r"), [])
-        self.assertEqual(stream.feed(b"\ndata: 1}\r\n\r\nevent: message\ndata:x\n"), ['{"a":\n1}'])
-        self.assertEqual(stream.feed(b"\n"), ["x"])
 
 
 class StdioCase(unittest.TestCase):
@@ -197,9 +208,9 @@ class StdioCase(unittest.TestCase):
         with stdio("--era", era) as server:
             self.assertEqual(server.protocol, protocol)
             tools = server.tools(prefix="t_")
-            # tools/list: three per page, every page, server order; deps refused.
+            # tools/list: three per page, every page, server order; deps and research refused.
             self.assertEqual([t.origin.tool for t in tools if isinstance(t, MCPTool) and t.origin], LISTED)
-            self.assertEqual(server.describe()["refused"], [{"name": "deps", "reason": DEPS_REASON}])
+            self.assertEqual(server.describe()["refused"], REFUSED)
             tool = by_server_name(tools)
             value = tool["add"].invoke({"a": 2, "b": 3})
             expected = {"content": [{"type": "text", "text": "5"}], "structuredContent": {"sum": 5}, "isError": False}
@@ -240,10 +251,40 @@ class TestStdio(StdioCase):
 
     def test_a_silent_legacy_server_is_probed_within_bounds(self) -> None:
         started = time.monotonic()
-        with stdio("--era", "legacy", "--silent-probe", init_timeout=1) as server:
+        # No answer in init_timeout: a fresh process gets initialize (3 s each: a Python start on a busy machine).
+        with stdio("--era", "legacy", "--silent-probe", init_timeout=3) as server:
             self.assertEqual(server.protocol, "2025-11-25")
             self.assertEqual(len(server.tools()), len(LISTED))
-        self.assertLess(time.monotonic() - started, 4)
+        self.assertLess(time.monotonic() - started, 3 + 3 + 2)
+
+    def test_a_slow_start_is_waited_for_not_taken_for_a_legacy_server(self) -> None:
+        # 5.5 s: longer than the 5 s the probe used to wait before falling back to initialize on the
+        # same connection, which a server that has answered the probe refuses (-32022).
+        started = time.monotonic()
+        with stdio("--era", "dual", "--slow-start", "5.5", init_timeout=15) as server:
+            self.assertEqual(server.protocol, "2026-07-28")
+            added = by_server_name(server.tools())["add"].invoke({"a": 1, "b": 2})
+            self.assertEqual(added["structuredContent"], {"sum": 3})
+        self.assertLess(time.monotonic() - started, 15)
+
+    def test_an_unanswered_probe_falls_back_on_a_fresh_process(self) -> None:
+        # The first process sleeps through the probe's whole budget, then would answer it and refuse
+        # initialize; the second starts at once (a warm start) and is never probed.
+        with tempfile.TemporaryDirectory() as tmp:
+            marker = os.path.join(tmp, "warm")
+            with stdio("--era", "dual", "--slow-start", "5", "--slow-once", marker, init_timeout=3) as server:
+                self.assertEqual(server.protocol, "2025-11-25")
+                added = by_server_name(server.tools())["add"].invoke({"a": 1, "b": 2})
+                self.assertEqual(added["structuredContent"], {"sum": 3})
+
+    def test_a_server_too_slow_for_the_budget_says_what_was_tried(self) -> None:
+        started = time.monotonic()
+        with self.assertRaises(MCPError) as caught:
+            stdio("--era", "dual", "--slow-start", "4", init_timeout=0.5).start()
+        self.assertEqual(str(caught.exception), "MCP server 't': initialize failed (server/discover got no answer "
+                                                "in 0.5 s; the server was restarted for initialize): timed out after "
+                                                "0.5 s")
+        self.assertLess(time.monotonic() - started, 6)
 
     def test_timeout_cancels_then_the_next_call_works(self) -> None:
         with stdio(timeout=1) as server:
@@ -363,6 +404,101 @@ class TestHttp(StdioCase):
             answer = by_server_name(server.tools())["ask"].invoke({})["structuredContent"]["answer"]
         self.assertEqual(answer, {"code": -32601, "message": "Method not found: agentloop does not serve roots/list"})
 
+    def test_an_expired_session_is_renewed_once_and_the_undelivered_call_sent_again(self) -> None:
+        for sse in (False, True):
+            with self.subTest(sse=sse):
+                state, url = self.serve("legacy", sse=sse)
+                with MCPHttp(url, name="t", timeout=5) as server:
+                    tool = by_server_name(server.tools())
+                    before = server.describe()
+                    self.assertEqual(tool["add"].invoke({"a": 1, "b": 2})["structuredContent"], {"sum": 3})
+                    state.sessions.clear()  # the server forgets the session: 404 to its id
+                    self.assertEqual(tool["add"].invoke({"a": 2, "b": 2})["structuredContent"], {"sum": 4})
+                    self.assertEqual(state.server.calls, ["add", "add"])  # each call processed once
+                    self.assertEqual(state.server.methods.count("initialize"), 2)
+                    self.assertEqual(server.describe(), before)  # the record's member is unchanged
+                    self.assertEqual(server.protocol, "2025-11-25")
+                # add (s-1), add (s-1: 404), initialize (no session id, no version), initialized and add (s-2).
+                self.assertEqual([h.get("mcp-session-id") for h in state.requests][-5:],
+                                 ["s-1", "s-1", None, "s-2", "s-2"])
+                self.assertNotIn("mcp-protocol-version", state.requests[-3])
+
+    def test_a_broken_stream_is_resumed_and_a_delivered_call_is_never_sent_twice(self) -> None:
+        state, url = self.serve("legacy", sse=True)
+        with MCPHttp(url, name="t", timeout=5) as server:
+            tool = by_server_name(server.tools())
+            started = time.monotonic()
+            self.assertEqual(tool["flaky"].invoke({})["content"], [{"type": "text", "text": "answered flaky"}])
+            self.assertGreaterEqual(time.monotonic() - started, 0.2)  # the stream's "retry: 200" was respected
+            self.assertEqual(state.server.calls, ["flaky"])
+            resumed = state.gets[-1]
+            self.assertEqual((resumed["last-event-id"][:6], resumed["accept"], resumed["mcp-session-id"]),
+                             ("prime-", "text/event-stream", "s-1"))
+            # Delivered, then the session ended before the answer: a failure the model sees, not a second call.
+            self.assertEqual(failure(tool["flaky_expire"], {}),
+                             "MCP server 't': tools/call 'flaky_expire': the server ended the session (HTTP 404) "
+                             "while the answer to tools/call was streaming; the request had been delivered, "
+                             "so it was not sent again")
+            self.assertEqual(state.server.calls, ["flaky", "flaky_expire"])
+            # The next call meets the 404 on its POST (not delivered), renews the session and goes through.
+            self.assertEqual(tool["add"].invoke({"a": 1, "b": 1})["structuredContent"], {"sum": 2})
+            self.assertEqual(state.server.calls, ["flaky", "flaky_expire", "add"])
+            self.assertEqual(state.server.methods.count("initialize"), 2)
+
+    def test_a_resumed_stream_that_breaks_is_resumed_again_from_its_own_last_id(self) -> None:
+        state, url = self.serve("legacy", sse=True)
+        with MCPHttp(url, name="t", timeout=5) as server:
+            tool = by_server_name(server.tools())
+            self.assertEqual(tool["flaky_twice"].invoke({})["content"],
+                             [{"type": "text", "text": "answered flaky_twice"}])
+        cursors = [h["last-event-id"] for h in state.gets]
+        self.assertEqual(len(cursors), 2)
+        self.assertEqual(cursors[1], "again-" + cursors[0])
+        self.assertEqual(state.server.calls.count("flaky_twice"), 1)
+
+    def test_a_stream_that_cannot_be_resumed_fails_the_call(self) -> None:
+        state, url = self.serve("legacy", sse=True)
+        with MCPHttp(url, name="t", timeout=5) as server:
+            tool = by_server_name(server.tools())
+            self.assertEqual(failure(tool["flaky_lost"], {}),
+                             "MCP server 't': tools/call 'flaky_lost': the SSE stream ended before the response to "
+                             "tools/call, and resuming it failed (GET with Last-Event-ID: HTTP 400)")
+            self.assertEqual(tool["add"].invoke({"a": 1, "b": 1})["structuredContent"], {"sum": 2})
+        self.assertEqual(len(state.gets), 1)
+        state, url = self.serve("legacy", sse=True, retry_ms=60000)
+        with MCPHttp(url, name="t", timeout=2) as server:  # the stream's retry would pass the deadline
+            tool = by_server_name(server.tools())
+            started = time.monotonic()
+            self.assertEqual(failure(tool["flaky"], {}),
+                             "MCP server 't': tools/call 'flaky': timed out after 2 s (closed the connection)")
+            self.assertLess(time.monotonic() - started, 10)  # said at once, not after the 60-s retry
+        self.assertEqual(state.gets, [])  # no GET was sent
+
+    def test_one_renewal_however_many_calls_meet_the_expired_session(self) -> None:
+        import threading
+
+        state, url = self.serve("legacy")
+        with MCPHttp(url, name="t", timeout=5) as server:
+            tool = by_server_name(server.tools())
+            state.sessions.clear()
+            sums: List[Any] = []
+            threads = [threading.Thread(target=lambda i=i: sums.append(tool["add"].invoke({"a": i, "b": 0})))
+                       for i in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(10)
+            self.assertEqual(sorted(s["structuredContent"]["sum"] for s in sums), [0, 1, 2, 3])
+        self.assertEqual(state.server.methods.count("initialize"), 2)
+
+    def test_a_modern_stream_is_never_resumed(self) -> None:
+        state, url = self.serve("dual", sse=True)
+        with MCPHttp(url, name="t", timeout=5) as server:
+            self.assertEqual(server.protocol, "2026-07-28")
+            tool = by_server_name(server.tools())
+            self.assertEqual(tool["flaky"].invoke({})["content"], [{"type": "text", "text": "answered flaky"}])
+        self.assertEqual(state.gets, [])
+
     def test_timeout_then_a_good_call(self) -> None:
         for sse in (False, True):
             with self.subTest(sse=sse):
@@ -382,7 +518,9 @@ class TestHttp(StdioCase):
             tools = server.tools()
             record = json.dumps(describe(tools))
         self.assertEqual(state.requests[0]["authorization"], "Bearer sekrit-token-123")
-        for text in (record, repr(server)):
+        with self.assertRaises(NotPicklableError) as caught:  # a pickle would hold the token
+            pickle.dumps(server)
+        for text in (record, repr(server), str(caught.exception)):
             self.assertNotIn("sekrit", text)
             self.assertNotIn("query-secret", text)
             self.assertNotIn("/mcp", text)
@@ -426,9 +564,12 @@ class TestLoop(unittest.TestCase):
         self.assertEqual(results[2]["error"], "MCP server 't': tools/call 'slow': timed out after 1 s (sent notifications/cancelled)")
         manifest = [t["name"] for t in records[0]["payload"]["tools"]]
         self.assertIn("calc_pick", manifest)
+        self.assertIn("calc_maybe_task", manifest)  # taskSupport "optional": called plainly
         self.assertNotIn("calc_deps", manifest)
+        self.assertNotIn("calc_research", manifest)  # taskSupport "required": refused at import
         servers = records[0]["payload"]["mcp"]  # the task record names the server behind the MCP tools
         self.assertEqual([(s["name"], s["transport"]) for s in servers], [("t", "stdio")])
+        self.assertEqual(servers[0]["refused"], REFUSED)  # with the reasons
         self.assertEqual(servers[0]["tools"]["calc_add"], "add")
         self.assertNotIn("note", servers[0]["tools"])  # a local tool is not the server's
 

@@ -93,12 +93,23 @@ class TestListing(OddCase):
             {"name": "ok", "title": "Titled, no description", "inputSchema": OBJECT},
             {"name": "described_by_number", "description": 5, "inputSchema": OBJECT},
             {"name": "bad_output", "description": "x", "inputSchema": OBJECT, "outputSchema": {"type": "object", "minProperties": -1}},
+            {"name": "task_only", "inputSchema": OBJECT, "execution": {"taskSupport": "required"}},
+            {"name": "odd_execution", "inputSchema": OBJECT, "execution": "tasks"},
+            {"name": "future_task_mode", "inputSchema": OBJECT, "execution": {"taskSupport": "eventually"}},
+            {"name": "plain_call", "inputSchema": OBJECT, "execution": {"taskSupport": "forbidden"}},
         )
         with self.scripted(script) as client:
             tools = client.tools()
-            self.assertEqual([(t.name, t.description) for t in tools], [("ok", "Titled, no description")])
+            self.assertEqual([(t.name, t.description) for t in tools],
+                             [("ok", "Titled, no description"), ("plain_call", "")])
             refused = {r["name"]: r["reason"] for r in client.describe()["refused"]}
         self.assertEqual(refused["described_by_number"], "description is not a string")
+        self.assertEqual(refused["task_only"],
+                         'execution.taskSupport is "required": the tool must be called as a task, '
+                         "which agentloop does not do")
+        self.assertEqual(refused["odd_execution"], "execution is not an object")
+        self.assertEqual(refused["future_task_mode"],
+                         "execution.taskSupport 'eventually' is not one of forbidden, optional, required")
         self.assertTrue(refused["bad_output"].startswith("outputSchema: "), refused)
 
 
@@ -120,6 +131,42 @@ class TestCallResults(OddCase):
             self.assertEqual(failure(tool["plain"], {}), where + "sent a malformed result: isError must be a boolean")
             self.assertEqual(failure(tool["plain"], {}), where + "reported an error (isError) with no text")
             self.assertEqual(failure(tool["typed"], {}), "MCP server 'odd': tool 'typed' declares an outputSchema but sent no structuredContent")
+
+
+class TestSessions(OddCase):
+    GONE = {"status": 404, "error": {"code": -32600, "message": "Session not found"}}
+
+    def session_script(self, initialize: List[Dict[str, Any]],
+                       calls: List[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]]]:
+        script = listing({"name": "plain", "inputSchema": OBJECT})
+        script["initialize"] = initialize
+        script["tools/call"] = calls
+        return script
+
+    def test_a_session_is_renewed_once_per_request(self) -> None:
+        init = {"result": {"protocolVersion": "2025-11-25", "capabilities": {}}}
+        script = self.session_script([dict(init, session="a"), dict(init, session="b"), dict(init, session="c")],
+                                     [self.GONE, self.GONE, {"result": {"content": []}}])
+        with self.scripted(script) as client:
+            tool = by_server_name(client.tools())
+            self.assertEqual(failure(tool["plain"], {}),
+                             "MCP server 'odd': tools/call 'plain': HTTP 404: the server ended the session")
+            self.assertEqual(tool["plain"].invoke({}), {"content": []})  # the next call, on session b, goes through
+
+    def test_a_renewal_that_fails_or_changes_the_revision_fails_the_call(self) -> None:
+        init = {"result": {"protocolVersion": "2025-11-25", "capabilities": {}}, "session": "a"}
+        for second, text in [
+            ({"error": {"code": -32603, "message": "full"}},
+             "a new one could not be started: initialize failed (for a new session after HTTP 404): "
+             "JSON-RPC error -32603: full"),
+            ({"result": {"protocolVersion": "2025-06-18", "capabilities": {}}, "session": "b"},
+             "the new one speaks 2025-06-18, not 2025-11-25"),
+        ]:
+            with self.subTest(text):
+                with self.scripted(self.session_script([init, second], [self.GONE])) as client:
+                    tool = by_server_name(client.tools())
+                    self.assertEqual(failure(tool["plain"], {}), "MCP server 'odd': tools/call 'plain': HTTP 404: the "
+                                                                  "server ended the session, and " + text)
 
 
 class TestStdioServerFaults(OddCase):

@@ -33,8 +33,8 @@ from decimal import Decimal
 from typing import Any, Callable, List, Optional, TextIO
 
 from ..canonical import strict_loads
-from ..errors import AgentloopError, MCPConfigError, RunConfigError
-from ..mcp import MCPClient, MCPHttp, MCPStdio, combine_tools
+from ..errors import AgentloopError, MCPConfigError, MCPNameCollisionError, RunConfigError
+from ..mcp import MCPClient, combine_tools
 from ..messages import RunResult
 from ..loop.engine import run
 from ..transcript.checkpoint import load_key
@@ -42,8 +42,10 @@ from ..models.anthropic import DEFAULT_MAX_TOKENS
 from ..models.http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport
 from ..models.replay import replay
 from ..models.spec import model_from_spec
+from ..tools import Tool
 from ..tools.loader import load_tools
 from .approval import add_approve_options, approver_from_args, report_pause
+from .mcp_options import KEYS, ServerSpec, build_client, parse_servers
 from .keys import add_sign_options, load_signers
 from .output import (
     EXIT_BUDGET,
@@ -155,28 +157,29 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     if args.sign and args.checkpoint is None:
         raise RunConfigError("--sign", "needs --checkpoint")
     signers = load_signers(args)  # before any server starts or model is called
+    specs = parse_servers(args.mcp, args.mcp_option)  # --mcp, --mcp-option: every mistake before any server starts
+    clients = [build_client(spec) for spec in specs]
     with contextlib.ExitStack() as servers:
-        clients = [servers.enter_context(client) for client in _mcp_clients(args.mcp)]
+        for client in clients:
+            servers.enter_context(client)
         local = [] if args.tools is None else list(load_tools(args.tools))
-        tools = combine_tools(local, *[client.tools() for client in clients])  # a name taken twice is an error
+        tools = _combine(local, [_server_tools(spec, client) for spec, client in zip(specs, clients)])
         return _run_with(args, out, tools, signers)
 
 
-def _mcp_clients(specs: List[str]) -> List[MCPClient]:
-    """``--mcp NAME=COMMAND`` (a stdio server, split like a shell would, no shell) or ``NAME=URL`` (Streamable HTTP)."""
-    clients: List[MCPClient] = []
-    for spec in specs:
-        name, sep, where = spec.partition("=")
-        if not sep or not name or not where:
-            raise Refused("--mcp", "takes NAME=COMMAND or NAME=URL, got %s" % (quote(spec),))
-        try:
-            clients.append(MCPHttp(where, name=name) if where.startswith(("http://", "https://")) else MCPStdio(where, name=name))
-        except MCPConfigError as exc:
-            reason = "its %s %s" % ({"url": "URL"}.get(exc.parameter, exc.parameter), exc.reason)
-            if exc.parameter == "url" and "credentials" in reason:  # headers= has no command-line form
-                reason = "its URL must not hold credentials (the command line sends no MCP headers; from Python, pass headers= to MCPHttp)"
-            raise Refused("--mcp %s" % (quote(name),), reason) from None
-    return clients
+def _server_tools(spec: ServerSpec, client: MCPClient) -> List[Tool]:
+    try:
+        return client.tools(prefix=spec.prefix, include=spec.include)
+    except MCPConfigError as exc:  # include= names a tool the server does not have
+        raise Refused("--mcp-option %s" % (quote(spec.name + "." + exc.parameter),), exc.reason) from None
+
+
+def _combine(local: List[Tool], groups: List[List[Tool]]) -> List[Tool]:
+    """The run's tools; a name taken twice names both sides, and how to tell them apart."""
+    try:
+        return combine_tools(local, *groups)
+    except MCPNameCollisionError as exc:
+        raise Refused("--mcp", "%s (give a server's tools a prefix: --mcp-option NAME.prefix=TEXT)" % (exc,)) from None
 
 
 def _run_with(args: argparse.Namespace, out: TextIO, tools: Any, signers: List[Any]) -> int:
@@ -296,6 +299,11 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     command.add_argument(
         "--mcp", action="append", default=[], metavar="NAME=SERVER",
         help="tools from an MCP server (repeatable): NAME=COMMAND (stdio) or NAME=URL (Streamable HTTP)",
+    )
+    command.add_argument(
+        "--mcp-option", action="append", default=[], metavar="NAME.KEY=VALUE",
+        help="an option of --mcp server NAME (repeatable); KEY: %s; e.g. web.bearer-env=WEB_TOKEN "
+        "(header values come from environment variables, never the command line)" % (", ".join(KEYS),),
     )
     command.add_argument("--task", required=True, metavar="TEXT")
     command.add_argument("--max-steps", required=True, type=count_arg, metavar="N")

@@ -16,12 +16,23 @@ Revisions spoken (MCP "Versioning"):
   ("Version Negotiation": the client "SHOULD disconnect").
 
 ``protocol="auto"`` follows 2026-07-28 "Versioning: Backward Compatibility
-with Initialization-Based Versions": probe with ``server/discover`` (bounded
-by :data:`PROBE_TIMEOUT`); a ``DiscoverResult`` or a recognised modern error
+with Initialization-Based Versions": probe with ``server/discover``; a
+``DiscoverResult`` or a recognised modern error
 (``UnsupportedProtocolVersionError`` with its ``supported`` list) means a
-modern server, anything else -- another JSON-RPC error, a timeout, on HTTP a
-4xx without a modern error body -- means a legacy one, and the client falls
-back to ``initialize``.  The choice is made once per client.
+modern server, anything else -- another JSON-RPC error, on HTTP a 4xx
+without a modern error body, no answer at all -- means a legacy one, and the
+client falls back to ``initialize``.  The choice is made once per client.
+
+The start-up budget: the probe waits for its answer as long as
+``init_timeout`` allows, however slowly the server starts, because a
+connection that has answered the probe may refuse ``initialize`` (a server
+on the 2.x Python SDK says -32022 "connection is serving the 2026-07-28
+protocol").  When the probe gets no answer at all in that time, the fallback
+gets a connection that has seen nothing (:meth:`MCPClient._fresh`: over
+stdio a new server process; over HTTP every POST is its own request) and
+``initialize`` waits up to ``init_timeout`` again.  Starting therefore takes
+at most ``init_timeout`` with any answer to the probe, and at most twice
+that (plus the old process's shutdown) without one.
 
 Tools: ``tools/list`` is followed through every ``nextCursor`` (2025-11-25
 "Pagination"), server order kept; ``tools/call`` results are recorded as
@@ -47,7 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .._version import __version__
-from ..errors import AgentloopError, MCPConfigError, MCPError, MCPNameCollisionError, ToolFailure
+from ..errors import AgentloopError, MCPConfigError, MCPError, MCPNameCollisionError, NotPicklableError, ToolFailure
 from ..schema import Validator, compile_schema
 from ..tools import Tool
 from .jsonrpc import MODERN_ERROR_CODES, UNSUPPORTED_PROTOCOL_VERSION, RpcError, short, supported_versions
@@ -63,7 +74,6 @@ __all__ = [
     "LEGACY",
     "LEGACY_ACCEPTED",
     "PROTOCOLS",
-    "PROBE_TIMEOUT",
     "CLIENT_INFO",
 ]
 
@@ -73,8 +83,6 @@ LEGACY = "2025-11-25"
 LEGACY_ACCEPTED = ("2025-11-25", "2025-06-18", "2025-03-26")
 #: The values of the ``protocol`` argument.
 PROTOCOLS = ("auto", MODERN) + LEGACY_ACCEPTED
-#: The longest the ``server/discover`` probe of ``protocol="auto"`` waits.
-PROBE_TIMEOUT = 5.0
 #: MCP "Implementation": who the client is (2026-07-28 ``clientInfo``).
 CLIENT_INFO = {"name": "agentloop", "version": __version__}
 #: The most ``tools/list`` pages followed before the server is refused.
@@ -118,12 +126,42 @@ class Origin:
     output: Optional[Validator] = None
     headers: Tuple[HeaderParam, ...] = ()
 
+    @property
+    def side(self) -> str:
+        """The tool for an error about its name: ``tool 'add' of MCP server 'calc'``."""
+        return "tool %r of MCP server %r" % (self.tool, self.server.name)
+
 
 @dataclass(frozen=True)
 class MCPTool(Tool):
     """A :class:`~agentloop.tools.Tool` whose calls go to an MCP server; ``origin`` says which."""
 
     origin: Optional[Origin] = field(default=None, compare=False, repr=False)
+
+
+#: 2025-11-25 "Tools: Tool" ``execution.taskSupport``: how a tool may be called as a task ("Tasks").
+_TASK_SUPPORT = ("forbidden", "optional", "required")
+
+
+def _callable(execution: Any) -> None:
+    """Refuse a tool agentloop cannot call as it asks: ``execution.taskSupport`` ``"required"`` (or unknown).
+
+    2025-11-25 "Tasks: Tool-Level Negotiation": ``required`` means clients
+    MUST invoke the tool as a task, and the server returns -32601 to a plain
+    ``tools/call``; agentloop never creates tasks, so such a tool would fail
+    every call.  Absent means ``forbidden``; ``optional`` is called plainly.
+    """
+    if execution is None:
+        return
+    if not isinstance(execution, dict):
+        raise Refused("execution is not an object")
+    support = execution.get("taskSupport", "forbidden")
+    if support == "required":
+        raise Refused('execution.taskSupport is "required": the tool must be called as a task, '
+                      "which agentloop does not do")
+    if support not in _TASK_SUPPORT:
+        raise Refused("execution.taskSupport %s is not one of %s" % (
+            short(repr(support), 60), ", ".join(_TASK_SUPPORT)))
 
 
 def _server_info(value: Any) -> Dict[str, str]:
@@ -167,6 +205,10 @@ class MCPClient(abc.ABC):
         self._exposed: Dict[str, str] = {}
         self._refused: Dict[str, str] = {}
 
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise NotPicklableError(type(self).__name__, "it is a connection to a running server (and MCPHttp's "
+                                "headers may hold a token); start the client in the process that uses it")
+
     # --- the transport's half --------------------------------------------
 
     @abc.abstractmethod
@@ -184,6 +226,16 @@ class MCPClient(abc.ABC):
     @abc.abstractmethod
     def _shutdown(self) -> None:
         """Stop the server (stdio) or end the session (legacy HTTP); never raise."""
+
+    def _fresh(self) -> str:
+        """Make the next request go over a connection that has seen nothing; say what was done ("" for nothing).
+
+        Called when the ``server/discover`` probe got no answer: the old
+        connection may still answer it, and a server that has answered it
+        may refuse ``initialize`` there.  Over HTTP every POST is its own
+        request, so nothing is needed.
+        """
+        return ""
 
     @abc.abstractmethod
     def _where(self) -> Dict[str, Any]:
@@ -247,8 +299,11 @@ class MCPClient(abc.ABC):
         if wanted in LEGACY_ACCEPTED:
             self._initialize(wanted)
             return
-        versions = self._discover(strict=wanted == MODERN)
-        if versions is None:  # a legacy server
+        answered, versions = self._discover(strict=wanted == MODERN)
+        if not answered:  # no answer in init_timeout: the fallback gets a fresh connection
+            done = self._fresh()
+            self._initialize(LEGACY, "server/discover got no answer in %g s%s" % (self.init_timeout, done))
+        elif versions is None:  # a legacy server
             self._initialize(LEGACY)
         elif MODERN in versions:
             self.protocol = MODERN
@@ -258,53 +313,57 @@ class MCPClient(abc.ABC):
             raise MCPError(self.name, "it supports protocol versions %s; agentloop speaks %s" % (
                 ", ".join(versions) or "(none listed)", ", ".join(PROTOCOLS[1:])))
 
-    def _discover(self, strict: bool) -> Optional[List[str]]:
-        """2026-07-28 ``server/discover``: the server's versions, or ``None`` for a legacy server.
+    def _discover(self, strict: bool) -> Tuple[bool, Optional[List[str]]]:
+        """2026-07-28 ``server/discover``: (answered, the server's versions or ``None`` for a legacy server).
 
         Step by step ("stdio: Backward Compatibility", "Streamable HTTP:
-        Backward Compatibility"): 1. a result: modern, take
-        ``supportedVersions``; 2. ``UnsupportedProtocolVersionError``:
-        modern, take ``data.supported``; 3. another modern error: a modern
-        server that refused the request, raise; 4. anything else: legacy
-        (with ``strict``, raise instead).
+        Backward Compatibility"), waiting up to ``init_timeout``: 1. a
+        result: modern, take ``supportedVersions``; 2.
+        ``UnsupportedProtocolVersionError``: modern, take ``data.supported``;
+        3. another modern error: a modern server that refused the request,
+        raise; 4. anything else: legacy (with ``strict``, raise instead);
+        ``answered`` is false when nothing came back in time.
         """
         self.modern = True
-        timeout = min(self.init_timeout, PROBE_TIMEOUT) if not strict else self.init_timeout
         try:
-            result = self._request("server/discover", {}, timeout)
+            result = self._request("server/discover", {}, self.init_timeout)
         except RpcFailed as exc:
             if exc.error.code == UNSUPPORTED_PROTOCOL_VERSION:  # 2.
-                return supported_versions(exc.error)
+                return True, supported_versions(exc.error)
             if exc.error.code in MODERN_ERROR_CODES:  # 3.
                 raise MCPError(self.name, "server/discover failed: %s" % (exc.text,)) from None
             self._legacy(strict, exc.text)  # 4.
-            return None
+            return True, None
         except Failed as exc:
             if exc.kind in ("dead", "connect"):
                 raise MCPError(self.name, exc.text) from None
             self._legacy(strict, exc.text)  # 4.
-            return None
+            return exc.kind != "timeout", None
         versions = result.get("supportedVersions")  # 1.
         if not isinstance(versions, list) or not all(isinstance(v, str) for v in versions):
             raise MCPError(self.name, "server/discover result has no supportedVersions list of strings")
         meta = result.get("_meta")
         self.server_info = _server_info(meta.get(_META_SERVER) if isinstance(meta, dict) else None)
-        return list(versions)
+        return True, list(versions)
 
     def _legacy(self, strict: bool, why: str) -> None:
         if strict:
             raise MCPError(self.name, "server/discover failed (protocol %s was asked for): %s" % (MODERN, why))
         self.modern = False
 
-    def _initialize(self, offer: str) -> None:
-        """2025-11-25 "Lifecycle: Initialization": ``initialize``, check the version, ``notifications/initialized``."""
+    def _initialize(self, offer: str, after: str = "") -> None:
+        """2025-11-25 "Lifecycle: Initialization": ``initialize``, check the version, ``notifications/initialized``.
+
+        ``after`` says what came before, for the error (the probe's silence).
+        """
         self.modern = False
         self.protocol = None
         params = {"protocolVersion": offer, "capabilities": {}, "clientInfo": dict(CLIENT_INFO)}
         try:
             result = self._request("initialize", params, self.init_timeout)
         except Failed as exc:
-            raise MCPError(self.name, "initialize failed: %s" % (exc.text,)) from None
+            before = " (%s)" % (after,) if after else ""
+            raise MCPError(self.name, "initialize failed%s: %s" % (before, exc.text)) from None
         version = result.get("protocolVersion")
         if version not in LEGACY_ACCEPTED:
             raise MCPError(self.name, "it answered initialize with protocol version %r; agentloop accepts %s" % (
@@ -389,6 +448,7 @@ class MCPClient(abc.ABC):
         return out
 
     def _tool(self, name: str, server_name: str, definition: Mapping[str, Any]) -> MCPTool:
+        _callable(definition.get("execution"))
         description = definition.get("description")
         if description is None:
             description = definition.get("title", "")

@@ -3,9 +3,13 @@
 MCP 2026-07-28 "Streamable HTTP" (and 2025-11-25 "Transports: Streamable
 HTTP"): every JSON-RPC message is its own HTTP POST to the one MCP endpoint,
 with ``Accept: application/json, text/event-stream``; the server answers a
-request with one JSON object or with an SSE stream (:mod:`.sse`) carrying
-notifications and then the response -- the client supports both
-("Sending Messages" 6).  A notification gets ``202 Accepted``.
+request with one JSON object or with an SSE stream (:mod:`agentloop.wire.sse`)
+carrying notifications and then the response -- the client supports both
+("Sending Messages" 6).  On a stream, events whose data is empty or white
+space carry no message and are skipped: 2025-11-25 "Sending Messages" 6 has
+the server open the stream with such a "priming" event (an id and an empty
+``data``), which the SSE parser dispatches with empty data; an event of a
+type other than ``message`` is skipped too.  A notification gets ``202 Accepted``.
 
 Per revision:
 
@@ -22,6 +26,14 @@ Per revision:
   out request is cancelled with a ``notifications/cancelled`` POST; a
   request the server sends on an SSE stream is answered, in its own POST,
   with method-not-found; closing the client ends the session with DELETE.
+  A stream that breaks before its response, after the server gave its
+  events ids, is resumed with ``GET`` and ``Last-Event-ID`` after the
+  stream's ``retry`` ("Resumability and Redelivery"; :meth:`MCPHttp._resume`).
+  A 404 to a request carrying the session id means the session expired
+  and the request was not processed ("Session Management" 3-4): the client
+  starts a new session with a new ``initialize`` (once per request) and
+  sends the request again; a 404 to the resuming ``GET`` comes after the
+  request was delivered, so that request fails and is never sent twice.
 
 Each request has one deadline (``timeout``) for connecting, sending,
 waiting and reading the whole answer, however the server trickles it; the
@@ -41,12 +53,14 @@ import itertools
 import re
 import socket
 import ssl
+import threading
 import time
 import urllib.parse
 from typing import Any, Dict, List, Mapping, Optional, Union
 
-from ..errors import MCPConfigError
-from .client import MODERN, MCPClient, Origin, Failed, RpcFailed
+from ..errors import MCPConfigError, MCPError
+from ..wire.sse import Event, EventStreamParser
+from .client import LEGACY, MODERN, MCPClient, Origin, Failed, RpcFailed
 from .jsonrpc import (
     METHOD_NOT_FOUND,
     Malformed,
@@ -59,12 +73,13 @@ from .jsonrpc import (
     request,
     short,
 )
-from .sse import EventStream
 
-__all__ = ["MCPHttp", "header_value", "MAX_BODY"]
+__all__ = ["MCPHttp", "header_value", "MAX_BODY", "MAX_RESUMES"]
 
 #: The largest answer read (a JSON body or a whole SSE stream).
 MAX_BODY = 64 * 1024 * 1024
+#: The most times one answer's SSE stream is resumed (``GET`` with ``Last-Event-ID``).
+MAX_RESUMES = 100
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _PLAIN = re.compile(r"[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?\Z")
 _SAFE_INTEGER = 2 ** 53 - 1
@@ -91,8 +106,9 @@ class MCPHttp(MCPClient):
     """Tools from an MCP server over Streamable HTTP.
 
     ``headers`` (an ``Authorization: Bearer ...``, say) go on every request
-    and are never shown; ``timeout`` bounds each request, the handshake
-    included.  Use as a context manager::
+    and are never shown; ``timeout`` bounds each request, ``init_timeout``
+    (``timeout`` when not given) the probe and the handshake.  Use as a
+    context manager::
 
         with MCPHttp("http://127.0.0.1:8000/mcp", name="web") as web:
             run(task, model, web.tools(prefix="web_"), ...)
@@ -108,8 +124,9 @@ class MCPHttp(MCPClient):
         headers: Optional[Mapping[str, str]] = None,
         protocol: str = "auto",
         timeout: float = 30,
+        init_timeout: Optional[float] = None,
     ) -> None:
-        super().__init__(name, protocol, timeout, timeout)
+        super().__init__(name, protocol, timeout, timeout if init_timeout is None else init_timeout)
         if not isinstance(url, str):
             raise MCPConfigError("url", "must be a string")
         try:  # "http://[::1/x", and a bracketed host that is no IPv6 address (which Python 3.8 lets through)
@@ -146,6 +163,7 @@ class MCPHttp(MCPClient):
             key=len, reverse=True,
         )
         self._session: Optional[str] = None
+        self._session_lock = threading.RLock()
         self._ids = itertools.count(1)
 
     def __repr__(self) -> str:
@@ -204,10 +222,11 @@ class MCPHttp(MCPClient):
                             ".".join(param.path), param.header), "malformed")
                     headers["Mcp-Param-" + param.header] = header_value(value)
         else:
-            if self.protocol is not None:
-                headers["MCP-Protocol-Version"] = self.protocol
-            if self._session is not None:
-                headers["Mcp-Session-Id"] = self._session
+            with self._session_lock:  # a session being renewed (_renew) is waited for
+                if self.protocol is not None and method != "initialize":
+                    headers["MCP-Protocol-Version"] = self.protocol
+                if self._session is not None and method != "initialize":
+                    headers["Mcp-Session-Id"] = self._session
         return headers
 
     def _post(self, body: bytes, headers: Dict[str, str], deadline: float, want: Optional[Union[int, str]],
@@ -232,20 +251,11 @@ class MCPHttp(MCPClient):
                     return {}
                 raise Failed("HTTP %d for %s" % (status, method), "http")
             if status == 200 and kind == "text/event-stream":
-                return self._stream(conn, response, deadline, want, method)
+                return self._stream(conn, response, deadline, want, method, headers.get("Mcp-Session-Id"))
             data = self._read(conn, response, deadline)
             if status == 200 and kind == "application/json":
                 return self._answer(data, want, status)
-            try:
-                message = parse(data)
-            except Malformed:
-                message = None
-            if isinstance(message, Response) and message.error is not None:
-                raise RpcFailed(message.error, status)
-            if status == 404 and self._session is not None:
-                raise Failed("HTTP 404: the server ended the session", "dead")
-            shown = short(self._redact(data.decode("utf-8", "replace")), 200)
-            raise Failed("HTTP %d%s" % (status, ": " + shown if shown else ""), "http")
+            raise self._refusal(status, data, "Mcp-Session-Id" in headers)
         except socket.timeout:
             raise Failed("timed out after %g s (closed the connection)" % (timeout,), "timeout") from None
         except (OSError, http.client.HTTPException) as exc:
@@ -257,6 +267,19 @@ class MCPHttp(MCPClient):
             if response is not None:  # a response of a closing connection holds the socket open on its own
                 response.close()
             conn.close()  # on a timeout this closes the stream: the 2026-07-28 cancellation
+
+    def _refusal(self, status: int, data: bytes, in_session: bool) -> Failed:
+        """What an answer other than 200 JSON or SSE means: an expired session, a JSON-RPC error, or an HTTP error."""
+        if status == 404 and in_session:  # 2025-11-25 "Session Management" 3: the request was not processed
+            return Failed("HTTP 404: the server ended the session", "expired")
+        try:
+            message = parse(data)
+        except Malformed:
+            message = None
+        if isinstance(message, Response) and message.error is not None:
+            return RpcFailed(message.error, status)
+        shown = short(self._redact(data.decode("utf-8", "replace")), 200)
+        return Failed("HTTP %d%s" % (status, ": " + shown if shown else ""), "http")
 
     def _read(self, conn: http.client.HTTPConnection, response: http.client.HTTPResponse, deadline: float) -> bytes:
         chunks: List[bytes] = []
@@ -284,31 +307,106 @@ class MCPHttp(MCPClient):
         return message.result
 
     def _stream(self, conn: http.client.HTTPConnection, response: http.client.HTTPResponse, deadline: float,
-                want: Union[int, str], method: str) -> Dict[str, Any]:
-        events = EventStream()
+                want: Union[int, str], method: str, session: Optional[str]) -> Dict[str, Any]:
+        """The response to request ``want`` from an SSE stream, resuming the stream when it breaks (:meth:`_resume`)."""
+        parser = EventStreamParser()
+        ended = self._follow(conn, response, parser, deadline, want)
+        if isinstance(ended, dict):
+            return ended
+        return self._resume(ended, parser.last_event_id, parser.retry, deadline, want, method, session)
+
+    def _follow(self, conn: http.client.HTTPConnection, response: http.client.HTTPResponse, parser: EventStreamParser,
+                deadline: float, want: Union[int, str]) -> Union[Dict[str, Any], str]:
+        """Read one stream: the response's result, or why the stream ended without it."""
         total = 0
         while True:
             self._left(conn, deadline)
-            chunk = response.read1(65536)
+            try:
+                chunk = response.read1(65536)
+            except socket.timeout:
+                raise
+            except (OSError, http.client.HTTPException) as exc:
+                return "the SSE stream broke (%s)" % (short(self._redact(str(exc) or exc.__class__.__name__), 200),)
             if not chunk:
-                raise Failed("the SSE stream ended before the response to %s" % (method,), "http")
+                return "the SSE stream ended"
             total += len(chunk)
             if total > MAX_BODY:
                 raise Failed("the SSE stream is longer than %d bytes" % (MAX_BODY,), "malformed")
-            for data in events.feed(chunk):
-                try:
-                    message = parse(data)
-                except Malformed as exc:
-                    raise Failed("sent a malformed message: %s" % (exc,), "malformed") from None
-                if isinstance(message, Response):
-                    if message.id == want:
-                        if message.error is not None:
-                            raise RpcFailed(message.error)
-                        assert message.result is not None
-                        return message.result
-                elif isinstance(message, Request) and not self.modern:
-                    self._refuse(message, deadline)
-                # notifications (progress, logging) carry nothing to record
+            for event in parser.feed(chunk):
+                result = self._event(event, want, deadline)
+                if result is not None:
+                    return result
+
+    def _event(self, event: Event, want: Union[int, str], deadline: float) -> Optional[Dict[str, Any]]:
+        """One SSE event: the result when it is the response to ``want``, else ``None``."""
+        if event.type != "message" or not event.data.strip():
+            return None  # the priming event (an id, empty data), or an event type MCP does not send
+        try:
+            message = parse(event.data)
+        except Malformed as exc:
+            raise Failed("sent a malformed message: %s" % (exc,), "malformed") from None
+        if isinstance(message, Response):
+            if message.id == want:
+                if message.error is not None:
+                    raise RpcFailed(message.error)
+                assert message.result is not None
+                return message.result
+        elif isinstance(message, Request) and not self.modern:
+            self._refuse(message, deadline)
+        return None  # notifications (progress, logging) carry nothing to record
+
+    def _resume(self, ended: str, cursor: str, retry: Optional[int], deadline: float, want: Union[int, str],
+                method: str, session: Optional[str]) -> Dict[str, Any]:
+        """2025-11-25 "Resumability and Redelivery": resume a broken stream with ``GET`` and ``Last-Event-ID``.
+
+        1. Only a 2025 session resumes (2026-07-28 removed resumability:
+           there a closed stream is the cancellation), and only a stream whose
+           events carried an id (the priming event's, at least).
+        2. Wait the stream's ``retry`` milliseconds ("Sending Messages" 6:
+           the client MUST respect it), then ``GET`` the endpoint with
+           ``Last-Event-ID``; a ``200 text/event-stream`` answer is read like
+           the first stream (ids it sends move the cursor), again and again
+           while the deadline and :data:`MAX_RESUMES` allow.
+        3. A 404 for the session: it expired after the request was
+           delivered, so the request is not sent again (the next request
+           gets a 404 of its own and starts a new session); any other
+           answer ends the attempt.
+        """
+        for _ in range(MAX_RESUMES):
+            if self.modern or not cursor:  # 1.
+                raise Failed("%s before the response to %s" % (ended, method), "http")
+            wait = (retry or 0) / 1000.0  # 2.
+            if time.monotonic() + wait >= deadline:
+                raise socket.timeout("deadline")
+            time.sleep(wait)
+            conn = self._connection(deadline)
+            response: Optional[http.client.HTTPResponse] = None
+            try:
+                headers = self._protocol_headers("", {}, None)
+                headers.pop("Content-Type")
+                headers["Accept"] = "text/event-stream"
+                headers["Last-Event-ID"] = cursor
+                conn.request("GET", self._target, headers=headers)
+                self._left(conn, deadline)
+                response = conn.getresponse()
+                kind = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
+                if response.status == 404 and session is not None:  # 3. (the next POST gets a 404 and renews)
+                    raise Failed("the server ended the session (HTTP 404) while the answer to %s was streaming; "
+                                 "the request had been delivered, so it was not sent again" % (method,), "http")
+                if response.status != 200 or kind != "text/event-stream":
+                    raise Failed("%s before the response to %s, and resuming it failed (GET with Last-Event-ID: "
+                                 "HTTP %d)" % (ended, method, response.status), "http")
+                parser = EventStreamParser()
+                result = self._follow(conn, response, parser, deadline, want)
+                if isinstance(result, dict):
+                    return result
+                ended, cursor = result, parser.last_event_id or cursor
+                retry = parser.retry if parser.retry is not None else retry
+            finally:
+                if response is not None:
+                    response.close()
+                conn.close()
+        raise Failed("%s before the response to %s, %d times" % (ended, method, MAX_RESUMES), "http")
 
     def _refuse(self, message: Request, deadline: float) -> None:
         """Answer a server request made on a legacy SSE stream: ``ping`` with ``{}``, anything else method-not-found."""
@@ -326,9 +424,23 @@ class MCPHttp(MCPClient):
     # --- the client's half ----------------------------------------------
 
     def _exchange(self, method: str, params: Dict[str, Any], timeout: float, origin: Optional[Origin] = None) -> Dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        with self._session_lock:
+            session = self._session
+        try:
+            return self._send(method, params, deadline, timeout, origin)
+        except Failed as exc:
+            if exc.kind != "expired" or method == "initialize":
+                raise
+        # 2025-11-25 "Session Management" 4: a 404 for the session: the request was not
+        # processed; a new session (once), then the same request again.
+        self._renew(session)
+        return self._send(method, params, deadline, timeout, origin)
+
+    def _send(self, method: str, params: Dict[str, Any], deadline: float, timeout: float,
+              origin: Optional[Origin]) -> Dict[str, Any]:
         id_ = next(self._ids)
         headers = self._protocol_headers(method, params, origin)
-        deadline = time.monotonic() + timeout
         try:
             return self._post(encode(request(id_, method, params)), headers, deadline, id_, method, timeout)
         except Failed as exc:
@@ -337,6 +449,28 @@ class MCPHttp(MCPClient):
                 self._best_effort(notification("notifications/cancelled", {
                     "requestId": id_, "reason": "timed out after %g s" % (timeout,)}))
             raise
+
+    def _renew(self, expired: Optional[str]) -> None:
+        """2025-11-25 "Session Management" 4: a new ``initialize`` without a session id, the same revision.
+
+        Requests wait for it (:meth:`_protocol_headers`); when another
+        request has already renewed ``expired``, nothing is done.  The
+        server's description (``describe()``) stays as first met.
+        """
+        with self._session_lock:
+            if self._session != expired:
+                return
+            protocol, info = self.protocol or LEGACY, dict(self.server_info)
+            self._session = None
+            try:
+                self._initialize(protocol, "for a new session after HTTP 404")
+            except MCPError as exc:
+                raise Failed("HTTP 404: the server ended the session, and a new one could not be started: %s" % (
+                    exc.reason,), "dead") from None
+            if self.protocol != protocol:
+                raise Failed("HTTP 404: the server ended the session, and the new one speaks %s, not %s" % (
+                    self.protocol, protocol), "dead")
+            self.server_info = info
 
     def _best_effort(self, message: Dict[str, Any]) -> None:
         try:

@@ -44,10 +44,8 @@ def agentloop_name(prefix: str, name: str) -> str:
 
 
 def _side(tool: Tool) -> str:
-    origin = getattr(tool, "origin", None)
-    if origin is not None:
-        return "tool %r of MCP server %r" % (origin.tool, origin.server.name)
-    return "local tool %r" % (tool.name,)
+    side = getattr(getattr(tool, "origin", None), "side", None)
+    return side if isinstance(side, str) else "local tool %r" % (tool.name,)
 
 
 def combine_tools(*groups: Iterable[Tool]) -> List[Tool]:

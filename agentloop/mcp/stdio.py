@@ -82,7 +82,7 @@ class MCPStdio(MCPClient):
         cwd: Optional[str] = None,
         protocol: str = "auto",
         timeout: float = 30,
-        init_timeout: float = 10,
+        init_timeout: float = 30,
     ) -> None:
         super().__init__(name, protocol, timeout, init_timeout)
         if isinstance(command, str):
@@ -157,6 +157,8 @@ class MCPStdio(MCPClient):
                 return
             if not chunk:
                 return
+            if proc is not self._proc:
+                return  # a process replaced by _fresh
             with self._stderr_lock:
                 self._stderr += chunk
                 if len(self._stderr) > STDERR_KEEP:
@@ -179,9 +181,12 @@ class MCPStdio(MCPClient):
                 self._kill()
                 break
             line = line.strip()
+            if proc is not self._proc:
+                return  # a process replaced by _fresh: its answers concern no waiting request
             if line:
                 self._dispatch(line)
-        self._died()
+        if proc is self._proc:
+            self._died()
 
     def _dispatch(self, line: bytes) -> None:
         try:
@@ -310,8 +315,26 @@ class MCPStdio(MCPClient):
     def _notify(self, method: str, params: Optional[Dict[str, Any]] = None) -> None:
         self._write(notification(method, params))
 
-    def _shutdown(self) -> None:
-        """2025-11-25 "Lifecycle: Shutdown", stdio: close stdin; wait; SIGTERM; wait; SIGKILL."""
+    def _fresh(self) -> str:
+        """One connection per attempt: the process that left the probe unanswered is stopped, a new one started.
+
+        The old one gets no grace (stdin closed and SIGTERM at once, SIGKILL
+        after :data:`CLOSE_GRACE`); its stderr is forgotten with it.
+        """
+        self._shutdown(grace=False)
+        with self._stderr_lock:
+            self._stderr = bytearray()
+        self._proc = None
+        self._threads = []
+        self._dead = None
+        self._open()
+        return "; the server was restarted for initialize"
+
+    def _shutdown(self, grace: bool = True) -> None:
+        """2025-11-25 "Lifecycle: Shutdown", stdio: close stdin; wait; SIGTERM; wait; SIGKILL.
+
+        Without ``grace``, SIGTERM follows closing stdin at once.
+        """
         proc = self._proc
         if proc is None:
             return
@@ -321,17 +344,7 @@ class MCPStdio(MCPClient):
                     proc.stdin.close()
         except OSError:
             pass
-        for step in (None, proc.terminate, proc.kill):
-            if step is not None:
-                try:
-                    step()
-                except OSError:
-                    pass
-            try:
-                proc.wait(timeout=CLOSE_GRACE)
-                break
-            except subprocess.TimeoutExpired:
-                continue
+        _stop(proc, grace)
         for thread in self._threads:
             thread.join(timeout=CLOSE_GRACE + 2)
         for stream in (proc.stdout, proc.stderr):
@@ -342,3 +355,18 @@ class MCPStdio(MCPClient):
                 pass
         self._dead = self._dead or "the client is closed"
         self._fail_pending("the client is closed", "dead")
+
+
+def _stop(proc: "subprocess.Popen[bytes]", grace: bool) -> None:
+    """Wait for ``proc`` to exit (with ``grace``), then SIGTERM and wait, then SIGKILL and wait."""
+    for step in ((None,) if grace else ()) + (proc.terminate, proc.kill):
+        if step is not None:
+            try:
+                step()
+            except OSError:
+                pass
+        try:
+            proc.wait(timeout=CLOSE_GRACE)
+            return
+        except subprocess.TimeoutExpired:
+            continue

@@ -281,7 +281,11 @@ class ToolRegistry:
         if not isinstance(tool, Tool):
             raise WrongTypeError("the tool given to register()", "a Tool", tool)
         if tool.name in self._tools:
-            raise DuplicateToolError(tool.name)
+            first, second = _side(self._tools[tool.name]), _side(tool)
+            if first is None and second is None:
+                raise DuplicateToolError(tool.name)
+            local = "local tool %r" % (tool.name,)
+            raise DuplicateToolError(tool.name, first or local, second or local)
         self._tools[tool.name] = tool
         return tool
 
@@ -322,6 +326,15 @@ class ToolRegistry:
 
     def __iter__(self) -> Iterator[Tool]:
         return iter([self._tools[name] for name in self.names])
+
+
+def _side(tool: Tool) -> Optional[str]:
+    """Where a tool from elsewhere comes from, for an error (``tool 'add' of MCP server 'calc'``).
+
+    ``None`` for a local tool.
+    """
+    side = getattr(getattr(tool, "origin", None), "side", None)
+    return side if isinstance(side, str) else None
 
 
 def tool_sources(tools: Iterable[Tool]) -> Dict[str, List[Dict[str, Any]]]:
