@@ -7,7 +7,10 @@ say (``docs/format.md``, section 2).  A record that breaks it is one
 
 * ``task`` -- ``task`` a string; ``budgets`` an object with ``max_steps`` and
   ``max_tokens`` (integers >= 0), ``stop_sentinel`` (string or null) and,
-  when present, ``max_record_bytes`` (an integer >= 1); ``tools`` an array
+  when present, ``max_record_bytes`` (an integer >= 1), ``max_tool_calls``
+  (an integer >= 0), ``max_cost`` (a decimal string), ``prices`` (model ->
+  object of decimal strings), ``max_seconds`` and ``tool_timeout`` (numbers
+  > 0) and ``tell_budgets`` (``true``); ``tools`` an array
   of objects with ``name`` and ``description`` (strings) and ``parameters``
   (an object); ``model``, when present, an object; ``approval``, when
   present, an object mapping tool names to ``"always"`` or ``"predicate"``.
@@ -17,7 +20,7 @@ say (``docs/format.md``, section 2).  A record that breaks it is one
   ``arguments_error`` string); ``tokens`` an integer >= 0 and
   ``total_tokens`` the previous total plus ``tokens``; ``usage``, when
   present, ``{input_tokens, output_tokens}`` (integers >= 0) adding up to
-  ``tokens``; ``truncated``, when present, a boolean.  It may not come while
+  ``tokens``; ``truncated``, when present, ``true``.  It may not come while
   calls of the previous turn still await their ``tool`` records.
 * ``tool`` -- answers the next call of the last assistant record: ``step``
   is that record's, ``id`` and ``name`` are the call's; ``ok`` a boolean,
@@ -204,7 +207,7 @@ class Grammar:
             _member("payload", payload, "tokens", _COUNT),
             _member("payload", payload, "total_tokens", _COUNT),
             _member("payload", payload, "usage", "an object", optional=True),
-            _member("payload", payload, "truncated", "a boolean", optional=True),
+            _member("payload", payload, "truncated", "true", optional=True),
         )
         if problem:
             return problem

@@ -412,6 +412,8 @@ def build(out: str) -> List[str]:
           "(that record's hash recomputed): once a record has broken the chain, no later payload is judged, so the "
           "only fault is the hash_mismatch.", lines, records=5, complete=True, faults=[fault("hash_mismatch", 2, 3)])
 
+    spec_vectors(v, valid)
+
     # --- against an expectation held outside the file -------------------------
     v.add("count_mismatch", "valid_incomplete.jsonl's 3 records, checked against an expected count of 5.",
           valid[:3], records=3, complete=False, faults=[fault("count_mismatch", None, None)],
@@ -482,6 +484,58 @@ def build(out: str) -> List[str]:
           "a leading zero. The fault's line is the checkpoint's line.", valid, records=5, complete=True,
           faults=[fault("anchor_malformed", None, 2)], verify={"checkpoint": "malformed.checkpoint"})
     return v.names
+
+
+#: The optional budget members, each with a value of the wrong type or range (docs/format.md, the payload grammar).
+BAD_BUDGETS = (
+    ("max_tool_calls", -1, "-1, not an integer >= 0"),
+    ("max_cost", 0.5, "the number 0.5, not a decimal string"),
+    ("prices", "3", "the string \"3\", not an object"),
+    ("prices", {"m-1": {"input": 3, "output": "15"}}, "an entry whose input price is the number 3, not a decimal string"),
+    ("max_seconds", 0, "0, not a number > 0"),
+    ("tool_timeout", "30", "the string \"30\", not a number > 0"),
+    ("tell_budgets", False, "false, not true (the member is absent when not set)"),
+)
+
+
+def spec_vectors(v: Vectors, valid: List[bytes]) -> None:
+    """The points where docs/format.md and the verifier once disagreed, one vector each (issue 19)."""
+    lines = list(valid)
+    lines[2] = valid[2].replace(b'"sum":42', b'"sum":NaN')
+    v.add("bad_json_nan", "Record 2's result is the token NaN, which Python's parser reads but JSON has not "
+          "(RFC 8259 section 6): line 3 is not a JSON text, so bad_json, no index, not a record. The chain goes on "
+          "from record 1: the record on line 4 has seq 3 where 2 is expected, and its prev names the lost record.",
+          lines, records=4, complete=True,
+          faults=[fault("bad_json", None, 3), fault("seq_gap", 2, 4), fault("prev_mismatch", 2, 4)])
+
+    lines = list(valid)
+    lines[2] = valid[2].replace(b'"sum":42', b'"sum":1e400')
+    v.add("unserialisable_payload_overflow", "Record 2's result is the JSON number 1e400, beyond the double range: "
+          "a JSON text (so a record), but no I-JSON value, so it has no canonical form.",
+          lines, records=5, complete=True, faults=[fault("unserialisable_payload", 2, 3)])
+
+    record = parse(valid[1])
+    record["payload"]["truncated"] = False
+    lines = rechain(valid[:1] + [seal(record)] + valid[2:], 2)
+    v.add("bad_payload_truncated", "Record 1 (an assistant record) with \"truncated\": false and every later hash "
+          "recomputed: the member is true when set and absent otherwise.",
+          lines, records=5, complete=True, faults=[fault("bad_payload", 1, 2)])
+
+    for name, value, what in BAD_BUDGETS:
+        record = parse(valid[0])
+        record["payload"]["budgets"][name] = value
+        lines = rechain([seal(record)] + valid[1:], 1)
+        suffix = "_entry" if name == "prices" and isinstance(value, dict) else ""
+        v.add("bad_payload_%s%s" % (name, suffix), "The task record's budgets.%s set to %s, and every hash recomputed."
+              % (name, what), lines, records=5, complete=True, faults=[fault("bad_payload", 0, 1)])
+
+    record = parse(valid[0])
+    record["payload"]["budgets"]["max_seconds"] = 0
+    lines = [seal(record)] + valid[1:]
+    v.add("bad_payload_before_prev_mismatch", "The task record's budgets.max_seconds set to 0 and its hash recomputed, "
+          "nothing after it: record 0 is judged (the chain is intact up to it) and breaks the payload grammar, then "
+          "record 1's prev names the old hash. The first fault is record 0's.",
+          lines, records=5, complete=True, faults=[fault("bad_payload", 0, 1), fault("prev_mismatch", 1, 2)])
 
 
 def main(argv: Optional[List[str]] = None) -> int:
