@@ -266,8 +266,18 @@ def _cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
 def _replay(args: argparse.Namespace, target: str, out: TextIO) -> int:
     _check_paths(target, None, args.overwrite, source=args.file)
     tools = "recorded" if args.recorded_tools else load_tools(args.tools)
+    if args.recorded_tools and args.approve is not None:
+        raise Refused("--approve", "is for --tools: --recorded-tools runs nothing and feeds back the recorded decisions")
+    approver = approver_from_args(args)
+
+    def refused(request: Any) -> None:  # a recorded approval authorised the original run, not this replay
+        note("agentloop replay: call %s of step %d (tool %s) was approved in the original run; a recorded approval does not "
+             "authorise a replay: denied (decide again with --approve ask|FILE)" % (quote(request.call_id, None), request.step,
+                                                                                    quote(request.tool, None)))
+
     try:
-        outcome = _guarded("replay", target, lambda: replay(args.file, tools, transcript=target, overwrite=args.overwrite))
+        outcome = _guarded("replay", target, lambda: replay(args.file, tools, transcript=target, overwrite=args.overwrite,
+                                                            approver=approver, on_refused=refused))
     except _Stopped as stopped:
         return stopped.status
     _finish(outcome.run, target, out)
@@ -325,8 +335,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
         "replay",
         help="re-run a transcript's task with its recorded replies and compare the new transcript with it",
         epilog="exit status: 0 identical, 1 the replay differs, 2 usage error. "
-        "With --tools the replay calls the user's real tools again, for real (their side effects happen again); "
-        "--recorded-tools runs none and feeds back the recorded results.",
+        "With --tools the replay calls the user's real tools again, for real (their side effects happen again), "
+        "but never a gated tool on a recorded approval (--approve decides again; without it, denied); "
+        "--recorded-tools runs none and feeds back the recorded results and decisions.",
     )
     again.add_argument("file", metavar="FILE")
     source = again.add_mutually_exclusive_group(required=True)
@@ -337,4 +348,6 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     )
     again.add_argument("-o", "--output", metavar="OUT.jsonl", help="the new transcript (default: FILE with .jsonl replaced by .replay.jsonl)")
     again.add_argument("--overwrite", action="store_true", help="replace OUT.jsonl if it exists")
+    add_approve_options(again, "with --tools, who decides again the gated calls the original run approved (a recorded "
+                        "approval never runs a real tool; without --approve they are denied)")
     again.set_defaults(handler=_cmd_replay)

@@ -50,6 +50,7 @@ from typing import Any, Callable, Dict, List, Mapping, Tuple
 
 from .. import messages
 from .format import _a, _json_type, _short
+from .gates import Gates
 
 __all__ = ["Grammar"]
 
@@ -125,6 +126,7 @@ class Grammar:
         self.tokens = 0  # the last total_tokens
         self.step_calls: List[Tuple[object, object]] = []  # (id, name) of the last assistant's calls
         self.answered = 0  # how many of them have their tool record
+        self.gates = Gates.unknown()  # what the task record says about approval (agentloop.transcript.gates)
 
     def problem(self, kind: str, payload: object) -> str:
         """Check one record of a known ``kind`` (in its legal place); return its first problem or ``""``."""
@@ -141,8 +143,14 @@ class Grammar:
             return self._tool(payload)
         return self._stop(payload)
 
+    def _task(self, payload: Mapping[str, Any]) -> str:
+        problem = self._task_members(payload)
+        if not problem:
+            self.gates = Gates.of(payload)
+        return problem
+
     @staticmethod
-    def _task(payload: Mapping[str, Any]) -> str:
+    def _task_members(payload: Mapping[str, Any]) -> str:
         problem = _first(
             _member("payload", payload, "task", "a string"),
             _member("payload", payload, "budgets", "an object"),
@@ -155,6 +163,9 @@ class Grammar:
         for name, rule in payload.get("approval", {}).items():
             if rule not in ("always", "predicate"):
                 return "payload.approval[%s] is %s, expected \"always\" or \"predicate\"" % (_shown(name), _shown(rule))
+        problem = Gates.task_problem(payload)
+        if problem:
+            return problem
         budgets = payload["budgets"]
         problem = _first(
             _member("payload.budgets", budgets, "max_steps", _COUNT),
@@ -281,10 +292,11 @@ class Grammar:
                 return "payload has ok true and no 'value'"
             if "error" in payload:
                 return "payload has ok true and an 'error'"
-            return ""
-        if "value" in payload:
+        elif "value" in payload:
             return "payload has ok false and a 'value'"
-        return _member("payload", payload, "error", "a string")
+        else:
+            problem = _member("payload", payload, "error", "a string")
+        return problem or self.gates.problem(payload)
 
     @staticmethod
     def _approval(member: Mapping[str, Any], ok: bool) -> str:
