@@ -13,7 +13,8 @@ records the model sees.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+import json
+from typing import Optional, Sequence, Tuple
 
 __all__ = [
     "AgentloopError",
@@ -43,6 +44,7 @@ __all__ = [
     "MCPNameCollisionError",
     "MalformedNoteError",
     "MalformedManifestError",
+    "LedgerMismatchError",
     "MessageError",
     "WrongTypeError",
     "BadArgumentError",
@@ -388,6 +390,22 @@ class MalformedManifestError(AgentloopError, ValueError):
         self.reason = reason
         where = "manifest line %d" % (line,) if line is not None else "manifest"
         super().__init__("%s: %s" % (where, reason))
+
+
+class LedgerMismatchError(AgentloopError, ValueError):
+    """A resumed batch does not match its earlier ledger, so nothing is run, written or signed.
+
+    ``altered`` holds ``(name, why)`` for each transcript the earlier ledger
+    certified (an ``ok`` line) that is no longer that file; ``reason`` says
+    what is wrong when the earlier ledger itself does not hold (its
+    checkpoint, its signature, its spec list).
+    """
+
+    def __init__(self, reason: str, altered: Sequence[Tuple[str, str]] = ()) -> None:
+        self.reason = reason
+        self.altered = tuple(altered)
+        names = ", ".join(json.dumps(name) for name, _ in self.altered)
+        super().__init__("%s%s" % (reason, " (altered: %s)" % (names,) if names else ""))
 
 
 # --- misuse of constructors and functions (issue 10) -------------------------

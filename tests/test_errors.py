@@ -36,6 +36,7 @@ LATER_ERRORS = {
     "MCPConfigError": ValueError,
     "MCPNameCollisionError": ValueError,
     "MalformedManifestError": ValueError,
+    "LedgerMismatchError": ValueError,  # a resumed batch against its earlier ledger (issue 19)
 }
 
 # Misuse of constructors and functions (issue 10): each replaces a bare

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..batch.executors import process_pool
-from ..errors import RunConfigError
+from ..errors import LedgerMismatchError, RunConfigError
 from ..models.spec import model_from_spec
 from ..signing.note import Signer
 from ..tools.loader import load_tools
@@ -43,7 +43,8 @@ from ..tools.registry import ToolRegistry
 from ..transcript.checkpoint import ORIGIN_PREFIX, check_key
 from ..transcript.durable import write_atomic
 from .facts import transcript_facts
-from .ledger import batch_origin, ledger_bytes, ledger_root, make_checkpoint, parse_ledger
+from .earlier import altered_runs, check_earlier, check_extends
+from .ledger import batch_origin, current, ledger_bytes, ledger_root, make_checkpoint, parse_ledger
 from .spec import RunSpec, expected_task_line, spec_list_hash
 from .worker import MAX_TRANSFER_BYTES, make_job, publish, run_one, transcript_path
 
@@ -298,7 +299,12 @@ def run_many(
     messages go to the manifest's side log (``manifest.errors.log``).
     ``resume=True`` keeps each transcript that exists, verifies and has the
     expected origin, and runs the rest; without it an existing manifest is
-    refused.  ``transfer="bytes"`` has workers return the transcript (at
+    refused.  With an earlier ledger, a transcript it certified must still be
+    that file (and the ledger its ``checkpoint``'s, checked with ``key`` or
+    ``signer`` when it was signed): else
+    :class:`~agentloop.errors.LedgerMismatchError` names every altered run
+    and nothing is run or written (:mod:`agentloop.batch.earlier`).  The new
+    ledger is the earlier one with a line appended for each run run again.  ``transfer="bytes"`` has workers return the transcript (at
     most ``max_transfer_bytes``) instead of writing into ``out_dir``.
     ``progress(entry, done, total)`` is called in completion order.
 
@@ -323,12 +329,20 @@ def run_many(
             raise RunConfigError("manifest", "%s already exists (pass resume=True to continue that batch)" % (manifest_path,))
         with open(manifest_path, "rb") as handle:
             previous = handle.read()
-        parse_ledger(previous)  # a malformed earlier ledger is refused, not overwritten
 
     # 1. expected origins, before anything runs
     registry = load_tools(tools, "tools")
     origins = _expected(spec_list, registry, model)
     origin = batch_origin(spec_list_hash(spec_list))
+    certified: Dict[str, Dict[str, Any]] = {}
+    earlier_note = None
+    if previous is not None:  # a malformed, foreign or altered earlier ledger is refused, never overwritten
+        lines = parse_ledger(previous)
+        earlier_note = check_earlier(lines, previous, spec_list, origins, origin, checkpoint, key, signer)
+        certified = current(lines)
+        altered = altered_runs(certified, spec_list, paths)
+        if altered:
+            raise LedgerMismatchError("%d run(s) the earlier ledger certified are not those files any more" % (len(altered),), altered)
 
     entries: List[Optional[RunEntry]] = [None] * len(spec_list)
     done = 0
@@ -342,6 +356,9 @@ def run_many(
 
     todo: List[int] = []
     for index, spec in enumerate(spec_list):
+        if certified.get(spec.name, {}).get("status") == "ok":  # checked above: the very file it certified
+            settle(index, _judge(spec, origins[index], paths[index], resumed=True))
+            continue
         if resume and os.path.lexists(paths[index]):
             entry = _judge(spec, origins[index], paths[index], resumed=True)
             if entry.ok:
@@ -394,9 +411,13 @@ def run_many(
             finish(index, answer, error)
 
     final = [entry for entry in entries if entry is not None]  # every index was settled exactly once
-    data = ledger_bytes(entry.ledger_line() for entry in final)
+    # The ledger only grows: the earlier lines stay, a line is appended for each run not certified before.
+    fresh = [entry.ledger_line() for entry in final if certified.get(entry.name, {}).get("status") != "ok"]
+    data = (previous or b"") + ledger_bytes(fresh)
+    made = make_checkpoint(origin, data, key, () if signer is None else (signer,))
+    check_extends(earlier_note, made, data)
     write_atomic(manifest_path, data)
-    note = make_checkpoint(origin, data, key, () if signer is None else (signer,)).to_bytes()
+    note = made.to_bytes()
     if checkpoint is not None:
         write_atomic(checkpoint, note)
     stem = manifest_path[: -len(".jsonl")] if manifest_path.endswith(".jsonl") else manifest_path
