@@ -43,6 +43,7 @@ from ..models.http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport
 from ..models.replay import replay
 from ..models.spec import model_from_spec
 from ..tools.loader import load_tools
+from ..tools.registry import ToolRegistry
 from .approval import add_approve_options, approver_from_args, report_pause
 from .keys import add_sign_options, load_signers
 from .output import (
@@ -158,7 +159,12 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     with contextlib.ExitStack() as servers:
         clients = [servers.enter_context(client) for client in _mcp_clients(args.mcp)]
         local = [] if args.tools is None else list(load_tools(args.tools))
-        tools = combine_tools(local, *[client.tools() for client in clients])  # a name taken twice is an error
+        combined = combine_tools(local, *[client.tools() for client in clients])  # a name taken twice is an error
+        for client in clients:  # a refused tool is said, and named in the task record's mcp member
+            for refused in client.describe([]).get("refused", []):
+                note("agentloop run: note: MCP server %s: tool %s refused: %s" % (
+                    quote(client.name), quote(refused.get("name")), refused.get("reason")))
+        tools = ToolRegistry(combined, servers=clients)  # servers all of whose tools were refused are recorded too
         return _run_with(args, out, tools, signers)
 
 

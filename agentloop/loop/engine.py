@@ -258,7 +258,8 @@ def _prepare(task: object, model: object, tools: object, transcript: PathLike, o
     if isinstance(tools, (str, bytes)) or not isinstance(tools, Iterable):
         raise WrongTypeError("tools", "a ToolRegistry or an iterable of Tool", tools)
     try:
-        registry = ToolRegistry(list(cast(Iterable[Tool], tools)) + ([] if final is None else [final.tool]))
+        registry = ToolRegistry(list(cast(Iterable[Tool], tools)) + ([] if final is None else [final.tool]),
+                                getattr(tools, "servers", ()))  # servers all of whose tools were refused: named too
     except DuplicateToolError:
         raise RunConfigError("output_schema", "the tool name %r is reserved for the final result" % (FINAL_RESULT,)) from None
     manifest = registry.manifest()

@@ -477,9 +477,13 @@ class ReplayModel:
             return lambda arguments: (name, canonical_bytes(arguments)) in gated
 
         origins = _recorded_origins(self._task)
+        servers = self._task.get("mcp")
+        toolless = [_RecordedServer("mcp", entry) for entry in (servers if isinstance(servers, list) else [])
+                    if isinstance(entry, dict) and not entry.get("tools")]  # every tool refused: named all the same
         return ToolRegistry(
             [_RecordedTool(e["name"], e["description"], e["parameters"], stand_in(e["name"]),
-                           requires_approval=rule(e["name"]), origin=origins.get(e["name"])) for e in entries]
+                           requires_approval=rule(e["name"]), origin=origins.get(e["name"])) for e in entries],
+            servers=toolless,
         )
 
     def model_info(self) -> Optional[Dict[str, Any]]:

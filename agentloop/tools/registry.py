@@ -267,14 +267,21 @@ def tool(
 
 
 class ToolRegistry:
-    """The tools of one run, by name.  A name can be registered once."""
+    """The tools of one run, by name.  A name can be registered once.
 
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+    ``servers`` are the tool servers (e.g. :class:`agentloop.mcp.MCPClient`)
+    the tools were taken from: each is named in the task record
+    (:func:`tool_sources`) even when none of its tools is here -- all of them
+    refused, say -- so a reader of the run sees what was refused.
+    """
+
+    def __init__(self, tools: Iterable[Tool] = (), servers: Iterable[Any] = ()) -> None:
         self._tools: Dict[str, Tool] = {}
         if isinstance(tools, (str, bytes)) or not isinstance(tools, Iterable):
             raise WrongTypeError("tools", "an iterable of Tool", tools)
         for tool_ in tools:
             self.register(tool_)
+        self.servers = tuple(servers)
 
     def register(self, tool: Tool) -> Tool:
         """Add ``tool``; raise :class:`~agentloop.errors.DuplicateToolError` if its name is taken."""
@@ -324,7 +331,7 @@ class ToolRegistry:
         return iter([self._tools[name] for name in self.names])
 
 
-def tool_sources(tools: Iterable[Tool]) -> Dict[str, List[Dict[str, Any]]]:
+def tool_sources(tools: Iterable[Tool], servers: Iterable[Any] = ()) -> Dict[str, List[Dict[str, Any]]]:
     """Where a run's tools from elsewhere came from, for its task record.
 
     A tool may carry an ``origin`` whose ``server`` names the task-record
@@ -333,6 +340,8 @@ def tool_sources(tools: Iterable[Tool]) -> Dict[str, List[Dict[str, Any]]]:
     :class:`agentloop.mcp.MCPTool` does.  Returns ``{member: [description,
     ...]}``, one description per server in the order its first tool comes;
     ``{}`` when every tool is local, so such runs' records are unchanged.
+    ``servers`` (default: ``tools.servers`` of a :class:`ToolRegistry`) are
+    described after them, those with no tool among ``tools`` included.
     """
     order: List[Any] = []
     names: Dict[int, List[str]] = {}
@@ -344,6 +353,10 @@ def tool_sources(tools: Iterable[Tool]) -> Dict[str, List[Dict[str, Any]]]:
             order.append(server)
             names[id(server)] = []
         names[id(server)].append(each.name)
+    for server in list(servers) or list(getattr(tools, "servers", ())):
+        if id(server) not in names and isinstance(getattr(server, "record_member", None), str):
+            order.append(server)
+            names[id(server)] = []
     members: Dict[str, List[Dict[str, Any]]] = {}
     for server in order:
         members.setdefault(server.record_member, []).append(server.describe(names[id(server)]))
