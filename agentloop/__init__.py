@@ -9,7 +9,11 @@ that anyone can verify afterwards with :func:`verify_file` or
 
 from __future__ import annotations
 
-from ._version import __version__
+from . import _interrupt
+
+_interrupt.guard()  # Ctrl-C while the command line is still importing: one line, exit 130 (agentloop._interrupt)
+
+from ._version import __version__  # noqa: E402
 
 from .transcript.anchor import AnchoredResult, checkpoint_of, verify_checkpoint
 from .canonical import MAX_DEPTH, canonical_bytes

@@ -200,7 +200,9 @@ class SigningKeyError(AgentloopError, ValueError):
     def __init__(self, source: str, reason: str) -> None:
         self.source = source
         self.reason = reason
-        super().__init__("key %s: %s" % (source, reason))
+        # "key NAME: ..." unless the source names a key already ("key name", "--key-file", "verifier key")
+        named = source if "key" in source.replace("-", " ").split() else "key %s" % (source,)
+        super().__init__("%s: %s" % (named, reason))
 
 
 class ProofError(AgentloopError, ValueError):

@@ -87,6 +87,12 @@ class TestWriter(TempDir):
             self.assertEqual(handle.read(), b"evidence\n")
         with TranscriptWriter(self.path(), overwrite=True) as out:
             out.append("task", Run.task())
+        with open(self.path(), "rb") as handle:  # a task record alone is no turn: the old file stays (issue 19)
+            self.assertEqual(handle.read(), b"evidence\n")
+        with TranscriptWriter(self.path(), overwrite=True) as out:
+            run = Run()
+            out.append("task", run.task())
+            out.append("stop", run.stop())
         self.assertTrue(verify_file(self.path()).ok)
 
     def test_an_unrecordable_payload_raises_and_writes_nothing(self) -> None:

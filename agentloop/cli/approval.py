@@ -49,6 +49,7 @@ from ..tools.loader import load_tools
 from ..transcript.checkpoint import load_key
 from ..transcript.verify import iter_file, verify_file
 from .keys import load_trusted
+from .terminate import Terminated, on_termination
 from .output import (
     EXIT_BUDGET,
     EXIT_FAULT,
@@ -328,12 +329,16 @@ def _resume(args: argparse.Namespace, out: TextIO) -> int:
     key = load_key(args.key_file, args.key_env) if args.key_file is not None or args.key_env is not None else None
     approver = approver_from_args(args)
     try:
-        result = resume(args.file, model, tools, decisions=decisions, approver=approver, rerun_unrecorded=args.rerun_unrecorded,
-                        anchor=args.anchor, checkpoint=args.checkpoint, key=key, overwrite=args.overwrite,
-                        on_record=lambda record: emit(out, format_record(record)), clock=RESUMED_CLOCK)
+        with on_termination():
+            result = resume(args.file, model, tools, decisions=decisions, approver=approver, rerun_unrecorded=args.rerun_unrecorded,
+                            anchor=args.anchor, checkpoint=args.checkpoint, key=key, overwrite=args.overwrite,
+                            on_record=lambda record: emit(out, format_record(record)), clock=RESUMED_CLOCK)
     except KeyboardInterrupt:
         _left(args.file, "interrupted (Ctrl-C)")
         return EXIT_INTERRUPTED
+    except Terminated as ended:
+        _left(args.file, "terminated (%s)" % (ended.name,))
+        return ended.status
     except SystemExit as exc:
         _left(args.file, "the run did not finish: a tool or the model raised SystemExit(%s)" % (exc.code,))
         return EXIT_UNFINISHED

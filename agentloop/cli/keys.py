@@ -45,6 +45,7 @@ import argparse
 import json
 import os
 import re
+import stat
 import time
 from typing import Any, Dict, List, Sequence, TextIO, Tuple
 
@@ -56,7 +57,7 @@ from ..signing.note import Ed25519Signer, Verifier
 from ..signing.witness import build_add_checkpoint_request
 from ..transcript.anchor import verify_checkpoint
 from ..transcript.checkpoint import ORIGIN_PREFIX, Checkpoint, read_checkpoint, sign_checkpoint, verify_signatures
-from ..transcript.durable import write_atomic
+from ..transcript.durable import file_type, write_atomic
 from ..transcript.proofs import check_consistency, prove_consistency
 from .output import Refused, check_input, check_output, emit
 
@@ -170,6 +171,12 @@ def _default_prefix(name: str) -> str:
 def _cmd_keygen(args: argparse.Namespace, out: TextIO) -> int:
     unsafe = _can_sign(args, "no signer")
     prefix = _default_prefix(args.name) if args.output is None else args.output
+    try:
+        kind = os.stat(prefix).st_mode
+    except OSError:
+        kind = None
+    if kind is not None and not (stat.S_ISREG(kind) or stat.S_ISDIR(kind)):  # -o /dev/null: a key written beside a device
+        raise Refused(prefix, "is %s: -o takes a file prefix (PREFIX.key and PREFIX.pub are written)" % (file_type(kind),))
     private, public = prefix + ".key", prefix + ".pub"
     for path in (private, public):
         if os.path.lexists(path):

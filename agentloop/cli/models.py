@@ -46,6 +46,7 @@ from ..tools.loader import load_tools
 from ..tools.registry import ToolRegistry
 from .approval import add_approve_options, approver_from_args, report_pause
 from .keys import add_sign_options, load_signers
+from .terminate import Terminated, on_termination
 from .output import (
     EXIT_BUDGET,
     EXIT_FAULT,
@@ -101,12 +102,17 @@ def _left(command: str, path: str, what: str) -> None:
 
 
 def _guarded(command: str, path: str, work: Callable[[], Any]) -> Any:
-    """``work()``; Ctrl-C and ``SystemExit`` inside it become a message and exit 130 / 4 (as ``_Stopped``)."""
+    """``work()``; Ctrl-C, SIGTERM, SIGHUP and ``SystemExit`` inside it become a message and exit
+    130 / 143 / 129 / 4 (as ``_Stopped``)."""
     try:
-        return work()
+        with on_termination():
+            return work()
     except KeyboardInterrupt:
         _left(command, path, "interrupted (Ctrl-C)")
         raise _Stopped(EXIT_INTERRUPTED) from None
+    except Terminated as ended:
+        _left(command, path, "terminated (%s)" % (ended.name,))
+        raise _Stopped(ended.status) from None
     except SystemExit as exc:
         _left(command, path, "the run did not finish: a tool or the model raised SystemExit(%s)" % (exc.code,))
         raise _Stopped(EXIT_UNFINISHED) from None
