@@ -76,6 +76,7 @@ from .tools.providers import openai_strict_problems
 from .schema.validator import Validator, check_schema, compile_schema, validate
 from .report import render_report, write_report
 from .models.scripted import ScriptedModel
+from .tools.context import CallContext, call_key
 from .tools.registry import Tool, ToolRegistry, tool
 from .transcript.format import FAULT_KINDS, FORMAT, Fault, VerifyResult
 from .transcript.writer import TranscriptWriter
@@ -108,6 +109,8 @@ __all__ = [
     # tools
     "Tool",
     "ToolRegistry",
+    "CallContext",
+    "call_key",
     "tool",
     "validate",
     "check_schema",

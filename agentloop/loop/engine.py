@@ -79,6 +79,7 @@ from .final import FINAL_RESULT, FinalResult, final_result
 from ..messages import AWAITING_APPROVAL, Message, Model, ModelReply, RunResult, ToolCall, Usage, shown
 from .plan import RECORD_OVERHEAD, PlannedCall, TurnPlan, plan_turn
 from .prices import add, amount_text, turn_cost
+from ..tools.context import CallContext
 from ..tools.registry import Tool, ToolRegistry, tool_sources
 from ..transcript.checkpoint import ORIGIN_PREFIX, check_run_anchor
 from ..transcript.format import FORMAT, MAX_RECORD_BYTES, PathLike
@@ -494,6 +495,13 @@ def _request(r: _Run, record: _Recorder, step: int, call: PlannedCall, asked_by:
                            hashlib.sha256(text.encode("utf-8")).hexdigest(), asked_by)
 
 
+def _identified(item: Union[Done, Job], record: _Recorder, step: int, call: PlannedCall) -> Union[Done, Job]:
+    """A job whose tool takes a ``CallContext`` gets this call's: the same key whenever this call runs again."""
+    if not isinstance(item, Job) or item.tool.context is None:
+        return item
+    return Job(item.tool, item.arguments, item.timeout, CallContext.of(ORIGIN_PREFIX + record.first, step, call.id, call.name))
+
+
 def _gate(item: Union[Done, Job], call: PlannedCall) -> Optional[bool]:
     """For a call of a gated tool that passed its checks: whether it waits for the approver
     (a predicate asked once); ``None`` for any other call."""
@@ -515,7 +523,7 @@ def _act(verdict: Verdict, job: Job, call: PlannedCall) -> Union[Done, Job]:
         error = job.tool.first_error(verdict.arguments, json_path("$", call.name))
         if error is not None:
             return False, "invalid arguments (modified by %s): %s" % (json.dumps(verdict.by, ensure_ascii=False), error), ""
-        return Job(job.tool, json.loads(verdict.arguments_text), job.timeout)
+        return Job(job.tool, json.loads(verdict.arguments_text), job.timeout, job.context)
     return False, verdict.error(), ""
 
 
@@ -542,7 +550,8 @@ async def _run_calls(
         group = [position for position in whole if position >= start]
         if not group:
             continue
-        ready = [prepare(plan.calls[position], r.registry, r.have, r.budgets.tool_timeout) for position in group]
+        ready = [_identified(prepare(plan.calls[position], r.registry, r.have, r.budgets.tool_timeout), record, step, plan.calls[position])
+                 for position in group]
         verdict: Optional[Verdict] = None
         gate = _gate(ready[0], plan.calls[group[0]]) if len(group) == 1 else None  # a gated call is a group of one
         if gate:

@@ -53,6 +53,7 @@ from ..errors import (
     WrongTypeError,
 )
 from ..schema.validator import Validator, check_schema, compile_schema, validate
+from .context import CallContext, context_parameter
 from .providers import anthropic_tool, openai_tool
 from .typed import function_spec
 
@@ -104,6 +105,8 @@ class Tool:
     requires_approval: ApprovalRule = False
     validator: Validator = field(init=False, compare=False, repr=False)
     is_async: bool = field(init=False, compare=False, repr=False)
+    #: The name of ``fn``'s :class:`~agentloop.tools.context.CallContext` parameter (``None`` without one).
+    context: Optional[str] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -154,6 +157,13 @@ class Tool:
         object.__setattr__(self, "validator", validator)
         is_async = inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(getattr(self.fn, "__call__", None))
         object.__setattr__(self, "is_async", is_async)
+        try:
+            context = context_parameter(self.fn)
+        except ValueError as exc:
+            raise ToolDefinitionError(self.name, str(exc)) from None
+        if context is not None and context in parameters.get("properties", {}):
+            raise ToolDefinitionError(self.name, "%r is the CallContext parameter: the schema cannot also name it" % (context,))
+        object.__setattr__(self, "context", context)
 
     @classmethod
     def from_function(
@@ -207,15 +217,18 @@ class Tool:
         except Exception:
             return True
 
-    def invoke(self, arguments: Mapping[str, Any]) -> Any:
+    def invoke(self, arguments: Mapping[str, Any], context: Optional[CallContext] = None) -> Any:
         """Call ``fn`` with validated ``arguments``, converted first when ``convert`` is set
-        (for an ``async def`` tool: the coroutine to await).
+        (for an ``async def`` tool: the coroutine to await); a ``CallContext``
+        parameter of ``fn`` gets ``context`` (the loop gives every call its own).
 
         Does not validate: check ``first_error`` first (the loop does).
         """
         kwargs = dict(arguments)
         if self.convert is not None:
             kwargs = self.convert(kwargs)
+        if self.context is not None:
+            kwargs[self.context] = context
         return self.fn(**kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

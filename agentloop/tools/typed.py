@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..canonical import canonical_text
+from .context import context_parameter
 from .docstrings import parse_docstring
 from ..errors import ToolDefinitionError, UnrecordableError
 from ..schema.values import json_equal
@@ -490,6 +491,10 @@ def function_spec(fn: Callable[..., Any], name: Optional[str] = None, descriptio
     except (TypeError, ValueError) as exc:
         raise ToolDefinitionError(tool_name, "cannot read the signature: %s" % exc) from None
     doc = parse_docstring(inspect.getdoc(fn))
+    try:
+        skip = context_parameter(fn)  # agentloop.tools.context: a call's identity, for effects that happen once
+    except ValueError as exc:
+        raise ToolDefinitionError(tool_name, str(exc)) from None
     builder = _Builder()
     properties: Dict[str, Schema] = {}
     required: List[str] = []
@@ -497,6 +502,8 @@ def function_spec(fn: Callable[..., Any], name: Optional[str] = None, descriptio
     current = ""
     try:
         for current, parameter in signature.parameters.items():
+            if current == skip:
+                continue  # the CallContext parameter: given by the loop, never part of the schema
             if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
                 raise _Refused("*%s cannot be passed as a JSON object member" % current)
             if parameter.kind is inspect.Parameter.VAR_KEYWORD:
