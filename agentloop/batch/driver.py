@@ -44,7 +44,7 @@ from ..transcript.checkpoint import ORIGIN_PREFIX, check_key
 from ..transcript.durable import write_atomic
 from .facts import transcript_facts
 from .earlier import altered_runs, check_earlier, check_extends
-from .ledger import batch_origin, current, ledger_bytes, ledger_root, make_checkpoint, parse_ledger
+from .ledger import ManifestCheckpoint, batch_origin, current, ledger_bytes, ledger_root, make_checkpoint, parse_ledger
 from .spec import RunSpec, expected_task_line, spec_list_hash
 from .worker import MAX_TRANSFER_BYTES, make_job, publish, run_one, transcript_path
 
@@ -267,6 +267,43 @@ def _side_log(path: str, entries: Sequence[RunEntry]) -> Optional[str]:
     return path
 
 
+def _earlier(
+    previous: Optional[bytes], specs: List[RunSpec], paths: List[str], origins: List[str], origin: str,
+    checkpoint: Optional[str], key: Optional[bytes], signer: Optional[Signer],
+) -> Tuple[Dict[str, Dict[str, Any]], Optional[ManifestCheckpoint]]:
+    """An earlier ledger's last line per run, and its checkpoint: a malformed, foreign or altered one is
+    refused (:mod:`agentloop.batch.earlier`), never overwritten.  ``({}, None)`` without one."""
+    if previous is None:
+        return {}, None
+    lines = parse_ledger(previous)
+    note = check_earlier(lines, previous, specs, origins, origin, checkpoint, key, signer)
+    certified = current(lines)
+    altered = altered_runs(certified, specs, paths)
+    if altered:
+        raise LedgerMismatchError(
+            "%d run(s) the earlier ledger certified are not those files any more" % (len(altered),), altered)
+    return certified, note
+
+
+def _kept(
+    spec: RunSpec, origin: str, path: str, resume: bool, certified: Dict[str, Dict[str, Any]]
+) -> Optional[RunEntry]:
+    """The entry of a transcript kept as it is: one the earlier ledger certified (checked already: the very
+    file), or with ``resume`` one that exists, verifies and has the expected origin; ``None``: run it."""
+    if certified.get(spec.name, {}).get("status") == "ok":
+        return _judge(spec, origin, path, resumed=True)
+    if resume and os.path.lexists(path):
+        entry = _judge(spec, origin, path, resumed=True)
+        return entry if entry.ok else None
+    return None
+
+
+def _grown(previous: Optional[bytes], final: Sequence[RunEntry], certified: Dict[str, Dict[str, Any]]) -> bytes:
+    """The ledger only grows: the earlier lines stay, and a line is appended for each run not certified before."""
+    fresh = [entry.ledger_line() for entry in final if certified.get(entry.name, {}).get("status") != "ok"]
+    return (previous or b"") + ledger_bytes(fresh)
+
+
 def run_many(
     specs: Sequence[RunSpec],
     *,
@@ -304,7 +341,8 @@ def run_many(
     ``signer`` when it was signed): else
     :class:`~agentloop.errors.LedgerMismatchError` names every altered run
     and nothing is run or written (:mod:`agentloop.batch.earlier`).  The new
-    ledger is the earlier one with a line appended for each run run again.  ``transfer="bytes"`` has workers return the transcript (at
+    ledger is the earlier one with a line appended for each run run again.
+    ``transfer="bytes"`` has workers return the transcript (at
     most ``max_transfer_bytes``) instead of writing into ``out_dir``.
     ``progress(entry, done, total)`` is called in completion order.
 
@@ -334,15 +372,7 @@ def run_many(
     registry = load_tools(tools, "tools")
     origins = _expected(spec_list, registry, model)
     origin = batch_origin(spec_list_hash(spec_list))
-    certified: Dict[str, Dict[str, Any]] = {}
-    earlier_note = None
-    if previous is not None:  # a malformed, foreign or altered earlier ledger is refused, never overwritten
-        lines = parse_ledger(previous)
-        earlier_note = check_earlier(lines, previous, spec_list, origins, origin, checkpoint, key, signer)
-        certified = current(lines)
-        altered = altered_runs(certified, spec_list, paths)
-        if altered:
-            raise LedgerMismatchError("%d run(s) the earlier ledger certified are not those files any more" % (len(altered),), altered)
+    certified, earlier_note = _earlier(previous, spec_list, paths, origins, origin, checkpoint, key, signer)
 
     entries: List[Optional[RunEntry]] = [None] * len(spec_list)
     done = 0
@@ -356,15 +386,11 @@ def run_many(
 
     todo: List[int] = []
     for index, spec in enumerate(spec_list):
-        if certified.get(spec.name, {}).get("status") == "ok":  # checked above: the very file it certified
-            settle(index, _judge(spec, origins[index], paths[index], resumed=True))
-            continue
-        if resume and os.path.lexists(paths[index]):
-            entry = _judge(spec, origins[index], paths[index], resumed=True)
-            if entry.ok:
-                settle(index, entry)
-                continue
-        todo.append(index)
+        kept = _kept(spec, origins[index], paths[index], resume, certified)
+        if kept is not None:
+            settle(index, kept)
+        else:
+            todo.append(index)
     jobs = {i: make_job(spec_list[i], model, tools, out_dir, transfer, max_transfer_bytes) for i in todo}
 
     def finish(index: int, reply: Optional[str], error: Optional[BaseException]) -> None:
@@ -411,9 +437,7 @@ def run_many(
             finish(index, answer, error)
 
     final = [entry for entry in entries if entry is not None]  # every index was settled exactly once
-    # The ledger only grows: the earlier lines stay, a line is appended for each run not certified before.
-    fresh = [entry.ledger_line() for entry in final if certified.get(entry.name, {}).get("status") != "ok"]
-    data = (previous or b"") + ledger_bytes(fresh)
+    data = _grown(previous, final, certified)
     made = make_checkpoint(origin, data, key, () if signer is None else (signer,))
     check_extends(earlier_note, made, data)
     write_atomic(manifest_path, data)

@@ -29,14 +29,20 @@ from ..errors import AgentloopError, LedgerMismatchError, RunConfigError
 from ..signing.hmac_sha256 import HmacKey
 from ..signing.note import Signer
 from .facts import difference, transcript_facts
-from .ledger import ManifestCheckpoint, check_extension, check_manifest_checkpoint, parse_manifest_checkpoint, prove_extension
+from .ledger import (
+    ManifestCheckpoint,
+    check_extension,
+    check_manifest_checkpoint,
+    parse_manifest_checkpoint,
+    prove_extension,
+)
 from .spec import RunSpec
 
 __all__ = ["check_earlier", "altered_runs", "check_extends"]
 
 
 def _signers_of(note: ManifestCheckpoint, key: Optional[bytes], signer: Optional[Signer]) -> Tuple[List[Any], str]:
-    """The verifiers this resume can check the earlier checkpoint's signatures with, and who signed it that it cannot."""
+    """The verifiers this resume can check the earlier checkpoint's signatures with, and who signed that it cannot."""
     verifiers: List[Any] = []
     if key is not None:
         verifiers.append(HmacKey(note.origin, key))
@@ -48,7 +54,9 @@ def _signers_of(note: ManifestCheckpoint, key: Optional[bytes], signer: Optional
     return verifiers, ", ".join("the HMAC key" if name == note.origin else name for name in unchecked)
 
 
-def _checkpoint(path: str, data: bytes, origin: str, key: Optional[bytes], signer: Optional[Signer]) -> ManifestCheckpoint:
+def _checkpoint(
+    path: str, data: bytes, origin: str, key: Optional[bytes], signer: Optional[Signer]
+) -> ManifestCheckpoint:
     """1. The earlier checkpoint at ``path`` is the earlier ledger's, of this batch, signed as it was."""
     if not os.path.lexists(path):
         raise LedgerMismatchError("the earlier ledger has no checkpoint at %s to be checked against (it was removed?): "
@@ -59,11 +67,12 @@ def _checkpoint(path: str, data: bytes, origin: str, key: Optional[bytes], signe
     except (OSError, AgentloopError) as exc:
         raise LedgerMismatchError("the earlier checkpoint %s cannot be read: %s" % (path, exc)) from None
     if note.origin != origin:
-        raise LedgerMismatchError("the earlier checkpoint is of another spec list (%s), not this one (%s)" % (note.origin, origin))
+        raise LedgerMismatchError(
+            "the earlier checkpoint is of another spec list (%s), not this one (%s)" % (note.origin, origin))
     verifiers, unchecked = _signers_of(note, key, signer)
     if note.signatures and not verifiers:
-        raise RunConfigError("key/signer", "the earlier checkpoint %s is signed (%s): resume with the same key, so that its "
-                             "signature is checked and the new checkpoint is signed too" % (path, unchecked))
+        raise RunConfigError("key/signer", "the earlier checkpoint %s is signed (%s): resume with the same key, so "
+                             "that its signature is checked and the new checkpoint is signed too" % (path, unchecked))
     try:
         check_manifest_checkpoint(note, data, None, verifiers)
     except AgentloopError as exc:
@@ -84,12 +93,17 @@ def check_earlier(
     expected = {spec.name: spec_origin for spec, spec_origin in zip(specs, origins)}
     for line in lines:
         if expected.get(line["name"]) != line["origin"]:
-            what = "is not a spec of this batch" if line["name"] not in expected else "has another origin than its spec implies"
-            raise LedgerMismatchError("the earlier ledger is of another spec list: its run %s %s" % (json.dumps(line["name"]), what))
+            what = "is not a spec of this batch"
+            if line["name"] in expected:
+                what = "has another origin than its spec implies"
+            raise LedgerMismatchError(
+                "the earlier ledger is of another spec list: its run %s %s" % (json.dumps(line["name"]), what))
     return None if checkpoint is None else _checkpoint(checkpoint, data, origin, key, signer)
 
 
-def altered_runs(certified: Dict[str, Dict[str, Any]], specs: Sequence[RunSpec], paths: Sequence[str]) -> List[Tuple[str, str]]:
+def altered_runs(
+    certified: Dict[str, Dict[str, Any]], specs: Sequence[RunSpec], paths: Sequence[str]
+) -> List[Tuple[str, str]]:
     """2. ``(name, why)`` of each run whose earlier ``ok`` line no longer describes its file (in spec order)."""
     altered = []
     for spec, path in zip(specs, paths):

@@ -45,7 +45,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..canonical import canonical_bytes
 from ..errors import BadSignatureError, MalformedCheckpointError, MalformedManifestError, ProofError, UnrecordableError
@@ -155,7 +155,7 @@ def parse_ledger(data: bytes) -> List[Dict[str, Any]]:
     if not data.endswith(b"\n"):
         raise MalformedManifestError(data.count(b"\n") + 1, "no terminating newline")
     out: List[Dict[str, Any]] = []
-    certified = set()
+    certified: Set[str] = set()
     for number, raw in enumerate(data[:-1].split(b"\n"), 1):
         if not raw:
             raise MalformedManifestError(number, "an empty line")
@@ -172,12 +172,18 @@ def parse_ledger(data: bytes) -> List[Dict[str, Any]]:
         if problem:
             raise MalformedManifestError(number, problem)
         # 4. an ok line is final
-        if value["name"] in certified:
-            raise MalformedManifestError(number, "the name %s appears again after its ok line" % (json.dumps(value["name"]),))
-        if value["status"] == "ok":
-            certified.add(value["name"])
+        _final(number, value, certified)
         out.append(value)
     return out
+
+
+def _final(number: int, line: Mapping[str, Any], certified: Set[str]) -> None:
+    """Rule 4 of :func:`parse_ledger`: no line after a run's ``ok`` line (``certified`` collects their names)."""
+    if line["name"] in certified:
+        raise MalformedManifestError(
+            number, "the name %s appears again after its ok line" % (json.dumps(line["name"]),))
+    if line["status"] == "ok":
+        certified.add(line["name"])
 
 
 def current(lines: Sequence[Mapping[str, Any]]) -> Dict[str, Dict[str, Any]]:

@@ -34,7 +34,14 @@ from typing import Any, Callable, Dict, Optional, Sequence, TextIO
 from ..transcript.anchor import AnchoredResult, checkpoint_of, verify_checkpoint
 from ..transcript.checkpoint import Checkpoint, load_key, read_checkpoint, verify_signatures
 from ..transcript.durable import lock_shared, write_atomic
-from ..errors import BadSignatureError, MalformedCheckpointError, ProofError, RepairRefusedError, SigningKeyError, TranscriptLockedError
+from ..errors import (
+    BadSignatureError,
+    MalformedCheckpointError,
+    ProofError,
+    RepairRefusedError,
+    SigningKeyError,
+    TranscriptLockedError,
+)
 from ..transcript.proofs import (
     ConsistencyProof,
     Proof,

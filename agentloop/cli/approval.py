@@ -37,7 +37,16 @@ import json
 import sys
 from typing import Any, Callable, Dict, Optional, TextIO, Tuple
 
-from ..loop.approval import Approve, ApprovalRequest, Decision, Deny, Modify, Terminate, decision_from_json, verify_approvals
+from ..loop.approval import (
+    Approve,
+    ApprovalRequest,
+    Decision,
+    Deny,
+    Modify,
+    Terminate,
+    decision_from_json,
+    verify_approvals,
+)
 from ..canonical import strict_loads
 from ..errors import AgentloopError, RunConfigError
 from ..messages import AWAITING_APPROVAL, RunResult
@@ -71,7 +80,10 @@ from .output import (
     seconds_arg,
 )
 
-__all__ = ["add_commands", "add_approve_options", "approver_from_args", "report_pause", "verify_decisions", "EXIT_PAUSED", "MAX_ASKS"]
+__all__ = [
+    "add_commands", "add_approve_options", "approver_from_args", "report_pause", "verify_decisions",
+    "EXIT_PAUSED", "MAX_ASKS",
+]
 
 #: The exit status of a run (or a resume) that paused for approval.
 EXIT_PAUSED = 5
@@ -173,11 +185,12 @@ def _bound(path: str, where: str, call_id: str, value: object) -> object:
     runs = value.get("decision") in ("approve", "modify")
     if ANY_ARGUMENTS in value:
         if value[ANY_ARGUMENTS] is not True or not runs or "arguments_sha256" in value:
-            raise Refused(path, "%s.%s: must be true, on an approve or modify decision without arguments_sha256" % (where, ANY_ARGUMENTS))
+            raise Refused(path, "%s.%s: must be true, on an approve or modify decision without arguments_sha256"
+                          % (where, ANY_ARGUMENTS))
         return {k: v for k, v in value.items() if k != ANY_ARGUMENTS}
     if runs and "arguments_sha256" not in value:
-        raise Refused(path, "%s: the %s decision for call %s names no arguments_sha256: it would run the call with whatever "
-                      "arguments it has (agentloop pending FILE shows each call's; \"%s\": true accepts any)"
+        raise Refused(path, "%s: the %s decision for call %s names no arguments_sha256: it would run the call with "
+                      "whatever arguments it has (agentloop pending FILE shows each call's; \"%s\": true accepts any)"
                       % (where, value["decision"], json.dumps(call_id), ANY_ARGUMENTS))
     return value
 
@@ -203,8 +216,8 @@ def approver_from_args(args: argparse.Namespace) -> Optional[Callable[[ApprovalR
 def add_approve_options(command: argparse.ArgumentParser, what: Optional[str] = None) -> None:
     """``--approve`` and ``--by``, for ``run``, ``resume`` and ``replay``."""
     command.add_argument("--approve", metavar="ask|deny-all|FILE",
-                         help=what or "who decides calls of tools that require approval: ask on the terminal, deny all, "
-                         "or decisions from a JSON file; EOF or an undecided call pauses the run (exit 5)")
+                         help=what or "who decides calls of tools that require approval: ask on the terminal, deny "
+                         "all, or decisions from a JSON file; EOF or an undecided call pauses the run (exit 5)")
     command.add_argument("--by", metavar="NAME", help="who decides, recorded with each decision (default: the login name)")
 
 
@@ -256,7 +269,7 @@ def _declared_signer(path: str) -> Optional[str]:
 
 
 def verify_decisions(args: argparse.Namespace, out: TextIO) -> int:
-    """``verify FILE... --trust VKEY... [--require NAME]...`` without a checkpoint: the chain, then every decision's note.
+    """``verify FILE... --trust VKEY... [--require NAME]...``, no checkpoint: the chain, then each decision's note.
 
     Each problem :func:`~agentloop.loop.approval.verify_approvals` finds is
     printed at its record; a run that names no approval signer is said to
@@ -264,8 +277,8 @@ def verify_decisions(args: argparse.Namespace, out: TextIO) -> int:
     decision holds, else 1.
     """
     if args.expect_count is not None or args.expect_head is not None or args.exact:
-        raise Refused("--trust", "without --checkpoint, checks the decisions' notes: --expect-count/--expect-head/--exact "
-                      "are not taken with it")
+        raise Refused("--trust", "without --checkpoint, checks the decisions' notes: --expect-count/--expect-head/"
+                      "--exact are not taken with it")
     trusted = load_trusted(args)
     failed = False
     results = []
@@ -278,8 +291,8 @@ def verify_decisions(args: argparse.Namespace, out: TextIO) -> int:
         failed = failed or not verdict.ok or bool(problems)
         signer = _declared_signer(path)
         if args.json:
-            results.append({"file": path, "ok": verdict.ok and not problems, "count": verdict.count, "head": verdict.head,
-                            "complete": verdict.complete, "approval_signer": signer,
+            results.append({"file": path, "ok": verdict.ok and not problems, "count": verdict.count,
+                            "head": verdict.head, "complete": verdict.complete, "approval_signer": signer,
                             "decisions": [{"index": i, "line": i + 1, "problem": p} for i, p in problems if i >= 0]})
             continue
         report_verdict(path, verdict, out)
@@ -287,8 +300,8 @@ def verify_decisions(args: argparse.Namespace, out: TextIO) -> int:
             if index >= 0:
                 emit(out, "%s: record %d (line %d): decision: %s" % (path, index, index + 1, problem))
         if verdict.count and not chain_broken and not problems:
-            emit(out, "%s: decisions: %s" % (path, "every one signed by the approval signer %s, whose key is trusted" % (signer,)
-                                               if signer is not None else "every note present holds"))
+            said = "every one signed by the approval signer %s, whose key is trusted" % (signer,)
+            emit(out, "%s: decisions: %s" % (path, said if signer is not None else "every note present holds"))
         if signer is None and verdict.count and not chain_broken:
             emit(out, "note: %s names no approval signer: its decisions need not be signed" % (path,))
     if args.json:
@@ -330,15 +343,13 @@ def _resume(args: argparse.Namespace, out: TextIO) -> int:
     approver = approver_from_args(args)
     try:
         with on_termination():
-            result = resume(args.file, model, tools, decisions=decisions, approver=approver, rerun_unrecorded=args.rerun_unrecorded,
-                            anchor=args.anchor, checkpoint=args.checkpoint, key=key, overwrite=args.overwrite,
-                            on_record=lambda record: emit(out, format_record(record)), clock=RESUMED_CLOCK)
-    except KeyboardInterrupt:
-        _left(args.file, "interrupted (Ctrl-C)")
-        return EXIT_INTERRUPTED
-    except Terminated as ended:
-        _left(args.file, "terminated (%s)" % (ended.name,))
-        return ended.status
+            result = resume(args.file, model, tools, decisions=decisions, approver=approver,
+                            rerun_unrecorded=args.rerun_unrecorded, anchor=args.anchor, checkpoint=args.checkpoint,
+                            key=key, overwrite=args.overwrite, clock=RESUMED_CLOCK,
+                            on_record=lambda record: emit(out, format_record(record)))
+    except (KeyboardInterrupt, Terminated) as ended:  # Ctrl-C, SIGTERM, SIGHUP: said, with what the file holds
+        _left(args.file, "terminated (%s)" % (ended.name,) if isinstance(ended, Terminated) else "interrupted (Ctrl-C)")
+        return ended.status if isinstance(ended, Terminated) else EXIT_INTERRUPTED
     except SystemExit as exc:
         _left(args.file, "the run did not finish: a tool or the model raised SystemExit(%s)" % (exc.code,))
         return EXIT_UNFINISHED

@@ -163,7 +163,8 @@ def _cmd_batch(args: argparse.Namespace, out: TextIO) -> int:
     except LedgerMismatchError as exc:  # evidence that changed: reported, never re-run, overwritten or re-signed
         for name, why in exc.altered:
             emit(out, "ALTERED %s: %s" % (quote(name), quote(why)[1:-1]))
-        emit(out, "refused: %s; nothing was run, and %s and %s were left as they were" % (exc.reason, manifest, checkpoint))
+        emit(out, "refused: %s; nothing was run, and %s and %s were left as they were"
+             % (exc.reason, manifest, checkpoint))
         return EXIT_FAULT
     finally:
         progress.end()

@@ -47,7 +47,7 @@ import os
 import re
 import stat
 import time
-from typing import Any, Dict, List, Sequence, TextIO, Tuple
+from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from ..errors import BadSignatureError, MalformedCheckpointError, ProofError
 from ..signing.backend import cryptography_available
@@ -172,11 +172,12 @@ def _cmd_keygen(args: argparse.Namespace, out: TextIO) -> int:
     unsafe = _can_sign(args, "no signer")
     prefix = _default_prefix(args.name) if args.output is None else args.output
     try:
-        kind = os.stat(prefix).st_mode
+        mode: Optional[int] = os.stat(prefix).st_mode
     except OSError:
-        kind = None
-    if kind is not None and not (stat.S_ISREG(kind) or stat.S_ISDIR(kind)):  # -o /dev/null: a key written beside a device
-        raise Refused(prefix, "is %s: -o takes a file prefix (PREFIX.key and PREFIX.pub are written)" % (file_type(kind),))
+        mode = None
+    if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # -o /dev/null: keys beside a device
+        raise Refused(prefix, "is %s: -o takes a file prefix (PREFIX.key and PREFIX.pub are written)"
+                      % (file_type(mode),))
     private, public = prefix + ".key", prefix + ".pub"
     for path in (private, public):
         if os.path.lexists(path):

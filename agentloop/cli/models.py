@@ -279,17 +279,18 @@ def _replay(args: argparse.Namespace, target: str, out: TextIO) -> int:
     _check_paths(target, None, args.overwrite, source=args.file)
     tools = "recorded" if args.recorded_tools else load_tools(args.tools)
     if args.recorded_tools and args.approve is not None:
-        raise Refused("--approve", "is for --tools: --recorded-tools runs nothing and feeds back the recorded decisions")
+        raise Refused("--approve", "is for --tools: --recorded-tools runs nothing and feeds back the recorded "
+                      "decisions")
     approver = approver_from_args(args)
 
     def refused(request: Any) -> None:  # a recorded approval authorised the original run, not this replay
-        note("agentloop replay: call %s of step %d (tool %s) was approved in the original run; a recorded approval does not "
-             "authorise a replay: denied (decide again with --approve ask|FILE)" % (quote(request.call_id, None), request.step,
-                                                                                    quote(request.tool, None)))
+        note("agentloop replay: call %s of step %d (tool %s) was approved in the original run; a recorded approval "
+             "does not authorise a replay: denied (decide again with --approve ask|FILE)"
+             % (quote(request.call_id, None), request.step, quote(request.tool, None)))
 
     try:
-        outcome = _guarded("replay", target, lambda: replay(args.file, tools, transcript=target, overwrite=args.overwrite,
-                                                            approver=approver, on_refused=refused))
+        outcome = _guarded("replay", target, lambda: replay(
+            args.file, tools, transcript=target, overwrite=args.overwrite, approver=approver, on_refused=refused))
     except _Stopped as stopped:
         return stopped.status
     _finish(outcome.run, target, out)

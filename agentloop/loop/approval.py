@@ -34,13 +34,22 @@ same bytes.  ``docs/approvals.md`` is the guide.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from ..canonical import canonical_bytes, snapshot
-from ..errors import BadSignatureError, MalformedNoteError, MessageError, RunConfigError, SigningKeyError, UnrecordableError, ValidationError
+from ..errors import (
+    BadSignatureError,
+    MalformedNoteError,
+    MessageError,
+    RunConfigError,
+    SigningKeyError,
+    UnrecordableError,
+    ValidationError,
+)
 from ..messages import APPROVAL_DECISIONS
 from ..signing.note import Note, Verifier, parse_note, sign_note, verify_note
 from ..transcript.format import PathLike
@@ -283,15 +292,17 @@ def _key(signer: Any) -> Tuple[str, str]:
 
 
 def check_approval_signer(signer: object) -> None:
-    """``run(approval_signer=...)``: a note signer (``name``, a 4-byte ``key_id``, ``sign``), else ``RunConfigError``."""
+    """``run(approval_signer=...)``: a note signer (``name``, a 4-byte ``key_id``, ``sign``), or ``RunConfigError``."""
     if signer is None:
         return
     try:
-        ok = callable(getattr(signer, "sign")) and isinstance(signer.name, str) and len(bytes(signer.key_id)) == 4  # type: ignore[attr-defined]
+        ok = callable(getattr(signer, "sign")) and isinstance(getattr(signer, "name"), str)
+        ok = ok and len(bytes(getattr(signer, "key_id"))) == 4
     except Exception:
         ok = False
     if not ok:
-        raise RunConfigError("approval_signer", "must be None or a note signer (name, a 4-byte key_id, sign), such as an Ed25519Signer")
+        raise RunConfigError("approval_signer", "must be None or a note signer (name, a 4-byte key_id, sign), "
+                             "such as an Ed25519Signer")
 
 
 def approval_members(policy: Mapping[str, str], signer: Any) -> Dict[str, Any]:
@@ -318,7 +329,9 @@ def approval_members(policy: Mapping[str, str], signer: Any) -> Dict[str, Any]:
     return members
 
 
-def judge(answer: object, request: ApprovalRequest, max_arguments_bytes: int, run_signer: Any = None) -> Optional[Verdict]:
+def judge(
+    answer: object, request: ApprovalRequest, max_arguments_bytes: int, run_signer: Any = None
+) -> Optional[Verdict]:
     """What the loop does with an approver's ``answer`` to ``request``: ``None`` to defer, else a :class:`Verdict`.
 
     1. ``None`` defers; a :class:`RecordedDecision` is taken as recorded;
@@ -366,18 +379,23 @@ def judge(answer: object, request: ApprovalRequest, max_arguments_bytes: int, ru
         return closed("the decision cannot be recorded: %s" % (exc,))
     verdict = Verdict(kind, decision.by, reason, arguments, text)
     # 5.
+    return _signed(verdict, request, decision, run_signer)
+
+
+def _signed(verdict: Verdict, request: ApprovalRequest, decision: Decision, run_signer: Any) -> Verdict:
+    """Step 5 of :func:`judge`: the verdict signed by the decision's signer, else the run's; a failure denies."""
     signer = decision.signer if decision.signer is not None else run_signer
+    who = json.dumps(decision.by, ensure_ascii=False)
     if run_signer is not None and signer is not run_signer and _safe_key(signer) != _key(run_signer):
-        return closed("the decision of %s is signed by key %s, not by the run's approval signer %s"
-                      % (json.dumps(decision.by, ensure_ascii=False), "+".join(_safe_key(signer)), "+".join(_key(run_signer))))
-    if signer is not None:
-        try:
-            signed = sign_note(note_text(request, verdict), signer)
-        except Exception as exc:  # a signer that fails: nothing unsigned is passed off as signed
-            return closed("the decision of %s could not be signed: %s: %s"
-                          % (json.dumps(decision.by, ensure_ascii=False), type(exc).__name__, exc))
-        verdict = Verdict(kind, decision.by, reason, arguments, text, signed.to_bytes().decode("utf-8"))
-    return verdict
+        return closed("the decision of %s is signed by key %s, not by the run's approval signer %s" % (
+            who, "+".join(_safe_key(signer)), "+".join(_key(run_signer))))
+    if signer is None:
+        return verdict
+    try:
+        signed = sign_note(note_text(request, verdict), signer)
+    except Exception as exc:  # a signer that fails: nothing unsigned is passed off as signed
+        return closed("the decision of %s could not be signed: %s: %s" % (who, type(exc).__name__, exc))
+    return dataclasses.replace(verdict, note=signed.to_bytes().decode("utf-8"))
 
 
 def _safe_key(signer: Any) -> Tuple[str, str]:
@@ -421,7 +439,7 @@ def decision_from_json(value: object, where: str = "$") -> Decision:
 
 
 def verify_approvals(path: PathLike, trusted: Sequence[Verifier], require: Sequence[str] = ()) -> List[Tuple[int, str]]:
-    """Check every decision of a transcript against its notes; return ``[(record index, problem)]``, empty when all hold.
+    """Check every decision of a transcript and its note; return ``[(record index, problem)]``, empty when all hold.
 
     1. The chain must be intact (a problem at index -1 otherwise); payload
        faults (``bad_payload``: a gated call that ran with no decision, a
@@ -470,7 +488,8 @@ class _NoteReader:
             if isinstance(declared, dict):
                 self.signer = (str(declared.get("name")), str(declared.get("key_id")))
         elif kind == "assistant":
-            self.assistant_hash, self.step = str(digest), payload.get("step")
+            step = payload.get("step")
+            self.assistant_hash, self.step = str(digest), step if isinstance(step, int) else -1
             calls = payload.get("tool_calls")
             self.calls = {c.get("id"): c for c in calls if isinstance(c, dict)} if isinstance(calls, list) else {}
         elif kind == "tool" and isinstance(payload.get("approval"), dict):

@@ -499,7 +499,8 @@ def _identified(item: Union[Done, Job], record: _Recorder, step: int, call: Plan
     """A job whose tool takes a ``CallContext`` gets this call's: the same key whenever this call runs again."""
     if not isinstance(item, Job) or item.tool.context is None:
         return item
-    return Job(item.tool, item.arguments, item.timeout, CallContext.of(ORIGIN_PREFIX + record.first, step, call.id, call.name))
+    context = CallContext.of(ORIGIN_PREFIX + record.first, step, call.id, call.name)
+    return Job(item.tool, item.arguments, item.timeout, context)
 
 
 def _gate(item: Union[Done, Job], call: PlannedCall) -> Optional[bool]:
@@ -550,8 +551,8 @@ async def _run_calls(
         group = [position for position in whole if position >= start]
         if not group:
             continue
-        ready = [_identified(prepare(plan.calls[position], r.registry, r.have, r.budgets.tool_timeout), record, step, plan.calls[position])
-                 for position in group]
+        ready = [_identified(prepare(plan.calls[p], r.registry, r.have, r.budgets.tool_timeout), record, step,
+                             plan.calls[p]) for p in group]
         verdict: Optional[Verdict] = None
         gate = _gate(ready[0], plan.calls[group[0]]) if len(group) == 1 else None  # a gated call is a group of one
         if gate:

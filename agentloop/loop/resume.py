@@ -292,7 +292,8 @@ def resume(
             output_schema=schema, on_record=on_record, max_tool_calls=budgets.get("max_tool_calls"),
             max_cost=budgets.get("max_cost"), prices=budgets.get("prices"), max_seconds=budgets.get("max_seconds"),
             clock=clock, tell_budgets=budgets.get("tell_budgets", False), tool_timeout=budgets.get("tool_timeout"),
-            max_workers=max_workers, approver=_combined(given, 0, approver), deferred=True, approval_signer=approval_signer))
+            max_workers=max_workers, approver=_combined(given, 0, approver), deferred=True,
+            approval_signer=approval_signer))
         changed = _first_change(task, r.task_payload)
         if changed:
             raise RunConfigError("tools", "the model and tools given do not give the recorded task record: its %r differs" % (changed,))

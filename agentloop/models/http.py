@@ -575,7 +575,7 @@ class HttpTransport:
             if '"' not in secret and "\\" not in secret:
                 raw = raw.replace(secret.encode("utf-8"), _REDACTED.encode("ascii"))
         try:
-            answer = strict_loads(raw.decode("utf-8"))  # a repeated member or NaN is refused, as in every file agentloop reads
+            answer = strict_loads(raw.decode("utf-8"))  # a repeated member or NaN: refused, as in every file we read
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise ModelResponseError(
                 provider, host, "$", redact("the body is not JSON (%s): %s" % (exc, _quoted(raw)), secrets)

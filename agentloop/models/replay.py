@@ -45,7 +45,7 @@ from ..transcript.verify import iter_file, verify_file
 
 __all__ = ["ReplayModel", "Difference", "ReplayResult", "first_difference", "replay", "REPLAY_REFUSED"]
 
-#: Why a replay with real tools denies a call the recording shows approved (or modified), when no approver decides again.
+#: Why a replay with real tools denies a call the recording shows approved (or modified), unless an approver decides.
 REPLAY_REFUSED = ("replay with real tools: the recorded decision authorised the original run, not this replay; "
                   "an approver must decide again (agentloop replay --approve)")
 
@@ -378,11 +378,14 @@ class ReplayModel:
             options["approver"] = self.recorded_approver()
         signer = self._task.get("approval_signer")
         if isinstance(signer, dict):  # named again in the task record; it cannot sign a new decision
-            options["approval_signer"] = _RecordedSigner(str(signer.get("name")), str(signer.get("key_id")), self.source)
+            options["approval_signer"] = _RecordedSigner(
+                str(signer.get("name")), str(signer.get("key_id")), self.source)
         return options
 
-    def again_approver(self, approver: Optional[Callable[[ApprovalRequest], Any]] = None,
-                       on_refused: Optional[Callable[[ApprovalRequest], None]] = None) -> Callable[[ApprovalRequest], Any]:
+    def again_approver(
+        self, approver: Optional[Callable[[ApprovalRequest], Any]] = None,
+        on_refused: Optional[Callable[[ApprovalRequest], None]] = None,
+    ) -> Callable[[ApprovalRequest], Any]:
         """The approver of a replay with real tools: a recorded decision authorised the original run only.
 
         A recorded denial or termination is taken as recorded (nothing runs);
@@ -408,7 +411,7 @@ class ReplayModel:
         if approver is not None and is_async_callable(approver):
             async def asynchronous(request: ApprovalRequest) -> Any:
                 done, answer = recorded(request)
-                return answer if done else await approver(request)  # type: ignore[misc]
+                return answer if done else await approver(request)
             return asynchronous
 
         def synchronous(request: ApprovalRequest) -> Any:

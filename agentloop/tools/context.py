@@ -87,6 +87,7 @@ def context_parameter(fn: Callable[..., Any]) -> Optional[str]:
     found = [name for name, p in parameters.items() if _is_context(fn, p.annotation)]
     if len(found) > 1:
         raise ValueError("parameters %s are both CallContext: a call has one" % (" and ".join(repr(f) for f in found),))
-    if found and parameters[found[0]].kind not in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
+    by_name = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    if found and parameters[found[0]].kind not in by_name:
         raise ValueError("the CallContext parameter %r must be passable by name" % (found[0],))
     return found[0] if found else None

@@ -157,13 +157,18 @@ class Tool:
         object.__setattr__(self, "validator", validator)
         is_async = inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(getattr(self.fn, "__call__", None))
         object.__setattr__(self, "is_async", is_async)
+        object.__setattr__(self, "context", self._context_parameter(parameters))
+
+    def _context_parameter(self, parameters: Mapping[str, Any]) -> Optional[str]:
+        """``fn``'s :class:`~agentloop.tools.context.CallContext` parameter, which the schema may not name."""
         try:
             context = context_parameter(self.fn)
         except ValueError as exc:
             raise ToolDefinitionError(self.name, str(exc)) from None
         if context is not None and context in parameters.get("properties", {}):
-            raise ToolDefinitionError(self.name, "%r is the CallContext parameter: the schema cannot also name it" % (context,))
-        object.__setattr__(self, "context", context)
+            raise ToolDefinitionError(
+                self.name, "%r is the CallContext parameter: the schema cannot also name it" % (context,))
+        return context
 
     @classmethod
     def from_function(

@@ -477,6 +477,14 @@ def _resolve(fn: Callable[..., Any], name: str, annotation: Any) -> Any:
         raise _Refused("cannot resolve the annotation %r: %s: %s" % (annotation, type(exc).__name__, exc)) from None
 
 
+def _context(fn: Callable[..., Any], tool_name: str) -> Optional[str]:
+    """The ``CallContext`` parameter (:mod:`agentloop.tools.context`): given by the loop, never part of the schema."""
+    try:
+        return context_parameter(fn)
+    except ValueError as exc:
+        raise ToolDefinitionError(tool_name, str(exc)) from None
+
+
 def function_spec(fn: Callable[..., Any], name: Optional[str] = None, description: Optional[str] = None) -> FunctionSpec:
     """Derive the schema, description and argument converter of ``fn`` (see the module docstring).
 
@@ -491,19 +499,14 @@ def function_spec(fn: Callable[..., Any], name: Optional[str] = None, descriptio
     except (TypeError, ValueError) as exc:
         raise ToolDefinitionError(tool_name, "cannot read the signature: %s" % exc) from None
     doc = parse_docstring(inspect.getdoc(fn))
-    try:
-        skip = context_parameter(fn)  # agentloop.tools.context: a call's identity, for effects that happen once
-    except ValueError as exc:
-        raise ToolDefinitionError(tool_name, str(exc)) from None
+    skip = _context(fn, tool_name)
     builder = _Builder()
     properties: Dict[str, Schema] = {}
     required: List[str] = []
     convs: Dict[str, Callable[[Any], Any]] = {}
     current = ""
     try:
-        for current, parameter in signature.parameters.items():
-            if current == skip:
-                continue  # the CallContext parameter: given by the loop, never part of the schema
+        for current, parameter in [item for item in signature.parameters.items() if item[0] != skip]:
             if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
                 raise _Refused("*%s cannot be passed as a JSON object member" % current)
             if parameter.kind is inspect.Parameter.VAR_KEYWORD:

@@ -68,7 +68,8 @@ class Gates:
                 return "payload has 'predicate_outcomes' and no 'approval'"
         if "approval_signer" in payload:
             signer = payload["approval_signer"]
-            if not isinstance(signer, dict) or not isinstance(signer.get("name"), str) or not _key_id(signer.get("key_id")):
+            if not isinstance(signer, dict) or not isinstance(signer.get("name"), str) \
+                    or not _key_id(signer.get("key_id")):
                 return "payload.approval_signer is not {\"name\": a string, \"key_id\": 8 lowercase hex digits}"
             if not has_policy:
                 return "payload has 'approval_signer' and no 'approval'"
@@ -82,27 +83,35 @@ class Gates:
         return cls(rules, payload.get("predicate_outcomes") is True, "approval_signer" in payload)
 
     def problem(self, payload: Mapping[str, Any]) -> str:
-        """The first problem of a ``tool`` record (its ``name`` a string, ``ok`` a boolean, ``approval`` well formed)."""
+        """The first problem of a ``tool`` record (``name`` a string, ``ok`` a boolean, ``approval`` well formed)."""
         if not self.known:
             return ""
         name = payload["name"]
         rule = self.rules.get(name)
         member = payload.get("approval")
-        if "gated" in payload:
-            if payload["gated"] is not False:
-                return "payload.gated is not false (the member is false when set, absent otherwise)"
-            if member is not None:
-                return "payload has both 'gated' and 'approval'"
-            if rule != "predicate" or not self.outcomes:
-                return "payload has 'gated', but the task record records no predicate outcome for tool %s" % (_name(name),)
+        problem = self._outcome(payload, rule, member) if "gated" in payload else ""
+        if problem:
+            return problem
         if member is not None and rule is None:
             return "payload has an 'approval', but the task record gates no tool %s" % (_name(name),)
         if payload["ok"] is True and member is None:
             if rule == "always":
-                return "payload has ok true and no 'approval', but the task record gates tool %s always" % (_name(name),)
+                return "payload has ok true and no 'approval', but the task record gates tool %s always" % (
+                    _name(name),)
             if rule == "predicate" and self.outcomes and "gated" not in payload:
                 return ("payload has ok true and neither 'approval' nor \"gated\": false, but the task record gates "
                         "tool %s by a predicate and records its outcomes" % (_name(name),))
         if self.signer and member is not None and member.get("by") is not None and "note" not in member:
             return "payload.approval has no 'note', but the task record names an approval signer"
+        return ""
+
+    def _outcome(self, payload: Mapping[str, Any], rule: Any, member: Any) -> str:
+        """Rule 1: ``"gated": false``, on a predicate's call in a run that records outcomes, without a decision."""
+        if payload["gated"] is not False:
+            return "payload.gated is not false (the member is false when set, absent otherwise)"
+        if member is not None:
+            return "payload has both 'gated' and 'approval'"
+        if rule != "predicate" or not self.outcomes:
+            return "payload has 'gated', but the task record records no predicate outcome for tool %s" % (
+                _name(payload["name"]),)
         return ""

@@ -355,15 +355,11 @@ def _parse_line(
         return None, Fault(None, number, "bad_json", "invalid UTF-8 at byte %d" % (exc.start,)), ""
     if raw.count(b"[") + raw.count(b"{") > PARSE_DEPTH and json_depth(text) > PARSE_DEPTH:
         return None, Fault(None, number, "bad_json", "nesting deeper than %d levels" % (PARSE_DEPTH,)), ""
-    try:
+    try:  # NaN, Infinity, -Infinity are not JSON (RFC 8259 section 6): _NotJson, so bad_json, not a record
         try:
             return loads(text), None, text
-        except _NotJson:
-            raise
         except ValueError:
             return json.loads(text, parse_int=parse_int, parse_constant=_no_constant), None, text
-    except _NotJson as exc:  # NaN, Infinity, -Infinity: not JSON (RFC 8259 section 6), so not a record
-        return None, Fault(None, number, "bad_json", "not JSON: %s" % (exc,)), ""
     except RecursionError:
         return None, Fault(None, number, "bad_json", "nesting too deep to parse"), ""
     except ValueError as exc:
