@@ -555,6 +555,8 @@ async def _run_calls(
                              plan.calls[p]) for p in group]
         verdict: Optional[Verdict] = None
         gate = _gate(ready[0], plan.calls[group[0]]) if len(group) == 1 else None  # a gated call is a group of one
+        if gate is False and r.task_payload.get("predicate_outcomes") is not True:
+            gate = None  # a run resumed from a file written before outcomes were recorded stays as it was
         if gate:
             call = plan.calls[group[0]]
             request = _request(r, record, step, call, asked_by)

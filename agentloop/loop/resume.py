@@ -294,6 +294,8 @@ def resume(
             clock=clock, tell_budgets=budgets.get("tell_budgets", False), tool_timeout=budgets.get("tool_timeout"),
             max_workers=max_workers, approver=_combined(given, 0, approver), deferred=True,
             approval_signer=approval_signer))
+        if "predicate_outcomes" not in task:  # a file written before outcomes were recorded goes on without them
+            r.task_payload.pop("predicate_outcomes", None)
         changed = _first_change(task, r.task_payload)
         if changed:
             raise RunConfigError("tools", "the model and tools given do not give the recorded task record: its %r differs" % (changed,))

@@ -213,3 +213,26 @@ class TestReplayOfGatedRuns(GateCase):
         self.assertIn("cannot sign a new decision", member["reason"])
         self.assertFalse(outcome.identical)
         self.assertTrue(verify_file(self.path("again.jsonl")).ok)
+
+
+class TestOlderFiles(GateCase):
+    def test_a_paused_file_written_before_predicate_outcomes_resumes_as_it_was(self) -> None:
+        from agentloop import resume
+        run("work", calls_model(), [look_tool(), delete_tool(), pay_tool()], transcript=self.path("new.jsonl"), max_steps=4,
+            max_tokens=1000, approver=lambda request: None)  # paused at d1
+        lines = read_lines(self.path("new.jsonl"))
+        old = forge(lines, 0, lambda r: r["payload"].pop("predicate_outcomes"))  # as an earlier agentloop wrote it
+        self.write_bytes(b"".join(old), "old.jsonl")
+        self.assertTrue(verify_file(self.path("old.jsonl")).ok)
+        resume(self.path("old.jsonl"), calls_model_after(), [look_tool(), delete_tool(), pay_tool()], approver=approve_all)
+        records = read_records(self.path("old.jsonl"))
+        self.assertNotIn("predicate_outcomes", records[0]["payload"])
+        self.assertFalse(any("gated" in r["payload"] for r in records if r["kind"] == "tool"))  # the old rules, kept
+        self.assertTrue(verify_file(self.path("old.jsonl"), require_complete=True).ok)
+
+
+def calls_model_after() -> Any:
+    """calls_model as a stateless model: the same reply for the same turn, in another process or object."""
+    from ..approval_fixtures import stateless
+    return stateless(ModelReply("working", [ToolCall("look", {"path": "/a"}, "l1"), ToolCall("delete", {"path": "/a"}, "d1"),
+                                            ToolCall("pay", {"amount": 5}, "p1"), ToolCall("pay", {"amount": 500}, "p2")]))
