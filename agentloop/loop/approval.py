@@ -71,6 +71,7 @@ __all__ = [
     "note_text",
     "verify_approvals",
     "approval_members",
+    "seal_closed",
     "check_approval_signer",
     "NOTE_HEADER",
     "DENIED",
@@ -405,6 +406,19 @@ def _safe_key(signer: Any) -> Tuple[str, str]:
         return ("?", "?")
 
 
+def seal_closed(verdict: Optional[Verdict], request: ApprovalRequest, run_signer: Any) -> Optional[Verdict]:
+    """A fail-closed denial (``by`` null) in a run with an approval signer, signed by the run's key too, so that
+    no decision of such a run is unsigned (a call that ran cannot be passed off as one denied); unsigned only
+    when the signer itself fails, which :func:`verify_approvals` reports."""
+    if verdict is None or verdict.by is not None or verdict.note or run_signer is None:
+        return verdict
+    try:
+        signed = sign_note(note_text(request, verdict), run_signer)
+    except Exception:  # the signer fails: the denial stands, unsigned (nothing runs)
+        return verdict
+    return dataclasses.replace(verdict, note=signed.to_bytes().decode("utf-8"))
+
+
 def decision_from_json(value: object, where: str = "$") -> Decision:
     """A decision from its JSON form (a decisions file, ``agentloop resume --decisions``).
 
@@ -501,7 +515,7 @@ class _NoteReader:
 
     def _decision(self, payload: Dict[str, Any], member: Dict[str, Any]) -> str:
         if "note" not in member:
-            if self.signer is not None and member.get("by") is not None:
+            if self.signer is not None:  # a fail-closed denial too: the run's key signs it (seal_closed)
                 return "the decision of %s has no note, but the run names %s as its approval signer" % (
                     json.dumps(member.get("by")), "+".join(self.signer))
             return ""

@@ -70,7 +70,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Callable, Coroutine, Dict, Iterable, List, Mapping, Optional, Tuple, Union, cast
 
-from .approval import ApprovalRequest, Verdict, approval_members, check_approval_signer, closed, judge
+from .approval import ApprovalRequest, Verdict, approval_members, check_approval_signer, closed, judge, seal_closed
 from .budgets import Budgets, Seconds, Spent, budgets_from
 from .calls import DEFAULT_MAX_WORKERS, AsyncRunner, Done, Job, Raised, Runner, SyncRunner, describe, groups, prepare
 from ..canonical import MAX_SAFE_INTEGER, canonical_bytes, canonical_text, json_path, snapshot
@@ -533,8 +533,9 @@ async def _decide(r: _Run, runner: Runner, request: ApprovalRequest) -> Optional
     try:
         answer = await runner.decide(r.approver, request)
     except Exception as exc:
-        return closed("the approver raised %s" % (describe(exc),))
-    return judge(answer, request, r.budgets.max_record_bytes - RECORD_OVERHEAD, r.approval_signer)
+        return seal_closed(closed("the approver raised %s" % (describe(exc),)), request, r.approval_signer)
+    verdict = judge(answer, request, r.budgets.max_record_bytes - RECORD_OVERHEAD, r.approval_signer)
+    return seal_closed(verdict, request, r.approval_signer)
 
 
 async def _run_calls(

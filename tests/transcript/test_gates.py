@@ -43,7 +43,7 @@ def approve_all(request: Any) -> Any:
 class GateCase(TempDir):
     def make(self, **options: Any) -> List[bytes]:
         run("work", calls_model(), [look_tool(), delete_tool(), pay_tool()], transcript=self.path(), max_steps=4,
-            max_tokens=1000, approver=options.pop("approver", approve_all), **options)
+            max_tokens=1000, approver=options.pop("approver", approve_all), overwrite=True, **options)
         return read_lines(self.path())
 
     def verdict(self, lines: List[bytes], name: str = "forged.jsonl") -> List[Any]:
@@ -236,3 +236,30 @@ def calls_model_after() -> Any:
     from ..approval_fixtures import stateless
     return stateless(ModelReply("working", [ToolCall("look", {"path": "/a"}, "l1"), ToolCall("delete", {"path": "/a"}, "d1"),
                                             ToolCall("pay", {"amount": 5}, "p1"), ToolCall("pay", {"amount": 500}, "p2")]))
+
+
+class TestFailClosedInSignedRuns(GateCase):
+    def test_a_fail_closed_denial_is_signed_and_one_passed_off_unsigned_is_reported(self) -> None:
+        def approver(request: Any) -> Any:
+            if request.tool == "delete":
+                raise RuntimeError("the approver's service is down")
+            return Modify({"amount": 150}, "alice")
+
+        lines = self.make(approval_signer=ALICE, approver=approver)
+        records = read_records(self.path())
+        member = next(r["payload"]["approval"] for r in records if r["payload"].get("id") == "d1")
+        self.assertEqual((member["decision"], member["by"]), ("deny", None))
+        self.assertIn("by null", member["note"])  # the run's key signed the loop's own denial
+        self.assertEqual(verify_approvals(self.path(), [ALICE.verifier()]), [])
+        # a call that ran, rewritten as a fail-closed denial without a note: the grammar allows it, the key does not
+        signed = self.make(approval_signer=ALICE)
+        at = self.index(signed, "d1")
+
+        def hide(record: Dict[str, Any]) -> None:
+            payload = record["payload"]
+            payload.pop("value")
+            payload.update(ok=False, error="call denied (fail closed): x", approval={"decision": "deny", "by": None, "reason": "x"})
+
+        target = self.write_bytes(b"".join(forge(signed, at, hide)), "hidden.jsonl")
+        self.assertTrue(verify_file(target).ok)
+        self.assertEqual([i for i, _ in verify_approvals(target, [ALICE.verifier()])], [at])
