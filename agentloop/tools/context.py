@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from ..canonical import canonical_bytes
+from ..errors import ToolDefinitionError
 
 __all__ = ["CallContext", "call_key", "context_parameter", "CALL_KEY_DOMAIN"]
 
@@ -75,10 +76,11 @@ def _is_context(fn: Callable[..., Any], annotation: Any) -> bool:
         return False
 
 
-def context_parameter(fn: Callable[..., Any]) -> Optional[str]:
+def context_parameter(fn: Callable[..., Any], tool: str = "") -> Optional[str]:
     """The name of ``fn``'s parameter annotated :class:`CallContext`, or ``None``.
 
-    Raises ``ValueError`` for two of them, or for one that cannot be passed by name.
+    Raises :class:`~agentloop.errors.ToolDefinitionError` (naming ``tool``) for two
+    of them, or for one that cannot be passed by name.
     """
     try:
         parameters = inspect.signature(fn).parameters
@@ -86,8 +88,9 @@ def context_parameter(fn: Callable[..., Any]) -> Optional[str]:
         return None
     found = [name for name, p in parameters.items() if _is_context(fn, p.annotation)]
     if len(found) > 1:
-        raise ValueError("parameters %s are both CallContext: a call has one" % (" and ".join(repr(f) for f in found),))
+        raise ToolDefinitionError(tool, "parameters %s are both CallContext: a call has one" % (
+            " and ".join(repr(f) for f in found),))
     by_name = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     if found and parameters[found[0]].kind not in by_name:
-        raise ValueError("the CallContext parameter %r must be passable by name" % (found[0],))
+        raise ToolDefinitionError(tool, "the CallContext parameter %r must be passable by name" % (found[0],))
     return found[0] if found else None

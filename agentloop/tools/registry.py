@@ -161,10 +161,7 @@ class Tool:
 
     def _context_parameter(self, parameters: Mapping[str, Any]) -> Optional[str]:
         """``fn``'s :class:`~agentloop.tools.context.CallContext` parameter, which the schema may not name."""
-        try:
-            context = context_parameter(self.fn)
-        except ValueError as exc:
-            raise ToolDefinitionError(self.name, str(exc)) from None
+        context = context_parameter(self.fn, self.name)
         if context is not None and context in parameters.get("properties", {}):
             raise ToolDefinitionError(
                 self.name, "%r is the CallContext parameter: the schema cannot also name it" % (context,))

@@ -477,14 +477,6 @@ def _resolve(fn: Callable[..., Any], name: str, annotation: Any) -> Any:
         raise _Refused("cannot resolve the annotation %r: %s: %s" % (annotation, type(exc).__name__, exc)) from None
 
 
-def _context(fn: Callable[..., Any], tool_name: str) -> Optional[str]:
-    """The ``CallContext`` parameter (:mod:`agentloop.tools.context`): given by the loop, never part of the schema."""
-    try:
-        return context_parameter(fn)
-    except ValueError as exc:
-        raise ToolDefinitionError(tool_name, str(exc)) from None
-
-
 def function_spec(fn: Callable[..., Any], name: Optional[str] = None, description: Optional[str] = None) -> FunctionSpec:
     """Derive the schema, description and argument converter of ``fn`` (see the module docstring).
 
@@ -499,7 +491,7 @@ def function_spec(fn: Callable[..., Any], name: Optional[str] = None, descriptio
     except (TypeError, ValueError) as exc:
         raise ToolDefinitionError(tool_name, "cannot read the signature: %s" % exc) from None
     doc = parse_docstring(inspect.getdoc(fn))
-    skip = _context(fn, tool_name)
+    skip = context_parameter(fn, tool_name)  # agentloop.tools.context: given by the loop, never in the schema
     builder = _Builder()
     properties: Dict[str, Schema] = {}
     required: List[str] = []
