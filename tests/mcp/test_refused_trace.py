@@ -18,7 +18,8 @@ OBJECT = {"type": "object"}
 
 
 def server(*tools: object) -> str:
-    script = {"tools/list": [{"result": {"tools": list(tools)}}]}
+    script = {"tools/list": [{"result": {"tools": list(tools)}}],  # a legacy server: says so to the probe at once
+              "server/discover": [{"error": {"code": -32601, "message": "Method not found"}}]}
     return "odd=%s %s '%s'" % (sys.executable, SCRIPTED, json.dumps(script))
 
 
