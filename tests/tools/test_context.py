@@ -100,10 +100,8 @@ class TestCallContext(TempDir):
         self.assertEqual(read_records(self.path())[2]["payload"]["value"], 2)
 
     def test_a_string_annotation_is_understood_and_misuse_is_refused(self) -> None:
-        namespace: Dict[str, Any] = {"CallContext": CallContext}
-        exec("def f(a: 'int', ctx: 'CallContext') -> 'int':\n    return a\n", namespace)
-        made = Tool.from_function(namespace["f"])
-        self.assertEqual((made.context, sorted(made.parameters["properties"])), ("ctx", ["a"]))
+        self.assertEqual(pay.fn.__annotations__["ctx"], "CallContext")  # this module has from __future__ import annotations
+        self.assertEqual((pay.context, sorted(pay.parameters["properties"])), ("ctx", ["amount"]))
         unannotated = Tool("t", "d", {"type": "object", "properties": {"ctx": {"type": "string"}}}, lambda ctx: ctx)
         self.assertIsNone(unannotated.context)  # only the annotation makes a parameter the CallContext
         def two(a: CallContext, b: CallContext) -> None:
