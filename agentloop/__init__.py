@@ -9,7 +9,11 @@ that anyone can verify afterwards with :func:`verify_file` or
 
 from __future__ import annotations
 
-from ._version import __version__
+from . import _interrupt
+
+_interrupt.guard()  # Ctrl-C while the command line is still importing: one line, exit 130 (agentloop._interrupt)
+
+from ._version import __version__  # noqa: E402
 
 from .transcript.anchor import AnchoredResult, checkpoint_of, verify_checkpoint
 from .canonical import MAX_DEPTH, canonical_bytes
@@ -45,6 +49,7 @@ from .errors import (
     MalformedManifestError,
     MalformedCBORError,
     ProvenanceError,
+    LedgerMismatchError,
     MessageError,
     WrongTypeError,
     BadArgumentError,
@@ -74,6 +79,7 @@ from .tools.providers import openai_strict_problems
 from .schema.validator import Validator, check_schema, compile_schema, validate
 from .report import render_report, write_report
 from .models.scripted import ScriptedModel
+from .tools.context import CallContext, call_key
 from .tools.registry import Tool, ToolRegistry, tool
 from .transcript.format import FAULT_KINDS, FORMAT, Fault, VerifyResult
 from .transcript.writer import TranscriptWriter
@@ -106,6 +112,8 @@ __all__ = [
     # tools
     "Tool",
     "ToolRegistry",
+    "CallContext",
+    "call_key",
     "tool",
     "validate",
     "check_schema",
@@ -170,6 +178,7 @@ __all__ = [
     "MalformedManifestError",
     "MalformedCBORError",
     "ProvenanceError",
+    "LedgerMismatchError",
     "MessageError",
     "WrongTypeError",
     "BadArgumentError",

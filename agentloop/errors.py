@@ -13,7 +13,8 @@ records the model sees.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+import json
+from typing import Optional, Sequence, Tuple
 
 __all__ = [
     "AgentloopError",
@@ -46,6 +47,7 @@ __all__ = [
     "MalformedCBORError",
     "ProvenanceError",
     "WitnessStateError",
+    "LedgerMismatchError",
     "MessageError",
     "WrongTypeError",
     "BadArgumentError",
@@ -211,7 +213,9 @@ class SigningKeyError(AgentloopError, ValueError):
     def __init__(self, source: str, reason: str) -> None:
         self.source = source
         self.reason = reason
-        super().__init__("key %s: %s" % (source, reason))
+        # "key NAME: ..." unless the source names a key already ("key name", "--key-file", "verifier key")
+        named = source if "key" in source.replace("-", " ").split() else "key %s" % (source,)
+        super().__init__("%s: %s" % (named, reason))
 
 
 class ProofError(AgentloopError, ValueError):
@@ -430,6 +434,20 @@ class ProvenanceError(AgentloopError, ValueError):
         self.what = what
         self.reason = reason
         super().__init__("%s: %s" % (what, reason))
+class LedgerMismatchError(AgentloopError, ValueError):
+    """A resumed batch does not match its earlier ledger, so nothing is run, written or signed.
+
+    ``altered`` holds ``(name, why)`` for each transcript the earlier ledger
+    certified (an ``ok`` line) that is no longer that file; ``reason`` says
+    what is wrong when the earlier ledger itself does not hold (its
+    checkpoint, its signature, its spec list).
+    """
+
+    def __init__(self, reason: str, altered: Sequence[Tuple[str, str]] = ()) -> None:
+        self.reason = reason
+        self.altered = tuple(altered)
+        names = ", ".join(json.dumps(name) for name, _ in self.altered)
+        super().__init__("%s%s" % (reason, " (altered: %s)" % (names,) if names else ""))
 
 
 # --- misuse of constructors and functions (issue 10) -------------------------

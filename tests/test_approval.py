@@ -407,13 +407,34 @@ class TestReplay(Base):
         model = fx.stateless(ModelReply("all", calls))
         tools = ToolRegistry([fx.delete_tool(), fx.look_tool(), fx.pay_tool()])
         self.go(approver, model=model, tools=tools)
-        ran = list(fx.CALLS)
-        for source in (ToolRegistry([fx.delete_tool(), fx.look_tool(), fx.pay_tool()]), "recorded"):
-            with self.subTest(tools="recorded" if source == "recorded" else "real"):
-                fx.CALLS.clear()
-                outcome = replay(self.path(), source, transcript=self.path("replay.jsonl"), overwrite=True)
-                self.assertIsNone(outcome.difference)
-                self.assertEqual(fx.CALLS, [] if source == "recorded" else ran)
+        fx.CALLS.clear()
+        outcome = replay(self.path(), "recorded", transcript=self.path("replay.jsonl"), overwrite=True)
+        self.assertIsNone(outcome.difference)
+        self.assertEqual(fx.CALLS, [])
+
+    def test_a_replay_with_real_tools_never_runs_a_gated_tool_on_a_recorded_approval(self) -> None:
+        # issue 19, seam 4: a recorded approval authorised the original run, not the replay
+        calls = [ToolCall("delete", {"path": "/a"}, "c1"), ToolCall("pay", {"amount": 500}, "c3"),
+                 ToolCall("pay", {"amount": 5}, "c4"), ToolCall("delete", {"path": "/b"}, "c2")]
+        answers = {"c1": Approve(by="a"), "c3": Modify({"amount": 50}, by="b"), "c2": Deny("no", by="c")}
+        model = fx.stateless(ModelReply("all", calls))
+        self.go(lambda request: answers[request.call_id], model=model, tools=ToolRegistry([fx.delete_tool(), fx.pay_tool()]))
+        fx.CALLS.clear()
+        refused: List[str] = []
+        outcome = replay(self.path(), ToolRegistry([fx.delete_tool(), fx.pay_tool()]), transcript=self.path("replay.jsonl"),
+                         on_refused=lambda request: refused.append(request.call_id))
+        self.assertEqual(fx.CALLS, [("pay", {"amount": 5})])  # the ungated call ran again, no gated one did
+        self.assertEqual(refused, ["c1", "c3"])
+        self.assertIsNotNone(outcome.difference)
+        again = {r["payload"]["id"]: r["payload"] for r in read_records(self.path("replay.jsonl")) if r["kind"] == "tool"}
+        self.assertEqual((again["c1"]["ok"], again["c1"]["approval"]["by"]), (False, None))
+        self.assertIn("replay with real tools", again["c1"]["error"])
+        self.assertEqual(again["c2"]["approval"], {"decision": "deny", "by": "c", "reason": "no"})  # a denial stands
+        # an approver decides again, for this replay
+        fx.CALLS.clear()
+        replay(self.path(), ToolRegistry([fx.delete_tool(), fx.pay_tool()]), transcript=self.path("replay2.jsonl"),
+               approver=lambda request: Approve(by="replayer"))
+        self.assertEqual(fx.CALLS, [("delete", {"path": "/a"}), ("pay", {"amount": 500}), ("pay", {"amount": 5})])
 
     def test_a_paused_file_replays_to_the_same_pause(self) -> None:
         self.go(lambda request: None)

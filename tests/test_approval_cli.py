@@ -116,7 +116,7 @@ class TestPendingAndResume(Cli):
         return self.path(name)
 
     def test_pause_pending_resume_equals_the_inline_run(self) -> None:
-        self.cli(RUN + ["-o", self.path("inline.jsonl"), "--approve", self.decisions({"c1": {"decision": "approve", "by": "al"}})])
+        self.cli(RUN + ["-o", self.path("inline.jsonl"), "--approve", self.decisions({"c1": {"decision": "approve", "by": "al", "arguments_sha256": fx_sha()}})])
         fx.CALLS.clear()
         status, _, _ = self.cli(RUN + ["-o", self.path(), "--approve", self.decisions({}, "none.json"), "--checkpoint", self.path("pause.ckpt")])
         self.assertEqual(status, 5)
@@ -127,7 +127,7 @@ class TestPendingAndResume(Cli):
         self.assertNotIn("\x1b", out)
         status, out, _ = self.cli(["pending", "--json", self.path()])
         self.assertEqual(json.loads(out)["calls"][0]["arguments_sha256"], fx_sha())
-        status, out, err = self.cli(["resume", self.path(), "--decisions", self.decisions({"c1": {"decision": "approve", "by": "al"}}),
+        status, out, err = self.cli(["resume", self.path(), "--decisions", self.decisions({"c1": {"decision": "approve", "by": "al", "arguments_sha256": fx_sha()}}),
                                      "--anchor", self.path("pause.ckpt"), "--checkpoint", self.path("final.ckpt")] + RESUME)
         self.assertEqual(status, 0, err)
         self.assertEqual(fx.CALLS, [("delete", {"path": fx.HOSTILE})])
@@ -147,14 +147,14 @@ class TestPendingAndResume(Cli):
         status, out, _ = self.cli(RUN + ["--max-seconds", "60", "-o", self.path(), "--approve", "ask"])  # EOF: paused
         self.assertEqual(status, 5)
         self.assertIn("agentloop resume ", out)
-        status, out, err = self.cli(["resume", self.path(), "--decisions", self.decisions({"c1": {"decision": "approve", "by": "al"}})] + RESUME)
+        status, out, err = self.cli(["resume", self.path(), "--decisions", self.decisions({"c1": {"decision": "approve", "by": "al", "arguments_sha256": fx_sha()}})] + RESUME)
         self.assertEqual((status, err), (0, ""), out)
         self.assertEqual(fx.CALLS, [("delete", {"path": fx.HOSTILE})])
         self.assertTrue(verify_file(self.path()).ok)
 
     def test_resume_refuses_a_decision_for_a_call_that_is_not_pending(self) -> None:
         self.cli(RUN + ["-o", self.path(), "--approve", self.decisions({}, "none.json")])
-        status, _, err = self.cli(["resume", self.path(), "--decisions", self.decisions({"zz": {"decision": "approve", "by": "al"}})] + RESUME)
+        status, _, err = self.cli(["resume", self.path(), "--decisions", self.decisions({"zz": {"decision": "approve", "by": "al", "arguments_sha256": fx_sha()}})] + RESUME)
         self.assertEqual(status, 2)
         self.assertIn('decisions: call "zz" is not pending (pending: "c1")', err)
         self.assertEqual(fx.CALLS, [])
@@ -180,7 +180,7 @@ class TestPendingAndResume(Cli):
         status, _, err = self.cli(["resume", self.path(), "--decisions", self.path("broken.json")] + RESUME)
         self.assertEqual(status, 2)
         self.assertIn("cannot read it as JSON", err)
-        status, out, err = self.cli(["resume", self.path(), "--decisions", self.decisions({"c1": {"decision": "approve", "by": "a"}}),
+        status, out, err = self.cli(["resume", self.path(), "--decisions", self.decisions({"c1": {"decision": "approve", "by": "a", "arguments_sha256": fx_sha()}}),
                                      "--checkpoint", self.path("c.ckpt")] + RESUME)
         self.assertEqual(status, 0, err)
         self.assertIn("checkpoint: %s" % (self.path("c.ckpt"),), out)

@@ -28,7 +28,8 @@ from agentloop.batch.ledger import ManifestCheckpoint, make_checkpoint
 from agentloop.batch.spec import spec_list_hash
 from agentloop.batch.executors import process_pool
 from agentloop.canonical import canonical_bytes
-from agentloop.errors import BadSignatureError, MalformedManifestError, ProofError, RunConfigError
+from agentloop.batch.ledger import current
+from agentloop.errors import BadSignatureError, LedgerMismatchError, MalformedManifestError, ProofError, RunConfigError
 
 from .helpers import TempDir
 
@@ -151,9 +152,12 @@ class TestWorkerDeath(BatchCase):
         self.assertTrue(again.ok)
         self.assertIsNone(again.error_log)
         self.assertFalse(os.path.exists(self.path("a/manifest.errors.log")))
-        self.assertFalse(again.extends)  # line 3 changed: the old ledger is not a prefix
+        self.assertTrue(again.extends)  # the ledger only grows: run-03's retry is a line appended
+        lines = parse_ledger(self.read(again.manifest))
+        self.assertEqual([(line["name"], line["status"]) for line in lines[7:]], [("run-07", "ok"), ("run-03", "ok")])
+        self.assertEqual(lines[:8], parse_ledger(ledgers[0]))
         clean = self.batch("clean", spec_list)  # the flag is gone: nothing crashes
-        self.assertEqual(self.read(again.manifest), self.read(clean.manifest))
+        self.assertEqual(list(current(lines).values()), parse_ledger(self.read(clean.manifest)))
 
 
 class TestTrustNothing(BatchCase):
@@ -180,8 +184,28 @@ class TestTrustNothing(BatchCase):
         fourth = self.batch("a", resume=True)
         self.assertEqual([(e.name, e.error) for e in fourth.failed], [("run-04", "TranscriptExistsError")])
 
+    def test_resume_never_reruns_or_recertifies_what_the_earlier_ledger_certified(self) -> None:
+        first = self.batch("a")
+        ledger = self.read(first.manifest)
+        with open(self.path("a/run-06.jsonl"), "ab") as handle:
+            handle.truncate(os.path.getsize(self.path("a/run-06.jsonl")) - 5)  # torn
+        torn = self.read(self.path("a/run-06.jsonl"))
+        os.unlink(self.path("a/run-07.jsonl"))
+        ran: List[str] = []
+        with self.assertRaises(LedgerMismatchError) as caught:
+            self.batch("a", resume=True, progress=lambda e, d, t: ran.append(e.name))
+        self.assertEqual([name for name, _ in caught.exception.altered], ["run-06", "run-07"])
+        self.assertIn("missing", dict(caught.exception.altered)["run-07"])
+        self.assertEqual(ran, [])  # nothing ran
+        self.assertEqual(self.read(first.manifest), ledger)  # nothing was written
+        self.assertEqual(self.read(self.path("a/run-06.jsonl")), torn)  # evidence is never replaced
+        self.assertFalse(os.path.exists(self.path("a/run-07.jsonl")))
+
     def test_resume_keeps_only_what_verifies_with_the_expected_origin(self) -> None:
         self.batch("a")
+        data = self.read(self.path("a/manifest.jsonl"))
+        with open(self.path("a/manifest.jsonl"), "wb") as handle:  # what an interrupted batch left: its first 6 lines
+            handle.write(b"".join(x + b"\n" for x in data.split(b"\n")[:6]))
         with open(self.path("a/run-06.jsonl"), "ab") as handle:
             handle.truncate(os.path.getsize(self.path("a/run-06.jsonl")) - 5)  # torn
         os.unlink(self.path("a/run-07.jsonl"))
@@ -288,7 +312,7 @@ class TestLedger(BatchCase):
             data + b"\n": "an empty line",
             first.replace(b'{"head"', b'{ "head"') + b"\n": "canonical",
             first.replace(b'"status":"ok"', b'"status":"fine"') + b"\n": "status must be",
-            first + b"\n" + first + b"\n": "appears twice",
+            first + b"\n" + first + b"\n": "appears again after its ok line",
             canonical_bytes(dict(json.loads(first), x=1)) + b"\n": "holds exactly",
         }
         for bad, message in cases.items():

@@ -88,6 +88,10 @@ class TestBatchCommand(TempDir):
         self.assertEqual(status, 1)
         self.assertIn("FAILED: bad signature", out)
         status, out, err = self.cli("batch", self.tasks, "--model", MODEL, "--tools", TOOLS, "--out", self.out, "--resume", "--threads", "2")
+        self.assertEqual(status, 2, out)  # the earlier checkpoint is signed: a resume checks it with the same key
+        self.assertIn("resume with the same key", err)
+        status, out, err = self.cli("batch", self.tasks, "--model", MODEL, "--tools", TOOLS, "--out", self.out, "--resume", "--threads", "2",
+                                    "--sign", self.key)
         self.assertEqual(status, 0, err)
         self.assertEqual(out.count("ok (resumed)"), 5)
         self.assertIn("ledger: extends the earlier manifest", out)

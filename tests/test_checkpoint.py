@@ -150,7 +150,7 @@ class TestSignatures(TempDir):
             verify_signature(Checkpoint(signed.first, 5, signed.root, signed.head, (foreign,)), KEY)
 
     def test_a_short_or_wrong_typed_key_is_refused(self) -> None:
-        with self.assertRaisesRegex(SigningKeyError, "^key key: is 15 bytes; at least 16 are needed"):
+        with self.assertRaisesRegex(SigningKeyError, "^key: is 15 bytes; at least 16 are needed"):
             sign(sample(), b"x" * 15)
         with self.assertRaisesRegex(SigningKeyError, "must be bytes, got str"):
             verify_signature(sample(), "x" * 32)  # type: ignore[arg-type]

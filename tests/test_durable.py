@@ -34,17 +34,23 @@ class TestOneWriter(TempDir):
             out.append("assistant", {"step": 1})
         old = read_lines(self.path())
         with TranscriptWriter(self.path(), overwrite=True) as again:  # the lock went with close
-            self.assertEqual(read_lines(self.path()), old)  # kept until the new one has its first record
+            self.assertEqual(read_lines(self.path()), old)  # kept until the new one has its first turn
             with self.assertRaises(TranscriptLockedError):  # and still locked against a third writer
                 TranscriptWriter(self.path(), overwrite=True)
-            again.append("task", {"format": "agentloop/1"})
-            self.assertEqual(len(read_lines(self.path())), 1)
+            again.append("task", {"format": "agentloop/1", "task": "new"})
+            self.assertEqual(read_lines(self.path()), old)  # a task record alone is no turn: the old run stays
+            again.append("assistant", {"step": 1})
+            self.assertEqual(len(read_lines(self.path())), 2)
+            self.assertIn(b'"new"', read_lines(self.path())[0])
             with self.assertRaises(TranscriptLockedError):
                 TranscriptWriter(self.path(), overwrite=True)
-        with TranscriptWriter(self.path(), overwrite=True):
-            pass  # no record written: the old transcript stays, and nothing is left beside it
-        self.assertEqual(len(read_lines(self.path())), 1)
-        self.assertEqual(sorted(os.listdir(os.path.dirname(self.path()))), [os.path.basename(self.path())])
+        new = read_lines(self.path())
+        for records in (0, 1):  # interrupted before its first turn: the old transcript stays, nothing is left beside it
+            with TranscriptWriter(self.path(), overwrite=True) as third:
+                for _ in range(records):
+                    third.append("task", {"format": "agentloop/1", "task": "third"})
+            self.assertEqual(read_lines(self.path()), new)
+            self.assertEqual(sorted(os.listdir(os.path.dirname(self.path()))), [os.path.basename(self.path())])
 
     def test_run_is_refused_while_another_writer_holds_the_file(self) -> None:
         with TranscriptWriter(self.path()) as out:

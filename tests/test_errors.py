@@ -39,6 +39,7 @@ LATER_ERRORS = {
     "MalformedCBORError": ValueError,
     "ProvenanceError": ValueError,
     "WitnessStateError": ValueError,  # issue 23
+    "LedgerMismatchError": ValueError,  # a resumed batch against its earlier ledger (issue 19)
 }
 
 # Misuse of constructors and functions (issue 10): each replaces a bare

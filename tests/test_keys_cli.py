@@ -143,7 +143,11 @@ class TestSignAndTrust(SignedRun):
             self.assertEqual((status, out), (2, ""), argv)
             self.assertEqual(len(err.splitlines()), 1, err)
             self.assertIn(message, err)
-        status, _, err = self.cli("verify", "t.jsonl", "--trust", "operator.pub")
+        # --trust without a checkpoint checks the approval decisions' notes (issue 19): this run has none
+        status, out, err = self.cli("verify", "t.jsonl", "--trust", "operator.pub")
+        self.assertEqual(status, 0, err)
+        self.assertIn("names no approval signer", out)
+        status, _, err = self.cli("verify", "t.jsonl", "--require", "operator")
         self.assertEqual(status, 2)
         self.assertIn("need --checkpoint or --since", err)
         status, _, err = self.cli("checkpoint", "t.jsonl", "-o", "w.checkpoint", "--sign", "witness.key", UNSAFE)

@@ -38,15 +38,15 @@ class TestKeyRefusals(RefusalCase):
         forged = base64.b64encode(bytes([ALG_ED25519]) + NOT_A_POINT).decode("ascii")
         matching_hash = keys.key_hash("n", ALG_ED25519, NOT_A_POINT).hex()
         self.assertRefused([
-            (lambda: HmacKey("bad name", b"k" * 32), SigningKeyError, "key hmac key: 'bad name' is not a key name"),
-            (lambda: HmacKey("n", "k" * 32), SigningKeyError, "key hmac key: must be bytes, got str"),  # type: ignore[arg-type]
-            (lambda: keys.encode_verifier_key("n", NOT_A_POINT, alg=9), SigningKeyError, "key verifier key: unknown algorithm 0x09"),
-            (lambda: keys.encode_verifier_key("n", NOT_A_POINT), SigningKeyError, "key verifier key: is not a valid Ed25519 public key"),
-            (lambda: keys.encode_signer_key("n", b"\x00" * 32, alg=9), SigningKeyError, "key signer key: unknown algorithm 0x09"),
-            (lambda: keys.parse_verifier_key(5), SigningKeyError, "key verifier key: a verifier key must be a str, got int"),  # type: ignore[arg-type]
-            (lambda: keys.parse_verifier_key("n+" * 3000), SigningKeyError, "key verifier key: is longer than 4096 characters: not a verifier key"),
+            (lambda: HmacKey("bad name", b"k" * 32), SigningKeyError, "hmac key: 'bad name' is not a key name"),
+            (lambda: HmacKey("n", "k" * 32), SigningKeyError, "hmac key: must be bytes, got str"),  # type: ignore[arg-type]
+            (lambda: keys.encode_verifier_key("n", NOT_A_POINT, alg=9), SigningKeyError, "verifier key: unknown algorithm 0x09"),
+            (lambda: keys.encode_verifier_key("n", NOT_A_POINT), SigningKeyError, "verifier key: is not a valid Ed25519 public key"),
+            (lambda: keys.encode_signer_key("n", b"\x00" * 32, alg=9), SigningKeyError, "signer key: unknown algorithm 0x09"),
+            (lambda: keys.parse_verifier_key(5), SigningKeyError, "verifier key: a verifier key must be a str, got int"),  # type: ignore[arg-type]
+            (lambda: keys.parse_verifier_key("n+" * 3000), SigningKeyError, "verifier key: is longer than 4096 characters: not a verifier key"),
             # a key hash that matches, over bytes that are no public key
-            (lambda: keys.parse_verifier_key("n+%s+%s" % (matching_hash, forged)), SigningKeyError, "key verifier key: is not a valid Ed25519 public key"),
+            (lambda: keys.parse_verifier_key("n+%s+%s" % (matching_hash, forged)), SigningKeyError, "verifier key: is not a valid Ed25519 public key"),
         ])
 
 
@@ -62,8 +62,8 @@ class TestCosignatureRefusals(RefusalCase):
         self.assertRefused([
             (lambda: cosignature.cosignature_timestamp(b"x" * 10), BadArgumentError,
              "signature must be a 72-byte cosignature/v1 timestamped_signature, got 10 bytes"),
-            (lambda: cosignature.CosignatureVerifier("bad name", b"\x00" * 32), SigningKeyError, "key witness key: 'bad name' is not a key name"),
-            (lambda: cosignature.CosignatureVerifier("w", NOT_A_POINT), SigningKeyError, "key witness key w: is not a valid Ed25519 public key"),
+            (lambda: cosignature.CosignatureVerifier("bad name", b"\x00" * 32), SigningKeyError, "witness key: 'bad name' is not a key name"),
+            (lambda: cosignature.CosignatureVerifier("w", NOT_A_POINT), SigningKeyError, "witness key w: is not a valid Ed25519 public key"),
         ])
 
     def test_an_ed25519_key_gives_an_ed25519_verifier(self) -> None:

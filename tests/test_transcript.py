@@ -87,6 +87,12 @@ class TestWriter(TempDir):
             self.assertEqual(handle.read(), b"evidence\n")
         with TranscriptWriter(self.path(), overwrite=True) as out:
             out.append("task", Run.task())
+        with open(self.path(), "rb") as handle:  # a task record alone is no turn: the old file stays (issue 19)
+            self.assertEqual(handle.read(), b"evidence\n")
+        with TranscriptWriter(self.path(), overwrite=True) as out:
+            run = Run()
+            out.append("task", run.task())
+            out.append("stop", run.stop())
         self.assertTrue(verify_file(self.path()).ok)
 
     def test_an_unrecordable_payload_raises_and_writes_nothing(self) -> None:
@@ -295,9 +301,18 @@ class TestFileFaults(TempDir):
         self.assertEqual((faults[0].line, faults[0].kind), (3, "bad_json"))
         self.assertIn("invalid UTF-8", faults[0].detail)
 
-    def test_a_nan_token_is_an_unserialisable_payload_not_bad_json(self) -> None:
-        line = self.lines[1].replace(b'"step":1', b'"step":NaN')
-        self.assertNotEqual(line, self.lines[1])
+    def test_a_nan_token_is_bad_json_not_a_record(self) -> None:
+        # RFC 8259 section 6: NaN, Infinity and -Infinity are not JSON, so the line is no record
+        # (docs/format.md section 6; the vector bad_json_nan). Python's parser reads them: refused here.
+        for token in (b"NaN", b"Infinity", b"-Infinity"):
+            line = self.lines[1].replace(b'"step":1', b'"step":' + token)
+            self.assertNotEqual(line, self.lines[1])
+            faults = self.verify(self.lines[:1] + [line] + self.lines[2:])
+            self.assertEqual([(f.index, f.line, f.kind) for f in faults[:2]], [(None, 2, "bad_json"), (1, 3, "seq_gap")])
+            self.assertIn("is not a JSON number", faults[0].detail)
+
+    def test_a_number_beyond_the_double_range_is_an_unserialisable_payload(self) -> None:
+        line = self.lines[1].replace(b'"step":1', b'"step":1e400')
         faults = self.verify(self.lines[:1] + [line] + self.lines[2:])
         self.assertEqual([(f.index, f.line, f.kind) for f in faults], [(1, 2, "unserialisable_payload")])
 

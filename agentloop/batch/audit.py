@@ -18,9 +18,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..batch.executors import process_pool
 from ..errors import AgentloopError
 from ..signing.note import Verifier
-from ..transcript.checkpoint import ORIGIN_PREFIX
-from .facts import transcript_facts
-from .ledger import check_manifest_checkpoint, parse_ledger, parse_manifest_checkpoint
+from .facts import difference as _difference, transcript_facts
+from .ledger import check_manifest_checkpoint, current, parse_ledger, parse_manifest_checkpoint
 
 __all__ = ["AuditResult", "audit_batch", "run_name"]
 
@@ -39,10 +38,12 @@ class AuditResult:
     as a file given before it (``first``); it fails the audit like ``extra``,
     since two files cannot both be the run the ledger line describes.
 
-    ``failed`` lists the ledger's own non-``ok`` lines as ``(name, status:
-    error)``: runs the batch itself did not complete, not faults of the
-    files.  ``checkpoint`` is ``None`` when none was checked, ``""`` when it
-    holds, else the reason it does not.
+    ``failed`` lists the runs whose ledger line (their last) is not ``ok``,
+    as ``(name, status: error)``: runs the batch itself did not complete.
+    They fail the audit as they fail the batch (``agentloop batch`` exits 1
+    on them too).  ``checkpoint`` is ``None`` when none was checked (the
+    ledger itself is then taken on trust), ``""`` when it holds, else the
+    reason it does not.
     """
 
     runs: int
@@ -56,23 +57,7 @@ class AuditResult:
 
     @property
     def ok(self) -> bool:
-        return not (self.missing or self.extra or self.repeated or self.altered) and not self.checkpoint
-
-
-def _difference(line: Mapping[str, Any], facts: Mapping[str, Any]) -> str:
-    """Why a file is not the one its ledger line describes ("" when it is)."""
-    if not facts["exists"]:
-        return "cannot be read: %s" % (facts["fault"],)
-    if not facts["ok"]:
-        return "does not verify: %s" % (facts["fault"],)
-    if facts["sha256"] != line["sha256"]:
-        return "its SHA-256 is %s..., the ledger says %s..." % (facts["sha256"][:16], line["sha256"][:16])
-    for key in ("records", "head", "root", "stop"):
-        if facts[key] != line[key]:
-            return "its %s differs from the ledger's" % (key,)
-    if ORIGIN_PREFIX + str(facts["first"]) != line["origin"]:
-        return "its origin differs from the ledger's"
-    return ""
+        return not (self.missing or self.extra or self.repeated or self.altered or self.failed) and not self.checkpoint
 
 
 def facts_of(paths: Sequence[str]) -> List[Dict[str, Any]]:
@@ -139,7 +124,7 @@ def audit_batch(
     # 1.
     with open(manifest, "rb") as handle:
         data = handle.read()
-    lines = parse_ledger(data)
+    lines = list(current(parse_ledger(data)).values())  # each run's last line: its status now
     # 2.
     verdict: Optional[str] = None
     if checkpoint is not None:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..batch.executors import process_pool
-from ..errors import RunConfigError
+from ..errors import LedgerMismatchError, RunConfigError
 from ..models.spec import model_from_spec
 from ..signing.note import Signer
 from ..tools.loader import load_tools
@@ -43,7 +43,8 @@ from ..tools.registry import ToolRegistry
 from ..transcript.checkpoint import ORIGIN_PREFIX, check_key
 from ..transcript.durable import write_atomic
 from .facts import transcript_facts
-from .ledger import batch_origin, ledger_bytes, ledger_root, make_checkpoint, parse_ledger
+from .earlier import altered_runs, check_earlier, check_extends
+from .ledger import ManifestCheckpoint, batch_origin, current, ledger_bytes, ledger_root, make_checkpoint, parse_ledger
 from .spec import RunSpec, expected_task_line, spec_list_hash
 from .worker import MAX_TRANSFER_BYTES, make_job, publish, run_one, transcript_path
 
@@ -266,6 +267,43 @@ def _side_log(path: str, entries: Sequence[RunEntry]) -> Optional[str]:
     return path
 
 
+def _earlier(
+    previous: Optional[bytes], specs: List[RunSpec], paths: List[str], origins: List[str], origin: str,
+    checkpoint: Optional[str], key: Optional[bytes], signer: Optional[Signer],
+) -> Tuple[Dict[str, Dict[str, Any]], Optional[ManifestCheckpoint]]:
+    """An earlier ledger's last line per run, and its checkpoint: a malformed, foreign or altered one is
+    refused (:mod:`agentloop.batch.earlier`), never overwritten.  ``({}, None)`` without one."""
+    if previous is None:
+        return {}, None
+    lines = parse_ledger(previous)
+    note = check_earlier(lines, previous, specs, origins, origin, checkpoint, key, signer)
+    certified = current(lines)
+    altered = altered_runs(certified, specs, paths)
+    if altered:
+        raise LedgerMismatchError(
+            "%d run(s) the earlier ledger certified are not those files any more" % (len(altered),), altered)
+    return certified, note
+
+
+def _kept(
+    spec: RunSpec, origin: str, path: str, resume: bool, certified: Dict[str, Dict[str, Any]]
+) -> Optional[RunEntry]:
+    """The entry of a transcript kept as it is: one the earlier ledger certified (checked already: the very
+    file), or with ``resume`` one that exists, verifies and has the expected origin; ``None``: run it."""
+    if certified.get(spec.name, {}).get("status") == "ok":
+        return _judge(spec, origin, path, resumed=True)
+    if resume and os.path.lexists(path):
+        entry = _judge(spec, origin, path, resumed=True)
+        return entry if entry.ok else None
+    return None
+
+
+def _grown(previous: Optional[bytes], final: Sequence[RunEntry], certified: Dict[str, Dict[str, Any]]) -> bytes:
+    """The ledger only grows: the earlier lines stay, and a line is appended for each run not certified before."""
+    fresh = [entry.ledger_line() for entry in final if certified.get(entry.name, {}).get("status") != "ok"]
+    return (previous or b"") + ledger_bytes(fresh)
+
+
 def run_many(
     specs: Sequence[RunSpec],
     *,
@@ -298,7 +336,13 @@ def run_many(
     messages go to the manifest's side log (``manifest.errors.log``).
     ``resume=True`` keeps each transcript that exists, verifies and has the
     expected origin, and runs the rest; without it an existing manifest is
-    refused.  ``transfer="bytes"`` has workers return the transcript (at
+    refused.  With an earlier ledger, a transcript it certified must still be
+    that file (and the ledger its ``checkpoint``'s, checked with ``key`` or
+    ``signer`` when it was signed): else
+    :class:`~agentloop.errors.LedgerMismatchError` names every altered run
+    and nothing is run or written (:mod:`agentloop.batch.earlier`).  The new
+    ledger is the earlier one with a line appended for each run run again.
+    ``transfer="bytes"`` has workers return the transcript (at
     most ``max_transfer_bytes``) instead of writing into ``out_dir``.
     ``progress(entry, done, total)`` is called in completion order.
 
@@ -323,12 +367,12 @@ def run_many(
             raise RunConfigError("manifest", "%s already exists (pass resume=True to continue that batch)" % (manifest_path,))
         with open(manifest_path, "rb") as handle:
             previous = handle.read()
-        parse_ledger(previous)  # a malformed earlier ledger is refused, not overwritten
 
     # 1. expected origins, before anything runs
     registry = load_tools(tools, "tools")
     origins = _expected(spec_list, registry, model)
     origin = batch_origin(spec_list_hash(spec_list))
+    certified, earlier_note = _earlier(previous, spec_list, paths, origins, origin, checkpoint, key, signer)
 
     entries: List[Optional[RunEntry]] = [None] * len(spec_list)
     done = 0
@@ -342,12 +386,11 @@ def run_many(
 
     todo: List[int] = []
     for index, spec in enumerate(spec_list):
-        if resume and os.path.lexists(paths[index]):
-            entry = _judge(spec, origins[index], paths[index], resumed=True)
-            if entry.ok:
-                settle(index, entry)
-                continue
-        todo.append(index)
+        kept = _kept(spec, origins[index], paths[index], resume, certified)
+        if kept is not None:
+            settle(index, kept)
+        else:
+            todo.append(index)
     jobs = {i: make_job(spec_list[i], model, tools, out_dir, transfer, max_transfer_bytes) for i in todo}
 
     def finish(index: int, reply: Optional[str], error: Optional[BaseException]) -> None:
@@ -394,9 +437,11 @@ def run_many(
             finish(index, answer, error)
 
     final = [entry for entry in entries if entry is not None]  # every index was settled exactly once
-    data = ledger_bytes(entry.ledger_line() for entry in final)
+    data = _grown(previous, final, certified)
+    made = make_checkpoint(origin, data, key, () if signer is None else (signer,))
+    check_extends(earlier_note, made, data)
     write_atomic(manifest_path, data)
-    note = make_checkpoint(origin, data, key, () if signer is None else (signer,)).to_bytes()
+    note = made.to_bytes()
     if checkpoint is not None:
         write_atomic(checkpoint, note)
     stem = manifest_path[: -len(".jsonl")] if manifest_path.endswith(".jsonl") else manifest_path

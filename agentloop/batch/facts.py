@@ -9,13 +9,14 @@ object, so it can come back from a process pool.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 from ..transcript.format import Fault, PathLike
+from ..transcript.checkpoint import ORIGIN_PREFIX
 from ..transcript.merkle import CompactRange, leaf_hash
 from ..transcript.verify import scan
 
-__all__ = ["transcript_facts"]
+__all__ = ["transcript_facts", "difference"]
 
 
 def _int(value: object) -> Optional[int]:
@@ -74,3 +75,19 @@ def transcript_facts(path: PathLike, task: bool = False) -> Dict[str, Any]:
     if task:
         facts["task"] = task_payload[0] if task_payload and isinstance(task_payload[0], dict) else None
     return facts
+
+
+def difference(line: Mapping[str, Any], facts: Mapping[str, Any]) -> str:
+    """Why a file (its :func:`transcript_facts`) is not the one its ``ok`` ledger line describes ("" when it is)."""
+    if not facts["exists"]:
+        return "cannot be read: %s" % (facts["fault"],)
+    if not facts["ok"]:
+        return "does not verify: %s" % (facts["fault"],)
+    if facts["sha256"] != line["sha256"]:
+        return "its SHA-256 is %s..., the ledger says %s..." % (facts["sha256"][:16], line["sha256"][:16])
+    for key in ("records", "head", "root", "stop"):
+        if facts[key] != line[key]:
+            return "its %s differs from the ledger's" % (key,)
+    if ORIGIN_PREFIX + str(facts["first"]) != line["origin"]:
+        return "its origin differs from the ledger's"
+    return ""

@@ -14,6 +14,11 @@ Format ``agentloop-manifest/1``
   - ``rejected``: ``reason``, why the driver refused what came back (one of
     :data:`REJECTIONS`).
 
+* The ledger only grows.  A resumed batch keeps every earlier line and
+  appends a line for each run it ran again: a name appears again only
+  after lines of that name that are not ``ok`` (a retry), never after an
+  ``ok`` line, which certifies its transcript for good.  A run's status is
+  its last line (:func:`current`).
 * The ledger's root is the RFC 6962 Merkle tree hash (RFC 9162 section
   2.1.1) over its lines, each without its ``\\n``: the hashing of
   :mod:`agentloop.transcript.merkle`.
@@ -40,7 +45,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..canonical import canonical_bytes
 from ..errors import BadSignatureError, MalformedCheckpointError, MalformedManifestError, ProofError, UnrecordableError
@@ -56,6 +61,7 @@ __all__ = [
     "batch_origin",
     "ledger_bytes",
     "parse_ledger",
+    "current",
     "ledger_root",
     "ManifestCheckpoint",
     "make_checkpoint",
@@ -138,7 +144,8 @@ def parse_ledger(data: bytes) -> List[Dict[str, Any]]:
     1. not empty, ending in ``\\n``, no empty line;
     2. each line valid UTF-8 JSON whose RFC 8785 bytes are the line itself;
     3. each line holds exactly the keys its ``status`` asks for, well typed;
-    4. no name twice.
+    4. a name appears again only after lines of it that are not ``ok`` (a
+       retry appended by a resumed batch), never after an ``ok`` line.
 
     Raises :class:`~agentloop.errors.MalformedManifestError` naming the line.
     """
@@ -148,7 +155,7 @@ def parse_ledger(data: bytes) -> List[Dict[str, Any]]:
     if not data.endswith(b"\n"):
         raise MalformedManifestError(data.count(b"\n") + 1, "no terminating newline")
     out: List[Dict[str, Any]] = []
-    seen = set()
+    certified: Set[str] = set()
     for number, raw in enumerate(data[:-1].split(b"\n"), 1):
         if not raw:
             raise MalformedManifestError(number, "an empty line")
@@ -164,12 +171,27 @@ def parse_ledger(data: bytes) -> List[Dict[str, Any]]:
         problem = _line_problem(value)
         if problem:
             raise MalformedManifestError(number, problem)
-        # 4. unique names
-        if value["name"] in seen:
-            raise MalformedManifestError(number, "the name %s appears twice" % (json.dumps(value["name"]),))
-        seen.add(value["name"])
+        # 4. an ok line is final
+        _final(number, value, certified)
         out.append(value)
     return out
+
+
+def _final(number: int, line: Mapping[str, Any], certified: Set[str]) -> None:
+    """Rule 4 of :func:`parse_ledger`: no line after a run's ``ok`` line (``certified`` collects their names)."""
+    if line["name"] in certified:
+        raise MalformedManifestError(
+            number, "the name %s appears again after its ok line" % (json.dumps(line["name"]),))
+    if line["status"] == "ok":
+        certified.add(line["name"])
+
+
+def current(lines: Sequence[Mapping[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """Each run's last line (its status now), by name, in the order the names first appear."""
+    last: Dict[str, Dict[str, Any]] = {}
+    for line in lines:
+        last[line["name"]] = dict(line)
+    return last
 
 
 def _leaves(data: bytes) -> List[bytes]:
@@ -299,12 +321,12 @@ def check_manifest_checkpoint(
 
 
 def prove_run(data: bytes, name: str) -> Tuple[int, List[str]]:
-    """``(index, proof)``: the RFC 9162 inclusion proof (hex) of run ``name``'s line in manifest ``data``."""
+    """``(index, proof)``: the RFC 9162 inclusion proof (hex) of run ``name``'s last line in manifest ``data``."""
     lines = parse_ledger(data)
     names = [line["name"] for line in lines]
     if name not in names:
         raise ProofError("no run named %s in the manifest" % (json.dumps(name),))
-    index = names.index(name)
+    index = len(names) - 1 - names[::-1].index(name)  # its last line: its status now
     return index, [h.hex() for h in inclusion_proof(_leaves(data), index, len(lines))]
 
 

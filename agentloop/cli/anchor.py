@@ -34,7 +34,14 @@ from typing import Any, Callable, Dict, Optional, Sequence, TextIO
 from ..transcript.anchor import AnchoredResult, checkpoint_of, verify_checkpoint
 from ..transcript.checkpoint import Checkpoint, load_key, read_checkpoint, verify_signatures
 from ..transcript.durable import lock_shared, write_atomic
-from ..errors import BadSignatureError, MalformedCheckpointError, ProofError, RepairRefusedError, SigningKeyError
+from ..errors import (
+    BadSignatureError,
+    MalformedCheckpointError,
+    ProofError,
+    RepairRefusedError,
+    SigningKeyError,
+    TranscriptLockedError,
+)
 from ..transcript.proofs import (
     ConsistencyProof,
     Proof,
@@ -353,6 +360,8 @@ def _cmd_repair(args: argparse.Namespace, out: TextIO, report: Reporter) -> int:
     except RepairRefusedError as exc:
         emit(out, "%s: not repaired: %s" % (args.file, exc.reason))
         return 1
+    except TranscriptLockedError:  # a live writer: a usage error (exit 2), as for every command
+        raise
     except OSError as exc:
         emit(out, "%s: not repaired: unreadable: %s" % (args.file, exc.strerror or exc))
         return 1

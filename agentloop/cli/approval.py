@@ -37,7 +37,16 @@ import json
 import sys
 from typing import Any, Callable, Dict, Optional, TextIO, Tuple
 
-from ..loop.approval import Approve, ApprovalRequest, Decision, Deny, Modify, Terminate, decision_from_json
+from ..loop.approval import (
+    Approve,
+    ApprovalRequest,
+    Decision,
+    Deny,
+    Modify,
+    Terminate,
+    decision_from_json,
+    verify_approvals,
+)
 from ..canonical import strict_loads
 from ..errors import AgentloopError, RunConfigError
 from ..messages import AWAITING_APPROVAL, RunResult
@@ -47,6 +56,9 @@ from ..models.http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from ..loop.resume import RESUMED_CLOCK, read_pending, resume
 from ..tools.loader import load_tools
 from ..transcript.checkpoint import load_key
+from ..transcript.verify import iter_file, verify_file
+from .keys import load_trusted
+from .terminate import Terminated, on_termination
 from .output import (
     EXIT_BUDGET,
     EXIT_FAULT,
@@ -63,11 +75,15 @@ from .output import (
     emit,
     format_record,
     quote,
+    report_verdict,
     same_file,
     seconds_arg,
 )
 
-__all__ = ["add_commands", "add_approve_options", "approver_from_args", "report_pause", "EXIT_PAUSED", "MAX_ASKS"]
+__all__ = [
+    "add_commands", "add_approve_options", "approver_from_args", "report_pause", "verify_decisions",
+    "EXIT_PAUSED", "MAX_ASKS",
+]
 
 #: The exit status of a run (or a resume) that paused for approval.
 EXIT_PAUSED = 5
@@ -147,11 +163,36 @@ def _decisions_file(path: str) -> Dict[str, Decision]:
         raise Refused(path, "decisions are a JSON object {CALL_ID: DECISION}")
     decisions: Dict[str, Decision] = {}
     for call_id, value in data.items():
+        where = "$[%s]" % (json.dumps(call_id),)
+        value = _bound(path, where, call_id, value)
         try:
-            decisions[call_id] = decision_from_json(value, "$[%s]" % (json.dumps(call_id),))
+            decisions[call_id] = decision_from_json(value, where)
         except ValueError as exc:
             raise Refused(path, str(exc)) from None
     return decisions
+
+
+#: The member by which a decision in a file opts out of naming the arguments it approves (docs/approvals.md warns).
+ANY_ARGUMENTS = "any_arguments"
+
+
+def _bound(path: str, where: str, call_id: str, value: object) -> object:
+    """A decision to run a call must say which arguments it runs it with (``arguments_sha256``), or
+    opt out in so many words (``"any_arguments": true``): a file written before the call was seen
+    would otherwise approve whatever arguments the model sent.  Returns the decision without the opt-out."""
+    if not isinstance(value, dict):
+        return value
+    runs = value.get("decision") in ("approve", "modify")
+    if ANY_ARGUMENTS in value:
+        if value[ANY_ARGUMENTS] is not True or not runs or "arguments_sha256" in value:
+            raise Refused(path, "%s.%s: must be true, on an approve or modify decision without arguments_sha256"
+                          % (where, ANY_ARGUMENTS))
+        return {k: v for k, v in value.items() if k != ANY_ARGUMENTS}
+    if runs and "arguments_sha256" not in value:
+        raise Refused(path, "%s: the %s decision for call %s names no arguments_sha256: it would run the call with "
+                      "whatever arguments it has (agentloop pending FILE shows each call's; \"%s\": true accepts any)"
+                      % (where, value["decision"], json.dumps(call_id), ANY_ARGUMENTS))
+    return value
 
 
 def approver_from_args(args: argparse.Namespace) -> Optional[Callable[[ApprovalRequest], Any]]:
@@ -172,11 +213,11 @@ def approver_from_args(args: argparse.Namespace) -> Optional[Callable[[ApprovalR
     return from_file
 
 
-def add_approve_options(command: argparse.ArgumentParser) -> None:
-    """``--approve`` and ``--by``, for ``run`` and ``resume``."""
+def add_approve_options(command: argparse.ArgumentParser, what: Optional[str] = None) -> None:
+    """``--approve`` and ``--by``, for ``run``, ``resume`` and ``replay``."""
     command.add_argument("--approve", metavar="ask|deny-all|FILE",
-                         help="who decides calls of tools that require approval: ask on the terminal, deny all, "
-                         "or decisions from a JSON file; EOF or an undecided call pauses the run (exit 5)")
+                         help=what or "who decides calls of tools that require approval: ask on the terminal, deny "
+                         "all, or decisions from a JSON file; EOF or an undecided call pauses the run (exit 5)")
     command.add_argument("--by", metavar="NAME", help="who decides, recorded with each decision (default: the login name)")
 
 
@@ -215,6 +256,59 @@ def _cmd_pending(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _declared_signer(path: str) -> Optional[str]:
+    """``name+key_id`` of the approval signer record 0 names, or ``None``."""
+    try:
+        for _, record, _ in iter_file(path):
+            payload = record.get("payload") if isinstance(record, dict) else None
+            signer = payload.get("approval_signer") if isinstance(payload, dict) else None
+            return "%s+%s" % (signer.get("name"), signer.get("key_id")) if isinstance(signer, dict) else None
+    except OSError:
+        pass
+    return None
+
+
+def verify_decisions(args: argparse.Namespace, out: TextIO) -> int:
+    """``verify FILE... --trust VKEY... [--require NAME]...``, no checkpoint: the chain, then each decision's note.
+
+    Each problem :func:`~agentloop.loop.approval.verify_approvals` finds is
+    printed at its record; a run that names no approval signer is said to
+    have unsigned decisions.  Exit 0 when every file verifies and every
+    decision holds, else 1.
+    """
+    if args.expect_count is not None or args.expect_head is not None or args.exact:
+        raise Refused("--trust", "without --checkpoint, checks the decisions' notes: --expect-count/--expect-head/"
+                      "--exact are not taken with it")
+    trusted = load_trusted(args)
+    failed = False
+    results = []
+    for path in args.files:
+        check_input(path, pipe=False)
+    for path in args.files:
+        verdict = verify_file(path, max_faults=args.max_faults, require_complete=args.complete)
+        problems = verify_approvals(path, trusted, list(args.require)) if verdict.count else []
+        chain_broken = any(index < 0 for index, _ in problems)
+        failed = failed or not verdict.ok or bool(problems)
+        signer = _declared_signer(path)
+        if args.json:
+            results.append({"file": path, "ok": verdict.ok and not problems, "count": verdict.count,
+                            "head": verdict.head, "complete": verdict.complete, "approval_signer": signer,
+                            "decisions": [{"index": i, "line": i + 1, "problem": p} for i, p in problems if i >= 0]})
+            continue
+        report_verdict(path, verdict, out)
+        for index, problem in problems:
+            if index >= 0:
+                emit(out, "%s: record %d (line %d): decision: %s" % (path, index, index + 1, problem))
+        if verdict.count and not chain_broken and not problems:
+            said = "every one signed by the approval signer %s, whose key is trusted" % (signer,)
+            emit(out, "%s: decisions: %s" % (path, said if signer is not None else "every note present holds"))
+        if signer is None and verdict.count and not chain_broken:
+            emit(out, "note: %s names no approval signer: its decisions need not be signed" % (path,))
+    if args.json:
+        emit(out, json.dumps(results, indent=2, ensure_ascii=False), lines=True)
+    return EXIT_FAULT if failed else EXIT_OK
+
+
 def _status(result: RunResult) -> int:
     """The exit status of a resumed run that ended (a pause is reported before: :func:`report_pause`)."""
     if result.stop_reason in _ANSWERS:
@@ -248,12 +342,14 @@ def _resume(args: argparse.Namespace, out: TextIO) -> int:
     key = load_key(args.key_file, args.key_env) if args.key_file is not None or args.key_env is not None else None
     approver = approver_from_args(args)
     try:
-        result = resume(args.file, model, tools, decisions=decisions, approver=approver, rerun_unrecorded=args.rerun_unrecorded,
-                        anchor=args.anchor, checkpoint=args.checkpoint, key=key, overwrite=args.overwrite,
-                        on_record=lambda record: emit(out, format_record(record)), clock=RESUMED_CLOCK)
-    except KeyboardInterrupt:
-        _left(args.file, "interrupted (Ctrl-C)")
-        return EXIT_INTERRUPTED
+        with on_termination():
+            result = resume(args.file, model, tools, decisions=decisions, approver=approver,
+                            rerun_unrecorded=args.rerun_unrecorded, anchor=args.anchor, checkpoint=args.checkpoint,
+                            key=key, overwrite=args.overwrite, clock=RESUMED_CLOCK,
+                            on_record=lambda record: emit(out, format_record(record)))
+    except (KeyboardInterrupt, Terminated) as ended:  # Ctrl-C, SIGTERM, SIGHUP: said, with what the file holds
+        _left(args.file, "terminated (%s)" % (ended.name,) if isinstance(ended, Terminated) else "interrupted (Ctrl-C)")
+        return ended.status if isinstance(ended, Terminated) else EXIT_INTERRUPTED
     except SystemExit as exc:
         _left(args.file, "the run did not finish: a tool or the model raised SystemExit(%s)" % (exc.code,))
         return EXIT_UNFINISHED

@@ -12,10 +12,14 @@ line shows runs done, failed, tokens, cost, elapsed time and an estimate;
 a summary table follows at the end.
 
 Exit codes: 0 every run is ``ok`` in the ledger; 1 some run failed
-(``worker_error`` or ``rejected``); 2 usage or configuration error.
+(``worker_error`` or ``rejected``), or ``--resume`` found a transcript the
+earlier ledger certified altered (``ALTERED NAME``; nothing is run or
+written) or an earlier ledger that does not match its checkpoint; 2 usage
+or configuration error.
 ``verify --manifest``: 0 every transcript matches the ledger (and the
-checkpoint holds), 1 a run is missing, extra or altered, or the checkpoint
-fails; 2 usage error.
+checkpoint holds), 1 a run is missing, extra, repeated or altered, a run
+failed in the batch (a ``worker_error`` or ``rejected`` line: ``batch``
+exits 1 on it too), or the checkpoint fails; 2 usage error.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from ..batch.audit import AuditResult, audit_batch
 from ..batch.driver import BatchResult, RunEntry, run_many
 from ..batch.spec import read_specs
 from ..batch.executors import process_pool
-from ..errors import RunConfigError
+from ..errors import LedgerMismatchError, RunConfigError
 from ..signing.keys import read_signer_key
 from ..signing.note import Ed25519Signer, Signer
 from ..tools.loader import import_reference
@@ -156,6 +160,12 @@ def _cmd_batch(args: argparse.Namespace, out: TextIO) -> int:
             checkpoint=checkpoint, signer=signer, key=key, resume=args.resume, transfer=args.transfer,
             progress=progress,
         )
+    except LedgerMismatchError as exc:  # evidence that changed: reported, never re-run, overwritten or re-signed
+        for name, why in exc.altered:
+            emit(out, "ALTERED %s: %s" % (quote(name), quote(why)[1:-1]))
+        emit(out, "refused: %s; nothing was run, and %s and %s were left as they were"
+             % (exc.reason, manifest, checkpoint))
+        return EXIT_FAULT
     finally:
         progress.end()
         close()
@@ -170,13 +180,15 @@ def _cmd_batch(args: argparse.Namespace, out: TextIO) -> int:
 
 
 
-def _audit_json(manifest: str, result: AuditResult) -> Dict[str, Any]:
+def _audit_json(manifest: str, result: AuditResult, signed: bool) -> Dict[str, Any]:
+    """``verify --manifest --json``: every member is documented in docs/batch.md ("verify --manifest --json")."""
     return {
         "manifest": manifest, "ok": result.ok, "runs": result.runs, "verified": len(result.verified),
         "missing": list(result.missing), "extra": list(result.extra),
         "repeated": [{"path": p, "first": f} for p, f in result.repeated],
         "altered": [{"name": n, "why": w} for n, w in result.altered],
         "failed": [{"name": n, "status": s} for n, s in result.failed], "checkpoint": result.checkpoint,
+        "ledger_trusted": result.checkpoint is None, "signature_checked": result.checkpoint is not None and signed,
     }
 
 
@@ -198,7 +210,8 @@ def verify_manifest(args: argparse.Namespace, out: TextIO) -> int:
     except OSError as exc:
         raise Refused(exc.filename or args.manifest, "cannot be read: %s" % (exc.strerror or exc,)) from None
     if args.json:
-        emit(out, json.dumps(_audit_json(args.manifest, result), indent=2, ensure_ascii=True), lines=True)
+        signed = key is not None or bool(verifiers)
+        emit(out, json.dumps(_audit_json(args.manifest, result, signed), indent=2, ensure_ascii=True), lines=True)
         return EXIT_OK if result.ok else EXIT_FAULT
     for name, why in result.altered:
         emit(out, "ALTERED %s: %s" % (quote(name), quote(why)[1:-1]))
@@ -209,11 +222,14 @@ def verify_manifest(args: argparse.Namespace, out: TextIO) -> int:
     for path, first in result.repeated:
         emit(out, "REPEATED %s: names the same run as %s, given before it" % (quote(path), quote(first)))
     for name, status in result.failed:
-        emit(out, "note: run %s failed in the batch (%s)" % (quote(name), quote(status)[1:-1]))
+        emit(out, "FAILED %s: the run failed in the batch (%s)" % (quote(name), quote(status)[1:-1]))
     if result.checkpoint is not None:
         emit(out, "checkpoint %s: %s" % (quote(args.checkpoint), "ok" if not result.checkpoint else "FAILED: " + result.checkpoint))
         if not result.checkpoint and key is None and not verifiers:
             emit(out, "note: the checkpoint's signature was not checked (no --trust or --key-file/--key-env)")
+    else:
+        emit(out, "note: the ledger itself was taken on trust: whoever can write it can rewrite it and its transcripts "
+                  "together; check it against its checkpoint kept elsewhere (--checkpoint, with --trust or --key-file)")
     emit(out, "%s: %s: %d of %d transcripts match the ledger (%d runs)" % (
         "ok" if result.ok else "FAILED", quote(args.manifest), len(result.verified),
         len(result.verified) + len(result.missing) + len(result.altered), result.runs))

@@ -28,6 +28,7 @@ from ..report import default_report_path, is_report_page, write_report
 from ..transcript.format import Fault
 from ..transcript.format import MAX_FAULTS
 from ..transcript.verify import verify_file
+from .approval import verify_decisions
 from .batch import add_verify_manifest_options, verify_manifest
 from .anchor import add_report_options, add_verify_options, is_anchored, report_checkpoint, verify_anchored
 from .output import (
@@ -56,6 +57,8 @@ def _cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
         return verify_manifest(args, out)
     if args.workers is not None:
         raise Refused("--workers", "is for --manifest (a batch's files); one transcript is read in one pass")
+    if args.trust and args.checkpoint is None and args.since is None and args.key_file is None and args.key_env is None:
+        return verify_decisions(args, out)  # --trust alone: the approval decisions' notes (agentloop.cli.approval)
     if is_anchored(args):  # --checkpoint, --since, --exact, --key-file (agentloop.anchor_cli)
         return verify_anchored(args, out, report_verdict, fault_json)
     results: List[Dict[str, Any]] = []

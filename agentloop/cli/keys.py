@@ -48,8 +48,9 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import stat
 import time
-from typing import Any, List, Sequence, TextIO, Union
+from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple, Union
 
 from ..errors import BadSignatureError, MalformedCheckpointError, ProofError
 from ..signing.backend import cryptography_available
@@ -60,7 +61,7 @@ from ..signing.witness import build_add_checkpoint_request
 from ..tlog.witness import Held, WitnessState, load_state, save_state
 from ..transcript.anchor import verify_checkpoint
 from ..transcript.checkpoint import ORIGIN_PREFIX, Checkpoint, read_checkpoint, sign_checkpoint, verify_signatures
-from ..transcript.durable import write_atomic
+from ..transcript.durable import file_type, write_atomic
 from ..transcript.proofs import check_consistency, prove_consistency
 from .output import Refused, check_input, check_output, emit
 
@@ -169,6 +170,13 @@ def _default_prefix(name: str) -> str:
 def _cmd_keygen(args: argparse.Namespace, out: TextIO) -> int:
     unsafe = _can_sign(args, "no signer")
     prefix = _default_prefix(args.name) if args.output is None else args.output
+    try:
+        mode: Optional[int] = os.stat(prefix).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # -o /dev/null: keys beside a device
+        raise Refused(prefix, "is %s: -o takes a file prefix (PREFIX.key and PREFIX.pub are written)"
+                      % (file_type(mode),))
     private, public = prefix + ".key", prefix + ".pub"
     for path in (private, public):
         if os.path.lexists(path):

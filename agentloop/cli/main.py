@@ -32,6 +32,7 @@ import os
 import sys
 from typing import IO, Dict, NoReturn, Optional, Sequence, TextIO, Tuple
 
+from .. import _interrupt
 from .._version import __version__
 from ..errors import AgentloopError
 from . import anchor, approval, batch, inspect, keys, models, provenance, tlog
@@ -130,6 +131,7 @@ def _dispatch(args: argparse.Namespace, stream: TextIO) -> int:
 
 def main(argv: Optional[Sequence[str]] = None, out: Optional[TextIO] = None) -> int:
     """Run the command line; return the exit status instead of exiting."""
+    _interrupt.release()  # from here Ctrl-C is this function's to handle
     if out is None and sys.stdout is None:  # started with standard output closed (``>&-``)
         complain(None, "standard output is closed")
         return EXIT_USAGE

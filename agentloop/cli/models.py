@@ -44,9 +44,11 @@ from ..models.replay import replay
 from ..models.spec import model_from_spec
 from ..tools import Tool
 from ..tools.loader import load_tools
+from ..tools.registry import ToolRegistry
 from .approval import add_approve_options, approver_from_args, report_pause
 from .mcp_options import KEYS, ServerSpec, build_client, parse_servers
 from .keys import add_sign_options, load_signers
+from .terminate import Terminated, on_termination
 from .output import (
     EXIT_BUDGET,
     EXIT_FAULT,
@@ -102,12 +104,17 @@ def _left(command: str, path: str, what: str) -> None:
 
 
 def _guarded(command: str, path: str, work: Callable[[], Any]) -> Any:
-    """``work()``; Ctrl-C and ``SystemExit`` inside it become a message and exit 130 / 4 (as ``_Stopped``)."""
+    """``work()``; Ctrl-C, SIGTERM, SIGHUP and ``SystemExit`` inside it become a message and exit
+    130 / 143 / 129 / 4 (as ``_Stopped``)."""
     try:
-        return work()
+        with on_termination():
+            return work()
     except KeyboardInterrupt:
         _left(command, path, "interrupted (Ctrl-C)")
         raise _Stopped(EXIT_INTERRUPTED) from None
+    except Terminated as ended:
+        _left(command, path, "terminated (%s)" % (ended.name,))
+        raise _Stopped(ended.status) from None
     except SystemExit as exc:
         _left(command, path, "the run did not finish: a tool or the model raised SystemExit(%s)" % (exc.code,))
         raise _Stopped(EXIT_UNFINISHED) from None
@@ -163,7 +170,12 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         for client in clients:
             servers.enter_context(client)
         local = [] if args.tools is None else list(load_tools(args.tools))
-        tools = _combine(local, [_server_tools(spec, client) for spec, client in zip(specs, clients)])
+        combined = _combine(local, [_server_tools(spec, client) for spec, client in zip(specs, clients)])
+        for client in clients:  # a refused tool is said, and named in the task record's mcp member
+            for refused in client.describe([]).get("refused", []):
+                note("agentloop run: note: MCP server %s: tool %s refused: %s" % (
+                    quote(client.name), quote(refused.get("name")), refused.get("reason")))
+        tools = ToolRegistry(combined, servers=clients)  # servers all of whose tools were refused are recorded too
         return _run_with(args, out, tools, signers)
 
 
@@ -269,8 +281,19 @@ def _cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
 def _replay(args: argparse.Namespace, target: str, out: TextIO) -> int:
     _check_paths(target, None, args.overwrite, source=args.file)
     tools = "recorded" if args.recorded_tools else load_tools(args.tools)
+    if args.recorded_tools and args.approve is not None:
+        raise Refused("--approve", "is for --tools: --recorded-tools runs nothing and feeds back the recorded "
+                      "decisions")
+    approver = approver_from_args(args)
+
+    def refused(request: Any) -> None:  # a recorded approval authorised the original run, not this replay
+        note("agentloop replay: call %s of step %d (tool %s) was approved in the original run; a recorded approval "
+             "does not authorise a replay: denied (decide again with --approve ask|FILE)"
+             % (quote(request.call_id, None), request.step, quote(request.tool, None)))
+
     try:
-        outcome = _guarded("replay", target, lambda: replay(args.file, tools, transcript=target, overwrite=args.overwrite))
+        outcome = _guarded("replay", target, lambda: replay(
+            args.file, tools, transcript=target, overwrite=args.overwrite, approver=approver, on_refused=refused))
     except _Stopped as stopped:
         return stopped.status
     _finish(outcome.run, target, out)
@@ -333,8 +356,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
         "replay",
         help="re-run a transcript's task with its recorded replies and compare the new transcript with it",
         epilog="exit status: 0 identical, 1 the replay differs, 2 usage error. "
-        "With --tools the replay calls the user's real tools again, for real (their side effects happen again); "
-        "--recorded-tools runs none and feeds back the recorded results.",
+        "With --tools the replay calls the user's real tools again, for real (their side effects happen again), "
+        "but never a gated tool on a recorded approval (--approve decides again; without it, denied); "
+        "--recorded-tools runs none and feeds back the recorded results and decisions.",
     )
     again.add_argument("file", metavar="FILE")
     source = again.add_mutually_exclusive_group(required=True)
@@ -345,4 +369,6 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     )
     again.add_argument("-o", "--output", metavar="OUT.jsonl", help="the new transcript (default: FILE with .jsonl replaced by .replay.jsonl)")
     again.add_argument("--overwrite", action="store_true", help="replace OUT.jsonl if it exists")
+    add_approve_options(again, "with --tools, who decides again the gated calls the original run approved (a recorded "
+                        "approval never runs a real tool; without --approve they are denied)")
     again.set_defaults(handler=_cmd_replay)

@@ -34,13 +34,22 @@ same bytes.  ``docs/approvals.md`` is the guide.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from ..canonical import canonical_bytes, snapshot
-from ..errors import BadSignatureError, MalformedNoteError, MessageError, SigningKeyError, UnrecordableError, ValidationError
+from ..errors import (
+    BadSignatureError,
+    MalformedNoteError,
+    MessageError,
+    RunConfigError,
+    SigningKeyError,
+    UnrecordableError,
+    ValidationError,
+)
 from ..messages import APPROVAL_DECISIONS
 from ..signing.note import Note, Verifier, parse_note, sign_note, verify_note
 from ..transcript.format import PathLike
@@ -61,6 +70,9 @@ __all__ = [
     "arguments_sha256",
     "note_text",
     "verify_approvals",
+    "approval_members",
+    "seal_closed",
+    "check_approval_signer",
     "NOTE_HEADER",
     "DENIED",
     "DENIED_CLOSED",
@@ -275,7 +287,52 @@ def note_text(request: ApprovalRequest, verdict: Verdict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def judge(answer: object, request: ApprovalRequest, max_arguments_bytes: int) -> Optional[Verdict]:
+def _key(signer: Any) -> Tuple[str, str]:
+    """``(name, key ID in hex)`` of a note signer, as the task record names it."""
+    return str(signer.name), bytes(signer.key_id).hex()
+
+
+def check_approval_signer(signer: object) -> None:
+    """``run(approval_signer=...)``: a note signer (``name``, a 4-byte ``key_id``, ``sign``), or ``RunConfigError``."""
+    if signer is None:
+        return
+    try:
+        ok = callable(getattr(signer, "sign")) and isinstance(getattr(signer, "name"), str)
+        ok = ok and len(bytes(getattr(signer, "key_id"))) == 4
+    except Exception:
+        ok = False
+    if not ok:
+        raise RunConfigError("approval_signer", "must be None or a note signer (name, a 4-byte key_id, sign), "
+                             "such as an Ed25519Signer")
+
+
+def approval_members(policy: Mapping[str, str], signer: Any) -> Dict[str, Any]:
+    """The task record's members beside ``approval`` (``docs/format.md``, the task record):
+
+    * ``predicate_outcomes: true`` when a tool is gated by a predicate: each call
+      of it then records the predicate's outcome (``"gated": false`` on the
+      ``tool`` record of a call it let through), so a verifier can tell a call
+      that ran ungated from one whose decision was stripped;
+    * ``approval_signer: {"name", "key_id"}`` (the key's name and 4-byte ID in
+      hex, never key material) when decisions are signed: every decision a
+      person made then carries a note by that key.
+
+    ``{}`` for a run that uses neither, so its task record is unchanged.
+    """
+    members: Dict[str, Any] = {}
+    if "predicate" in policy.values():
+        members["predicate_outcomes"] = True
+    if signer is not None:
+        if not policy:
+            raise RunConfigError("approval_signer", "is given, but no tool requires approval: there is nothing to sign")
+        name, key_id = _key(signer)
+        members["approval_signer"] = {"name": name, "key_id": key_id}
+    return members
+
+
+def judge(
+    answer: object, request: ApprovalRequest, max_arguments_bytes: int, run_signer: Any = None
+) -> Optional[Verdict]:
     """What the loop does with an approver's ``answer`` to ``request``: ``None`` to defer, else a :class:`Verdict`.
 
     1. ``None`` defers; a :class:`RecordedDecision` is taken as recorded;
@@ -283,6 +340,8 @@ def judge(answer: object, request: ApprovalRequest, max_arguments_bytes: int) ->
     3. a decision bound to other arguments (``arguments_sha256``) denies;
     4. a modify's arguments must be recordable and fit ``max_arguments_bytes``, else it denies;
     5. a decision with a ``signer`` is signed (:func:`note_text`); a signer that fails denies.
+       With the run's ``run_signer`` (``run(approval_signer=...)``) every decision is
+       signed by it, and one that brings another key denies.
     """
     # 1.
     if answer is None:
@@ -321,14 +380,43 @@ def judge(answer: object, request: ApprovalRequest, max_arguments_bytes: int) ->
         return closed("the decision cannot be recorded: %s" % (exc,))
     verdict = Verdict(kind, decision.by, reason, arguments, text)
     # 5.
-    if decision.signer is not None:
-        try:
-            signed = sign_note(note_text(request, verdict), decision.signer)
-        except Exception as exc:  # a signer that fails: nothing unsigned is passed off as signed
-            return closed("the decision of %s could not be signed: %s: %s"
-                          % (json.dumps(decision.by, ensure_ascii=False), type(exc).__name__, exc))
-        verdict = Verdict(kind, decision.by, reason, arguments, text, signed.to_bytes().decode("utf-8"))
-    return verdict
+    return _signed(verdict, request, decision, run_signer)
+
+
+def _signed(verdict: Verdict, request: ApprovalRequest, decision: Decision, run_signer: Any) -> Verdict:
+    """Step 5 of :func:`judge`: the verdict signed by the decision's signer, else the run's; a failure denies."""
+    signer = decision.signer if decision.signer is not None else run_signer
+    who = json.dumps(decision.by, ensure_ascii=False)
+    if run_signer is not None and signer is not run_signer and _safe_key(signer) != _key(run_signer):
+        return closed("the decision of %s is signed by key %s, not by the run's approval signer %s" % (
+            who, "+".join(_safe_key(signer)), "+".join(_key(run_signer))))
+    if signer is None:
+        return verdict
+    try:
+        signed = sign_note(note_text(request, verdict), signer)
+    except Exception as exc:  # a signer that fails: nothing unsigned is passed off as signed
+        return closed("the decision of %s could not be signed: %s: %s" % (who, type(exc).__name__, exc))
+    return dataclasses.replace(verdict, note=signed.to_bytes().decode("utf-8"))
+
+
+def _safe_key(signer: Any) -> Tuple[str, str]:
+    try:
+        return _key(signer)
+    except Exception:  # a signer whose name or key_id cannot be read: no key of the run's
+        return ("?", "?")
+
+
+def seal_closed(verdict: Optional[Verdict], request: ApprovalRequest, run_signer: Any) -> Optional[Verdict]:
+    """A fail-closed denial (``by`` null) in a run with an approval signer, signed by the run's key too, so that
+    no decision of such a run is unsigned (a call that ran cannot be passed off as one denied); unsigned only
+    when the signer itself fails, which :func:`verify_approvals` reports."""
+    if verdict is None or verdict.by is not None or verdict.note or run_signer is None:
+        return verdict
+    try:
+        signed = sign_note(note_text(request, verdict), run_signer)
+    except Exception:  # the signer fails: the denial stands, unsigned (nothing runs)
+        return verdict
+    return dataclasses.replace(verdict, note=signed.to_bytes().decode("utf-8"))
 
 
 def decision_from_json(value: object, where: str = "$") -> Decision:
@@ -365,46 +453,91 @@ def decision_from_json(value: object, where: str = "$") -> Decision:
 
 
 def verify_approvals(path: PathLike, trusted: Sequence[Verifier], require: Sequence[str] = ()) -> List[Tuple[int, str]]:
-    """Check every signed decision note in a transcript; return ``[(record index, problem)]``, empty when all hold.
+    """Check every decision of a transcript and its note; return ``[(record index, problem)]``, empty when all hold.
 
-    For each tool record whose ``approval`` member has a ``note``:
-    1. the note parses (C2SP signed-note);
-    2. its text is exactly :func:`note_text` of the run, the assistant
-       record that asked, the call, its recorded arguments and the recorded
-       decision (so a note moved to another call, run or decision fails);
-    3. a trusted key signed it (:func:`~agentloop.signing.note.verify_note`).
-    The file must verify first (a problem at index -1 otherwise).
+    1. The chain must be intact (a problem at index -1 otherwise); payload
+       faults (``bad_payload``: a gated call that ran with no decision, a
+       decision stripped of its note in a run that names a signer) are
+       reported at their records.
+    2. When the task record names an ``approval_signer``, every decision a
+       person made (``by`` not null) must carry a note, and that key must be
+       among ``trusted`` and have signed it.
+    3. Each note parses (C2SP signed-note); its text is exactly
+       :func:`note_text` of the run, the assistant record that asked, the
+       call, its recorded arguments and the recorded decision (so a note
+       moved to another call, run or decision fails); a trusted key signed
+       it (:func:`~agentloop.signing.note.verify_note`, with ``require``).
     """
     verdict = verify_file(path)
-    if not verdict.ok:
-        return [(-1, "the transcript does not verify: %s" % (verdict.faults[0],))]
-    problems: List[Tuple[int, str]] = []
-    origin, assistant_hash, step, calls = "", "", 0, {}  # type: str, str, int, Dict[Any, Any]
+    broken = [fault for fault in verdict.faults if fault.kind != "bad_payload"]
+    if broken:
+        return [(-1, "the transcript does not verify: %s" % (broken[0],))]
+    problems: Dict[int, str] = {}
+    for fault in verdict.faults:
+        problems.setdefault(fault.index if fault.index is not None else -1, "bad_payload: %s" % (fault.detail,))
+    reader = _NoteReader(trusted, require)
     for index, (_, entry, _) in enumerate(iter_file(path)):
-        record = cast(Dict[str, Any], entry)  # the file verifies: every record is an object
-        kind, payload, digest = record["kind"], record["payload"], record["hash"]
+        problem = reader.read(index, cast(Dict[str, Any], entry))  # the chain is intact: every record is an object
+        if problem:
+            problems.setdefault(index, problem)
+    return sorted(problems.items())
+
+
+class _NoteReader:
+    """:func:`verify_approvals`, record by record: the run, the asking turn, and each decision's note."""
+
+    def __init__(self, trusted: Sequence[Verifier], require: Sequence[str]) -> None:
+        self.trusted, self.require = list(trusted), list(require)
+        self.origin, self.assistant_hash, self.step = "", "", 0
+        self.calls: Dict[Any, Any] = {}
+        self.signer: Optional[Tuple[str, str]] = None
+
+    def read(self, index: int, record: Dict[str, Any]) -> str:
+        kind, payload, digest = record.get("kind"), record.get("payload"), record.get("hash")
+        if not isinstance(payload, dict):
+            return ""
         if index == 0:
-            origin = "agentloop/1/" + digest
+            self.origin = "agentloop/1/%s" % (digest,)
+            declared = payload.get("approval_signer")
+            if isinstance(declared, dict):
+                self.signer = (str(declared.get("name")), str(declared.get("key_id")))
         elif kind == "assistant":
-            assistant_hash, step = digest, payload["step"]
-            calls = {c["id"]: c for c in payload["tool_calls"] if isinstance(c, dict)}
-        elif kind == "tool" and isinstance(payload.get("approval"), dict) and "note" in payload["approval"]:
-            member = payload["approval"]
-            call = calls.get(payload["id"], {})
-            arguments = call.get("arguments")
-            if not isinstance(arguments, dict):
-                problems.append((index, "the call has no recorded arguments, so nothing to bind the note to"))
-                continue
-            request = ApprovalRequest(origin, step, payload["id"], payload["name"], arguments, arguments_sha256(arguments), assistant_hash)
-            modified = member.get("arguments")
-            expected = note_text(request, Verdict(
-                str(member.get("decision")), member.get("by"), str(member.get("reason", "")), None,
-                canonical_bytes(modified).decode("utf-8") if isinstance(modified, dict) else ""))
+            step = payload.get("step")
+            self.assistant_hash, self.step = str(digest), step if isinstance(step, int) else -1
+            calls = payload.get("tool_calls")
+            self.calls = {c.get("id"): c for c in calls if isinstance(c, dict)} if isinstance(calls, list) else {}
+        elif kind == "tool" and isinstance(payload.get("approval"), dict):
             try:
-                note: Note = parse_note(str(member["note"]).encode("utf-8"))
-                if note.text != expected:
-                    raise BadSignatureError("the note's text does not match this call and decision")
-                verify_note(note, trusted, require)
-            except (MalformedNoteError, BadSignatureError, SigningKeyError) as exc:
-                problems.append((index, str(exc)))
-    return problems
+                return self._decision(payload, payload["approval"])
+            except (KeyError, TypeError, ValueError) as exc:  # a payload the grammar already named (bad_payload)
+                return "the decision cannot be checked: %s: %s" % (type(exc).__name__, exc)
+        return ""
+
+    def _decision(self, payload: Dict[str, Any], member: Dict[str, Any]) -> str:
+        if "note" not in member:
+            if self.signer is not None:  # a fail-closed denial too: the run's key signs it (seal_closed)
+                return "the decision of %s has no note, but the run names %s as its approval signer" % (
+                    json.dumps(member.get("by")), "+".join(self.signer))
+            return ""
+        arguments = self.calls.get(payload.get("id"), {}).get("arguments")
+        if not isinstance(arguments, dict):
+            return "the call has no recorded arguments, so nothing to bind the note to"
+        request = ApprovalRequest(self.origin, self.step, payload["id"], payload["name"], arguments,
+                                  arguments_sha256(arguments), self.assistant_hash)
+        modified = member.get("arguments")
+        expected = note_text(request, Verdict(
+            str(member.get("decision")), member.get("by"), str(member.get("reason", "")), None,
+            canonical_bytes(modified).decode("utf-8") if isinstance(modified, dict) else ""))
+        keys = self.trusted
+        if self.signer is not None:
+            keys = [k for k in self.trusted if _safe_key(k) == self.signer]
+            if not keys:
+                return "no trusted key is the run's approval signer %s" % ("+".join(self.signer),)
+        try:
+            note: Note = parse_note(str(member["note"]).encode("utf-8"))
+            if note.text != expected:
+                raise BadSignatureError("the note's text does not match this call and decision")
+            verify_note(note, keys, self.require)
+        except (MalformedNoteError, BadSignatureError, SigningKeyError) as exc:
+            return str(exc)
+        return ""

@@ -48,6 +48,7 @@ from ..canonical import json_path, snapshot
 from ..errors import ToolFailure, UnrecordableError
 from ..messages import Message
 from .plan import PlannedCall
+from ..tools.context import CallContext
 from ..tools.registry import Tool, ToolRegistry
 
 __all__ = [
@@ -107,6 +108,7 @@ class Job:
     tool: Tool
     arguments: Dict[str, Any]
     timeout: Optional[float]
+    context: Optional[CallContext] = None  # for a tool with a CallContext parameter (agentloop.tools.context)
 
 
 def groups(calls: Sequence[PlannedCall], registry: ToolRegistry) -> List[List[int]]:
@@ -156,7 +158,7 @@ def _recorded(name: str, value: Any) -> Done:
 def _invoke(job: Job) -> Done:
     """Run a sync job; every ``Exception`` becomes a failure (a ``BaseException`` propagates)."""
     try:  # invoke converts validated arguments to fn's annotations when the tool knows them
-        value = job.tool.invoke(job.arguments)
+        value = job.tool.invoke(job.arguments, job.context)
     except ToolFailure as exc:  # the tool chose its own error text
         return False, exc.text, ""
     except Exception as exc:
@@ -166,7 +168,7 @@ def _invoke(job: Job) -> Done:
 
 async def _invoke_async(job: Job) -> Outcome:
     try:
-        value = await job.tool.invoke(job.arguments)
+        value = await job.tool.invoke(job.arguments, job.context)
     except ToolFailure as exc:
         return False, exc.text, ""
     except Exception as exc:

@@ -70,7 +70,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Callable, Coroutine, Dict, Iterable, List, Mapping, Optional, Tuple, Union, cast
 
-from .approval import ApprovalRequest, Verdict, closed, judge
+from .approval import ApprovalRequest, Verdict, approval_members, check_approval_signer, closed, judge, seal_closed
 from .budgets import Budgets, Seconds, Spent, budgets_from
 from .calls import DEFAULT_MAX_WORKERS, AsyncRunner, Done, Job, Raised, Runner, SyncRunner, describe, groups, prepare
 from ..canonical import MAX_SAFE_INTEGER, canonical_bytes, canonical_text, json_path, snapshot
@@ -79,6 +79,7 @@ from .final import FINAL_RESULT, FinalResult, final_result
 from ..messages import AWAITING_APPROVAL, Message, Model, ModelReply, RunResult, ToolCall, Usage, shown
 from .plan import RECORD_OVERHEAD, PlannedCall, TurnPlan, plan_turn
 from .prices import add, amount_text, turn_cost
+from ..tools.context import CallContext
 from ..tools.registry import Tool, ToolRegistry, tool_sources
 from ..transcript.checkpoint import ORIGIN_PREFIX, check_run_anchor
 from ..transcript.format import FORMAT, MAX_RECORD_BYTES, PathLike
@@ -220,6 +221,7 @@ class _Run:
     max_workers: int
     have: str  # the tool names, for "no tool named ..."
     approver: Optional[Approver] = None
+    approval_signer: Any = None  # signs every decision (run(approval_signer=...)); named in the task record
 
     def first_messages(self) -> List[Message]:
         system: List[Message] = [] if self.system is None else [{"role": "system", "content": self.system}]
@@ -257,7 +259,8 @@ def _prepare(task: object, model: object, tools: object, transcript: PathLike, o
     if isinstance(tools, (str, bytes)) or not isinstance(tools, Iterable):
         raise WrongTypeError("tools", "a ToolRegistry or an iterable of Tool", tools)
     try:
-        registry = ToolRegistry(list(cast(Iterable[Tool], tools)) + ([] if final is None else [final.tool]))
+        registry = ToolRegistry(list(cast(Iterable[Tool], tools)) + ([] if final is None else [final.tool]),
+                                getattr(tools, "servers", ()))  # servers all of whose tools were refused: named too
     except DuplicateToolError:
         raise RunConfigError("output_schema", "the tool name %r is reserved for the final result" % (FINAL_RESULT,)) from None
     manifest = registry.manifest()
@@ -268,6 +271,8 @@ def _prepare(task: object, model: object, tools: object, transcript: PathLike, o
             raise RunConfigError("approver", "tools %s require approval, and no approver was given"
                                  % (", ".join(repr(name) for name in policy),))
         payload["approval"] = policy
+    check_approval_signer(options.get("approval_signer"))
+    payload.update(approval_members(policy, options.get("approval_signer")))  # {} unless used: records unchanged
     info = _model_info(model)
     if info is not None:  # only an adapter adds the key: plain callables' records are unchanged
         payload["model"] = info
@@ -292,7 +297,7 @@ def _prepare(task: object, model: object, tools: object, transcript: PathLike, o
         raise RunConfigError("task", "the task record (%d bytes) exceeds max_record_bytes %d" % (size, budgets.max_record_bytes))
     return _Run(task, model, registry, manifest, budgets, payload, transcript, options["overwrite"], options["fsync"],
                 options["checkpoint"], options["key"], options["signer"], system, final, on_record, clock, price, model_name, started, workers,
-                ", ".join(registry.names) or "none", approver)
+                ", ".join(registry.names) or "none", approver, options.get("approval_signer"))
 
 
 def approval_policy(registry: ToolRegistry) -> Dict[str, str]:
@@ -490,9 +495,25 @@ def _request(r: _Run, record: _Recorder, step: int, call: PlannedCall, asked_by:
                            hashlib.sha256(text.encode("utf-8")).hexdigest(), asked_by)
 
 
+def _identified(item: Union[Done, Job], record: _Recorder, step: int, call: PlannedCall) -> Union[Done, Job]:
+    """A job whose tool takes a ``CallContext`` gets this call's: the same key whenever this call runs again."""
+    if not isinstance(item, Job) or item.tool.context is None:
+        return item
+    context = CallContext.of(ORIGIN_PREFIX + record.first, step, call.id, call.name)
+    return Job(item.tool, item.arguments, item.timeout, context)
+
+
+def _gate(item: Union[Done, Job], call: PlannedCall) -> Optional[bool]:
+    """For a call of a gated tool that passed its checks: whether it waits for the approver
+    (a predicate asked once); ``None`` for any other call."""
+    if not isinstance(item, Job) or call.arguments is None or not item.tool.gated:
+        return None
+    return item.tool.needs_approval(call.arguments)
+
+
 def _gated(item: Union[Done, Job], call: PlannedCall) -> bool:
     """Whether a call that passed its checks waits for the approver."""
-    return isinstance(item, Job) and call.arguments is not None and item.tool.needs_approval(call.arguments)
+    return _gate(item, call) is True
 
 
 def _act(verdict: Verdict, job: Job, call: PlannedCall) -> Union[Done, Job]:
@@ -503,7 +524,7 @@ def _act(verdict: Verdict, job: Job, call: PlannedCall) -> Union[Done, Job]:
         error = job.tool.first_error(verdict.arguments, json_path("$", call.name))
         if error is not None:
             return False, "invalid arguments (modified by %s): %s" % (json.dumps(verdict.by, ensure_ascii=False), error), ""
-        return Job(job.tool, json.loads(verdict.arguments_text), job.timeout)
+        return Job(job.tool, json.loads(verdict.arguments_text), job.timeout, job.context)
     return False, verdict.error(), ""
 
 
@@ -512,8 +533,9 @@ async def _decide(r: _Run, runner: Runner, request: ApprovalRequest) -> Optional
     try:
         answer = await runner.decide(r.approver, request)
     except Exception as exc:
-        return closed("the approver raised %s" % (describe(exc),))
-    return judge(answer, request, r.budgets.max_record_bytes - RECORD_OVERHEAD)
+        return seal_closed(closed("the approver raised %s" % (describe(exc),)), request, r.approval_signer)
+    verdict = judge(answer, request, r.budgets.max_record_bytes - RECORD_OVERHEAD, r.approval_signer)
+    return seal_closed(verdict, request, r.approval_signer)
 
 
 async def _run_calls(
@@ -530,9 +552,13 @@ async def _run_calls(
         group = [position for position in whole if position >= start]
         if not group:
             continue
-        ready = [prepare(plan.calls[position], r.registry, r.have, r.budgets.tool_timeout) for position in group]
+        ready = [_identified(prepare(plan.calls[p], r.registry, r.have, r.budgets.tool_timeout), record, step,
+                             plan.calls[p]) for p in group]
         verdict: Optional[Verdict] = None
-        if len(group) == 1 and _gated(ready[0], plan.calls[group[0]]):
+        gate = _gate(ready[0], plan.calls[group[0]]) if len(group) == 1 else None  # a gated call is a group of one
+        if gate is False and r.task_payload.get("predicate_outcomes") is not True:
+            gate = None  # a run resumed from a file written before outcomes were recorded stays as it was
+        if gate:
             call = plan.calls[group[0]]
             request = _request(r, record, step, call, asked_by)
             verdict = await _decide(r, runner, request)
@@ -548,15 +574,13 @@ async def _run_calls(
             ok, value, text = outcome
             result: Dict[str, Any] = {"step": step, "id": call.id, "name": call.name, "ok": ok}
             result["value" if ok else "error"] = value if ok else _bounded(value)
-            if verdict is not None:
-                result["approval"] = verdict.member()
+            _decided(result, verdict, gate)
             try:
                 record.append("tool", result)
             except UnrecordableError as exc:  # a result over max_record_bytes
                 ok, value, text = False, "tool %r returned an unrecordable result: %s" % (call.name, exc), ""
                 result = {"step": step, "id": call.id, "name": call.name, "ok": ok, "error": value}
-                if verdict is not None:
-                    result["approval"] = verdict.member()
+                _decided(result, verdict, gate)
                 record.append("tool", result)
             messages.append(
                 {
@@ -573,6 +597,15 @@ async def _run_calls(
                 json.dumps(verdict.by, ensure_ascii=False), json.dumps(call.id, ensure_ascii=False), call.name, step,
                 verdict.reason or "(no reason given)"))
     return None
+
+
+def _decided(result: Dict[str, Any], verdict: Optional[Verdict], gate: Optional[bool]) -> None:
+    """The gate's outcome in a ``tool`` record: the decision taken, or ``"gated": false`` when a
+    predicate let the call through unasked (``predicate_outcomes``); nothing for an ungated tool."""
+    if verdict is not None:
+        result["approval"] = verdict.member()
+    elif gate is False:
+        result["gated"] = False
 
 
 def _pause(r: _Run, record: _Recorder, plan: TurnPlan, step: int, position: int, request: ApprovalRequest, asked_by: str) -> _Halt:
@@ -628,6 +661,7 @@ def run(
     tool_timeout: Optional[float] = None,
     max_workers: int = DEFAULT_MAX_WORKERS,
     approver: Optional[Approver] = None,
+    approval_signer: Any = None,
 ) -> RunResult:
     """Run ``model`` on ``task`` with ``tools`` and write the transcript.
 
@@ -665,13 +699,17 @@ def run(
     pauses the run: the result's ``stop_reason`` is ``"awaiting_approval"``,
     ``pending`` holds the requests, no stop record is written, the records
     are made durable and ``checkpoint`` is written; :func:`agentloop.resume`
-    goes on from the file.
+    goes on from the file.  ``approval_signer`` (a note signer, e.g. an
+    :class:`~agentloop.signing.Ed25519Signer`) signs every decision and is
+    named in the task record (its key name and ID), so that a verifier can
+    demand a note on each (:func:`agentloop.verify_approvals`).
     """
     r = _prepare(task, model, tools, transcript, _options(
         stop_sentinel=stop_sentinel, max_steps=max_steps, max_tokens=max_tokens, overwrite=overwrite, fsync=fsync,
         max_record_bytes=max_record_bytes, checkpoint=checkpoint, key=key, signer=signer, system=system, output_schema=output_schema,
         on_record=on_record, max_tool_calls=max_tool_calls, max_cost=max_cost, prices=prices, max_seconds=max_seconds,
-        clock=clock, tell_budgets=tell_budgets, tool_timeout=tool_timeout, max_workers=max_workers, approver=approver))
+        clock=clock, tell_budgets=tell_budgets, tool_timeout=tool_timeout, max_workers=max_workers, approver=approver,
+        approval_signer=approval_signer))
     runner = SyncRunner(r.max_workers)
     try:
         return _drive(_loop(r, runner))
@@ -706,6 +744,7 @@ async def run_async(
     tool_timeout: Optional[float] = None,
     max_workers: int = DEFAULT_MAX_WORKERS,
     approver: Optional[Approver] = None,
+    approval_signer: Any = None,
 ) -> RunResult:
     """:func:`run` as a coroutine, for callers inside an event loop: the same
     arguments, the same transcript bytes.
@@ -721,7 +760,8 @@ async def run_async(
         stop_sentinel=stop_sentinel, max_steps=max_steps, max_tokens=max_tokens, overwrite=overwrite, fsync=fsync,
         max_record_bytes=max_record_bytes, checkpoint=checkpoint, key=key, signer=signer, system=system, output_schema=output_schema,
         on_record=on_record, max_tool_calls=max_tool_calls, max_cost=max_cost, prices=prices, max_seconds=max_seconds,
-        clock=clock, tell_budgets=tell_budgets, tool_timeout=tool_timeout, max_workers=max_workers, approver=approver))
+        clock=clock, tell_budgets=tell_budgets, tool_timeout=tool_timeout, max_workers=max_workers, approver=approver,
+        approval_signer=approval_signer))
     runner = AsyncRunner(r.max_workers)
     try:
         return await _loop(r, runner)

@@ -205,6 +205,7 @@ def resume(
     on_record: Optional[OnRecord] = None,
     clock: Union[Clock, str, None] = None,
     max_workers: int = DEFAULT_MAX_WORKERS,
+    approval_signer: Any = None,
 ) -> RunResult:
     """Go on with the run in ``transcript``, appending to it; return how it ended (or paused again).
 
@@ -232,6 +233,8 @@ def resume(
        have run before a crash, and would run again.
     5. The loop goes on from there: the rest of the turn, then the next turns.
 
+    ``approval_signer`` must be the recorded run's (the task record names
+    it), and signs the decisions taken here.
     ``checkpoint``, ``key`` and ``signer`` are as for :func:`agentloop.run`
     (the checkpoint written at the next pause or at the stop; refused if it
     exists unless ``overwrite=True``; keep the pause checkpoint elsewhere to
@@ -289,7 +292,10 @@ def resume(
             output_schema=schema, on_record=on_record, max_tool_calls=budgets.get("max_tool_calls"),
             max_cost=budgets.get("max_cost"), prices=budgets.get("prices"), max_seconds=budgets.get("max_seconds"),
             clock=clock, tell_budgets=budgets.get("tell_budgets", False), tool_timeout=budgets.get("tool_timeout"),
-            max_workers=max_workers, approver=_combined(given, 0, approver), deferred=True))
+            max_workers=max_workers, approver=_combined(given, 0, approver), deferred=True,
+            approval_signer=approval_signer))
+        if "predicate_outcomes" not in task:  # a file written before outcomes were recorded goes on without them
+            r.task_payload.pop("predicate_outcomes", None)
         changed = _first_change(task, r.task_payload)
         if changed:
             raise RunConfigError("tools", "the model and tools given do not give the recorded task record: its %r differs" % (changed,))

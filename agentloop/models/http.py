@@ -71,6 +71,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
+from ..canonical import strict_loads
 from ..errors import ModelAPIError, ModelConfigError, ModelConnectionError, ModelResponseError
 
 __all__ = [
@@ -574,7 +575,7 @@ class HttpTransport:
             if '"' not in secret and "\\" not in secret:
                 raw = raw.replace(secret.encode("utf-8"), _REDACTED.encode("ascii"))
         try:
-            answer = json.loads(raw.decode("utf-8"))
+            answer = strict_loads(raw.decode("utf-8"))  # a repeated member or NaN: refused, as in every file we read
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise ModelResponseError(
                 provider, host, "$", redact("the body is not JSON (%s): %s" % (exc, _quoted(raw)), secrets)

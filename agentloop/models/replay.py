@@ -35,6 +35,7 @@ from ..canonical import canonical_bytes, canonical_text
 from ..errors import AgentloopError, ReplayError, ReplayMismatchError, RunConfigError, ToolFailure, UnrecordableError
 from ..loop.final import FINAL_RESULT
 from ..loop.budgets import BUDGET_NOTE_PREFIX
+from ..loop.calls import is_async_callable
 from ..loop.engine import MAX_ERROR_CHARS, run
 from ..messages import Message, ModelReply, RunResult, ToolCall, Usage
 from ..tools.registry import Tool, ToolRegistry
@@ -42,7 +43,11 @@ from ..transcript.format import MAX_RECORD_BYTES, PathLike
 from ..transcript.durable import open_input
 from ..transcript.verify import iter_file, verify_file
 
-__all__ = ["ReplayModel", "Difference", "ReplayResult", "first_difference", "replay"]
+__all__ = ["ReplayModel", "Difference", "ReplayResult", "first_difference", "replay", "REPLAY_REFUSED"]
+
+#: Why a replay with real tools denies a call the recording shows approved (or modified), unless an approver decides.
+REPLAY_REFUSED = ("replay with real tools: the recorded decision authorised the original run, not this replay; "
+                  "an approver must decide again (agentloop replay --approve)")
 
 _RAISED = "model raised "
 _CUT = re.compile(r"\.\.\. \((\d+) characters cut\)\Z")
@@ -198,6 +203,26 @@ def _reply(payload: Dict[str, Any]) -> ModelReply:
     )
 
 
+class _RecordedSigner:
+    """The run's approval signer as its task record names it (``name``, ``key_id``): no key, so it never signs.
+
+    A replay writes the same task record; every recorded decision keeps its
+    recorded note, and a new decision, which this cannot sign, is denied
+    (fail closed) by the loop.
+    """
+
+    def __init__(self, name: str, key_id: str, source: str) -> None:
+        self.name = name
+        try:
+            self.key_id = bytes.fromhex(key_id)
+        except ValueError:
+            self.key_id = b""
+        self._source = source
+
+    def sign(self, message: bytes) -> bytes:
+        raise ReplayError(self._source, "a replay holds no approval signer's key: it cannot sign a new decision")
+
+
 class _RecordedClock:
     """A clock that gives back a run's recorded readings in order (``run(max_seconds=...)``)."""
 
@@ -351,7 +376,48 @@ class ReplayModel:
             options["clock"] = _RecordedClock(self._readings, self.source)
         if isinstance(self._task.get("approval"), dict):
             options["approver"] = self.recorded_approver()
+        signer = self._task.get("approval_signer")
+        if isinstance(signer, dict):  # named again in the task record; it cannot sign a new decision
+            options["approval_signer"] = _RecordedSigner(
+                str(signer.get("name")), str(signer.get("key_id")), self.source)
         return options
+
+    def again_approver(
+        self, approver: Optional[Callable[[ApprovalRequest], Any]] = None,
+        on_refused: Optional[Callable[[ApprovalRequest], None]] = None,
+    ) -> Callable[[ApprovalRequest], Any]:
+        """The approver of a replay with real tools: a recorded decision authorised the original run only.
+
+        A recorded denial or termination is taken as recorded (nothing runs);
+        a recorded approve or modify is decided again by ``approver``, and
+        without one denied (fail closed, :data:`REPLAY_REFUSED`; ``on_refused``
+        is told); a call with no recorded decision (the run paused there) goes
+        to ``approver``, else defers again.
+        """
+        decisions = dict(self._decisions)
+
+        def recorded(request: ApprovalRequest) -> Tuple[bool, Any]:
+            member = decisions.get((request.step, request.call_id))
+            if member is not None and member.get("decision") in ("deny", "terminate"):
+                return True, RecordedDecision(dict(member))
+            if approver is not None:
+                return False, None
+            if member is None:
+                return True, None
+            if on_refused is not None:
+                on_refused(request)
+            return True, RecordedDecision({"decision": "deny", "by": None, "reason": REPLAY_REFUSED})
+
+        if approver is not None and is_async_callable(approver):
+            async def asynchronous(request: ApprovalRequest) -> Any:
+                done, answer = recorded(request)
+                return answer if done else await approver(request)
+            return asynchronous
+
+        def synchronous(request: ApprovalRequest) -> Any:
+            done, answer = recorded(request)
+            return answer if done or approver is None else approver(request)
+        return synchronous
 
     def recorded_approver(self) -> Callable[[ApprovalRequest], Optional[RecordedDecision]]:
         """The recorded approval decisions as an approver: each gated call gets the decision
@@ -414,9 +480,13 @@ class ReplayModel:
             return lambda arguments: (name, canonical_bytes(arguments)) in gated
 
         origins = _recorded_origins(self._task)
+        servers = self._task.get("mcp")
+        toolless = [_RecordedServer("mcp", entry) for entry in (servers if isinstance(servers, list) else [])
+                    if isinstance(entry, dict) and not entry.get("tools")]  # every tool refused: named all the same
         return ToolRegistry(
             [_RecordedTool(e["name"], e["description"], e["parameters"], stand_in(e["name"]),
-                           requires_approval=rule(e["name"]), origin=origins.get(e["name"])) for e in entries]
+                           requires_approval=rule(e["name"]), origin=origins.get(e["name"])) for e in entries],
+            servers=toolless,
         )
 
     def model_info(self) -> Optional[Dict[str, Any]]:
@@ -529,6 +599,8 @@ def replay(
     *,
     transcript: PathLike,
     overwrite: bool = False,
+    approver: Optional[Callable[[ApprovalRequest], Any]] = None,
+    on_refused: Optional[Callable[[ApprovalRequest], None]] = None,
 ) -> ReplayResult:
     """Re-run the task of the transcript at ``path`` with its recorded replies
     and ``tools``, write ``transcript``, and compare the two files.
@@ -540,13 +612,27 @@ def replay(
     must still be byte-identical.  The task, budgets and sentinel are the
     recorded ones.  Raises :class:`~agentloop.errors.ReplayError` if ``path``
     does not verify.
+
+    Approvals: with ``"recorded"`` tools the recorded decisions are fed
+    back (nothing runs).  With real tools a recorded approval never runs a
+    gated tool: it authorised the original run, not this one.  ``approver``
+    decides such calls again; without one they are denied, fail closed
+    (:data:`REPLAY_REFUSED`, and ``on_refused(request)`` is called), so the
+    replay differs from the original there
+    (:meth:`ReplayModel.again_approver`).
     """
     model = ReplayModel.from_transcript(path)
+    again = False
     if isinstance(tools, str):
         if tools != "recorded":
             raise RunConfigError("tools", "must be tools or \"recorded\", got %s" % (json.dumps(tools[:40]),))
         tools = model.recorded_tools()
+    else:
+        again = True
     budgets = model.budgets
+    options = model.run_options(tools)
+    if again and ("approver" in options or approver is not None):
+        options["approver"] = model.again_approver(approver, on_refused)
     result = run(
         model.task,
         model,
@@ -557,6 +643,6 @@ def replay(
         stop_sentinel=budgets["stop_sentinel"],
         overwrite=overwrite,
         max_record_bytes=budgets.get("max_record_bytes", MAX_RECORD_BYTES),
-        **model.run_options(tools),
+        **options,
     )
     return ReplayResult(str(path), str(transcript), result, first_difference(path, transcript))

@@ -75,6 +75,9 @@ def model_from_spec(
         )
     if model_name is not None:
         raise RunConfigError("--model-name", "only goes with a URL --model")
+    if max_output_tokens is not None and (isinstance(max_output_tokens, bool) or not isinstance(max_output_tokens, int)
+                                          or max_output_tokens < 1):
+        raise RunConfigError("--max-output-tokens", "must be a positive int, got %r" % (max_output_tokens,))
     if provider == "openai":
         if max_output_tokens is not None:
             raise RunConfigError("--max-output-tokens", "only goes with anthropic: models")

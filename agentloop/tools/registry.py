@@ -53,6 +53,7 @@ from ..errors import (
     WrongTypeError,
 )
 from ..schema.validator import Validator, check_schema, compile_schema, validate
+from .context import CallContext, context_parameter
 from .providers import anthropic_tool, openai_tool
 from .typed import function_spec
 
@@ -104,6 +105,8 @@ class Tool:
     requires_approval: ApprovalRule = False
     validator: Validator = field(init=False, compare=False, repr=False)
     is_async: bool = field(init=False, compare=False, repr=False)
+    #: The name of ``fn``'s :class:`~agentloop.tools.context.CallContext` parameter (``None`` without one).
+    context: Optional[str] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -154,6 +157,15 @@ class Tool:
         object.__setattr__(self, "validator", validator)
         is_async = inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(getattr(self.fn, "__call__", None))
         object.__setattr__(self, "is_async", is_async)
+        object.__setattr__(self, "context", self._context_parameter(parameters))
+
+    def _context_parameter(self, parameters: Mapping[str, Any]) -> Optional[str]:
+        """``fn``'s :class:`~agentloop.tools.context.CallContext` parameter, which the schema may not name."""
+        context = context_parameter(self.fn, self.name)
+        if context is not None and context in parameters.get("properties", {}):
+            raise ToolDefinitionError(
+                self.name, "%r is the CallContext parameter: the schema cannot also name it" % (context,))
+        return context
 
     @classmethod
     def from_function(
@@ -207,15 +219,18 @@ class Tool:
         except Exception:
             return True
 
-    def invoke(self, arguments: Mapping[str, Any]) -> Any:
+    def invoke(self, arguments: Mapping[str, Any], context: Optional[CallContext] = None) -> Any:
         """Call ``fn`` with validated ``arguments``, converted first when ``convert`` is set
-        (for an ``async def`` tool: the coroutine to await).
+        (for an ``async def`` tool: the coroutine to await); a ``CallContext``
+        parameter of ``fn`` gets ``context`` (the loop gives every call its own).
 
         Does not validate: check ``first_error`` first (the loop does).
         """
         kwargs = dict(arguments)
         if self.convert is not None:
             kwargs = self.convert(kwargs)
+        if self.context is not None:
+            kwargs[self.context] = context
         return self.fn(**kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -267,14 +282,21 @@ def tool(
 
 
 class ToolRegistry:
-    """The tools of one run, by name.  A name can be registered once."""
+    """The tools of one run, by name.  A name can be registered once.
 
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+    ``servers`` are the tool servers (e.g. :class:`agentloop.mcp.MCPClient`)
+    the tools were taken from: each is named in the task record
+    (:func:`tool_sources`) even when none of its tools is here -- all of them
+    refused, say -- so a reader of the run sees what was refused.
+    """
+
+    def __init__(self, tools: Iterable[Tool] = (), servers: Iterable[Any] = ()) -> None:
         self._tools: Dict[str, Tool] = {}
         if isinstance(tools, (str, bytes)) or not isinstance(tools, Iterable):
             raise WrongTypeError("tools", "an iterable of Tool", tools)
         for tool_ in tools:
             self.register(tool_)
+        self.servers = tuple(servers)
 
     def register(self, tool: Tool) -> Tool:
         """Add ``tool``; raise :class:`~agentloop.errors.DuplicateToolError` if its name is taken."""
@@ -337,7 +359,7 @@ def _side(tool: Tool) -> Optional[str]:
     return side if isinstance(side, str) else None
 
 
-def tool_sources(tools: Iterable[Tool]) -> Dict[str, List[Dict[str, Any]]]:
+def tool_sources(tools: Iterable[Tool], servers: Iterable[Any] = ()) -> Dict[str, List[Dict[str, Any]]]:
     """Where a run's tools from elsewhere came from, for its task record.
 
     A tool may carry an ``origin`` whose ``server`` names the task-record
@@ -346,6 +368,8 @@ def tool_sources(tools: Iterable[Tool]) -> Dict[str, List[Dict[str, Any]]]:
     :class:`agentloop.mcp.MCPTool` does.  Returns ``{member: [description,
     ...]}``, one description per server in the order its first tool comes;
     ``{}`` when every tool is local, so such runs' records are unchanged.
+    ``servers`` (default: ``tools.servers`` of a :class:`ToolRegistry`) are
+    described after them, those with no tool among ``tools`` included.
     """
     order: List[Any] = []
     names: Dict[int, List[str]] = {}
@@ -357,6 +381,10 @@ def tool_sources(tools: Iterable[Tool]) -> Dict[str, List[Dict[str, Any]]]:
             order.append(server)
             names[id(server)] = []
         names[id(server)].append(each.name)
+    for server in list(servers) or list(getattr(tools, "servers", ())):
+        if id(server) not in names and isinstance(getattr(server, "record_member", None), str):
+            order.append(server)
+            names[id(server)] = []
     members: Dict[str, List[Dict[str, Any]]] = {}
     for server in order:
         members.setdefault(server.record_member, []).append(server.describe(names[id(server)]))

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..canonical import canonical_text
+from .context import context_parameter
 from .docstrings import parse_docstring
 from ..errors import ToolDefinitionError, UnrecordableError
 from ..schema.values import json_equal
@@ -490,13 +491,14 @@ def function_spec(fn: Callable[..., Any], name: Optional[str] = None, descriptio
     except (TypeError, ValueError) as exc:
         raise ToolDefinitionError(tool_name, "cannot read the signature: %s" % exc) from None
     doc = parse_docstring(inspect.getdoc(fn))
+    skip = context_parameter(fn, tool_name)  # agentloop.tools.context: given by the loop, never in the schema
     builder = _Builder()
     properties: Dict[str, Schema] = {}
     required: List[str] = []
     convs: Dict[str, Callable[[Any], Any]] = {}
     current = ""
     try:
-        for current, parameter in signature.parameters.items():
+        for current, parameter in [item for item in signature.parameters.items() if item[0] != skip]:
             if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
                 raise _Refused("*%s cannot be passed as a JSON object member" % current)
             if parameter.kind is inspect.Parameter.VAR_KEYWORD:

@@ -7,7 +7,10 @@ say (``docs/format.md``, section 2).  A record that breaks it is one
 
 * ``task`` -- ``task`` a string; ``budgets`` an object with ``max_steps`` and
   ``max_tokens`` (integers >= 0), ``stop_sentinel`` (string or null) and,
-  when present, ``max_record_bytes`` (an integer >= 1); ``tools`` an array
+  when present, ``max_record_bytes`` (an integer >= 1), ``max_tool_calls``
+  (an integer >= 0), ``max_cost`` (a decimal string), ``prices`` (model ->
+  object of decimal strings), ``max_seconds`` and ``tool_timeout`` (numbers
+  > 0) and ``tell_budgets`` (``true``); ``tools`` an array
   of objects with ``name`` and ``description`` (strings) and ``parameters``
   (an object); ``model``, when present, an object; ``approval``, when
   present, an object mapping tool names to ``"always"`` or ``"predicate"``.
@@ -17,7 +20,7 @@ say (``docs/format.md``, section 2).  A record that breaks it is one
   ``arguments_error`` string); ``tokens`` an integer >= 0 and
   ``total_tokens`` the previous total plus ``tokens``; ``usage``, when
   present, ``{input_tokens, output_tokens}`` (integers >= 0) adding up to
-  ``tokens``; ``truncated``, when present, a boolean.  It may not come while
+  ``tokens``; ``truncated``, when present, ``true``.  It may not come while
   calls of the previous turn still await their ``tool`` records.
 * ``tool`` -- answers the next call of the last assistant record: ``step``
   is that record's, ``id`` and ``name`` are the call's; ``ok`` a boolean,
@@ -47,6 +50,7 @@ from typing import Any, Callable, Dict, List, Mapping, Tuple
 
 from .. import messages
 from .format import _a, _json_type, _short
+from .gates import Gates
 
 __all__ = ["Grammar"]
 
@@ -122,6 +126,7 @@ class Grammar:
         self.tokens = 0  # the last total_tokens
         self.step_calls: List[Tuple[object, object]] = []  # (id, name) of the last assistant's calls
         self.answered = 0  # how many of them have their tool record
+        self.gates = Gates.unknown()  # what the task record says about approval (agentloop.transcript.gates)
 
     def problem(self, kind: str, payload: object) -> str:
         """Check one record of a known ``kind`` (in its legal place); return its first problem or ``""``."""
@@ -138,8 +143,14 @@ class Grammar:
             return self._tool(payload)
         return self._stop(payload)
 
+    def _task(self, payload: Mapping[str, Any]) -> str:
+        problem = self._task_members(payload)
+        if not problem:
+            self.gates = Gates.of(payload)
+        return problem
+
     @staticmethod
-    def _task(payload: Mapping[str, Any]) -> str:
+    def _task_members(payload: Mapping[str, Any]) -> str:
         problem = _first(
             _member("payload", payload, "task", "a string"),
             _member("payload", payload, "budgets", "an object"),
@@ -152,6 +163,9 @@ class Grammar:
         for name, rule in payload.get("approval", {}).items():
             if rule not in ("always", "predicate"):
                 return "payload.approval[%s] is %s, expected \"always\" or \"predicate\"" % (_shown(name), _shown(rule))
+        problem = Gates.task_problem(payload)
+        if problem:
+            return problem
         budgets = payload["budgets"]
         problem = _first(
             _member("payload.budgets", budgets, "max_steps", _COUNT),
@@ -204,7 +218,7 @@ class Grammar:
             _member("payload", payload, "tokens", _COUNT),
             _member("payload", payload, "total_tokens", _COUNT),
             _member("payload", payload, "usage", "an object", optional=True),
-            _member("payload", payload, "truncated", "a boolean", optional=True),
+            _member("payload", payload, "truncated", "true", optional=True),
         )
         if problem:
             return problem
@@ -278,10 +292,11 @@ class Grammar:
                 return "payload has ok true and no 'value'"
             if "error" in payload:
                 return "payload has ok true and an 'error'"
-            return ""
-        if "value" in payload:
+        elif "value" in payload:
             return "payload has ok false and a 'value'"
-        return _member("payload", payload, "error", "a string")
+        else:
+            problem = _member("payload", payload, "error", "a string")
+        return problem or self.gates.problem(payload)
 
     @staticmethod
     def _approval(member: Mapping[str, Any], ok: bool) -> str:

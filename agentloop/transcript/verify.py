@@ -324,8 +324,20 @@ def _check_max_faults(max_faults: object) -> int:
     return max_faults
 
 
+class _NotJson(ValueError):
+    """A token Python's parser takes and JSON has not: ``NaN``, ``Infinity``, ``-Infinity``."""
+
+
+def _no_constant(token: str) -> object:
+    raise _NotJson("%s is not a JSON number (RFC 8259 section 6)" % (token,))
+
+
+def _loads(text: str) -> object:
+    return json.loads(text, parse_constant=_no_constant)
+
+
 def _parse_line(
-    number: int, raw: bytes, whole: bool = True, loads: Callable[[str], object] = json.loads
+    number: int, raw: bytes, whole: bool = True, loads: Callable[[str], object] = _loads
 ) -> Tuple[object, Optional[Fault], str]:
     """``(record, None, text)`` for a complete JSON line, else ``(None, bad_json fault, "")``.
 
@@ -343,11 +355,11 @@ def _parse_line(
         return None, Fault(None, number, "bad_json", "invalid UTF-8 at byte %d" % (exc.start,)), ""
     if raw.count(b"[") + raw.count(b"{") > PARSE_DEPTH and json_depth(text) > PARSE_DEPTH:
         return None, Fault(None, number, "bad_json", "nesting deeper than %d levels" % (PARSE_DEPTH,)), ""
-    try:
+    try:  # NaN, Infinity, -Infinity are not JSON (RFC 8259 section 6): _NotJson, so bad_json, not a record
         try:
             return loads(text), None, text
         except ValueError:
-            return json.loads(text, parse_int=parse_int), None, text
+            return json.loads(text, parse_int=parse_int, parse_constant=_no_constant), None, text
     except RecursionError:
         return None, Fault(None, number, "bad_json", "nesting too deep to parse"), ""
     except ValueError as exc:
@@ -384,7 +396,7 @@ def scan(
     room = _check_max_faults(max_faults)
     chain = Chain()
     vetter = FloatVetter()
-    loads = json.JSONDecoder(parse_float=vetter.on_float, parse_constant=vetter.on_constant).decode
+    loads = json.JSONDecoder(parse_float=vetter.on_float, parse_constant=_no_constant).decode
     line = 0
     try:
         with open_input(path) as handle:

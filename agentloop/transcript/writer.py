@@ -17,7 +17,10 @@ from .merkle import CompactRange
 from .format import GENESIS, MAX_RECORD_BYTES, MAX_RECORD_BYTES_LIMIT, PathLike, _HEAD, _a
 
 def _beside(path: str) -> str:
-    """Create an empty file beside ``path`` (``.<name>.<pid>.<n>.new``, ``O_EXCL``); return its name."""
+    """Create an empty file beside ``path`` (``.<name>.<pid>.<n>.new``, ``O_EXCL``); return its name.
+
+    An ``OSError`` (a missing folder, no permission) names ``path``, not the hidden name.
+    """
     folder, base = os.path.split(os.path.abspath(path))
     for attempt in range(1000):
         name = os.path.join(folder, ".%s.%d.%d.new" % (base, os.getpid(), attempt))
@@ -26,7 +29,22 @@ def _beside(path: str) -> str:
             return name
         except FileExistsError:
             continue
+        except OSError as exc:
+            raise type(exc)(exc.errno, exc.strerror, path) from None
     raise FileExistsError(errno.EEXIST, "no free name beside %s" % (path,))
+
+
+def _link_new(beside: str, path: str) -> None:
+    """Put ``beside`` in place at ``path``, which must not exist (``FileExistsError`` if it does)."""
+    try:
+        os.link(beside, path)  # fails if path exists: no other file is ever replaced
+    except FileExistsError:
+        raise
+    except OSError:  # a file system without hard links: claim the name, then move the file onto it
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o644))
+        os.replace(beside, path)
+        return
+    os.unlink(beside)
 
 
 class TranscriptWriter:
@@ -39,10 +57,15 @@ class TranscriptWriter:
     the disk), so a process that dies leaves every earlier record complete.
 
     The file must not exist unless ``overwrite=True``: a transcript is
-    evidence and is never replaced by accident.  With ``overwrite=True`` an
-    old transcript stays whole until the new one has its first record: the
-    new file is written beside it (``.<name>.<pid>.<n>.new``) and renamed
-    onto it then, so a run refused or killed before that leaves it as it was.  The writer holds an
+    evidence and is never replaced by accident.  The new file is written
+    beside the path (``.<name>.<pid>.<n>.new``) and put in place once it
+    holds a record, so a process killed before its first record is on disk
+    leaves no file at the path (never an empty one, which would hold no run).
+    With ``overwrite=True`` an old transcript stays whole until the new one
+    holds its first turn (its second record: a run's task record, then its
+    first assistant or stop record): renamed onto it then, so a run refused,
+    interrupted or killed before that -- during its first model call, say --
+    leaves the old one as it was.  The writer holds an
     advisory lock on it (:mod:`agentloop.durable`) until :meth:`close`: a
     second writer is refused with
     :class:`~agentloop.errors.TranscriptLockedError` before it truncates
@@ -72,37 +95,52 @@ class TranscriptWriter:
         self.path = os.fspath(path)
         self._fsync = fsync
         self._limit = _record_limit(max_record_bytes)
-        # Truncated only once the lock is held, so a refused second writer changes nothing.
-        # O_NONBLOCK: a FIFO with no reader fails at once (ENXIO) instead of blocking the open.
-        flags = os.O_WRONLY | os.O_CREAT | (0 if overwrite else os.O_EXCL)
-        flags |= getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+        # (old file's descriptor or -1, the new file beside it, the record count that puts it in place, exclusive)
+        self._pending: Optional[Tuple[int, str, int, bool]] = None
+        old, fd = self._open_old(overwrite), -1
         try:
-            fd = os.open(self.path, flags, 0o644)
-        except FileExistsError:
-            raise TranscriptExistsError(self.path) from None
+            beside = _beside(self.path)
+            self._pending = (old, beside, 2 if old >= 0 and os.fstat(old).st_size else 1, not overwrite)
+        except BaseException:
+            if old >= 0:
+                os.close(old)
+            raise
         try:
-            check_output(fd, self.path)  # before the lock and the truncation: /dev/null, a FIFO
-            if hasattr(os, "set_blocking"):
-                os.set_blocking(fd, True)
+            fd = os.open(beside, os.O_WRONLY | getattr(os, "O_BINARY", 0))
             lock_exclusive(fd, self.path)
-            # The old transcript stays until this one has its first record:
-            # written beside it, renamed onto it then; its lock is held till then.
-            self._old: Optional[Tuple[int, str]] = None
-            if overwrite and os.fstat(fd).st_size:
-                self._old, fd = (fd, _beside(self.path)), -1
-                fd = os.open(self._old[1], os.O_WRONLY | getattr(os, "O_BINARY", 0))
-                lock_exclusive(fd, self.path)
         except BaseException:
             if fd >= 0:
                 os.close(fd)
-            if getattr(self, "_old", None) is not None:
-                self._forget_old()
+            self._forget_new()
             raise
         self._fd: Optional[int] = fd
         self._seq = 0
         self._head = GENESIS
         self._first = GENESIS
         self._range = CompactRange()
+
+    def _open_old(self, overwrite: bool) -> int:
+        """The file already at the path, opened and locked (it stays until the new one replaces it); -1 for none.
+
+        Refused at once: an existing file without ``overwrite`` (``TranscriptExistsError``),
+        and a path that is not a regular file (``/dev/null``, a FIFO) or is held by a live writer.
+        """
+        if not os.path.lexists(self.path):
+            return -1
+        if not overwrite:
+            raise TranscriptExistsError(self.path)
+        # O_NONBLOCK: a FIFO with no reader fails at once (ENXIO) instead of blocking the open.
+        flags = os.O_WRONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+        fd = os.open(self.path, flags)
+        try:
+            check_output(fd, self.path)  # before the lock: /dev/null, a FIFO
+            if hasattr(os, "set_blocking"):
+                os.set_blocking(fd, True)
+            lock_exclusive(fd, self.path)  # a second writer is refused before anything is written
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
     @classmethod
     def continuing(
@@ -128,7 +166,7 @@ class TranscriptWriter:
         writer.path = os.fspath(path)
         writer._fsync = fsync
         writer._limit = _record_limit(max_record_bytes)
-        writer._old = None
+        writer._pending = None
         writer._fd = fd
         writer._seq = len(lines)
         writer._first = json.loads(lines[0])["hash"]
@@ -167,11 +205,8 @@ class TranscriptWriter:
         if self._fsync:
             os.fsync(self._fd)
         self._range.append_data(line[:-1])  # RFC 6962 leaf: the line without its newline
-        if self._old is not None:  # the first record is written: it replaces the old transcript now
-            os.replace(self._old[1], self.path)
-            fsync_directory(os.path.dirname(os.path.abspath(self.path)))
-            os.close(self._old[0])
-            self._old = None
+        if self._pending is not None and self._seq + 1 >= self._pending[2]:
+            self._publish()
         if not self._seq:
             self._first = digest
         self._seq += 1
@@ -211,6 +246,8 @@ class TranscriptWriter:
             key = check_key(key)
         check_signers(signer)
         head = self.tree_head(key, signer)
+        if self._pending is not None:  # a checkpoint describes the file at the path
+            self._publish()
         os.fsync(self._fd)
         write_atomic(path, head.to_bytes())
         return head
@@ -218,25 +255,44 @@ class TranscriptWriter:
     def close(self) -> None:
         """Close the file; further appends raise ``ValueError``.
 
-        A writer that replaced an old transcript but wrote no record leaves
-        the old one as it was.
+        A writer whose file was not yet put in place (no record; with
+        ``overwrite``, no first turn) removes it: there is no file at the path,
+        or the old transcript stays as it was.
         """
         if self._fd is not None:
             fd, self._fd = self._fd, None
             os.close(fd)
-        if self._old is not None:
-            self._forget_old()
+        self._forget_new()
 
-    def _forget_old(self) -> None:
-        """Keep the old transcript: remove the new file beside it and let go of its lock."""
-        assert self._old is not None
-        old_fd, beside = self._old
-        self._old = None
+    def _publish(self) -> None:
+        """Put the new file in place: beside the path until now; the old one, if any, is replaced and let go."""
+        assert self._pending is not None
+        old, beside, _, exclusive = self._pending
+        try:
+            if exclusive:
+                _link_new(beside, self.path)
+            else:
+                os.replace(beside, self.path)
+        except FileExistsError:  # someone made the path meanwhile: never replaced
+            self._forget_new()
+            raise TranscriptExistsError(self.path) from None
+        self._pending = None
+        fsync_directory(os.path.dirname(os.path.abspath(self.path)))
+        if old >= 0:
+            os.close(old)
+
+    def _forget_new(self) -> None:
+        """Keep what is at the path: remove the new file beside it and let go of the old one's lock."""
+        if self._pending is None:
+            return
+        old, beside, _, _ = self._pending
+        self._pending = None
         try:
             os.unlink(beside)
         except OSError:
             pass
-        os.close(old_fd)
+        if old >= 0:
+            os.close(old)
 
     def __enter__(self) -> "TranscriptWriter":
         return self

@@ -32,7 +32,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
 
 from agentloop import (  # noqa: E402 -- after the path is set
     STOP_REASONS,
+    Approve,
     ModelReply,
+    Modify,
     ScriptedModel,
     Tool,
     ToolCall,
@@ -41,6 +43,8 @@ from agentloop import (  # noqa: E402 -- after the path is set
     checkpoint_of,
     run,
 )
+from agentloop.signing import Ed25519Signer  # noqa: E402
+from agentloop.signing.keys import encode_signer_key  # noqa: E402
 
 Record = Dict[str, Any]
 #: The key that signs the checkpoint of bad_signature (32 bytes).
@@ -145,6 +149,41 @@ def clock_run(path: str) -> None:
     model = ScriptedModel([ModelReply("Adding.", [ToolCall("add", {"a": 40, "b": 2})])])
     run("What is 40 + 2?", model, [add_tool()], transcript=path, max_steps=4, max_tokens=1000,
         max_seconds=2, clock=lambda: next(readings))
+
+
+#: The seed of the approval signer "alice" of valid_approval.jsonl (32 bytes; Ed25519 signs deterministically).
+ALICE_SEED = b"agentloop approval vector seed!!"
+
+
+def alice() -> Ed25519Signer:
+    text = encode_signer_key("alice", ALICE_SEED, allow_slow_unsafe_signer=True)
+    return Ed25519Signer.from_key(text, allow_slow_unsafe_signer=True)
+
+
+def gated_run(path: str) -> None:
+    """valid_approval.jsonl: an ungated tool, one gated always and one gated by a predicate, decisions signed.
+
+    Turn 1 calls add (ungated), delete (always gated: approved by alice), pay 5 (the
+    predicate, amount > 100, lets it through: "gated": false) and pay 500 (gated:
+    modified by alice to 150); alice's key, the run's approval_signer, signs both decisions.
+    """
+    number = {"type": "object", "properties": {"amount": {"type": "integer"}}, "required": ["amount"],
+              "additionalProperties": False}
+    text = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"], "additionalProperties": False}
+    tools = [add_tool(), Tool("delete", "Delete a file.", text, lambda path: {"deleted": path}, requires_approval=True),
+             Tool("pay", "Pay an amount.", number, lambda amount: {"paid": amount},
+                  requires_approval=lambda arguments: arguments["amount"] > 100)]
+    model = ScriptedModel([
+        ModelReply("Working.", [ToolCall("add", {"a": 1, "b": 2}, id="a1"), ToolCall("delete", {"path": "a.log"}, id="d1"),
+                                ToolCall("pay", {"amount": 5}, id="p1"), ToolCall("pay", {"amount": 500}, id="p2")]),
+        ModelReply("Done."),
+    ])
+
+    def approver(request: Any) -> Any:
+        return Approve("alice") if request.tool == "delete" else Modify({"amount": 150}, "alice")
+
+    run("Tidy up and pay.", model, tools, transcript=path, max_steps=4, max_tokens=1000, approver=approver,
+        approval_signer=alice())
 
 
 def read(path: str) -> List[bytes]:
@@ -270,6 +309,8 @@ def build(out: str) -> List[str]:
         canonical_run(os.path.join(scratch, "canonical.jsonl"))
         members_run(os.path.join(scratch, "members.jsonl"))
         clock_run(os.path.join(scratch, "clock.jsonl"))
+        gated_run(os.path.join(scratch, "gated.jsonl"))
+        gated = read(os.path.join(scratch, "gated.jsonl"))
         valid = read(os.path.join(scratch, "valid.jsonl"))
         canonical = read(os.path.join(scratch, "canonical.jsonl"))
         members = read(os.path.join(scratch, "members.jsonl"))
@@ -412,6 +453,9 @@ def build(out: str) -> List[str]:
           "(that record's hash recomputed): once a record has broken the chain, no later payload is judged, so the "
           "only fault is the hash_mismatch.", lines, records=5, complete=True, faults=[fault("hash_mismatch", 2, 3)])
 
+    spec_vectors(v, valid)
+    gate_vectors(v, gated)
+
     # --- against an expectation held outside the file -------------------------
     v.add("count_mismatch", "valid_incomplete.jsonl's 3 records, checked against an expected count of 5.",
           valid[:3], records=3, complete=False, faults=[fault("count_mismatch", None, None)],
@@ -482,6 +526,93 @@ def build(out: str) -> List[str]:
           "a leading zero. The fault's line is the checkpoint's line.", valid, records=5, complete=True,
           faults=[fault("anchor_malformed", None, 2)], verify={"checkpoint": "malformed.checkpoint"})
     return v.names
+
+
+#: The optional budget members, each with a value of the wrong type or range (docs/format.md, the payload grammar).
+BAD_BUDGETS = (
+    ("max_tool_calls", -1, "-1, not an integer >= 0"),
+    ("max_cost", 0.5, "the number 0.5, not a decimal string"),
+    ("prices", "3", "the string \"3\", not an object"),
+    ("prices", {"m-1": {"input": 3, "output": "15"}}, "an entry whose input price is the number 3, not a decimal string"),
+    ("max_seconds", 0, "0, not a number > 0"),
+    ("tool_timeout", "30", "the string \"30\", not a number > 0"),
+    ("tell_budgets", False, "false, not true (the member is absent when not set)"),
+)
+
+
+def spec_vectors(v: Vectors, valid: List[bytes]) -> None:
+    """The points where docs/format.md and the verifier once disagreed, one vector each (issue 19)."""
+    lines = list(valid)
+    lines[2] = valid[2].replace(b'"sum":42', b'"sum":NaN')
+    v.add("bad_json_nan", "Record 2's result is the token NaN, which Python's parser reads but JSON has not "
+          "(RFC 8259 section 6): line 3 is not a JSON text, so bad_json, no index, not a record. The chain goes on "
+          "from record 1: the record on line 4 has seq 3 where 2 is expected, and its prev names the lost record.",
+          lines, records=4, complete=True,
+          faults=[fault("bad_json", None, 3), fault("seq_gap", 2, 4), fault("prev_mismatch", 2, 4)])
+
+    lines = list(valid)
+    lines[2] = valid[2].replace(b'"sum":42', b'"sum":1e400')
+    v.add("unserialisable_payload_overflow", "Record 2's result is the JSON number 1e400, beyond the double range: "
+          "a JSON text (so a record), but no I-JSON value, so it has no canonical form.",
+          lines, records=5, complete=True, faults=[fault("unserialisable_payload", 2, 3)])
+
+    record = parse(valid[1])
+    record["payload"]["truncated"] = False
+    lines = rechain(valid[:1] + [seal(record)] + valid[2:], 2)
+    v.add("bad_payload_truncated", "Record 1 (an assistant record) with \"truncated\": false and every later hash "
+          "recomputed: the member is true when set and absent otherwise.",
+          lines, records=5, complete=True, faults=[fault("bad_payload", 1, 2)])
+
+    for name, value, what in BAD_BUDGETS:
+        record = parse(valid[0])
+        record["payload"]["budgets"][name] = value
+        lines = rechain([seal(record)] + valid[1:], 1)
+        suffix = "_entry" if name == "prices" and isinstance(value, dict) else ""
+        v.add("bad_payload_%s%s" % (name, suffix), "The task record's budgets.%s set to %s, and every hash recomputed."
+              % (name, what), lines, records=5, complete=True, faults=[fault("bad_payload", 0, 1)])
+
+    record = parse(valid[0])
+    record["payload"]["budgets"]["max_seconds"] = 0
+    lines = [seal(record)] + valid[1:]
+    v.add("bad_payload_before_prev_mismatch", "The task record's budgets.max_seconds set to 0 and its hash recomputed, "
+          "nothing after it: record 0 is judged (the chain is intact up to it) and breaks the payload grammar, then "
+          "record 1's prev names the old hash. The first fault is record 0's.",
+          lines, records=5, complete=True, faults=[fault("bad_payload", 0, 1), fault("prev_mismatch", 1, 2)])
+
+
+def gate_vectors(v: Vectors, gated: List[bytes]) -> None:
+    """Gated calls have their decisions, and signed runs their notes (docs/format.md, the payload grammar; issue 19)."""
+    assert len(gated) == 8 and [parse(line)["kind"] for line in gated].count("tool") == 4
+    v.add("valid_approval", "A complete run with approvals: the task record gates delete always and pay by a predicate "
+          "(predicate_outcomes true) and names alice's key as approval_signer; record 2 answers add (ungated), record 3 "
+          "delete (approved, signed), record 4 pay 5 (\"gated\": false: the predicate let it through), record 5 pay "
+          "500 (modified to 150, signed).", gated, records=8, complete=True, faults=[])
+
+    def changed(name: str, index: int, description: str, edit: Any, faults: List[Dict[str, Any]]) -> None:
+        record = parse(gated[index])
+        edit(record["payload"])
+        lines = rechain(gated[:index] + [seal(record)] + gated[index + 1:], index + 1)
+        v.add(name, description + " Every later hash recomputed.", lines, records=8, complete=True, faults=faults)
+
+    changed("bad_payload_no_decision", 3, "valid_approval.jsonl with record 3's approval member deleted: a call of a "
+            "tool gated always that ran (ok true) with no decision.", lambda p: p.pop("approval"), [fault("bad_payload", 3, 4)])
+    changed("bad_payload_no_outcome", 4, "valid_approval.jsonl with record 4's \"gated\": false deleted: a call of a "
+            "predicate-gated tool that ran, in a run that records predicate outcomes, with neither a decision nor "
+            "the outcome.", lambda p: p.pop("gated"), [fault("bad_payload", 4, 5)])
+    changed("bad_payload_no_note", 3, "valid_approval.jsonl with record 3's approval.note deleted, in a run whose task "
+            "record names an approval_signer.", lambda p: p["approval"].pop("note"), [fault("bad_payload", 3, 4)])
+    changed("bad_payload_no_note_by", 3, "valid_approval.jsonl with record 3's approval.by changed to \"mallory\" and "
+            "its note deleted.", lambda p: (p["approval"].pop("note"), p["approval"].update(by="mallory")),
+            [fault("bad_payload", 3, 4)])
+    changed("bad_payload_gated_always", 3, "valid_approval.jsonl with record 3's approval replaced by \"gated\": false: "
+            "a tool gated always has no predicate outcome.", lambda p: (p.pop("approval"), p.update(gated=False)),
+            [fault("bad_payload", 3, 4)])
+    changed("bad_payload_approval_ungated", 2, "valid_approval.jsonl with an approval member added to record 2, the "
+            "call of add, a tool the task record does not gate.",
+            lambda p: p.update(approval={"decision": "approve", "by": "alice"}), [fault("bad_payload", 2, 3)])
+    changed("bad_payload_approval_signer", 0, "valid_approval.jsonl with the task record's approval_signer.key_id "
+            "rewritten to \"alice\" (not 8 hex digits).", lambda p: p["approval_signer"].update(key_id="alice"),
+            [fault("bad_payload", 0, 1)])
 
 
 def main(argv: Optional[List[str]] = None) -> int:
