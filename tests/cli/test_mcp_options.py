@@ -163,13 +163,17 @@ class TestRuns(CliCase):
                                             "--mcp-option", "web.bearer-env=AGENTLOOP_TEST_TOKEN",
                                             "--mcp-option", "web.header-env=X-Tenant:AGENTLOOP_TEST_TENANT",
                                             "--mcp-option", "web.prefix=web_")
-        self.assertEqual((status, err), (0, ""), out)
+        self.assertEqual(status, 0, out + err)
+        notes = err.splitlines()  # the stand-in's tools agentloop cannot call are refused, one note each
+        self.assertTrue(notes and all(n.startswith('agentloop run: note: MCP server "web": tool ') and " refused: " in n
+                                      for n in notes), err)
         self.assertTrue(all(h["authorization"] == "Bearer " + secret and h["x-tenant"] == tenant
                             for h in state.requests))
         with open(self.path, "rb") as handle:
             data = handle.read()
         for text in (secret, tenant, "AGENTLOOP_TEST_TOKEN"):
             self.assertNotIn(text, out)
+            self.assertNotIn(text, err)
             self.assertNotIn(text.encode(), data)
         self.assertEqual(records(self.path)[0]["payload"]["mcp"][0]["host"], url.split("/")[2])
 
