@@ -50,6 +50,8 @@ from .errors import (
     TranscriptClosedError,
     TranscriptEmptyError,
     ExecutorClosedError,
+    ExportError,
+    CollectorError,
 )
 from .messages import STOP_REASONS, Message, Model, ModelReply, RunResult, ToolCall, Usage
 from .loop import estimate_tokens, run, run_async
@@ -162,4 +164,6 @@ __all__ = [
     "TranscriptClosedError",
     "TranscriptEmptyError",
     "ExecutorClosedError",
+    "ExportError",
+    "CollectorError",
 ]

@@ -4,7 +4,8 @@ The subcommands live by family: ``verify``, ``show`` and ``report`` in
 :mod:`.inspect`; ``run`` and ``replay`` in :mod:`.models`; ``pending`` and
 ``resume`` (and ``run --approve``) in :mod:`.approval`; ``checkpoint``,
 ``prove``, ``check-proof``, ``consistency``, ``repair`` and ``verify
---checkpoint`` in :mod:`.anchor`.  What they print goes through
+--checkpoint`` in :mod:`.anchor`; ``export`` and ``report --manifest`` in
+:mod:`.observe`.  What they print goes through
 :mod:`.output`, which escapes every byte from outside.
 
 No failure prints a traceback.  Every failure is one line on stderr,
@@ -31,7 +32,7 @@ from typing import IO, Dict, NoReturn, Optional, Sequence, TextIO, Tuple
 
 from .._version import __version__
 from ..errors import AgentloopError
-from . import anchor, approval, batch, inspect, keys, models
+from . import anchor, approval, batch, inspect, keys, models, observe
 from .output import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -84,6 +85,7 @@ def _parser() -> Tuple[argparse.ArgumentParser, Dict[str, argparse.ArgumentParse
     batch.add_commands(sub)  # batch (verify --manifest is in inspect)
     anchor.add_commands(sub, report_verdict)  # checkpoint, prove, check-proof, consistency, repair
     keys.add_commands(sub)  # keygen, cosign, witness-request
+    observe.add_commands(sub)  # export (report --manifest is in inspect)
     return parser, sub.choices
 
 

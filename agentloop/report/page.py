@@ -68,6 +68,18 @@ def _csp(css: str = _CSS) -> str:
     )
 
 
+def _page_start(title: str, css: str = _CSS) -> str:
+    """Everything before ``<header>``: the head, its CSP (allowing ``css`` by hash), ``title`` escaped."""
+    return "".join((
+        _PAGE_HEAD,
+        '<meta http-equiv="Content-Security-Policy" content="%s">\n' % (_csp(css),),
+        '<meta name="referrer" content="no-referrer">\n',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
+        "<title>%s</title>\n" % (_escape(title, markup=False),),
+        "<style>%s</style>\n</head>\n<body>\n" % (css,),
+    ))
+
+
 def _marker(ch: str, markup: bool) -> str:
     code = ord(ch)
     text = "\\u%04x" % code if code <= 0xFFFF else "\\U%08x" % code

@@ -27,11 +27,8 @@ from .._version import __version__
 from ..transcript.format import FORMAT, Fault, PathLike, VerifyResult
 from ..transcript.verify import verify_file
 from .page import (
-    _CSS,
-    _PAGE_HEAD,
     _as_text,
     _block,
-    _csp,
     _dict,
     _escape,
     _fields,
@@ -39,6 +36,7 @@ from .page import (
     _int,
     _label,
     _list,
+    _page_start,
     _pretty,
     _short_hash,
     _value,
@@ -472,12 +470,7 @@ def render_report(path: PathLike, *, checkpoint: Optional[CheckpointStatus] = No
     turns = sum(1 for g in groups if g.kind == "turn")
     word = "verified" if result.ok else "NOT verified"
     page = [
-        _PAGE_HEAD,
-        '<meta http-equiv="Content-Security-Policy" content="%s">\n' % (_csp(),),
-        '<meta name="referrer" content="no-referrer">\n',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
-        "<title>%s %s: %s</title>\n" % ("✓" if result.ok else "✗", word, _escape(os.path.basename(name), markup=False)),
-        "<style>%s</style>\n</head>\n<body>\n" % (_CSS,),
+        _page_start("%s %s: %s" % ("✓" if result.ok else "✗", word, os.path.basename(name))),
         "<header><h1>Transcript report: %s</h1>" % (_inline(os.path.basename(name)),),
         '<p class="meta">agentloop %s · format %s · %d records · %d turns</p></header>\n<main>\n'
         % (_escape(__version__), FORMAT, summary.records, turns),
@@ -492,7 +485,6 @@ def render_report(path: PathLike, *, checkpoint: Optional[CheckpointStatus] = No
         page.append(_group_html(group, number, turns))
     page.append("</section>\n</main>\n</body>\n</html>\n")
     return "".join(page), result
-
 
 
 def default_report_path(path: PathLike) -> str:
