@@ -137,7 +137,7 @@ def _rows(batch: Batch, pages: Mapping[str, str]) -> List[_Row]:
     return rows
 
 
-def _verdict(batch: Batch, rows: List[_Row], checkpoint: Optional[str]) -> str:
+def _verdict(batch: Batch, rows: List[_Row], checkpoint: Optional[str], signed: bool) -> str:
     audit = batch.audit
     matched = len(audit.verified)
     listed = matched + len(audit.missing) + len(audit.altered)
@@ -163,7 +163,7 @@ def _verdict(batch: Batch, rows: List[_Row], checkpoint: Optional[str]) -> str:
     if problems:
         more = len(problems) - _LISTED
         parts.append('<ul class="faults">%s%s</ul>' % ("".join(problems[:_LISTED]), "<li>… and %d more</li>" % more if more > 0 else ""))
-    parts.append(_checkpoint_line(audit, checkpoint))
+    parts.append(_checkpoint_line(audit, checkpoint, signed))
     failed = sum(1 for r in rows if r.status == "failed")
     if failed:
         parts.append('<p class="warn">✗ %d run%s failed in the batch (no transcript): listed first below</p>' % (failed, "" if failed == 1 else "s"))
@@ -180,12 +180,13 @@ def _verdict(batch: Batch, rows: List[_Row], checkpoint: Optional[str]) -> str:
     return "".join(parts)
 
 
-def _checkpoint_line(audit: AuditResult, checkpoint: Optional[str]) -> str:
+def _checkpoint_line(audit: AuditResult, checkpoint: Optional[str], signed: bool) -> str:
     if audit.checkpoint is None:
         return '<p class="mute">No checkpoint was checked.</p>'
     if audit.checkpoint:
         return '<p class="bad"><strong>✗ checkpoint NOT verified</strong>: %s</p>' % (_escape(audit.checkpoint),)
-    return '<p class="good"><strong>✓ checkpoint verified</strong>: %s covers the ledger</p>' % (_inline(checkpoint or ""),)
+    return '<p class="good"><strong>✓ checkpoint verified</strong>: %s covers the ledger; %s</p>' % (
+        _inline(checkpoint or ""), "signed by the keys given" if signed else "its signature was not checked (no key given)")
 
 
 def _total_cost(rows: List[_Row]) -> str:
@@ -261,12 +262,15 @@ def _table(rows: List[_Row]) -> str:
     )
 
 
-def render_batch_report(batch: Batch, *, pages: Optional[Mapping[str, str]] = None, checkpoint: Optional[str] = None) -> Tuple[str, bool]:
+def render_batch_report(
+    batch: Batch, *, pages: Optional[Mapping[str, str]] = None, checkpoint: Optional[str] = None, signed: bool = False
+) -> Tuple[str, bool]:
     """The page of ``batch`` (from :func:`agentloop.export.load_batch`), and whether its verdict holds.
 
     ``pages`` maps a run's name to the file name of its page (links are
     relative to the batch page); ``checkpoint`` is the path of the ledger's
-    checkpoint the verdict checked, named on the page.
+    checkpoint the verdict checked, named on the page, and ``signed`` whether
+    its signature was checked with keys.
     """
     rows = _rows(batch, pages or {})
     ok = batch.audit.ok and not any(r.status == "changed" for r in rows)
@@ -276,7 +280,7 @@ def render_batch_report(batch: Batch, *, pages: Optional[Mapping[str, str]] = No
         "<header><h1>Batch report: %s</h1>" % (_inline(title),),
         '<p class="meta">agentloop %s · ledger agentloop-manifest/1 · %d runs</p></header>\n<main>\n'
         % (_escape(__version__), len(batch.lines)),
-        _verdict(batch, rows, checkpoint),
+        _verdict(batch, rows, checkpoint, signed),
         _totals(rows),
         _table(rows),
         "</main>\n</body>\n</html>\n",
@@ -324,7 +328,7 @@ def write_batch_report(
     for name, page in pages.items():
         target, _ = write_report(batch.transcript(name), os.path.join(folder, page))
         written.append(target)
-    html, ok = render_batch_report(batch, pages=pages, checkpoint=checkpoint)
+    html, ok = render_batch_report(batch, pages=pages, checkpoint=checkpoint, signed=key is not None or bool(verifiers))
     with open(out, "w", encoding="utf-8", newline="\n") as handle:
         handle.write(html)
     return BatchReport(out, ok, batch.audit, tuple(written))
