@@ -212,8 +212,8 @@ def report_manifest(args: argparse.Namespace, out: TextIO) -> int:
     target = args.output if args.output is not None else os.path.join(os.path.dirname(args.manifest) or ".", "batch.html")
     if same_file(args.manifest, target):
         raise Refused(target, "the page would replace the manifest")
-    _page_targets(args, target)
     checkpoint, key, verifiers, require = _ledger_keys(args)
+    _page_targets(args, target)
     try:
         written = write_batch_report(args.manifest, target, checkpoint=checkpoint, key=key, verifiers=verifiers, require=require)
     except ExportError as exc:
