@@ -38,7 +38,19 @@ from ..signing.note import Verifier
 from ..transcript.checkpoint import load_key
 from ..transcript.durable import write_atomic
 from .keys import add_trust_options, load_trusted
-from .output import EXIT_FAULT, EXIT_OK, Refused, check_input, check_output, count_arg, emit, quote, report_verdict, same_file, seconds_arg
+from .output import (
+    EXIT_FAULT,
+    EXIT_OK,
+    Refused,
+    check_input,
+    check_output,
+    count_arg,
+    emit,
+    quote,
+    report_verdict,
+    same_file,
+    seconds_arg,
+)
 
 __all__ = ["add_commands", "add_report_manifest_options", "report_manifest"]
 
@@ -68,7 +80,10 @@ def _headers(specs: Sequence[str]) -> Dict[str, str]:
     for spec in specs:
         name, sep, variable = spec.partition("=")
         if not sep or not name or not variable:
-            raise Refused("--header", "takes NAME=ENVVAR (the value is read from the environment variable ENVVAR), got %s" % (quote(spec),))
+            raise Refused(
+                "--header",
+                "takes NAME=ENVVAR (the value is read from the environment variable ENVVAR), got %s" % (quote(spec),),
+            )
         value = os.environ.get(variable)
         if value is None:
             raise Refused("--header %s" % (quote(name),), "the environment variable %s is not set" % (quote(variable),))
@@ -76,8 +91,13 @@ def _headers(specs: Sequence[str]) -> Dict[str, str]:
     return headers
 
 
-def _ledger_keys(args: argparse.Namespace) -> Tuple[Optional[str], Optional[bytes], List[Verifier], Optional[List[str]]]:
-    """The ledger's checkpoint and the keys to check it with (``--checkpoint``, ``--key-file``/``--key-env``, ``--trust``)."""
+def _ledger_keys(
+    args: argparse.Namespace,
+) -> Tuple[Optional[str], Optional[bytes], List[Verifier], Optional[List[str]]]:
+    """The ledger's checkpoint and the keys to check it with.
+
+    ``--checkpoint``, ``--key-file``/``--key-env``, ``--trust`` and ``--require``.
+    """
     key = load_key(args.key_file, args.key_env) if args.key_file is not None or args.key_env is not None else None
     verifiers = load_trusted(args)
     if (key is not None or verifiers) and args.checkpoint is None:
@@ -98,7 +118,9 @@ def _source(args: argparse.Namespace) -> str:
 def _read(args: argparse.Namespace, out: TextIO) -> Runs:
     """The runs to export, verified; ``Refused`` with exit 1 when they cannot be."""
     if args.file is not None and (args.checkpoint or args.key_file or args.key_env or args.trust or args.require):
-        raise Refused("--checkpoint/--key-file/--key-env/--trust/--require", "are for --manifest (the ledger's checkpoint)")
+        raise Refused(
+            "--checkpoint/--key-file/--key-env/--trust/--require", "are for --manifest (the ledger's checkpoint)"
+        )
     try:
         if args.file is not None:
             run = read_run(args.file)
@@ -111,9 +133,17 @@ def _read(args: argparse.Namespace, out: TextIO) -> Runs:
     except OSError as exc:
         raise Refused(exc.filename or args.manifest, "cannot be read: %s" % (exc.strerror or exc,)) from None
     failed = sum(1 for r in runs if isinstance(r, FailedRun))
-    emit(out, "ok: %s: %d of %d transcripts match the ledger (%d runs%s)" % (
-        quote(args.manifest), len(runs) - failed, len(runs) - failed, len(runs),
-        "; %d failed in the batch and are exported as errors" % (failed,) if failed else ""))
+    emit(
+        out,
+        "ok: %s: %d of %d transcripts match the ledger (%d runs%s)"
+        % (
+            quote(args.manifest),
+            len(runs) - failed,
+            len(runs) - failed,
+            len(runs),
+            "; %d failed in the batch and are exported as errors" % (failed,) if failed else "",
+        ),
+    )
     return runs
 
 
@@ -121,7 +151,9 @@ def _check_outputs(args: argparse.Namespace, source: str, kind: str) -> None:
     if args.output is None and args.endpoint is None:
         raise Refused("-o/--output", "give -o OUT%s" % (" (or --endpoint URL)" if kind == "otel" else "",))
     if kind == "inspect" and (args.endpoint is not None or args.header or args.include_content):
-        raise Refused("--endpoint/--header/--include-content", "are for --otel (an Inspect log always holds the messages)")
+        raise Refused(
+            "--endpoint/--header/--include-content", "are for --otel (an Inspect log always holds the messages)"
+        )
     if args.header and args.endpoint is None:
         raise Refused("--header", "needs --endpoint")
     if args.start is not None and args.start > _LAST_START:
@@ -139,7 +171,10 @@ def _check_outputs(args: argparse.Namespace, source: str, kind: str) -> None:
 
 def _spans(runs: Runs) -> int:
     """How many spans :func:`~agentloop.export.otel_json` writes: a run's, and one per model turn and tool call."""
-    return sum(1 + sum(1 for rec in r.records if rec.get("kind") in ("assistant", "tool")) if isinstance(r, Run) else 1 for r in runs)
+    return sum(
+        1 + sum(1 for rec in r.records if rec.get("kind") in ("assistant", "tool")) if isinstance(r, Run) else 1
+        for r in runs
+    )
 
 
 def _body(args: argparse.Namespace, kind: str, runs: Runs) -> Tuple[bytes, str]:
@@ -147,7 +182,11 @@ def _body(args: argparse.Namespace, kind: str, runs: Runs) -> Tuple[bytes, str]:
     if kind == "otel":
         body = otel_json(runs, include_content=args.include_content, start_ns=start * 1_000_000_000)
         return body, "%d spans in %d trace%s, OpenTelemetry semantic conventions %s" % (
-            _spans(runs), len(runs), "" if len(runs) == 1 else "s", SEMCONV_VERSION)
+            _spans(runs),
+            len(runs),
+            "" if len(runs) == 1 else "s",
+            SEMCONV_VERSION,
+        )
     source = args.file if args.file is not None else os.path.dirname(os.path.abspath(args.manifest))
     name = os.path.basename(source)
     dataset = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
@@ -209,31 +248,51 @@ def report_manifest(args: argparse.Namespace, out: TextIO) -> int:
     if args.file is not None:
         raise Refused("FILE/--manifest", "give one transcript FILE, or --manifest for a batch, not both")
     check_input(args.manifest, pipe=False)
-    target = args.output if args.output is not None else os.path.join(os.path.dirname(args.manifest) or ".", "batch.html")
+    target = (
+        args.output if args.output is not None else os.path.join(os.path.dirname(args.manifest) or ".", "batch.html")
+    )
     if same_file(args.manifest, target):
         raise Refused(target, "the page would replace the manifest")
     checkpoint, key, verifiers, require = _ledger_keys(args)
     _page_targets(args, target)
     try:
-        written = write_batch_report(args.manifest, target, checkpoint=checkpoint, key=key, verifiers=verifiers, require=require)
+        written = write_batch_report(
+            args.manifest, target, checkpoint=checkpoint, key=key, verifiers=verifiers, require=require
+        )
     except ExportError as exc:
         raise Refused(exc.what, exc.reason, EXIT_FAULT) from None
     except OSError as exc:
         raise Refused(exc.filename or target, "cannot be read or written: %s" % (exc.strerror or exc,)) from None
     audit = written.audit
     problems = batch_problems(audit)
-    emit(out, "%s: %s: %d of %d transcripts match the ledger (%d runs)%s" % (
-        "ok" if written.ok else "FAILED", quote(args.manifest), len(audit.verified),
-        len(audit.verified) + len(audit.missing) + len(audit.altered), audit.runs,
-        "; " + "; ".join(problems) if problems else ""))
-    emit(out, "report: %s (and %d run page%s beside it)" % (written.path, len(written.pages), "" if len(written.pages) == 1 else "s"))
+    emit(
+        out,
+        "%s: %s: %d of %d transcripts match the ledger (%d runs)%s"
+        % (
+            "ok" if written.ok else "FAILED",
+            quote(args.manifest),
+            len(audit.verified),
+            len(audit.verified) + len(audit.missing) + len(audit.altered),
+            audit.runs,
+            "; " + "; ".join(problems) if problems else "",
+        ),
+    )
+    emit(
+        out,
+        "report: %s (and %d run page%s beside it)"
+        % (written.path, len(written.pages), "" if len(written.pages) == 1 else "s"),
+    )
     return EXIT_OK if written.ok else EXIT_FAULT
 
 
 def add_report_manifest_options(report: argparse.ArgumentParser) -> None:
     """``report``'s batch option (its checkpoint options then name the ledger's checkpoint)."""
-    report.add_argument("--manifest", metavar="MANIFEST",
-                        help="a batch's page instead of FILE's: the ledger's verdict, then one row per run (with --checkpoint: the ledger's)")
+    report.add_argument(
+        "--manifest",
+        metavar="MANIFEST",
+        help="a batch's page instead of FILE's: the ledger's verdict, then one row per run "
+        "(with --checkpoint: the ledger's)",
+    )
 
 
 def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -241,23 +300,50 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     export = sub.add_parser(
         "export",
         help="write a verified run (or batch) as OpenTelemetry GenAI spans or an Inspect AI eval log",
-        epilog="exit status: 0 written (and sent), 1 does not verify or the collector did not take the spans, 2 usage error",
+        epilog="exit status: 0 written (and sent), 1 does not verify or the collector did not take the spans, "
+        "2 usage error",
     )
     kind = export.add_mutually_exclusive_group(required=True)
-    kind.add_argument("--otel", action="store_true", help="OTLP/JSON spans (OpenTelemetry GenAI semantic conventions %s)" % (SEMCONV_VERSION,))
+    kind.add_argument(
+        "--otel",
+        action="store_true",
+        help="OTLP/JSON spans (OpenTelemetry GenAI semantic conventions %s)" % (SEMCONV_VERSION,),
+    )
     kind.add_argument("--inspect", action="store_true", help="an Inspect AI eval log (JSON)")
     export.add_argument("file", nargs="?", metavar="FILE", help="the transcript")
-    export.add_argument("--manifest", metavar="MANIFEST", help="a batch instead of FILE: one trace or sample per ledger line")
+    export.add_argument(
+        "--manifest", metavar="MANIFEST", help="a batch instead of FILE: one trace or sample per ledger line"
+    )
     export.add_argument("-o", "--output", metavar="OUT", help="where to write the export")
     export.add_argument("--overwrite", action="store_true", help="replace OUT even if this command did not write it")
-    export.add_argument("--include-content", action="store_true",
-                        help="--otel: also the task, messages, tool arguments and results, and error texts")
-    export.add_argument("--start", type=count_arg, metavar="SECONDS",
-                        help="the Unix time the run is shown starting at (the transcript records none; default 0)")
-    export.add_argument("--endpoint", metavar="URL", help="--otel: also POST the spans to the OTLP/HTTP collector at URL/v1/traces")
-    export.add_argument("--header", action="append", default=[], metavar="NAME=ENVVAR",
-                        help="with --endpoint: send header NAME with the value of environment variable ENVVAR; repeatable")
-    export.add_argument("--timeout", type=seconds_arg, default=10.0, metavar="SECONDS", help="with --endpoint: seconds to wait (default 10)")
+    export.add_argument(
+        "--include-content",
+        action="store_true",
+        help="--otel: also the task, messages, tool arguments and results, and error texts",
+    )
+    export.add_argument(
+        "--start",
+        type=count_arg,
+        metavar="SECONDS",
+        help="the Unix time the run is shown starting at (the transcript records none; default 0)",
+    )
+    export.add_argument(
+        "--endpoint", metavar="URL", help="--otel: also POST the spans to the OTLP/HTTP collector at URL/v1/traces"
+    )
+    export.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="NAME=ENVVAR",
+        help="with --endpoint: send header NAME with the value of environment variable ENVVAR; repeatable",
+    )
+    export.add_argument(
+        "--timeout",
+        type=seconds_arg,
+        default=10.0,
+        metavar="SECONDS",
+        help="with --endpoint: seconds to wait (default 10)",
+    )
     export.add_argument("--checkpoint", metavar="CKPT", help="with --manifest: the ledger's checkpoint, checked first")
     keys = export.add_mutually_exclusive_group()
     keys.add_argument("--key-file", metavar="K", help="the checkpoint's HMAC-SHA256 key, in a file")

@@ -106,7 +106,9 @@ def batch_problems(audit: AuditResult) -> List[str]:
     if audit.missing:
         problems.append("%d missing (%s)" % (len(audit.missing), _names(list(audit.missing))))
     if audit.extra:
-        problems.append("%d extra file%s (%s)" % (len(audit.extra), "" if len(audit.extra) == 1 else "s", _names(list(audit.extra))))
+        problems.append(
+            "%d extra file%s (%s)" % (len(audit.extra), "" if len(audit.extra) == 1 else "s", _names(list(audit.extra)))
+        )
     if audit.repeated:
         problems.append("%d repeated (%s)" % (len(audit.repeated), _names([p for p, _ in audit.repeated])))
     if audit.checkpoint:

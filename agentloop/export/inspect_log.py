@@ -43,7 +43,9 @@ __all__ = ["INSPECT_LOG_VERSION", "inspect_log", "inspect_json", "is_inspect_exp
 #: The Inspect eval log format version written (``EvalLog.version``).
 INSPECT_LOG_VERSION = 2
 #: Every export begins like this (:func:`is_inspect_export`): Inspect's own eval ids never start ``agentloop-``.
-_PREFIX = re.compile(rb'\A\{\n  "version": 2,\n  "status": "success",\n  "eval": \{\n    "eval_id": "agentloop-[0-9a-f]{24}",\n')
+_PREFIX = re.compile(
+    rb'\A\{\n  "version": 2,\n  "status": "success",\n  "eval": \{\n    "eval_id": "agentloop-[0-9a-f]{24}",\n'
+)
 #: Budget stops as Inspect sample limits: (limit type, the task record's budget behind it).
 _LIMITS = {
     "step_budget": ("turn", "max_steps"),
@@ -77,13 +79,23 @@ def _assistant(record: Dict[str, Any], model: str) -> Message:
     calls = []
     for call in as_list(payload.get("tool_calls")):
         c = as_dict(call)
-        item: Dict[str, Any] = {"id": c.get("id"), "function": c.get("name"), "arguments": as_dict(c.get("arguments")), "type": "function"}
+        item: Dict[str, Any] = {
+            "id": c.get("id"),
+            "function": c.get("name"),
+            "arguments": as_dict(c.get("arguments")),
+            "type": "function",
+        }
         if "arguments_error" in c:
             item["parse_error"] = c.get("arguments_error")
         calls.append(item)
     return {
-        "id": str(record.get("hash"))[:16], "content": payload.get("text"), "source": "generate", "role": "assistant",
-        "tool_calls": calls or None, "model": model, "metadata": _meta(record),
+        "id": str(record.get("hash"))[:16],
+        "content": payload.get("text"),
+        "source": "generate",
+        "role": "assistant",
+        "tool_calls": calls or None,
+        "model": model,
+        "metadata": _meta(record),
     }
 
 
@@ -93,7 +105,10 @@ def _tool(record: Dict[str, Any]) -> Message:
     message: Message = {
         "id": str(record.get("hash"))[:16],
         "content": canonical_bytes(payload.get("value")).decode("utf-8") if ok else payload.get("error"),
-        "role": "tool", "tool_call_id": payload.get("id"), "function": payload.get("name"), "metadata": _meta(record),
+        "role": "tool",
+        "tool_call_id": payload.get("id"),
+        "function": payload.get("name"),
+        "metadata": _meta(record),
     }
     if not ok:
         denied = as_dict(payload.get("approval")).get("decision") in ("deny", "terminate")
@@ -106,8 +121,24 @@ def _messages(run: Run, model: str) -> List[Message]:
     task, prefix = run.task, str(first.get("hash"))[:16]
     messages: List[Message] = []
     if isinstance(task.get("system"), str):
-        messages.append({"id": prefix + "-system", "content": task["system"], "source": "input", "role": "system", "metadata": _meta(first)})
-    messages.append({"id": prefix + "-user", "content": task.get("task"), "source": "input", "role": "user", "metadata": _meta(first)})
+        messages.append(
+            {
+                "id": prefix + "-system",
+                "content": task["system"],
+                "source": "input",
+                "role": "system",
+                "metadata": _meta(first),
+            }
+        )
+    messages.append(
+        {
+            "id": prefix + "-user",
+            "content": task.get("task"),
+            "source": "input",
+            "role": "user",
+            "metadata": _meta(first),
+        }
+    )
     for record in run.records[1:]:
         if record.get("kind") == "assistant":
             messages.append(_assistant(record, model))
@@ -128,7 +159,10 @@ def _usage(run: Run) -> Dict[str, Any]:
         total["input_tokens"] += inputs
         total["output_tokens"] += outputs
         total["total_tokens"] += inputs + outputs
-        for ours, theirs in (("cache_read_tokens", "input_tokens_cache_read"), ("cache_write_tokens", "input_tokens_cache_write")):
+        for ours, theirs in (
+            ("cache_read_tokens", "input_tokens_cache_read"),
+            ("cache_write_tokens", "input_tokens_cache_write"),
+        ):
             if as_int(usage.get(ours)):
                 total[theirs] = total.get(theirs, 0) + (as_int(usage.get(ours)) or 0)
     cost = turns[-1].get("total_cost")
@@ -144,7 +178,11 @@ def _output(run: Run, messages: List[Message], model: str) -> Dict[str, Any]:
     payload = as_dict(run.assistants()[-1])
     reason = "max_tokens" if payload.get("truncated") is True else "tool_calls" if last["tool_calls"] else "stop"
     usage = as_dict(payload.get("usage"))
-    output: Dict[str, Any] = {"model": model, "choices": [{"message": last, "stop_reason": reason}], "completion": last["content"]}
+    output: Dict[str, Any] = {
+        "model": model,
+        "choices": [{"message": last, "stop_reason": reason}],
+        "completion": last["content"],
+    }
     if usage:
         inputs, outputs = as_int(usage.get("input_tokens")) or 0, as_int(usage.get("output_tokens")) or 0
         output["usage"] = {"input_tokens": inputs, "output_tokens": outputs, "total_tokens": inputs + outputs}
@@ -159,16 +197,23 @@ def _limit(run: Run) -> Optional[Dict[str, Any]]:
     value = as_dict(run.task.get("budgets")).get(kind[1])
     if isinstance(value, str):
         value = float(Decimal(value))
-    return {"type": kind[0], "limit": value} if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return (
+        {"type": kind[0], "limit": value} if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    )
 
 
 def _run_metadata(run: Run) -> Dict[str, Any]:
     stop = run.stop
     turns = run.assistants()
     meta: Dict[str, Any] = {
-        "verdict": "verified", "records": run.verdict.count, "head": run.head, "origin": run.origin, "sha256": run.sha256,
+        "verdict": "verified",
+        "records": run.verdict.count,
+        "head": run.head,
+        "origin": run.origin,
+        "sha256": run.sha256,
         "complete": stop is not None,
-        "stop_reason": stop.get("reason") if stop else None, "stop_detail": stop.get("detail") if stop else None,
+        "stop_reason": stop.get("reason") if stop else None,
+        "stop_detail": stop.get("detail") if stop else None,
         "steps": as_int(stop.get("steps")) if stop else len(turns),
         "tokens": as_int(stop.get("tokens")) if stop else (as_int(turns[-1].get("total_tokens")) if turns else 0),
     }
@@ -181,9 +226,15 @@ def _sample(run: Run, number: int) -> Dict[str, Any]:
     model = model_key(run)
     messages = _messages(run, model)
     sample: Dict[str, Any] = {
-        "id": run.name if run.name is not None else number, "epoch": 1, "input": run.task.get("task"), "target": "",
-        "messages": messages, "output": _output(run, messages, model), "metadata": _run_metadata(run),
-        "model_usage": _usage(run), "turn_count": len(run.assistants()),
+        "id": run.name if run.name is not None else number,
+        "epoch": 1,
+        "input": run.task.get("task"),
+        "target": "",
+        "messages": messages,
+        "output": _output(run, messages, model),
+        "metadata": _run_metadata(run),
+        "model_usage": _usage(run),
+        "turn_count": len(run.assistants()),
     }
     limit = _limit(run)
     if limit is not None:
@@ -197,8 +248,16 @@ def _sample(run: Run, number: int) -> Dict[str, Any]:
 def _failed_sample(run: FailedRun) -> Dict[str, Any]:
     message = "%s: %s (the batch has no transcript of this run)" % (run.status, run.why)
     return {
-        "id": run.name, "epoch": 1, "input": "", "target": "",
-        "metadata": {"verdict": "no transcript", "origin": run.origin, "ledger_status": run.status, "ledger_why": run.why},
+        "id": run.name,
+        "epoch": 1,
+        "input": "",
+        "target": "",
+        "metadata": {
+            "verdict": "no transcript",
+            "origin": run.origin,
+            "ledger_status": run.status,
+            "ledger_why": run.why,
+        },
         "error": {"message": message, "traceback": "", "traceback_ansi": ""},
     }
 
@@ -212,7 +271,9 @@ def _add_usage(total: Dict[str, Dict[str, Any]], usage: Dict[str, Dict[str, Any]
 
 def _ids(runs: Sequence[Union[Run, FailedRun]]) -> Tuple[str, str]:
     """The eval and run ids: from the runs' heads and origins, so the same runs give the same ids."""
-    digest = hashlib.sha256("\n".join(r.head if isinstance(r, Run) else r.origin for r in runs).encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(
+        "\n".join(r.head if isinstance(r, Run) else r.origin for r in runs).encode("utf-8")
+    ).hexdigest()
     return "agentloop-" + digest[:24], "agentloop-" + digest[24:48]
 
 
@@ -233,13 +294,22 @@ def inspect_log(runs: Sequence[Union[Run, FailedRun]], *, dataset: str = "agentl
         "version": INSPECT_LOG_VERSION,
         "status": "success",
         "eval": {
-            "eval_id": eval_id, "run_id": run_id, "created": created, "task": "agentloop", "task_version": 0,
+            "eval_id": eval_id,
+            "run_id": run_id,
+            "created": created,
+            "task": "agentloop",
+            "task_version": 0,
             "dataset": {"name": dataset, "samples": len(samples), "sample_ids": [s["id"] for s in samples]},
-            "model": model_key(ok[0]) if ok else "unknown/unknown", "config": {},
+            "model": model_key(ok[0]) if ok else "unknown/unknown",
+            "config": {},
             "metadata": {"exported_by": "agentloop export --inspect", "transcript_format": "agentloop/1"},
         },
         "plan": {"name": "plan", "steps": [{"solver": "agentloop.run", "params": {}}], "config": {}},
-        "results": {"total_samples": len(samples), "completed_samples": sum(1 for r in ok if r.stop is not None), "scores": []},
+        "results": {
+            "total_samples": len(samples),
+            "completed_samples": sum(1 for r in ok if r.stop is not None),
+            "scores": [],
+        },
         "stats": {"started_at": created, "completed_at": created, "model_usage": usage},
         "samples": samples,
     }

@@ -101,17 +101,28 @@ class _Timeline:
 
 
 def _span(
-    trace: str, span_id: str, parent: Optional[str], name: str, kind: str, times: Tuple[str, str],
-    attributes: Sequence[Tuple[str, object]], error: Optional[str] = None,
+    trace: str,
+    span_id: str,
+    parent: Optional[str],
+    name: str,
+    kind: str,
+    times: Tuple[str, str],
+    attributes: Sequence[Tuple[str, object]],
+    error: Optional[str] = None,
 ) -> Span:
     """One ``Span``; ``error`` (a message, possibly empty) sets its status to ERROR."""
     span: Span = {"traceId": trace, "spanId": span_id}
     if parent is not None:
         span["parentSpanId"] = parent
-    span.update({
-        "name": name, "kind": SPAN_KIND[kind], "startTimeUnixNano": times[0], "endTimeUnixNano": times[1],
-        "attributes": _attributes(attributes),
-    })
+    span.update(
+        {
+            "name": name,
+            "kind": SPAN_KIND[kind],
+            "startTimeUnixNano": times[0],
+            "endTimeUnixNano": times[1],
+            "attributes": _attributes(attributes),
+        }
+    )
     if error is not None:
         span["status"] = {"code": STATUS_CODE["error"], "message": error} if error else {"code": STATUS_CODE["error"]}
     return span
@@ -123,7 +134,9 @@ def _usage_total(run: Run) -> Tuple[Optional[int], Optional[int]]:
     usages = [as_dict(p.get("usage")) for p in turns if "usage" in p]
     if not turns or len(usages) != len(turns):
         return None, None
-    return sum(as_int(u.get("input_tokens")) or 0 for u in usages), sum(as_int(u.get("output_tokens")) or 0 for u in usages)
+    return sum(as_int(u.get("input_tokens")) or 0 for u in usages), sum(
+        as_int(u.get("output_tokens")) or 0 for u in usages
+    )
 
 
 def _finish_reason(payload: Dict[str, Any]) -> str:
@@ -169,22 +182,36 @@ class _Trace:
 
     def _model(self) -> List[Tuple[str, object]]:
         return [
-            (sc.PROVIDER_NAME, self.provider), (sc.REQUEST_MODEL, self.model_name),
-            (sc.CONVERSATION_ID, self.run.origin), (sc.SERVER_ADDRESS, self.address), (sc.SERVER_PORT, self.port),
+            (sc.PROVIDER_NAME, self.provider),
+            (sc.REQUEST_MODEL, self.model_name),
+            (sc.CONVERSATION_ID, self.run.origin),
+            (sc.SERVER_ADDRESS, self.address),
+            (sc.SERVER_PORT, self.port),
         ]
 
     def root_span(self) -> Span:
         run, task, stop = self.run, self.run.task, self.run.stop or {}
         inputs, outputs = _usage_total(run)
         turns = run.assistants()
-        attributes = [(sc.OPERATION_NAME, "invoke_agent")] + self._model() + [
-            (sc.USAGE_INPUT_TOKENS, inputs), (sc.USAGE_OUTPUT_TOKENS, outputs),
-            (sc.RUN_NAME, run.name), (sc.STOP_REASON, stop.get("reason")),
-            (sc.STEPS, as_int(stop.get("steps")) if stop else len(turns)),
-            (sc.TOKENS, as_int(stop.get("tokens")) if stop else as_int(turns[-1].get("total_tokens")) if turns else 0),
-            (sc.COST, turns[-1].get("total_cost") if turns else None),
-            (sc.TRANSCRIPT_HEAD, run.head), (sc.TRANSCRIPT_RECORDS, len(run.records)),
-        ] + self._record(run.records[0])
+        attributes = (
+            [(sc.OPERATION_NAME, "invoke_agent")]
+            + self._model()
+            + [
+                (sc.USAGE_INPUT_TOKENS, inputs),
+                (sc.USAGE_OUTPUT_TOKENS, outputs),
+                (sc.RUN_NAME, run.name),
+                (sc.STOP_REASON, stop.get("reason")),
+                (sc.STEPS, as_int(stop.get("steps")) if stop else len(turns)),
+                (
+                    sc.TOKENS,
+                    as_int(stop.get("tokens")) if stop else as_int(turns[-1].get("total_tokens")) if turns else 0,
+                ),
+                (sc.COST, turns[-1].get("total_cost") if turns else None),
+                (sc.TRANSCRIPT_HEAD, run.head),
+                (sc.TRANSCRIPT_RECORDS, len(run.records)),
+            ]
+            + self._record(run.records[0])
+        )
         if self.content:
             system = task.get("system")
             attributes += [
@@ -197,27 +224,49 @@ class _Trace:
             attributes.append((sc.ERROR_TYPE, "model_error"))
             error = str(stop.get("detail")) if self.content else ""
         last = len(run.records)
-        return _span(self.trace, self.root, None, "invoke_agent", "internal",
-                     (self.times.at(0)[0], self.times.at(last - 1)[1]), attributes, error)
+        return _span(
+            self.trace,
+            self.root,
+            None,
+            "invoke_agent",
+            "internal",
+            (self.times.at(0)[0], self.times.at(last - 1)[1]),
+            attributes,
+            error,
+        )
 
     def chat_span(self, record: Dict[str, Any]) -> Span:
         payload = as_dict(record.get("payload"))
         self.calls = {as_dict(c).get("id"): as_dict(c) for c in as_list(payload.get("tool_calls"))}
         usage = as_dict(payload.get("usage"))
-        attributes = [(sc.OPERATION_NAME, "chat")] + self._model() + [
-            (sc.RESPONSE_FINISH_REASONS, [_finish_reason(payload)]),
-            (sc.USAGE_INPUT_TOKENS, as_int(usage.get("input_tokens"))),
-            (sc.USAGE_OUTPUT_TOKENS, as_int(usage.get("output_tokens"))),
-            (sc.USAGE_CACHE_READ, as_int(usage.get("cache_read_tokens"))),
-            (sc.USAGE_CACHE_CREATION, as_int(usage.get("cache_write_tokens"))),
-            (sc.STEP, as_int(payload.get("step"))), (sc.TOKENS, as_int(payload.get("tokens"))),
-            (sc.COST, payload.get("cost") if isinstance(payload.get("cost"), str) else None),
-        ] + self._record(record)
+        attributes = (
+            [(sc.OPERATION_NAME, "chat")]
+            + self._model()
+            + [
+                (sc.RESPONSE_FINISH_REASONS, [_finish_reason(payload)]),
+                (sc.USAGE_INPUT_TOKENS, as_int(usage.get("input_tokens"))),
+                (sc.USAGE_OUTPUT_TOKENS, as_int(usage.get("output_tokens"))),
+                (sc.USAGE_CACHE_READ, as_int(usage.get("cache_read_tokens"))),
+                (sc.USAGE_CACHE_CREATION, as_int(usage.get("cache_write_tokens"))),
+                (sc.STEP, as_int(payload.get("step"))),
+                (sc.TOKENS, as_int(payload.get("tokens"))),
+                (sc.COST, payload.get("cost") if isinstance(payload.get("cost"), str) else None),
+            ]
+            + self._record(record)
+        )
         if self.content:
             attributes.append((sc.OUTPUT_MESSAGES, _output_message(payload)))
         name = "chat %s" % (self.model_name,) if self.model_name else "chat"
         kind = "client" if self.address else "internal"
-        return _span(self.trace, str(record.get("hash"))[:16], self.root, name, kind, self.times.at(int(record["seq"])), attributes)
+        return _span(
+            self.trace,
+            str(record.get("hash"))[:16],
+            self.root,
+            name,
+            kind,
+            self.times.at(int(record["seq"])),
+            attributes,
+        )
 
     def tool_span(self, record: Dict[str, Any]) -> Span:
         payload = as_dict(record.get("payload"))
@@ -225,18 +274,37 @@ class _Trace:
         approval = as_dict(payload.get("approval"))
         ok = payload.get("ok") is True
         attributes = [
-            (sc.OPERATION_NAME, "execute_tool"), (sc.TOOL_NAME, name), (sc.TOOL_CALL_ID, call_id), (sc.TOOL_TYPE, "function"),
+            (sc.OPERATION_NAME, "execute_tool"),
+            (sc.TOOL_NAME, name),
+            (sc.TOOL_CALL_ID, call_id),
+            (sc.TOOL_TYPE, "function"),
             (sc.TOOL_DESCRIPTION, self.descriptions.get(name) if isinstance(name, str) else None),
-            (sc.STEP, as_int(payload.get("step"))), (sc.APPROVAL_DECISION, approval.get("decision")),
+            (sc.STEP, as_int(payload.get("step"))),
+            (sc.APPROVAL_DECISION, approval.get("decision")),
         ] + self._record(record)
         if not ok:
             attributes.append((sc.ERROR_TYPE, "tool_error"))
         if self.content:
-            arguments = approval["arguments"] if approval.get("decision") == "modify" else self.calls.get(call_id, {}).get("arguments")
-            attributes += [(sc.TOOL_CALL_ARGUMENTS, arguments), (sc.TOOL_CALL_RESULT, payload.get("value") if ok else None)]
+            arguments = (
+                approval["arguments"]
+                if approval.get("decision") == "modify"
+                else self.calls.get(call_id, {}).get("arguments")
+            )
+            attributes += [
+                (sc.TOOL_CALL_ARGUMENTS, arguments),
+                (sc.TOOL_CALL_RESULT, payload.get("value") if ok else None),
+            ]
         error = None if ok else (str(payload.get("error")) if self.content else "")
-        return _span(self.trace, str(record.get("hash"))[:16], self.root, "execute_tool %s" % (name,), "internal",
-                     self.times.at(int(record["seq"])), attributes, error)
+        return _span(
+            self.trace,
+            str(record.get("hash"))[:16],
+            self.root,
+            "execute_tool %s" % (name,),
+            "internal",
+            self.times.at(int(record["seq"])),
+            attributes,
+            error,
+        )
 
     def spans(self) -> List[Span]:
         out = [self.root_span()]
@@ -252,11 +320,23 @@ def _failed_span(run: FailedRun, start_ns: int) -> Span:
     """The one span of a batch run without a transcript: its ledger line, as an error."""
     digest = run.origin.rsplit("/", 1)[-1]
     attributes = [
-        (sc.OPERATION_NAME, "invoke_agent"), (sc.PROVIDER_NAME, "unknown"), (sc.CONVERSATION_ID, run.origin),
-        (sc.RUN_NAME, run.name), (sc.LEDGER_STATUS, run.status), (sc.ERROR_TYPE, run.status),
+        (sc.OPERATION_NAME, "invoke_agent"),
+        (sc.PROVIDER_NAME, "unknown"),
+        (sc.CONVERSATION_ID, run.origin),
+        (sc.RUN_NAME, run.name),
+        (sc.LEDGER_STATUS, run.status),
+        (sc.ERROR_TYPE, run.status),
     ]
-    return _span(digest[:32], digest[32:48], None, "invoke_agent", "internal", _Timeline(start_ns).at(0), attributes,
-                 "%s: %s" % (run.status, run.why))
+    return _span(
+        digest[:32],
+        digest[32:48],
+        None,
+        "invoke_agent",
+        "internal",
+        _Timeline(start_ns).at(0),
+        attributes,
+        "%s: %s" % (run.status, run.why),
+    )
 
 
 def otel_request(
@@ -269,17 +349,21 @@ def otel_request(
     """
     spans: List[Span] = []
     for run in runs:
-        spans.extend(_Trace(run, include_content, start_ns).spans() if isinstance(run, Run) else [_failed_span(run, start_ns)])
-    return {"resourceSpans": [{
-        "resource": {"attributes": _attributes([(sc.SERVICE_NAME, SERVICE)])},
-        "scopeSpans": [{"scope": {"name": SERVICE}, "spans": spans, "schemaUrl": sc.SCHEMA_URL}],
-        "schemaUrl": sc.SCHEMA_URL,
-    }]}
+        spans.extend(
+            _Trace(run, include_content, start_ns).spans() if isinstance(run, Run) else [_failed_span(run, start_ns)]
+        )
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": _attributes([(sc.SERVICE_NAME, SERVICE)])},
+                "scopeSpans": [{"scope": {"name": SERVICE}, "spans": spans, "schemaUrl": sc.SCHEMA_URL}],
+                "schemaUrl": sc.SCHEMA_URL,
+            }
+        ]
+    }
 
 
-def otel_json(
-    runs: Sequence[Union[Run, FailedRun]], *, include_content: bool = False, start_ns: int = 0
-) -> bytes:
+def otel_json(runs: Sequence[Union[Run, FailedRun]], *, include_content: bool = False, start_ns: int = 0) -> bytes:
     """:func:`otel_request` as the bytes written and sent: compact UTF-8 JSON and a newline."""
     body = otel_request(runs, include_content=include_content, start_ns=start_ns)
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8") + b"\n"

@@ -91,7 +91,9 @@ def collector(endpoint: str) -> Collector:
     target = parts.path.rstrip("/") + TRACES_PATH + ("?" + parts.query if parts.query else "")
     hostname = parts.hostname
     shown = "[%s]" % (hostname,) if ":" in hostname else hostname
-    return Collector(parts.scheme == "https", hostname, port, target, shown if port is None else "%s:%d" % (shown, port))
+    return Collector(
+        parts.scheme == "https", hostname, port, target, shown if port is None else "%s:%d" % (shown, port)
+    )
 
 
 def _check_headers(headers: Mapping[str, str]) -> Dict[str, str]:
@@ -102,8 +104,15 @@ def _check_headers(headers: Mapping[str, str]) -> Dict[str, str]:
             raise BadArgumentError("headers", "a header name must be an HTTP token")
         if name.lower() in _RESERVED:
             raise BadArgumentError("headers", "%s is set by the client" % (name,))
-        if not isinstance(value, str) or not value or any(ord(ch) < 32 or ord(ch) == 127 or ord(ch) > 255 for ch in value):
-            raise BadArgumentError("headers", "the value of %s must be a non-empty string of visible characters (it is not shown)" % (name,))
+        if (
+            not isinstance(value, str)
+            or not value
+            or any(ord(ch) < 32 or ord(ch) == 127 or ord(ch) > 255 for ch in value)
+        ):
+            raise BadArgumentError(
+                "headers",
+                "the value of %s must be a non-empty string of visible characters (it is not shown)" % (name,),
+            )
         out[name] = value
     return out
 
@@ -125,7 +134,9 @@ def _rejected(answer: bytes) -> Tuple[int, str]:
         return 0, ""
     count = partial.get("rejectedSpans", 0)
     try:
-        rejected = int(count) if not isinstance(count, bool) and isinstance(count, (int, str)) and len(str(count)) <= 20 else 0
+        rejected = (
+            int(count) if not isinstance(count, bool) and isinstance(count, (int, str)) and len(str(count)) <= 20 else 0
+        )
     except ValueError:
         rejected = 0
     message = partial.get("errorMessage")
@@ -135,7 +146,9 @@ def _rejected(answer: bytes) -> Tuple[int, str]:
 def _post(where: Collector, body: bytes, headers: Dict[str, str], timeout: float) -> Tuple[int, bytes]:
     conn: http.client.HTTPConnection
     if where.https:
-        conn = http.client.HTTPSConnection(where.hostname, where.port, timeout=timeout, context=ssl.create_default_context())
+        conn = http.client.HTTPSConnection(
+            where.hostname, where.port, timeout=timeout, context=ssl.create_default_context()
+        )
     else:
         conn = http.client.HTTPConnection(where.hostname, where.port, timeout=timeout)
     try:
@@ -146,7 +159,9 @@ def _post(where: Collector, body: bytes, headers: Dict[str, str], timeout: float
         conn.close()
 
 
-def send_otlp(body: bytes, endpoint: str, *, headers: Optional[Mapping[str, str]] = None, timeout: float = 10.0, spans: int = 0) -> Sent:
+def send_otlp(
+    body: bytes, endpoint: str, *, headers: Optional[Mapping[str, str]] = None, timeout: float = 10.0, spans: int = 0
+) -> Sent:
     """POST ``body`` (an OTLP/JSON ``ExportTraceServiceRequest``) to ``endpoint`` + ``/v1/traces``.
 
     ``spans`` is how many spans the body holds (to count those taken).
@@ -157,7 +172,9 @@ def send_otlp(body: bytes, endpoint: str, *, headers: Optional[Mapping[str, str]
     where = collector(endpoint)
     sent = _check_headers(headers or {})
     if len(body) > MAX_BODY:
-        raise BadArgumentError("body", "is %d bytes, more than the %d an OTLP/HTTP request may hold" % (len(body), MAX_BODY))
+        raise BadArgumentError(
+            "body", "is %d bytes, more than the %d an OTLP/HTTP request may hold" % (len(body), MAX_BODY)
+        )
     try:
         status, answer = _post(where, body, sent, timeout)
     except socket.timeout:
@@ -172,5 +189,7 @@ def send_otlp(body: bytes, endpoint: str, *, headers: Optional[Mapping[str, str]
         raise CollectorError(where.host, "HTTP %d%s" % (status, ": " + text if text else ""))
     rejected, why = _rejected(answer)
     if rejected:
-        raise CollectorError(where.host, "rejected %d of %d spans: %s" % (rejected, spans, _redact(why[:_SHOWN_CHARS], sent)))
+        raise CollectorError(
+            where.host, "rejected %d of %d spans: %s" % (rejected, spans, _redact(why[:_SHOWN_CHARS], sent))
+        )
     return Sent(status, spans)

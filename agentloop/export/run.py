@@ -24,6 +24,7 @@ from ..transcript.verify import verify_file
 
 __all__ = ["Run", "FailedRun", "read_run", "as_dict", "as_list", "as_int"]
 
+
 def as_dict(value: object) -> Dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -96,7 +97,10 @@ def _first_fault(result: VerifyResult) -> str:
     first: Fault = result.faults[0]
     more = len(result.faults) - 1
     return "it does not verify: %s: %s: %s%s" % (
-        first.where(), first.kind, first.detail, " (and %d more fault%s)" % (more, "" if more == 1 else "s") if more else "",
+        first.where(),
+        first.kind,
+        first.detail,
+        " (and %d more fault%s)" % (more, "" if more == 1 else "s") if more else "",
     )
 
 

@@ -40,12 +40,15 @@ from .run import write_report
 __all__ = ["BatchReport", "render_batch_report", "write_batch_report", "run_page_names", "is_plain_name"]
 
 #: The batch page's style: the run page's, and its table.
-_BATCH_CSS = _CSS + """\
+_BATCH_CSS = (
+    _CSS
+    + """\
 table.runs{border-collapse:collapse;width:100%;margin:.5rem 0}
 table.runs th,table.runs td{border-bottom:1px solid var(--line);padding:.25rem .5rem;text-align:left;vertical-align:top}
 table.runs td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.runs tr.bad td{background:color-mix(in srgb,var(--bad) 7%,transparent)}
 """
+)
 #: The longest name (in UTF-8 bytes) that gets a page of its own.
 _NAME_BYTES = 200
 _ORDER = {"altered": 0, "changed": 1, "missing": 2, "failed": 3, "verified": 4}
@@ -55,7 +58,11 @@ _LISTED = 50  # problems listed by name in the verdict; every one has its row be
 def is_plain_name(name: str) -> bool:
     """Whether a run's name can name a file beside the page (``NAME.html``): no path, no hidden file."""
     return (
-        bool(name) and "/" not in name and "\\" not in name and "\x00" not in name and not name.startswith(".")
+        bool(name)
+        and "/" not in name
+        and "\\" not in name
+        and "\x00" not in name
+        and not name.startswith(".")
         and len(name.encode("utf-8", "surrogatepass")) <= _NAME_BYTES
     )
 
@@ -121,7 +128,11 @@ def _rows(batch: Batch, pages: Mapping[str, str]) -> List[_Row]:
         elif name in altered:
             row.status, row.why = "altered", altered[name]
         elif name in missing or name not in verified:
-            row.status, row.why, row.page = "missing", "the ledger lists it; there is no NAME.jsonl beside the manifest", None
+            row.status, row.why, row.page = (
+                "missing",
+                "the ledger lists it; there is no NAME.jsonl beside the manifest",
+                None,
+            )
         else:
             try:
                 run = read_run(batch.transcript(name), name)
@@ -146,27 +157,38 @@ def _verdict(batch: Batch, rows: List[_Row], checkpoint: Optional[str], signed: 
     parts = ['<section aria-labelledby="verdict"><h2 id="verdict">Verdict of the ledger</h2>']
     if ok:
         parts.append(
-            '<p class="verdict good"><strong>✓ LEDGER VERIFIED</strong>: all %d transcripts match the ledger (%d run%s)</p>'
+            '<p class="verdict good"><strong>✓ LEDGER VERIFIED</strong>: '
+            "all %d transcripts match the ledger (%d run%s)</p>"
             % (matched, audit.runs, "" if audit.runs == 1 else "s")
         )
     else:
         parts.append(
-            '<p class="verdict bad"><strong>✗ NOT VERIFIED</strong>: %d of %d transcripts match the ledger (%d run%s)</p>'
+            '<p class="verdict bad"><strong>✗ NOT VERIFIED</strong>: '
+            "%d of %d transcripts match the ledger (%d run%s)</p>"
             % (matched - len(changed), listed, audit.runs, "" if audit.runs == 1 else "s")
         )
     problems: List[str] = []
     problems += ["<li>✗ ALTERED %s: %s</li>" % (_label(n), _escape(w)) for n, w in audit.altered]
     problems += ["<li>✗ CHANGED %s: %s</li>" % (_label(r.name), _escape(r.why)) for r in changed]
     problems += ["<li>✗ MISSING %s: the ledger lists it, no file is there</li>" % (_label(n),) for n in audit.missing]
-    problems += ["<li>✗ EXTRA %s: no ok run of that name in the ledger</li>" % (_label(os.path.basename(p)),) for p in audit.extra]
+    problems += [
+        "<li>✗ EXTRA %s: no ok run of that name in the ledger</li>" % (_label(os.path.basename(p)),)
+        for p in audit.extra
+    ]
     problems += ["<li>✗ REPEATED %s: names the same run as %s</li>" % (_label(p), _label(f)) for p, f in audit.repeated]
     if problems:
         more = len(problems) - _LISTED
-        parts.append('<ul class="faults">%s%s</ul>' % ("".join(problems[:_LISTED]), "<li>… and %d more</li>" % more if more > 0 else ""))
+        parts.append(
+            '<ul class="faults">%s%s</ul>'
+            % ("".join(problems[:_LISTED]), "<li>… and %d more</li>" % more if more > 0 else "")
+        )
     parts.append(_checkpoint_line(audit, checkpoint, signed))
     failed = sum(1 for r in rows if r.status == "failed")
     if failed:
-        parts.append('<p class="warn">✗ %d run%s failed in the batch (no transcript): listed first below</p>' % (failed, "" if failed == 1 else "s"))
+        parts.append(
+            '<p class="warn">✗ %d run%s failed in the batch (no transcript): listed first below</p>'
+            % (failed, "" if failed == 1 else "s")
+        )
     parts.append(
         '<dl class="summary"><dt>Ledger</dt><dd>%s · %d lines · root %s · SHA-256 <code>%s</code></dd></dl>'
         % (_inline(batch.manifest), len(batch.lines), _short_hash(batch.root), batch.sha256)
@@ -174,7 +196,8 @@ def _verdict(batch: Batch, rows: List[_Row], checkpoint: Optional[str], signed: 
     parts.append(
         '<p class="mute">The ledger says which transcripts belong to the batch; whoever can write it can rewrite it: '
         "check its checkpoint, signed, against a copy kept elsewhere "
-        "(<code>agentloop verify DIR/*.jsonl --manifest DIR/manifest.jsonl --checkpoint DIR/manifest.checkpoint --trust KEY</code>).</p>"
+        "(<code>agentloop verify DIR/*.jsonl --manifest DIR/manifest.jsonl "
+        "--checkpoint DIR/manifest.checkpoint --trust KEY</code>).</p>"
         "</section>\n"
     )
     return "".join(parts)
@@ -186,7 +209,9 @@ def _checkpoint_line(audit: AuditResult, checkpoint: Optional[str], signed: bool
     if audit.checkpoint:
         return '<p class="bad"><strong>✗ checkpoint NOT verified</strong>: %s</p>' % (_escape(audit.checkpoint),)
     return '<p class="good"><strong>✓ checkpoint verified</strong>: %s covers the ledger; %s</p>' % (
-        _inline(checkpoint or ""), "signed by the keys given" if signed else "its signature was not checked (no key given)")
+        _inline(checkpoint or ""),
+        "signed by the keys given" if signed else "its signature was not checked (no key given)",
+    )
 
 
 def _total_cost(rows: List[_Row]) -> str:
@@ -201,7 +226,9 @@ def _total_cost(rows: List[_Row]) -> str:
     if not costs:
         return "not recorded"
     counted = [r for r in rows if r.status == "verified"]
-    note = "" if len(costs) == len(counted) else " (%d of %d verified runs recorded a cost)" % (len(costs), len(counted))
+    note = (
+        "" if len(costs) == len(counted) else " (%d of %d verified runs recorded a cost)" % (len(costs), len(counted))
+    )
     return _escape(format(sum(costs, Decimal(0)), "f") + " USD" + note)
 
 
@@ -211,11 +238,15 @@ def _totals(rows: List[_Row]) -> str:
     for row in rows:
         if row.stop is not None:
             stops[row.stop] = stops.get(row.stop, 0) + 1
-    by_status = " · ".join("%d %s" % (sum(1 for r in rows if r.status == s), s) for s in _ORDER if any(r.status == s for r in rows))
+    by_status = " · ".join(
+        "%d %s" % (sum(1 for r in rows if r.status == s), s) for s in _ORDER if any(r.status == s for r in rows)
+    )
     return (
         '<section aria-labelledby="totals"><h2 id="totals">Totals</h2><dl class="summary">'
-        "<dt>Runs</dt><dd>%d: %s</dd>" % (len(rows), by_status)
-        + "<dt>Stops</dt><dd>%s</dd>" % (" · ".join("%s %d" % (_label(k), v) for k, v in sorted(stops.items())) or "none",)
+        "<dt>Runs</dt><dd>%d: %s</dd>"
+        % (len(rows), by_status)
+        + "<dt>Stops</dt><dd>%s</dd>"
+        % (" · ".join("%s %d" % (_label(k), v) for k, v in sorted(stops.items())) or "none",)
         + "<dt>Steps</dt><dd>%d (verified runs)</dd>" % (sum(r.steps or 0 for r in verified),)
         + "<dt>Tokens</dt><dd>%d (verified runs)</dd>" % (sum(r.tokens or 0 for r in verified),)
         + "<dt>Cost</dt><dd>%s</dd></dl></section>\n" % (_total_cost(verified),)
@@ -241,24 +272,32 @@ def _row_html(row: _Row) -> str:
         name = '<a href="%s">%s</a>' % (urllib.parse.quote(row.page, safe=""), name)
     verdict = _VERDICT_WORDS[row.status] + (": " + _escape(row.why) if row.why else "")
     cells = [
-        '<td class="n">%d</td>' % (row.number,), "<td>%s</td>" % (name,), "<td>%s</td>" % (verdict,),
+        '<td class="n">%d</td>' % (row.number,),
+        "<td>%s</td>" % (name,),
+        "<td>%s</td>" % (verdict,),
         "<td>%s</td>" % (_label(row.stop) if row.stop is not None else '<span class="mute">–</span>',),
-        '<td class="n">%s</td>' % (_number(row.steps),), '<td class="n">%s</td>' % (_number(row.tokens),),
+        '<td class="n">%s</td>' % (_number(row.steps),),
+        '<td class="n">%s</td>' % (_number(row.tokens),),
         '<td class="n">%s</td>' % (_escape(row.cost) if row.cost is not None else '<span class="mute">–</span>',),
-        '<td class="n">%s</td>' % ("%.2f s" % (row.seconds,) if row.seconds is not None else '<span class="mute">–</span>',),
+        '<td class="n">%s</td>'
+        % ("%.2f s" % (row.seconds,) if row.seconds is not None else '<span class="mute">–</span>',),
         "<td>%s</td>" % (_label(row.task) if row.task is not None else '<span class="mute">–</span>',),
     ]
-    return '<tr%s>%s</tr>\n' % (' class="bad"' if row.status != "verified" else "", "".join(cells))
+    return "<tr%s>%s</tr>\n" % (' class="bad"' if row.status != "verified" else "", "".join(cells))
 
 
 def _table(rows: List[_Row]) -> str:
-    head = "".join("<th>%s</th>" % (h,) for h in ("#", "Run", "Verdict", "Stop", "Steps", "Tokens", "Cost (USD)", "Time", "Task"))
+    head = "".join(
+        "<th>%s</th>" % (h,) for h in ("#", "Run", "Verdict", "Stop", "Steps", "Tokens", "Cost (USD)", "Time", "Task")
+    )
     return (
         '<section aria-labelledby="runs"><h2 id="runs">Runs</h2>'
-        '<p class="mute">Runs that failed or were altered first, then the others in ledger order; # is the ledger line. '
+        '<p class="mute">Runs that failed or were altered first, then the others in ledger order; '
+        "# is the ledger line. "
         "Steps, tokens, cost, time and task come only from verified transcripts; time is by the run's own clock, "
         "when it recorded one.</p>"
-        '<table class="runs"><thead><tr>%s</tr></thead><tbody>\n%s</tbody></table></section>\n' % (head, "".join(_row_html(r) for r in rows))
+        '<table class="runs"><thead><tr>%s</tr></thead><tbody>\n%s</tbody></table></section>\n'
+        % (head, "".join(_row_html(r) for r in rows))
     )
 
 

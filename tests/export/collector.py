@@ -16,7 +16,11 @@ from typing import Any, Optional, Sequence
 class _Handler(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 -- http.server's name
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        print("POST %s %d bytes, Authorization: %s" % (self.path, len(body), "yes" if self.headers.get("Authorization") else "no"), flush=True)
+        print(
+            "POST %s %d bytes, Authorization: %s"
+            % (self.path, len(body), "yes" if self.headers.get("Authorization") else "no"),
+            flush=True,
+        )
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", "2")

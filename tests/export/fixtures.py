@@ -24,13 +24,22 @@ from agentloop.batch import RunSpec, run_many
 from agentloop.batch.ledger import ledger_bytes, make_checkpoint, parse_ledger
 
 #: The demo transcripts, as demo.py writes them, and the names the vectors give them.
-DEMO_NAMES = {"demo-answer.jsonl": "answer", "demo-recover.jsonl": "recover", "demo-budget.jsonl": "budget",
-              "demo-parallel.jsonl": "parallel", "demo-approval.jsonl": "approval"}
+DEMO_NAMES = {
+    "demo-answer.jsonl": "answer",
+    "demo-recover.jsonl": "recover",
+    "demo-budget.jsonl": "budget",
+    "demo-parallel.jsonl": "parallel",
+    "demo-approval.jsonl": "approval",
+}
 #: The HMAC key of the demo batch's checkpoint (test data, 32 bytes).
 BATCH_KEY = b"agentloop export vectors: batch!"
 #: The ledger line of the demo batch's run that failed in its worker (no transcript).
-FAILED_LINE = {"error": "BrokenProcessPool", "name": "delta", "status": "worker_error",
-               "origin": "agentloop/1/" + "d" * 64}
+FAILED_LINE = {
+    "error": "BrokenProcessPool",
+    "name": "delta",
+    "status": "worker_error",
+    "origin": "agentloop/1/" + "d" * 64,
+}
 
 
 def demo_runs(folder: str) -> Dict[str, str]:
@@ -52,20 +61,42 @@ def members_run(path: str) -> str:
     """docs/format.md's run with every optional member: usage with cache tokens, a truncated reply,
     a model that names itself and its server, a system prompt, prices and costs, a clock, final_result."""
     readings = iter([100, 100.5, 102.25])
-    model = ScriptedModel([
-        ModelReply("Adding.", [ToolCall("add", {"a": 40, "b": 2})],
-                   usage=Usage(1200, 40, cache_read_tokens=1000, cache_write_tokens=100), truncated=True),
-        ModelReply("Done.", [ToolCall("final_result", {"result": 42})], usage=Usage(1300, 20)),
-    ], info={"provider": "openai", "model": "m-1", "host": "127.0.0.1:8000"})
+    model = ScriptedModel(
+        [
+            ModelReply(
+                "Adding.",
+                [ToolCall("add", {"a": 40, "b": 2})],
+                usage=Usage(1200, 40, cache_read_tokens=1000, cache_write_tokens=100),
+                truncated=True,
+            ),
+            ModelReply("Done.", [ToolCall("final_result", {"result": 42})], usage=Usage(1300, 20)),
+        ],
+        info={"provider": "openai", "model": "m-1", "host": "127.0.0.1:8000"},
+    )
     prices = {"m-1": {"input": "3", "output": "15", "cache_read": "0.3", "cache_write": "3.75"}}
-    run("What is 40 + 2?", model, [add], transcript=path, max_steps=4, max_tokens=100_000,
-        system="Answer with final_result.", output_schema={"type": "integer"}, max_tool_calls=5,
-        max_cost="1", prices=prices, max_seconds=60, clock=lambda: next(readings), tool_timeout=30, overwrite=True)
+    run(
+        "What is 40 + 2?",
+        model,
+        [add],
+        transcript=path,
+        max_steps=4,
+        max_tokens=100_000,
+        system="Answer with final_result.",
+        output_schema={"type": "integer"},
+        max_tool_calls=5,
+        max_cost="1",
+        prices=prices,
+        max_seconds=60,
+        clock=lambda: next(readings),
+        tool_timeout=30,
+        overwrite=True,
+    )
     return path
 
 
 def model_error_run(path: str) -> str:
     """A run whose model raises in its second turn: a ``model_error`` stop."""
+
     def broken(messages: List[Dict[str, Any]], manifest: List[Dict[str, Any]]) -> ModelReply:
         raise ConnectionError("the model's server went away")
 
@@ -100,8 +131,14 @@ def demo_batch(folder: str, specs: Optional[List[RunSpec]] = None, failed: bool 
     """A batch of ``specs`` (default :data:`BATCH_SPECS`) run serially into ``folder`` with
     tests.batch_models, its checkpoint signed with :data:`BATCH_KEY`, plus (``failed``) one
     ``worker_error`` line; return the manifest's path."""
-    run_many(specs or BATCH_SPECS, model="tests.batch_models:factory", tools="tests.batch_models:tools", out_dir=folder,
-             checkpoint=os.path.join(folder, "manifest.checkpoint"), key=BATCH_KEY)
+    run_many(
+        specs or BATCH_SPECS,
+        model="tests.batch_models:factory",
+        tools="tests.batch_models:tools",
+        out_dir=folder,
+        checkpoint=os.path.join(folder, "manifest.checkpoint"),
+        key=BATCH_KEY,
+    )
     if failed:
         _add_line(folder, FAILED_LINE, BATCH_KEY)
     return os.path.join(folder, "manifest.jsonl")
@@ -115,7 +152,8 @@ def hostile_text(port: int) -> str:
         '<script>document.title="PWNED"</script><img src="%s/img" onerror="document.title=1">'
         '<link rel="stylesheet" href="%s/css"><iframe src="%s/frame"></iframe>'
         '<meta http-equiv="refresh" content="0;url=%s/refresh"><a href="javascript:alert(1)">x</a>'
-        '<div style="background:url(%s/bg)">\x1b[31mred\x07\x00\u202eevil\u200b\u2028</div>"\'&' % (url, url, url, url, url)
+        '<div style="background:url(%s/bg)">\x1b[31mred\x07\x00\u202eevil\u200b\u2028</div>"\'&'
+        % (url, url, url, url, url)
     )
 
 
@@ -124,11 +162,20 @@ def hostile_batch(folder: str, port: int) -> str:
     characters (renamed in the ledger, as only a hand-written ledger can name them)."""
     text = hostile_text(port)
     specs = [RunSpec("h%d" % i, text + " #%d" % i, max_steps=2, max_tokens=1000) for i in range(3)]
-    run_many(specs, model="tests.batch_models:factory", tools="tests.batch_models:tools", out_dir=folder,
-             checkpoint=os.path.join(folder, "manifest.checkpoint"), key=BATCH_KEY)
+    run_many(
+        specs,
+        model="tests.batch_models:factory",
+        tools="tests.batch_models:tools",
+        out_dir=folder,
+        checkpoint=os.path.join(folder, "manifest.checkpoint"),
+        key=BATCH_KEY,
+    )
     # A file name holds no "/": a backslash, which a browser reads as one in an http URL, makes the request.
-    names = ['<img src="http:\\\\127.0.0.1:%d\\name" onerror="document.title=1">' % (port,), "\x1b[2J\u202e<b>bold\u200b",
-             '"><svg onload="document.title=2">']
+    names = [
+        '<img src="http:\\\\127.0.0.1:%d\\name" onerror="document.title=1">' % (port,),
+        "\x1b[2J\u202e<b>bold\u200b",
+        '"><svg onload="document.title=2">',
+    ]
     manifest = os.path.join(folder, "manifest.jsonl")
     with open(manifest, "rb") as handle:
         lines = parse_ledger(handle.read())

@@ -19,8 +19,10 @@ class TestReadBatch(TempDir):
 
     def test_every_ledger_line_in_order_failed_runs_included(self) -> None:
         runs = read_batch(self.copy(), checkpoint=self.path("b/manifest.checkpoint"), key=BATCH_KEY)
-        self.assertEqual([(r.name, type(r).__name__) for r in runs],
-                         [("alpha", "Run"), ("beta", "Run"), ("gamma", "Run"), ("delta", "FailedRun")])
+        self.assertEqual(
+            [(r.name, type(r).__name__) for r in runs],
+            [("alpha", "Run"), ("beta", "Run"), ("gamma", "Run"), ("delta", "FailedRun")],
+        )
         alpha, delta = runs[0], runs[3]
         assert isinstance(alpha, Run) and isinstance(delta, FailedRun)
         self.assertEqual((alpha.verdict.count, alpha.stop and alpha.stop["reason"]), (7, "no_tool_calls"))
@@ -38,19 +40,24 @@ class TestReadBatch(TempDir):
             data = handle.read()
         with open(self.path("b/beta.jsonl"), "wb") as handle:
             handle.write(data.replace(b'"value":5', b'"value":6'))
-        self.assert_refused(manifest, "the ledger's verdict fails: 1 altered (\"beta\")")
+        self.assert_refused(manifest, 'the ledger\'s verdict fails: 1 altered ("beta")')
 
     def test_a_missing_or_extra_transcript_refuses_it(self) -> None:
         manifest = self.copy()
         os.remove(self.path("b/gamma.jsonl"))
-        self.assert_refused(manifest, "1 missing (\"gamma\")")
+        self.assert_refused(manifest, '1 missing ("gamma")')
         shutil.copyfile(os.path.join(BATCH, "gamma.jsonl"), self.path("b/gamma.jsonl"))
         shutil.copyfile(os.path.join(BATCH, "gamma.jsonl"), self.path("b/stray.jsonl"))
         self.assert_refused(manifest, "1 extra file")
 
     def test_a_checkpoint_that_does_not_hold_refuses_it(self) -> None:
         manifest = self.copy()
-        self.assert_refused(manifest, "the checkpoint fails", checkpoint=self.path("b/manifest.checkpoint"), key=b"another key of 32 bytes, not it!")
+        self.assert_refused(
+            manifest,
+            "the checkpoint fails",
+            checkpoint=self.path("b/manifest.checkpoint"),
+            key=b"another key of 32 bytes, not it!",
+        )
 
     def test_a_malformed_ledger_is_its_own_error(self) -> None:
         manifest = self.copy()

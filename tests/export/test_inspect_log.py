@@ -48,7 +48,9 @@ class TestEveryLogParsesBack(unittest.TestCase):
         for sample in log["samples"][:3]:
             self.check_sample(sample, records_of(os.path.join("batch", sample["id"] + ".jsonl")))
         delta = log["samples"][3]
-        self.assertEqual(delta["error"]["message"], "worker_error: BrokenProcessPool (the batch has no transcript of this run)")
+        self.assertEqual(
+            delta["error"]["message"], "worker_error: BrokenProcessPool (the batch has no transcript of this run)"
+        )
         self.assertNotIn("messages", delta)
         self.assertEqual(log["samples"][2]["limit"], {"type": "turn", "limit": 1})
         self.assertEqual((log["eval"]["created"], log["eval"]["model"]), ("2023-11-14T22:13:20+00:00", "test/counting"))
@@ -69,11 +71,14 @@ class TestEveryLogParsesBack(unittest.TestCase):
         task = records[0]["payload"]
         self.assertEqual(sample["input"], task["task"])
         messages = sample["messages"]
-        expected_roles = (["system"] if "system" in task else []) + ["user"] + [
-            r["kind"] for r in records[1:] if r["kind"] in ("assistant", "tool")]
+        expected_roles = (
+            (["system"] if "system" in task else [])
+            + ["user"]
+            + [r["kind"] for r in records[1:] if r["kind"] in ("assistant", "tool")]
+        )
         self.assertEqual([m["role"] for m in messages], expected_roles)
         later = [r for r in records[1:] if r["kind"] in ("assistant", "tool")]
-        for message, record in zip(messages[len(messages) - len(later):], later):
+        for message, record in zip(messages[len(messages) - len(later) :], later):
             self.assertEqual(message["metadata"], {"seq": record["seq"], "hash": record["hash"]})
             payload = record["payload"]
             if record["kind"] == "assistant":
@@ -88,7 +93,9 @@ class TestEveryLogParsesBack(unittest.TestCase):
                 else:
                     self.assertEqual(message["error"]["message"], payload["error"])
         meta = sample["metadata"]
-        self.assertEqual((meta["verdict"], meta["records"], meta["head"]), ("verified", len(records), records[-1]["hash"]))
+        self.assertEqual(
+            (meta["verdict"], meta["records"], meta["head"]), ("verified", len(records), records[-1]["hash"])
+        )
         self.assertEqual(meta["origin"], "agentloop/1/" + records[0]["hash"])
         if records[-1]["kind"] == "stop":
             self.assertEqual(meta["stop_reason"], records[-1]["payload"]["reason"])
@@ -109,11 +116,29 @@ class TestMappings(unittest.TestCase):
 
     def test_usage_and_cost_are_the_provider_s(self) -> None:
         sample = self.sample("members")
-        self.assertEqual(sample["model_usage"], {"openai/m-1": {
-            "input_tokens": 2500, "output_tokens": 60, "total_tokens": 2560, "input_tokens_cache_read": 1000,
-            "input_tokens_cache_write": 100, "total_cost": 0.005775}})
-        self.assertEqual(sample["messages"][0], {"id": sample["messages"][1]["id"][:16] + "-system", "content": "Answer with final_result.",
-                                                 "source": "input", "role": "system", "metadata": sample["messages"][1]["metadata"]})
+        self.assertEqual(
+            sample["model_usage"],
+            {
+                "openai/m-1": {
+                    "input_tokens": 2500,
+                    "output_tokens": 60,
+                    "total_tokens": 2560,
+                    "input_tokens_cache_read": 1000,
+                    "input_tokens_cache_write": 100,
+                    "total_cost": 0.005775,
+                }
+            },
+        )
+        self.assertEqual(
+            sample["messages"][0],
+            {
+                "id": sample["messages"][1]["id"][:16] + "-system",
+                "content": "Answer with final_result.",
+                "source": "input",
+                "role": "system",
+                "metadata": sample["messages"][1]["metadata"],
+            },
+        )
         self.assertEqual(sample["output"]["choices"][0]["stop_reason"], "tool_calls")
         self.assertEqual(sample["metadata"]["cost"], "0.005775")
         self.assertEqual(self.sample("answer")["model_usage"], {})  # the scripted model reported none
@@ -128,14 +153,25 @@ class TestMappings(unittest.TestCase):
 
         folder = tempfile.mkdtemp(prefix="agentloop-test-")
         self.addCleanup(shutil.rmtree, folder, True)
+
         def delete_file(path: str) -> dict:
             """Delete a file."""
             return {"deleted": path}
 
         gated = Tool.from_function(delete_file, requires_approval=True)
-        model = ScriptedModel([ModelReply("Deleting.", [ToolCall("delete_file", {"path": "x"})]), ModelReply("Not allowed.")])
+        model = ScriptedModel(
+            [ModelReply("Deleting.", [ToolCall("delete_file", {"path": "x"})]), ModelReply("Not allowed.")]
+        )
         path = os.path.join(folder, "t.jsonl")
-        run("Delete x.", model, [gated], transcript=path, max_steps=4, max_tokens=1000, approver=lambda r: Deny("no", by="ops"))
+        run(
+            "Delete x.",
+            model,
+            [gated],
+            transcript=path,
+            max_steps=4,
+            max_tokens=1000,
+            approver=lambda r: Deny("no", by="ops"),
+        )
         (tool,) = [m for m in inspect_log([read_run(path)])["samples"][0]["messages"] if m["role"] == "tool"]
         self.assertEqual(tool["error"], {"type": "approval", "message": 'call denied by "ops": no'})
 

@@ -73,29 +73,106 @@ class TestTheAnswerRunByHand(unittest.TestCase):
         trace = "051f3991d4d2f2161002e5da164d1a26"  # the head's first 32 hex digits
         common = {"gen_ai.provider.name": "unknown", "gen_ai.conversation.id": origin}
         expected = [
-            ("invoke_agent", 1, task[:16], None, "0", "5000000", dict(common, **{
-                "gen_ai.operation.name": "invoke_agent", "agentloop.stop.reason": "no_tool_calls", "agentloop.steps": 2,
-                "agentloop.tokens": 13, "agentloop.transcript.head": head, "agentloop.transcript.records": 5,
-                "agentloop.record.seq": 0, "agentloop.record.hash": task})),
-            ("chat", 1, first[:16], task[:16], "1000000", "2000000", dict(common, **{
-                "gen_ai.operation.name": "chat", "gen_ai.response.finish_reasons": ["tool_call"], "agentloop.step": 1,
-                "agentloop.tokens": 10, "agentloop.record.seq": 1, "agentloop.record.hash": first})),
-            ("execute_tool add", 1, tool[:16], task[:16], "2000000", "3000000", {
-                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "add", "gen_ai.tool.call.id": "call_1_0",
-                "gen_ai.tool.type": "function", "gen_ai.tool.description": "Add two integers.", "agentloop.step": 1,
-                "agentloop.record.seq": 2, "agentloop.record.hash": tool}),
-            ("chat", 1, second[:16], task[:16], "3000000", "4000000", dict(common, **{
-                "gen_ai.operation.name": "chat", "gen_ai.response.finish_reasons": ["stop"], "agentloop.step": 2,
-                "agentloop.tokens": 3, "agentloop.record.seq": 3, "agentloop.record.hash": second})),
+            (
+                "invoke_agent",
+                1,
+                task[:16],
+                None,
+                "0",
+                "5000000",
+                dict(
+                    common,
+                    **{
+                        "gen_ai.operation.name": "invoke_agent",
+                        "agentloop.stop.reason": "no_tool_calls",
+                        "agentloop.steps": 2,
+                        "agentloop.tokens": 13,
+                        "agentloop.transcript.head": head,
+                        "agentloop.transcript.records": 5,
+                        "agentloop.record.seq": 0,
+                        "agentloop.record.hash": task,
+                    },
+                ),
+            ),
+            (
+                "chat",
+                1,
+                first[:16],
+                task[:16],
+                "1000000",
+                "2000000",
+                dict(
+                    common,
+                    **{
+                        "gen_ai.operation.name": "chat",
+                        "gen_ai.response.finish_reasons": ["tool_call"],
+                        "agentloop.step": 1,
+                        "agentloop.tokens": 10,
+                        "agentloop.record.seq": 1,
+                        "agentloop.record.hash": first,
+                    },
+                ),
+            ),
+            (
+                "execute_tool add",
+                1,
+                tool[:16],
+                task[:16],
+                "2000000",
+                "3000000",
+                {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "add",
+                    "gen_ai.tool.call.id": "call_1_0",
+                    "gen_ai.tool.type": "function",
+                    "gen_ai.tool.description": "Add two integers.",
+                    "agentloop.step": 1,
+                    "agentloop.record.seq": 2,
+                    "agentloop.record.hash": tool,
+                },
+            ),
+            (
+                "chat",
+                1,
+                second[:16],
+                task[:16],
+                "3000000",
+                "4000000",
+                dict(
+                    common,
+                    **{
+                        "gen_ai.operation.name": "chat",
+                        "gen_ai.response.finish_reasons": ["stop"],
+                        "agentloop.step": 2,
+                        "agentloop.tokens": 3,
+                        "agentloop.record.seq": 3,
+                        "agentloop.record.hash": second,
+                    },
+                ),
+            ),
         ]
-        got = [(s["name"], s["kind"], s["spanId"], s.get("parentSpanId"), s["startTimeUnixNano"], s["endTimeUnixNano"], attrs(s))
-               for s in spans(body)]
+        got = [
+            (
+                s["name"],
+                s["kind"],
+                s["spanId"],
+                s.get("parentSpanId"),
+                s["startTimeUnixNano"],
+                s["endTimeUnixNano"],
+                attrs(s),
+            )
+            for s in spans(body)
+        ]
         self.assertEqual(got, expected)
         self.assertEqual({s["traceId"] for s in spans(body)}, {trace})
         self.assertTrue(all("status" not in s for s in spans(body)))  # UNSET: nothing failed
-        self.assertEqual(body["resourceSpans"][0]["resource"]["attributes"],
-                         [{"key": "service.name", "value": {"stringValue": "agentloop"}}])
-        self.assertEqual(body["resourceSpans"][0]["scopeSpans"][0]["schemaUrl"], "https://opentelemetry.io/schemas/1.41.1")
+        self.assertEqual(
+            body["resourceSpans"][0]["resource"]["attributes"],
+            [{"key": "service.name", "value": {"stringValue": "agentloop"}}],
+        )
+        self.assertEqual(
+            body["resourceSpans"][0]["scopeSpans"][0]["schemaUrl"], "https://opentelemetry.io/schemas/1.41.1"
+        )
         self.assertEqual((SEMCONV_VERSION, SCHEMA_URL), ("1.41.1", "https://opentelemetry.io/schemas/1.41.1"))
 
 
@@ -138,7 +215,10 @@ class TestEveryVectorParsesBack(unittest.TestCase):
                 failed = record["payload"]["ok"] is not True
                 self.assertEqual(span.get("status", {}).get("code"), 2 if failed else None)
                 self.assertEqual(a.get("error.type"), "tool_error" if failed else None)
-                self.assertEqual((a["gen_ai.tool.name"], a["gen_ai.tool.call.id"]), (record["payload"]["name"], record["payload"]["id"]))
+                self.assertEqual(
+                    (a["gen_ai.tool.name"], a["gen_ai.tool.call.id"]),
+                    (record["payload"]["name"], record["payload"]["id"]),
+                )
             has_content = any(k in a for k in semconv.CONTENT_ATTRIBUTES)
             if span is root or record["kind"] == "assistant":
                 self.assertEqual(has_content, content)
@@ -187,7 +267,9 @@ class TestDeterminism(unittest.TestCase):
         shifted = spans(otel_request([run], start_ns=7 * 10**9))
         for a, b in zip(spans(otel_request([run])), shifted):
             self.assertEqual(int(b["startTimeUnixNano"]) - int(a["startTimeUnixNano"]), 7 * 10**9)
-            self.assertEqual({k: v for k, v in a.items() if "Time" not in k}, {k: v for k, v in b.items() if "Time" not in k})
+            self.assertEqual(
+                {k: v for k, v in a.items() if "Time" not in k}, {k: v for k, v in b.items() if "Time" not in k}
+            )
 
     def test_a_failed_batch_run_is_one_error_span_from_its_ledger_line(self) -> None:
         (span,) = spans(otel_request([FailedRun("delta", "agentloop/1/" + "ab" * 32, "rejected", "does_not_verify")]))

@@ -29,7 +29,9 @@ class TestSending(unittest.TestCase):
         (path, headers, got), (path2, _, _) = c.requests
         self.assertEqual((path, got), ("/v1/traces", data))
         self.assertEqual(path2, "/api/public/otel/v1/traces?region=eu")
-        self.assertEqual((headers["Content-Type"], headers["Authorization"], headers["x-tenant"]), ("application/json", TOKEN, "t1"))
+        self.assertEqual(
+            (headers["Content-Type"], headers["Authorization"], headers["x-tenant"]), ("application/json", TOKEN, "t1")
+        )
 
     def test_a_refusal_is_an_error_that_never_shows_the_token(self) -> None:
         with Collector([(401, b'{"message": "bad token ' + TOKEN.encode() + b'"}')]) as c:
@@ -94,7 +96,12 @@ class TestEndpointsAndHeaders(unittest.TestCase):
         self.assertEqual(collector("https://otel.example/").target, "/v1/traces")
 
     def test_unfit_headers_are_refused_without_their_value(self) -> None:
-        for headers in ({"Authorization": "Bearer x\r\nInjected: 1"}, {"Bad Name": "v"}, {"Content-Type": "text/plain"}, {"A": ""}):
+        for headers in (
+            {"Authorization": "Bearer x\r\nInjected: 1"},
+            {"Bad Name": "v"},
+            {"Content-Type": "text/plain"},
+            {"A": ""},
+        ):
             with self.subTest(headers), Collector() as c, self.assertRaises(BadArgumentError) as caught:
                 send_otlp(body(), c.url, headers=headers)
             self.assertNotIn("Injected", str(caught.exception))

@@ -52,8 +52,11 @@ class TestVectors(unittest.TestCase):
 
     def test_the_batch_exports_to_its_expected_bytes(self) -> None:
         batch = os.path.join(HERE, "batch")
-        runs = read_batch(os.path.join(batch, "manifest.jsonl"), checkpoint=os.path.join(batch, "manifest.checkpoint"),
-                          key=_bytes("batch.key"))
+        runs = read_batch(
+            os.path.join(batch, "manifest.jsonl"),
+            checkpoint=os.path.join(batch, "manifest.checkpoint"),
+            key=_bytes("batch.key"),
+        )
         self.assertEqual([r.name for r in runs], ["alpha", "beta", "gamma", "delta"])
         self.assertEqual(otel_json(runs, start_ns=make.BATCH_START * 10**9), _bytes("batch.otlp.json"))
         self.assertEqual(inspect_json(runs, dataset="batch", start=make.BATCH_START), _bytes("batch.inspect.json"))
@@ -68,11 +71,17 @@ class TestVectors(unittest.TestCase):
     def test_make_py_rebuilds_the_folder_byte_for_byte(self) -> None:
         out = tempfile.mkdtemp(prefix="agentloop-test-")
         self.addCleanup(shutil.rmtree, out, True)
-        subprocess.run([sys.executable, os.path.join(HERE, "make.py"), "--out", out], cwd=ROOT, check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, os.path.join(HERE, "make.py"), "--out", out],
+            cwd=ROOT,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         kept = sorted(n for n in os.listdir(HERE) if n not in ("make.py", "README.md", "__pycache__"))
         self.assertEqual(sorted(os.listdir(out)), kept)
-        self.assertEqual(sorted(os.listdir(os.path.join(out, "batch"))), sorted(os.listdir(os.path.join(HERE, "batch"))))
+        self.assertEqual(
+            sorted(os.listdir(os.path.join(out, "batch"))), sorted(os.listdir(os.path.join(HERE, "batch")))
+        )
         for name in kept + ["batch/" + n for n in os.listdir(os.path.join(HERE, "batch"))]:
             if name != "batch":
                 self.assertTrue(filecmp.cmp(os.path.join(out, name), os.path.join(HERE, name), shallow=False), name)

@@ -64,8 +64,14 @@ def need(module: str) -> None:
 
 
 def agentloop(*argv: str, env: Optional[Dict[str, str]] = None) -> Tuple[int, str, str]:
-    proc = subprocess.run([sys.executable, "-m", "agentloop"] + list(argv), capture_output=True, text=True, cwd=ROOT,
-                          env=dict(os.environ, **(env or {})), timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentloop"] + list(argv),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=dict(os.environ, **(env or {})),
+        timeout=120,
+    )
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -90,23 +96,35 @@ class Work:
         cls.manifest = fixtures.demo_batch(os.path.join(cls.folder, "batch"))
         os.mkdir(os.path.join(cls.folder, "logs"))
         for name, path in cls.singles.items():
-            for options, out in ((["--otel"], name + ".otlp.json"), (["--otel", "--include-content"], name + ".content.otlp.json"),
-                                 (["--inspect"], os.path.join("logs", "1970-01-01T00-00-00_%s.json" % (name,)))):
+            for options, out in (
+                (["--otel"], name + ".otlp.json"),
+                (["--otel", "--include-content"], name + ".content.otlp.json"),
+                (["--inspect"], os.path.join("logs", "1970-01-01T00-00-00_%s.json" % (name,))),
+            ):
                 status, text, err = agentloop("export", *options, path, "-o", os.path.join(cls.folder, out))
                 assert status == 0, (options, text, err)
-        for kind, out in (("--otel", "batch.otlp.json"), ("--inspect", os.path.join("logs", "1970-01-01T00-00-00_batch.json"))):
-            status, text, err = agentloop("export", kind, "--manifest", cls.manifest, "-o", os.path.join(cls.folder, out))
+        for kind, out in (
+            ("--otel", "batch.otlp.json"),
+            ("--inspect", os.path.join("logs", "1970-01-01T00-00-00_batch.json")),
+        ):
+            status, text, err = agentloop(
+                "export", kind, "--manifest", cls.manifest, "-o", os.path.join(cls.folder, out)
+            )
             assert status == 0, (text, err)
 
     @classmethod
     def otlp_files(cls) -> List[str]:
         cls.make()
-        return sorted(glob.glob(os.path.join(cls.folder, "*.otlp.json")) + glob.glob(os.path.join(VECTORS, "*.otlp.json")))
+        return sorted(
+            glob.glob(os.path.join(cls.folder, "*.otlp.json")) + glob.glob(os.path.join(VECTORS, "*.otlp.json"))
+        )
 
     @classmethod
     def inspect_files(cls) -> List[str]:
         cls.make()
-        return sorted(glob.glob(os.path.join(cls.folder, "logs", "*.json")) + glob.glob(os.path.join(VECTORS, "*.inspect.json")))
+        return sorted(
+            glob.glob(os.path.join(cls.folder, "logs", "*.json")) + glob.glob(os.path.join(VECTORS, "*.inspect.json"))
+        )
 
 
 def with_byte_ids(raw: str) -> str:
@@ -144,10 +162,16 @@ class TestOpentelemetryProto(unittest.TestCase):
                 self.assertEqual(len(spans), len(written))
                 for span, original in zip(spans, written):
                     self.assertEqual((len(span.trace_id), len(span.span_id)), (16, 8))
-                    self.assertEqual((span.trace_id.hex(), span.span_id.hex()), (original["traceId"], original["spanId"]))
-                    self.assertEqual((span.kind, span.status.code), (original["kind"], original.get("status", {}).get("code", 0)))
+                    self.assertEqual(
+                        (span.trace_id.hex(), span.span_id.hex()), (original["traceId"], original["spanId"])
+                    )
+                    self.assertEqual(
+                        (span.kind, span.status.code), (original["kind"], original.get("status", {}).get("code", 0))
+                    )
                     self.assertLessEqual(span.start_time_unix_nano, span.end_time_unix_nano)
-                self.assertEqual(request.resource_spans[0].scope_spans[0].schema_url, "https://opentelemetry.io/schemas/1.41.1")
+                self.assertEqual(
+                    request.resource_spans[0].scope_spans[0].schema_url, "https://opentelemetry.io/schemas/1.41.1"
+                )
         print("opentelemetry-proto parsed %d exports" % (len(files),))
 
 
@@ -177,8 +201,12 @@ class TestConventions(unittest.TestCase):
 
         from agentloop.export import semconv
 
-        newest = max((s.value for s in Schemas), key=lambda url: tuple(int(p) for p in url.rsplit("/", 1)[1].split(".")))
-        self.assertEqual(newest, semconv.SCHEMA_URL, "the semconv package is not the one generated from the pinned release")
+        newest = max(
+            (s.value for s in Schemas), key=lambda url: tuple(int(p) for p in url.rsplit("/", 1)[1].split("."))
+        )
+        self.assertEqual(
+            newest, semconv.SCHEMA_URL, "the semconv package is not the one generated from the pinned release"
+        )
         gen_ai, origin = self.defined("opentelemetry.semconv._incubating.attributes.gen_ai_attributes")
         self.assertGreater(len(gen_ai), 40)
         for name in semconv.GEN_AI_ATTRIBUTES:
@@ -190,7 +218,10 @@ class TestConventions(unittest.TestCase):
             stable.update(self.defined("opentelemetry.semconv.attributes." + module)[0])
         for name in semconv.GENERAL_ATTRIBUTES:
             self.assertIn(name, stable)
-        print("conventions %s: %d gen_ai names used, all defined in %s" % (semconv.SEMCONV_VERSION, len(semconv.GEN_AI_ATTRIBUTES), origin))
+        print(
+            "conventions %s: %d gen_ai names used, all defined in %s"
+            % (semconv.SEMCONV_VERSION, len(semconv.GEN_AI_ATTRIBUTES), origin)
+        )
 
     def test_every_name_in_every_export_is_in_the_one_list(self) -> None:
         from agentloop.export import semconv
@@ -204,7 +235,9 @@ class TestConventions(unittest.TestCase):
                 for span in resource["scopeSpans"][0]["spans"]:
                     seen.update(a["key"] for a in span["attributes"])
         self.assertEqual(sorted(seen - set(semconv.ATTRIBUTES)), [])
-        self.assertEqual(sorted(n for n in semconv.GEN_AI_ATTRIBUTES if n not in seen), [])  # and every one listed is used
+        self.assertEqual(
+            sorted(n for n in semconv.GEN_AI_ATTRIBUTES if n not in seen), []
+        )  # and every one listed is used
 
 
 class _Receiver:
@@ -253,13 +286,25 @@ class TestEndpoint(unittest.TestCase):
         sent = [("recover", ["--otel", Work.singles["recover"]]), ("batch", ["--otel", "--manifest", Work.manifest])]
         for name, argv in sent:
             out = os.path.join(Work.folder, name + ".sent.json")
-            status, text, err = agentloop("export", *argv, "-o", out, "--endpoint", receiver.url + "/otlp",
-                                          "--header", "Authorization=INTEROP_OTLP_TOKEN", env={"INTEROP_OTLP_TOKEN": token})
+            status, text, err = agentloop(
+                "export",
+                *argv,
+                "-o",
+                out,
+                "--endpoint",
+                receiver.url + "/otlp",
+                "--header",
+                "Authorization=INTEROP_OTLP_TOKEN",
+                env={"INTEROP_OTLP_TOKEN": token},
+            )
             self.assertEqual(status, 0, err)
             path, headers, body, spans = receiver.received[-1]
             with open(out, "rb") as handle:
                 self.assertEqual(body, handle.read())
-            self.assertEqual((path, headers["Authorization"], headers["Content-Type"]), ("/otlp/v1/traces", token, "application/json"))
+            self.assertEqual(
+                (path, headers["Authorization"], headers["Content-Type"]),
+                ("/otlp/v1/traces", token, "application/json"),
+            )
             self.assertIn("sent: %d spans to 127.0.0.1:" % (spans,), text)
             self.assertNotIn("interop-token", text + err)
         self.assertEqual([r[3] for r in receiver.received], [10, 16])
@@ -276,7 +321,7 @@ class TestInspect(unittest.TestCase):
         elif path.startswith(VECTORS):
             source = os.path.join(VECTORS, base.split(".")[0] + ".jsonl")
         else:
-            source = Work.singles[base.split("_", 1)[1][:-len(".json")]]
+            source = Work.singles[base.split("_", 1)[1][: -len(".json")]]
         with open(source, encoding="utf-8") as handle:
             return [json.loads(line) for line in handle]
 
@@ -309,7 +354,10 @@ class TestInspect(unittest.TestCase):
                 calls = [(c.id, c.function, c.arguments) for c in message.tool_calls or []]
                 self.assertEqual(calls, [(c["id"], c["name"], c["arguments"] or {}) for c in payload["tool_calls"]])
             else:
-                self.assertEqual((message.tool_call_id, message.function, message.error is None), (payload["id"], payload["name"], payload["ok"]))
+                self.assertEqual(
+                    (message.tool_call_id, message.function, message.error is None),
+                    (payload["id"], payload["name"], payload["ok"]),
+                )
         self.assertEqual((sample.metadata["verdict"], sample.metadata["head"]), ("verified", records[-1]["hash"]))
 
     def test_inspect_view_lists_and_serves_the_logs(self) -> None:
@@ -324,14 +372,21 @@ class TestInspect(unittest.TestCase):
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         inspect = os.path.join(os.path.dirname(sys.executable), "inspect")
-        view = subprocess.Popen([inspect, "view", "start", "--log-dir", logs, "--host", "127.0.0.1", "--port", str(port)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        view = subprocess.Popen(
+            [inspect, "view", "start", "--log-dir", logs, "--host", "127.0.0.1", "--port", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         self.addCleanup(view.wait)
         self.addCleanup(view.terminate)
         listing = json.loads(self.get("http://127.0.0.1:%d/api/logs" % (port,), view))
         self.assertEqual(sorted(os.path.basename(f["name"]) for f in listing["files"]), listed)
         # the viewer reads a log through Inspect's own EvalLog model and serves it again
-        served = json.loads(self.get("http://127.0.0.1:%d/api/logs/%s" % (port, os.path.join(logs, "1970-01-01T00-00-00_recover.json")), view))
+        served = json.loads(
+            self.get(
+                "http://127.0.0.1:%d/api/logs/%s" % (port, os.path.join(logs, "1970-01-01T00-00-00_recover.json")), view
+            )
+        )
         self.assertEqual(len(served["samples"]), 1)
         self.assertEqual(served["samples"][0]["metadata"]["verdict"], "verified")
         print("inspect view on 127.0.0.1:%d served %d logs" % (port, len(listed)))
@@ -346,7 +401,9 @@ class TestInspect(unittest.TestCase):
             except OSError as exc:
                 if view.poll() is not None or time.monotonic() > deadline:
                     view.kill()
-                    raise AssertionError("inspect view did not serve %s: %s %s" % (url, exc, view.communicate()[1][-2000:]))
+                    raise AssertionError(
+                        "inspect view did not serve %s: %s %s" % (url, exc, view.communicate()[1][-2000:])
+                    )
                 time.sleep(0.5)
 
 
@@ -405,11 +462,11 @@ def _png_rows(path: str) -> Tuple[int, int, List[bytes], int]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     at, chunks, header = 8, [], b""
     while at < len(data):
-        length, kind = struct.unpack(">I4s", data[at:at + 8])
+        length, kind = struct.unpack(">I4s", data[at : at + 8])
         if kind == b"IHDR":
-            header = data[at + 8:at + 8 + length]
+            header = data[at + 8 : at + 8 + length]
         elif kind == b"IDAT":
-            chunks.append(data[at + 8:at + 8 + length])
+            chunks.append(data[at + 8 : at + 8 + length])
         at += 12 + length
     width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", header)
     assert depth == 8 and color in (2, 6) and interlace == 0, header
@@ -419,7 +476,7 @@ def _png_rows(path: str) -> Tuple[int, int, List[bytes], int]:
     rows: List[bytes] = []
     prev = bytearray(stride)
     for y in range(height):
-        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
         for x in range(stride):
             left = line[x - bpp] if x >= bpp else 0
             up, corner = prev[x], prev[x - bpp] if x >= bpp else 0
@@ -444,7 +501,7 @@ def verdict_bar(path: str, rgb: Tuple[int, int, int]) -> Optional[Tuple[int, int
     for x in range(min(width, 200)):
         run = 0
         for y in range(height):
-            pixel = tuple(rows[y][x * bpp:x * bpp + 3])
+            pixel = tuple(rows[y][x * bpp : x * bpp + 3])
             run = run + 1 if all(abs(a - b) <= 8 for a, b in zip(pixel, rgb)) else 0
             if run >= 30:
                 return x, y - 29
@@ -465,9 +522,24 @@ class TestChromium(unittest.TestCase):
 
     def chromium(self, page: str, *what: str) -> Tuple[str, str]:
         profile = tempfile.mkdtemp(prefix="profile-", dir=self.folder)
-        argv = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir=" + profile,
-                "--enable-logging=stderr", "--v=0", "--window-size=1280,800"] + list(what) + ["file://" + page]
+        argv = (
+            [
+                CHROMIUM,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--user-data-dir=" + profile,
+                "--enable-logging=stderr",
+                "--v=0",
+                "--window-size=1280,800",
+            ]
+            + list(what)
+            + ["file://" + page]
+        )
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
         return proc.stdout, proc.stderr
@@ -476,7 +548,9 @@ class TestChromium(unittest.TestCase):
         dom, log = self.chromium(page, "--dump-dom")
         tags = _Tags(dom)
         self.assertEqual(tags.title, expect_title)  # a script would have rewritten it
-        self.assertEqual(sorted({"script", "img", "iframe", "svg", "link", "object", "embed", "b"} & set(tags.tags)), [])
+        self.assertEqual(
+            sorted({"script", "img", "iframe", "svg", "link", "object", "embed", "b"} & set(tags.tags)), []
+        )
         self.assertNotIn("Content Security Policy", log)  # nothing even tried to load
         self.assertNotIn("Refused to", log)
         time.sleep(0.5)
@@ -536,8 +610,13 @@ class TestChromium(unittest.TestCase):
 
         page = os.path.join(self.folder, "raw.html")
         with open(page, "w", encoding="utf-8") as handle:
-            handle.write("<!DOCTYPE html><html><head><title>raw</title></head><body>%s</body></html>" % (hostile_text(self.trap.port),))
+            handle.write(
+                "<!DOCTYPE html><html><head><title>raw</title></head><body>%s</body></html>"
+                % (hostile_text(self.trap.port),)
+            )
         dom, _ = self.chromium(page, "--dump-dom")
         time.sleep(0.5)
         self.assertTrue(self.trap.hits or _Tags(dom).title != "raw", "the detector saw nothing")
-        print("negative control: an unescaped page made %d request(s), title %r" % (len(self.trap.hits), _Tags(dom).title))
+        print(
+            "negative control: an unescaped page made %d request(s), title %r" % (len(self.trap.hits), _Tags(dom).title)
+        )

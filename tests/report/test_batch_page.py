@@ -55,8 +55,11 @@ class BatchPageCase(TempDir):
         (csp,) = [e for e in page.all("meta") if e.attrs.get("http-equiv") == "Content-Security-Policy"]
         style = page.all("style")[0].content()
         digest = base64.b64encode(hashlib.sha256(style.encode("utf-8")).digest()).decode("ascii")
-        self.assertEqual(csp.attrs["content"], "default-src 'none'; style-src 'sha256-%s'; img-src 'none'; font-src 'none'; "
-                         "base-uri 'none'; form-action 'none'" % (digest,))
+        self.assertEqual(
+            csp.attrs["content"],
+            "default-src 'none'; style-src 'sha256-%s'; img-src 'none'; font-src 'none'; "
+            "base-uri 'none'; form-action 'none'" % (digest,),
+        )
         self.assertTrue(is_report_page(text.encode("utf-8")))
 
 
@@ -68,14 +71,21 @@ class TestAVerifiedBatch(BatchPageCase):
         self.assert_safe(page, text)
         self.assertEqual([h.content() for h in page.all("h2")], ["Verdict of the ledger", "Totals", "Runs"])
         self.assertEqual(page.verdict().content(), "✓ LEDGER VERIFIED: all 3 transcripts match the ledger (4 runs)")
-        self.assertIn("✓ checkpoint verified: %s covers the ledger; signed by the keys given" % (self.path("b/manifest.checkpoint"),), "".join(page.text))
+        self.assertIn(
+            "✓ checkpoint verified: %s covers the ledger; signed by the keys given"
+            % (self.path("b/manifest.checkpoint"),),
+            "".join(page.text),
+        )
         self.assertEqual(page.summary()["Ledger"].split(" · ")[1], "4 lines")
-        self.assertEqual(self.rows(page), [
-            ["4", "delta", "✗ FAILED: worker_error: BrokenProcessPool", "–", "–", "–", "–", "–", "–"],
-            ["1", "alpha", "✓ verified", "no_tool_calls", "3", "16", "–", "–", "one"],
-            ["2", "beta", "✓ verified", "no_tool_calls", "3", "16", "–", "–", "three"],
-            ["3", "gamma", "✓ verified", "step_budget", "1", "7", "–", "–", "seven"],
-        ])
+        self.assertEqual(
+            self.rows(page),
+            [
+                ["4", "delta", "✗ FAILED: worker_error: BrokenProcessPool", "–", "–", "–", "–", "–", "–"],
+                ["1", "alpha", "✓ verified", "no_tool_calls", "3", "16", "–", "–", "one"],
+                ["2", "beta", "✓ verified", "no_tool_calls", "3", "16", "–", "–", "three"],
+                ["3", "gamma", "✓ verified", "step_budget", "1", "7", "–", "–", "seven"],
+            ],
+        )
         self.assertEqual([a.attrs["href"] for a in page.all("a")], ["alpha.html", "beta.html", "gamma.html"])
         for name in ("alpha", "beta", "gamma"):  # each run's own page is written beside it
             with open(self.path("b/%s.html" % name), "rb") as handle:
@@ -90,13 +100,24 @@ class TestAVerifiedBatch(BatchPageCase):
         os.mkdir(self.path("m"))
         path = members_run(self.path("m/members.jsonl"))
         facts = transcript_facts(path)
-        line = {"head": facts["head"], "name": "members", "origin": "agentloop/1/" + facts["first"], "records": facts["records"],
-                "root": facts["root"], "sha256": facts["sha256"], "status": "ok", "stop": facts["stop"]}
+        line = {
+            "head": facts["head"],
+            "name": "members",
+            "origin": "agentloop/1/" + facts["first"],
+            "records": facts["records"],
+            "root": facts["root"],
+            "sha256": facts["sha256"],
+            "status": "ok",
+            "stop": facts["stop"],
+        }
         with open(self.path("m/manifest.jsonl"), "wb") as handle:
             handle.write(ledger_bytes([line]))
         page, text, ok = self.write(self.path("m/manifest.jsonl"))
         self.assertTrue(ok)
-        self.assertEqual(self.rows(page), [["1", "members", "✓ verified", "final_result", "2", "2560", "0.005775", "2.25 s", "What is 40 + 2?"]])
+        self.assertEqual(
+            self.rows(page),
+            [["1", "members", "✓ verified", "final_result", "2", "2560", "0.005775", "2.25 s", "What is 40 + 2?"]],
+        )
         self.assertIn("<dt>Cost</dt><dd>0.005775 USD</dd>", text)
 
 
@@ -115,7 +136,9 @@ class TestAnAlteredBatch(BatchPageCase):
         rows = self.rows(page)
         self.assertEqual([r[:2] for r in rows], [["2", "beta"], ["3", "gamma"], ["4", "delta"], ["1", "alpha"]])
         self.assertTrue(rows[0][2].startswith("✗ ALTERED: does not verify: "))
-        self.assertEqual(rows[0][3:], ["no_tool_calls", "–", "–", "–", "–", "–"])  # the ledger's stop; nothing from the file
+        self.assertEqual(
+            rows[0][3:], ["no_tool_calls", "–", "–", "–", "–", "–"]
+        )  # the ledger's stop; nothing from the file
         self.assertTrue(rows[1][2].startswith("✗ MISSING"))
         self.assertNotIn("FORGED", "".join(r for row in rows for r in row))
         self.assertIn("no file is there", text)
@@ -126,7 +149,10 @@ class TestAnAlteredBatch(BatchPageCase):
             page, _, ok = self.write(manifest)
         self.assertFalse(ok)
         rows = self.rows(page)
-        self.assertEqual([(r[1], r[2][:9]) for r in rows], [("alpha", "✗ CHANGED"), ("beta", "✗ CHANGED"), ("gamma", "✗ CHANGED"), ("delta", "✗ FAILED:")])
+        self.assertEqual(
+            [(r[1], r[2][:9]) for r in rows],
+            [("alpha", "✗ CHANGED"), ("beta", "✗ CHANGED"), ("gamma", "✗ CHANGED"), ("delta", "✗ FAILED:")],
+        )
         self.assertEqual(rows[0][4:], ["–"] * 5)  # nothing read from a file that changed
 
 
@@ -143,19 +169,31 @@ class TestAHostileBatch(BatchPageCase):
         self.assertEqual(names[1], visible("\x1b[2J\u202e<b>bold\u200b"))
         self.assertTrue(names[0].startswith('<img src="http:\\\\127.0.0.1:9\\name"'))
         hrefs = [a.attrs["href"] for a in page.all("a")]
-        self.assertEqual(hrefs, [urllib.parse.quote(n + ".html", safe="") for n in ("\x1b[2J\u202e<b>bold\u200b", '"><svg onload="document.title=2">')])
+        self.assertEqual(
+            hrefs,
+            [
+                urllib.parse.quote(n + ".html", safe="")
+                for n in ("\x1b[2J\u202e<b>bold\u200b", '"><svg onload="document.title=2">')
+            ],
+        )
         self.assertIn(visible(hostile_text(9))[:40], " ".join(r[8] for r in self.rows(page)))
 
 
 class TestNames(TempDir):
     def test_only_plain_file_names_get_a_page(self) -> None:
-        self.assertEqual([is_plain_name(n) for n in ("a", "x<y>", "../x", "a/b", ".hidden", "a\\b", "x\x00", "é" * 101)],
-                         [True, True, False, False, False, False, False, False])
+        self.assertEqual(
+            [is_plain_name(n) for n in ("a", "x<y>", "../x", "a/b", ".hidden", "a\\b", "x\x00", "é" * 101)],
+            [True, True, False, False, False, False, False, False],
+        )
         lines: List[Dict[str, object]] = [{"name": n, "status": "ok"} for n in ("a", "batch", "../up")]
         lines.append({"name": "f", "status": "worker_error"})
         self.assertEqual(run_page_names(lines, "batch.html"), {"a": "a.html"})  # type: ignore[arg-type]
 
     def test_the_page_has_no_script_and_no_outside_link(self) -> None:
-        with open(os.path.join(os.path.dirname(__file__), "..", "..", "agentloop", "report", "batch.py"), encoding="utf-8") as handle:
+        with open(
+            os.path.join(os.path.dirname(__file__), "..", "..", "agentloop", "report", "batch.py"), encoding="utf-8"
+        ) as handle:
             source = handle.read()
-        self.assertIsNone(re.search(r"<script|https?://|src=", source.split('"""', 2)[2]))  # the code past its docstring
+        self.assertIsNone(
+            re.search(r"<script|https?://|src=", source.split('"""', 2)[2])
+        )  # the code past its docstring
