@@ -627,3 +627,8 @@ class TestChromium(unittest.TestCase):
         print(
             "negative control: an unescaped page made %d request(s), title %r" % (len(self.trap.hits), _Tags(dom).title)
         )
+
+
+def tearDownModule() -> None:  # noqa: N802 -- unittest's name
+    if Work.folder:
+        shutil.rmtree(Work.folder, ignore_errors=True)
