@@ -54,7 +54,8 @@ _WEIGHTS = {"test_docs": 19, "test_hostile_cli": 16, "test_keys_cli": 16, "test_
             "test_models_hardening": 3.5, "test_hardening": 3.3, "test_kill": 3.3, "test_transcript": 3.1,
             "test_canonical": 2.7, "test_models_http": 2.6, "test_loop_parallel": 2.4, "test_models_openai": 2.2,
             "test_batch": 2.1, "test_layers": 2, "test_cli": 1.6, "test_loop": 1.6,
-            "test_vectors": 4, "test_provenance": 3, "test_effects_once": 6, "test_signals": 4, "test_writer_publish": 3}
+            "test_vectors": 4, "test_provenance": 3, "test_effects_once": 6, "test_signals": 4, "test_writer_publish": 3,
+            "test_otlp_http": 4.5, "test_observe": 2.5}
 
 
 def _test_modules() -> List[str]:

@@ -58,6 +58,8 @@ from .errors import (
     TranscriptClosedError,
     TranscriptEmptyError,
     ExecutorClosedError,
+    ExportError,
+    CollectorError,
 )
 from .messages import STOP_REASONS, Message, Model, ModelReply, RunResult, ToolCall, Usage
 from .loop import (
@@ -187,4 +189,6 @@ __all__ = [
     "TranscriptClosedError",
     "TranscriptEmptyError",
     "ExecutorClosedError",
+    "ExportError",
+    "CollectorError",
 ]

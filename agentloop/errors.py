@@ -56,6 +56,8 @@ __all__ = [
     "TranscriptClosedError",
     "TranscriptEmptyError",
     "ExecutorClosedError",
+    "ExportError",
+    "CollectorError",
 ]
 
 
@@ -569,3 +571,30 @@ class WitnessStateError(AgentloopError, ValueError):
         self.path = path
         self.reason = reason
         super().__init__("%s: %s" % (path, reason))
+# --- exports: OpenTelemetry, Inspect AI (issue 24) ---------------------------
+
+
+class ExportError(AgentloopError, ValueError):
+    """A transcript or a batch is not exported: it does not verify, or its ledger's verdict fails.
+
+    ``what`` names it (a file, a manifest) and ``reason`` says why.  Nothing
+    is written: an export never shows a run that could not be checked.
+    """
+
+    def __init__(self, what: str, reason: str) -> None:
+        self.what = what
+        self.reason = reason
+        super().__init__("cannot export %s: %s" % (what, reason))
+
+
+class CollectorError(AgentloopError, ConnectionError):
+    """An OTLP/HTTP collector could not be reached, or did not take the spans.
+
+    ``host`` is its ``host:port`` (never the path, the query or a header) and
+    ``reason`` what happened.
+    """
+
+    def __init__(self, host: str, reason: str) -> None:
+        self.host = host
+        self.reason = reason
+        super().__init__("collector at %s: %s" % (host, reason))

@@ -40,6 +40,9 @@ LATER_ERRORS = {
     "ProvenanceError": ValueError,
     "WitnessStateError": ValueError,  # issue 23
     "LedgerMismatchError": ValueError,  # a resumed batch against its earlier ledger (issue 19)
+    # exports (issue 24)
+    "ExportError": ValueError,
+    "CollectorError": ConnectionError,
 }
 
 # Misuse of constructors and functions (issue 10): each replaces a bare
@@ -121,6 +124,12 @@ class TestHierarchy(unittest.TestCase):
         self.assertEqual(errors.TranscriptEmptyError("t.jsonl").path, "t.jsonl")
         e = errors.ExecutorClosedError("RayExecutor")
         self.assertEqual((e.executor, str(e)), ("RayExecutor", "RayExecutor: cannot submit after shutdown"))
+
+    def test_export_error_messages_are_formatted_from_fields(self) -> None:
+        e = errors.ExportError("t.jsonl", "it does not verify")
+        self.assertEqual((e.what, e.reason, str(e)), ("t.jsonl", "it does not verify", "cannot export t.jsonl: it does not verify"))
+        e = errors.CollectorError("127.0.0.1:4318", "HTTP 503")
+        self.assertEqual((e.host, e.reason, str(e)), ("127.0.0.1:4318", "HTTP 503", "collector at 127.0.0.1:4318: HTTP 503"))
 
     def test_integrity_error_messages_are_formatted_from_fields(self) -> None:
         self.assertEqual(str(errors.TranscriptLockedError("t.jsonl")), "transcript t.jsonl is locked by another writer")

@@ -428,7 +428,7 @@ class TestEscapeIsTheOnlyWay(ReportCase):
 
 class TestUnusualLines(ReportCase):
     def test_a_very_long_bad_line_is_shown_in_part_counted_and_hashed_whole(self) -> None:
-        from agentloop import report
+        from agentloop.report import run as report
 
         self.recover_run()
         lines = read_lines(self.path())
@@ -457,7 +457,7 @@ class TestUnusualLines(ReportCase):
         self.assert_safe(page, text)
 
     def test_a_value_json_cannot_write_is_named_not_fatal(self) -> None:
-        from agentloop import report
+        from agentloop.report import run as report
 
         class UnparsedInteger:
             digits = 5000

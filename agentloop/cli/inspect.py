@@ -31,6 +31,7 @@ from ..transcript.verify import verify_file
 from .approval import verify_decisions
 from .batch import add_verify_manifest_options, verify_manifest
 from .anchor import add_report_options, add_verify_options, is_anchored, report_checkpoint, verify_anchored
+from .observe import add_report_manifest_options, report_manifest
 from .output import (
     positive_arg,
     Refused,
@@ -135,6 +136,10 @@ def _is_report(path: str) -> bool:
 
 
 def _cmd_report(args: argparse.Namespace, out: TextIO) -> int:
+    if args.manifest is not None:  # a batch's page (agentloop.cli.observe)
+        return report_manifest(args, out)
+    if args.file is None:
+        raise Refused("FILE", "give a transcript FILE, or --manifest DIR/manifest.jsonl for a batch")
     check_input(args.file)
     if args.output is None and os.path.exists(args.file) and not os.path.isfile(args.file):
         raise Refused(args.file, "is a pipe, with no name to put the page beside: give -o OUT.html")
@@ -183,12 +188,14 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     show.set_defaults(handler=_cmd_show)
 
     report = sub.add_parser("report", help="write a self-contained HTML page of a transcript, then verify it")
-    report.add_argument("file", metavar="FILE")
+    report.add_argument("file", nargs="?", metavar="FILE")
     report.add_argument(
-        "-o", "--output", metavar="OUT.html", help="where to write the page (default: FILE with .jsonl replaced by .html)"
+        "-o", "--output", metavar="OUT.html",
+        help="where to write the page (default: FILE with .jsonl replaced by .html; --manifest: batch.html beside it)"
     )
     report.add_argument(
         "--overwrite", action="store_true", help="replace OUT.html even if it is not a page agentloop report wrote"
     )
     add_report_options(report)
+    add_report_manifest_options(report)
     report.set_defaults(handler=_cmd_report)

@@ -7,7 +7,8 @@ The subcommands live by family: ``verify``, ``show`` and ``report`` in
 --checkpoint`` in :mod:`.anchor`; ``attest``, ``statement``, ``verify
 --attestation/--statement/--receipt`` and ``run``/``batch --attest`` in
 :mod:`.provenance`; ``witness`` and the C2SP forms of ``prove --bundle``,
-``check-proof`` and ``cosign --request`` in :mod:`.tlog`.  What they print goes through
+``check-proof`` and ``cosign --request`` in :mod:`.tlog`; ``export`` and
+``report --manifest`` in :mod:`.observe`.  What they print goes through
 :mod:`.output`, which escapes every byte from outside.
 
 No failure prints a traceback.  Every failure is one line on stderr,
@@ -35,7 +36,7 @@ from typing import IO, Dict, NoReturn, Optional, Sequence, TextIO, Tuple
 from .. import _interrupt
 from .._version import __version__
 from ..errors import AgentloopError
-from . import anchor, approval, batch, inspect, keys, models, provenance, tlog
+from . import anchor, approval, batch, inspect, keys, models, observe, provenance, tlog
 from .output import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -90,6 +91,7 @@ def _parser() -> Tuple[argparse.ArgumentParser, Dict[str, argparse.ArgumentParse
     keys.add_commands(sub)  # keygen, cosign, witness-request
     provenance.add_commands(sub)  # attest, statement; verify/run/batch options (after those)
     tlog.add_commands(sub)  # witness; prove --bundle, check-proof of a tlog-proof, cosign --request
+    observe.add_commands(sub)  # export (report --manifest is in inspect)
     return parser, sub.choices
 
 

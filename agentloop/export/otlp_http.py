@@ -1,0 +1,195 @@
+"""Send an export to an OTLP/HTTP collector: one JSON POST to ``/v1/traces``.
+
+opentelemetry-proto ``docs/specification.md``, "OTLP/HTTP Request": the body
+is the JSON-encoded ``ExportTraceServiceRequest`` with ``Content-Type:
+application/json``, POSTed to the endpoint's path followed by
+``/v1/traces`` (the endpoint is a base URL, as ``OTEL_EXPORTER_OTLP_ENDPOINT``
+is); "OTLP/HTTP Response": a 2xx is success, and a body whose
+``partialSuccess`` names rejected spans is a partial failure; the client
+limits the body to 64 MiB.
+
+The endpoint names no credentials (``user:password@`` is refused: they go in
+a header).  Header values -- the collector's token -- are sent and never
+shown: errors name the collector by ``host:port`` only, never its path,
+its query or a header, and any header value a collector echoes back is
+redacted.  Plain :mod:`http.client`: no proxy settings are read and no
+redirect is followed.
+"""
+
+from __future__ import annotations
+
+import http.client
+import ipaddress
+import json
+import re
+import socket
+import ssl
+import urllib.parse
+from dataclasses import dataclass
+from typing import Dict, Mapping, Optional, Tuple
+
+from ..errors import BadArgumentError, CollectorError
+
+__all__ = ["TRACES_PATH", "MAX_BODY", "Collector", "collector", "send_otlp", "Sent"]
+
+#: The path appended to the endpoint's, as ``OTEL_EXPORTER_OTLP_ENDPOINT`` is used.
+TRACES_PATH = "/v1/traces"
+#: The largest body sent (the limit the specification recommends).
+MAX_BODY = 64 * 1024 * 1024
+#: The most of a collector's answer read, and shown in an error.
+_ANSWER_BYTES = 64 * 1024
+_SHOWN_CHARS = 200
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+_RESERVED = ("content-type", "content-length", "host", "transfer-encoding", "connection")
+
+
+@dataclass(frozen=True)
+class Collector:
+    """Where spans go: ``https``, ``hostname``, ``port``, the request ``target`` (path and query), and
+    ``host`` (``host:port``), the only part of the endpoint an error or a line of output shows."""
+
+    https: bool
+    hostname: str
+    port: Optional[int]
+    target: str
+    host: str
+
+
+@dataclass(frozen=True)
+class Sent:
+    """A collector's answer: its HTTP ``status`` and the number of spans it took."""
+
+    status: int
+    spans: int
+
+
+def collector(endpoint: str) -> Collector:
+    """Check ``endpoint`` and return where its spans go; :class:`~agentloop.errors.BadArgumentError` if unfit.
+
+    It must be an ``http://`` or ``https://`` URL with a host, no credentials,
+    no ``#fragment`` and a valid port; the error never quotes it (it may hold
+    a token in its query).
+    """
+    if not isinstance(endpoint, str):
+        raise BadArgumentError("endpoint", "must be a URL string")
+    try:  # "http://[::1/x", and a bracketed host that is no IPv6 address (which Python 3.8 lets through)
+        parts = urllib.parse.urlsplit(endpoint)
+        if "[" in parts.netloc:
+            ipaddress.IPv6Address((parts.hostname or "").split("%")[0])
+    except ValueError:
+        raise BadArgumentError("endpoint", "is not a URL that can be read (a bracketed host?)") from None
+    if "@" in parts.netloc:
+        raise BadArgumentError("endpoint", "must not hold credentials (user:password@): send them in a header")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BadArgumentError("endpoint", "must be an http:// or https:// URL with a host")
+    if parts.fragment:
+        raise BadArgumentError("endpoint", "must not have a #fragment")
+    try:
+        port = parts.port
+    except ValueError:
+        raise BadArgumentError("endpoint", "has a bad port") from None
+    target = parts.path.rstrip("/") + TRACES_PATH + ("?" + parts.query if parts.query else "")
+    hostname = parts.hostname
+    shown = "[%s]" % (hostname,) if ":" in hostname else hostname
+    return Collector(
+        parts.scheme == "https", hostname, port, target, shown if port is None else "%s:%d" % (shown, port)
+    )
+
+
+def _check_headers(headers: Mapping[str, str]) -> Dict[str, str]:
+    """The headers to send: names HTTP tokens not set by this client, values without control characters."""
+    out: Dict[str, str] = {}
+    for name, value in headers.items():
+        if not isinstance(name, str) or not _TOKEN.match(name):
+            raise BadArgumentError("headers", "a header name must be an HTTP token")
+        if name.lower() in _RESERVED:
+            raise BadArgumentError("headers", "%s is set by the client" % (name,))
+        if (
+            not isinstance(value, str)
+            or not value
+            or any(ord(ch) < 32 or ord(ch) == 127 or ord(ch) > 255 for ch in value)
+        ):
+            raise BadArgumentError(
+                "headers",
+                "the value of %s must be a non-empty string of visible characters (it is not shown)" % (name,),
+            )
+        out[name] = value
+    return out
+
+
+def _redact(text: str, secrets: Mapping[str, str]) -> str:
+    for value in sorted(set(secrets.values()), key=len, reverse=True):
+        text = text.replace(value, "[redacted]")
+    return text
+
+
+def _rejected(answer: bytes) -> Tuple[int, str]:
+    """``partialSuccess`` of an ``ExportTraceServiceResponse``: spans rejected, and why."""
+    try:
+        value = json.loads(answer.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return 0, ""
+    partial = value.get("partialSuccess") if isinstance(value, dict) else None
+    if not isinstance(partial, dict):
+        return 0, ""
+    count = partial.get("rejectedSpans", 0)
+    try:
+        rejected = (
+            int(count) if not isinstance(count, bool) and isinstance(count, (int, str)) and len(str(count)) <= 20 else 0
+        )
+    except ValueError:
+        rejected = 0
+    message = partial.get("errorMessage")
+    return rejected, message if isinstance(message, str) else ""
+
+
+def _post(where: Collector, body: bytes, headers: Dict[str, str], timeout: float) -> Tuple[int, bytes]:
+    conn: http.client.HTTPConnection
+    if where.https:
+        conn = http.client.HTTPSConnection(
+            where.hostname, where.port, timeout=timeout, context=ssl.create_default_context()
+        )
+    else:
+        conn = http.client.HTTPConnection(where.hostname, where.port, timeout=timeout)
+    try:
+        conn.request("POST", where.target, body=body, headers=dict(headers, **{"Content-Type": "application/json"}))
+        response = conn.getresponse()
+        return response.status, response.read(_ANSWER_BYTES)
+    finally:
+        conn.close()
+
+
+def send_otlp(
+    body: bytes, endpoint: str, *, headers: Optional[Mapping[str, str]] = None, timeout: float = 10.0, spans: int = 0
+) -> Sent:
+    """POST ``body`` (an OTLP/JSON ``ExportTraceServiceRequest``) to ``endpoint`` + ``/v1/traces``.
+
+    ``spans`` is how many spans the body holds (to count those taken).
+    Raises :class:`~agentloop.errors.BadArgumentError` for an unfit endpoint
+    or header, and :class:`~agentloop.errors.CollectorError` when the
+    collector cannot be reached, does not answer 2xx, or rejects spans.
+    """
+    where = collector(endpoint)
+    sent = _check_headers(headers or {})
+    if len(body) > MAX_BODY:
+        raise BadArgumentError(
+            "body", "is %d bytes, more than the %d an OTLP/HTTP request may hold" % (len(body), MAX_BODY)
+        )
+    try:
+        status, answer = _post(where, body, sent, timeout)
+    except socket.timeout:
+        raise CollectorError(where.host, "no answer within %g seconds" % (timeout,)) from None
+    except (OSError, http.client.HTTPException) as exc:
+        reason = getattr(exc, "strerror", None) or type(exc).__name__
+        raise CollectorError(where.host, "cannot send: %s" % (_redact(str(reason), sent),)) from None
+    text = _redact(answer.decode("utf-8", "replace")[:_SHOWN_CHARS], sent).strip()
+    if 300 <= status < 400:
+        raise CollectorError(where.host, "HTTP %d: a redirect, which is not followed" % (status,))
+    if not 200 <= status < 300:
+        raise CollectorError(where.host, "HTTP %d%s" % (status, ": " + text if text else ""))
+    rejected, why = _rejected(answer)
+    if rejected:
+        raise CollectorError(
+            where.host, "rejected %d of %d spans: %s" % (rejected, spans, _redact(why[:_SHOWN_CHARS], sent))
+        )
+    return Sent(status, spans)
