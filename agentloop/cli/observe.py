@@ -264,7 +264,10 @@ def report_manifest(args: argparse.Namespace, out: TextIO) -> int:
     except OSError as exc:
         raise Refused(exc.filename or target, "cannot be read or written: %s" % (exc.strerror or exc,)) from None
     audit = written.audit
-    problems = batch_problems(audit)
+    problems = batch_problems(audit)  # the evidence's problems; then the runs the batch did not complete
+    if audit.failed:
+        problems.append("%d run%s failed in the batch (%s)" % (
+            len(audit.failed), "" if len(audit.failed) == 1 else "s", ", ".join(quote(n) for n, _ in audit.failed)))
     emit(
         out,
         "%s: %s: %d of %d transcripts match the ledger (%d runs)%s"

@@ -148,6 +148,18 @@ def _rows(batch: Batch, pages: Mapping[str, str]) -> List[_Row]:
     return rows
 
 
+def _state(audit: AuditResult, changed: bool) -> str:
+    """The page title's word for the verdict (as :func:`_verdict` words it)."""
+    if audit.ok and not changed:
+        return "verified"
+    return "runs failed" if _only_runs_failed(audit) and not changed else "NOT verified"
+
+
+def _only_runs_failed(audit: AuditResult) -> bool:
+    """Every file matches the ledger and the ledger its checkpoint; what fails is runs the batch did not complete."""
+    return bool(audit.failed) and not (audit.missing or audit.extra or audit.repeated or audit.altered or audit.checkpoint)
+
+
 def _verdict(batch: Batch, rows: List[_Row], checkpoint: Optional[str], signed: bool) -> str:
     audit = batch.audit
     matched = len(audit.verified)
@@ -160,6 +172,12 @@ def _verdict(batch: Batch, rows: List[_Row], checkpoint: Optional[str], signed: 
             '<p class="verdict good"><strong>✓ LEDGER VERIFIED</strong>: '
             "all %d transcripts match the ledger (%d run%s)</p>"
             % (matched, audit.runs, "" if audit.runs == 1 else "s")
+        )
+    elif _only_runs_failed(audit) and not changed:  # the evidence holds; the batch did not complete every run
+        parts.append(
+            '<p class="verdict bad"><strong>✗ RUNS FAILED</strong>: '
+            "all %d transcripts match the ledger (%d run%s); %d run%s failed in the batch</p>"
+            % (matched, audit.runs, "" if audit.runs == 1 else "s", len(audit.failed), "" if len(audit.failed) == 1 else "s")
         )
     else:
         parts.append(
@@ -312,10 +330,11 @@ def render_batch_report(
     its signature was checked with keys.
     """
     rows = _rows(batch, pages or {})
-    ok = batch.audit.ok and not any(r.status == "changed" for r in rows)
+    changed = any(r.status == "changed" for r in rows)
+    ok = batch.audit.ok and not changed
     title = os.path.basename(os.path.dirname(os.path.abspath(batch.manifest))) or batch.manifest
     page = [
-        _page_start("%s batch %s: %s" % ("✓" if ok else "✗", "verified" if ok else "NOT verified", title), _BATCH_CSS),
+        _page_start("%s batch %s: %s" % ("✓" if ok else "✗", _state(batch.audit, changed), title), _BATCH_CSS),
         "<header><h1>Batch report: %s</h1>" % (_inline(title),),
         '<p class="meta">agentloop %s · ledger agentloop-manifest/1 · %d runs</p></header>\n<main>\n'
         % (_escape(__version__), len(batch.lines)),

@@ -227,20 +227,20 @@ class TestEndpoint(CliCase):
 
 
 class TestReportManifest(CliCase):
-    def test_the_page_and_the_run_pages_then_exit_0(self) -> None:
+    def test_the_page_and_the_run_pages_then_exit_1_for_the_failed_run(self) -> None:
         manifest = copy_batch(os.path.join(VECTORS, "batch"), self.path("b"))
         status, out, err = self.cli("report", "--manifest", manifest)
-        self.assertEqual((status, err), (0, ""))
+        self.assertEqual((status, err), (1, ""))  # run "delta" failed in the batch (worker_error), as verify --manifest says
         self.assertEqual(
             out,
-            'ok: "%s": 3 of 3 transcripts match the ledger (4 runs)\nreport: %s (and 3 run pages beside it)\n'
-            % (manifest, self.path("b/batch.html")),
+            'FAILED: "%s": 3 of 3 transcripts match the ledger (4 runs); 1 run failed in the batch ("delta")\n'
+            "report: %s (and 3 run pages beside it)\n" % (manifest, self.path("b/batch.html")),
         )
         self.assertTrue(os.path.exists(self.path("b/gamma.html")))
         status, _, _ = self.cli(
             "report", "--manifest", manifest, "-o", self.path("b/batch.html")
         )  # its own pages: replaced
-        self.assertEqual(status, 0)
+        self.assertEqual(status, 1)
 
     def test_an_altered_batch_exits_1_with_its_page_written(self) -> None:
         manifest = copy_batch(os.path.join(VECTORS, "batch"), self.path("b"))

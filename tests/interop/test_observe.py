@@ -578,7 +578,7 @@ class TestChromium(unittest.TestCase):
 
         os.mkdir(os.path.join(self.folder, "batch"))
         os.mkdir(os.path.join(self.folder, "hostile"))
-        manifest = fixtures.demo_batch(os.path.join(self.folder, "batch"))
+        manifest = fixtures.demo_batch(os.path.join(self.folder, "batch"), failed=False)  # a green verdict
         hostile = fixtures.hostile_batch(os.path.join(self.folder, "hostile"), self.trap.port)
         for path in (manifest, hostile):
             status, out, err = agentloop("report", "--manifest", path)

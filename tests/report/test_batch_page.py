@@ -67,10 +67,11 @@ class TestAVerifiedBatch(BatchPageCase):
     def test_verdict_first_then_totals_then_one_row_per_line_failed_first(self) -> None:
         manifest = copy_batch(BATCH, self.path("b"))
         page, text, ok = self.write(manifest, checkpoint=self.path("b/manifest.checkpoint"), key=BATCH_KEY)
-        self.assertTrue(ok)
+        self.assertFalse(ok)  # a run of the batch failed (worker_error): the audit fails, as verify --manifest does
         self.assert_safe(page, text)
         self.assertEqual([h.content() for h in page.all("h2")], ["Verdict of the ledger", "Totals", "Runs"])
-        self.assertEqual(page.verdict().content(), "✓ LEDGER VERIFIED: all 3 transcripts match the ledger (4 runs)")
+        self.assertEqual(page.verdict().content(),
+                         "✗ RUNS FAILED: all 3 transcripts match the ledger (4 runs); 1 run failed in the batch")
         self.assertIn(
             "✓ checkpoint verified: %s covers the ledger; signed by the keys given"
             % (self.path("b/manifest.checkpoint"),),
