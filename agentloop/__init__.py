@@ -57,6 +57,7 @@ from .loop import (
     Approve,
     Deny,
     Modify,
+    RunOptions,
     Terminate,
     estimate_tokens,
     read_pending,
@@ -82,6 +83,7 @@ __all__ = [
     # the loop
     "run",
     "run_async",
+    "RunOptions",
     "RunResult",
     "ModelReply",
     "ToolCall",

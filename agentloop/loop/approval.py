@@ -43,6 +43,7 @@ from ..canonical import canonical_bytes, snapshot
 from ..errors import BadSignatureError, MalformedNoteError, MessageError, SigningKeyError, UnrecordableError, ValidationError
 from ..messages import APPROVAL_DECISIONS
 from ..signing.note import Note, Verifier, parse_note, sign_note, verify_note
+from ..tools.registry import ToolRegistry
 from ..transcript.format import PathLike
 from ..transcript.verify import iter_file, verify_file
 
@@ -61,6 +62,7 @@ __all__ = [
     "arguments_sha256",
     "note_text",
     "verify_approvals",
+    "approval_policy",
     "NOTE_HEADER",
     "DENIED",
     "DENIED_CLOSED",
@@ -408,3 +410,8 @@ def verify_approvals(path: PathLike, trusted: Sequence[Verifier], require: Seque
             except (MalformedNoteError, BadSignatureError, SigningKeyError) as exc:
                 problems.append((index, str(exc)))
     return problems
+
+
+def approval_policy(registry: ToolRegistry) -> Dict[str, str]:
+    """The task record's ``approval`` member: each gated tool's name -> ``"always"`` or ``"predicate"``."""
+    return {t.name: "always" if t.requires_approval is True else "predicate" for t in registry if t.gated}

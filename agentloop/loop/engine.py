@@ -65,24 +65,27 @@ import copy
 import hashlib
 import json
 import os
-import time
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Callable, Coroutine, Dict, Iterable, List, Mapping, Optional, Tuple, Union, cast
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Dict, Iterable, List, Optional, Tuple, Union, cast
 
-from .approval import ApprovalRequest, Verdict, closed, judge
-from .budgets import Budgets, Seconds, Spent, budgets_from
+from .approval import ApprovalRequest, Verdict, approval_policy, closed, judge
+from .budgets import Seconds, Spent
 from .calls import DEFAULT_MAX_WORKERS, AsyncRunner, Done, Job, Raised, Runner, SyncRunner, describe, groups, prepare
-from ..canonical import MAX_SAFE_INTEGER, canonical_bytes, canonical_text, json_path, snapshot
-from ..errors import DuplicateToolError, RunConfigError, UnrecordableError, WrongTypeError
-from .final import FINAL_RESULT, FinalResult, final_result
+from ..canonical import MAX_SAFE_INTEGER, canonical_text, json_path
+from ..errors import UnrecordableError
+from .final import FINAL_RESULT
 from ..messages import AWAITING_APPROVAL, Message, Model, ModelReply, RunResult, ToolCall, Usage, shown
+from .options import Approver, OnRecord, RunOptions, RunOverrides
 from .plan import RECORD_OVERHEAD, PlannedCall, TurnPlan, plan_turn
 from .prices import add, amount_text, turn_cost
-from ..tools.registry import Tool, ToolRegistry, tool_sources
-from ..transcript.checkpoint import ORIGIN_PREFIX, check_run_anchor
-from ..transcript.format import FORMAT, MAX_RECORD_BYTES, PathLike
+from .start import _Run, prepare_run, read_clock
+from ..tools.registry import Tool, ToolRegistry
+from ..transcript.checkpoint import ORIGIN_PREFIX
 from ..transcript.writer import TranscriptWriter
+
+if TYPE_CHECKING:
+    from typing import Unpack  # PEP 692: a type checker targeting 3.11+ checks run()'s keywords
 
 __all__ = ["run", "run_async", "estimate_tokens", "approval_policy", "Approver", "Resumed", "MAX_ERROR_CHARS", "DEFAULT_MAX_WORKERS"]
 
@@ -98,11 +101,6 @@ def estimate_tokens(emitted: str) -> int:
 #: Exception messages and other error texts are cut to this many characters.
 MAX_ERROR_CHARS = 2000
 
-OnRecord = Callable[[Dict[str, Any]], Any]
-Clock = Callable[[], Seconds]
-#: ``run(approver=...)``: called with an :class:`~agentloop.approval.ApprovalRequest`, returns a
-#: decision (``Approve``, ``Deny``, ``Modify``, ``Terminate``) or ``None`` to defer; may be ``async def``.
-Approver = Callable[[ApprovalRequest], Any]
 
 
 def _bounded(text: str) -> str:
@@ -152,152 +150,6 @@ def _reply_problem(reply: object) -> str:
         except UnrecordableError as exc:
             return "model reply is not recordable: %s" % (exc,)
     return ""
-
-
-def _model_info(model: object) -> Optional[Dict[str, Any]]:
-    """What ``model.model_info()`` says about the model, read once; ``None`` without one.
-
-    A provider adapter names itself this way (provider, model name, host); the
-    loop records the object as the task record's ``model`` member.  A plain
-    callable has no ``model_info`` and its task record has no ``model`` key.
-    """
-    describe_model = getattr(model, "model_info", None)
-    if describe_model is None:
-        return None
-    if not callable(describe_model):
-        raise RunConfigError("model", "model_info must be a method returning a dict or None")
-    try:
-        info = describe_model()
-    except Exception as exc:
-        raise RunConfigError("model", "model_info() raised %s" % (describe(exc),)) from None
-    if info is None:
-        return None
-    if not isinstance(info, dict):
-        raise RunConfigError("model", "model_info() must return a dict or None, got %s" % (type(info).__name__,))
-    try:
-        recorded, _ = snapshot(info, "$.model", 2)
-    except UnrecordableError as exc:
-        raise RunConfigError("model", "model_info() is not recordable: %s" % (exc,)) from None
-    return dict(recorded)
-
-
-def _read_clock(clock: Clock) -> Tuple[Optional[Seconds], str]:
-    """``(reading, "")``, or ``(None, why the clock gave none)``: an int or a finite float is a reading."""
-    try:
-        value = clock()
-    except Exception as exc:
-        return None, "the clock raised %s" % (describe(exc),)
-    if isinstance(value, float) and value - value == 0 and abs(value) <= MAX_SAFE_INTEGER:  # finite, in I-JSON's range
-        return float(value), ""
-    if isinstance(value, int) and not isinstance(value, bool) and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-        return int(value), ""
-    return None, "the clock returned %s, not a number of seconds" % (shown(value),)
-
-
-@dataclass(frozen=True)
-class _Run:
-    """Everything a run fixes before its first record."""
-
-    task: str
-    model: Any
-    registry: ToolRegistry
-    manifest: List[Dict[str, Any]]
-    budgets: Budgets
-    task_payload: Dict[str, Any]
-    transcript: PathLike
-    overwrite: bool
-    fsync: bool
-    checkpoint: Optional[PathLike]
-    key: Optional[bytes]
-    signer: Any
-    system: Optional[str]
-    final: Optional[FinalResult]
-    on_record: Optional[OnRecord]
-    clock: Optional[Clock]
-    price: Optional[Dict[str, Decimal]]
-    model_name: str
-    started: Optional[Seconds]
-    max_workers: int
-    have: str  # the tool names, for "no tool named ..."
-    approver: Optional[Approver] = None
-
-    def first_messages(self) -> List[Message]:
-        system: List[Message] = [] if self.system is None else [{"role": "system", "content": self.system}]
-        return system + [{"role": "user", "content": self.task}]
-
-
-def _prepare(task: object, model: object, tools: object, transcript: PathLike, options: Mapping[str, Any]) -> _Run:
-    """Check every argument of a run and build what it fixes; raise before any file is touched."""
-    if not isinstance(task, str):
-        raise RunConfigError("task", "must be a str, got %s" % (type(task).__name__,))
-    if not callable(model):
-        raise RunConfigError("model", "must be callable (messages, manifest) -> ModelReply")
-    budgets = budgets_from(*(options[name] for name in (
-        "max_steps", "max_tokens", "stop_sentinel", "max_record_bytes", "max_tool_calls",
-        "max_cost", "prices", "max_seconds", "tool_timeout", "tell_budgets")))
-    for name in ("overwrite", "fsync"):
-        if not isinstance(options[name], bool):
-            raise RunConfigError(name, "must be True or False, got %s" % (shown(options[name]),))
-    system, on_record, clock, workers = options["system"], options["on_record"], options["clock"], options["max_workers"]
-    if system is not None and not isinstance(system, str):
-        raise RunConfigError("system", "must be None or a str, got %s" % (shown(system),))
-    if on_record is not None and not callable(on_record):
-        raise RunConfigError("on_record", "must be None or a callable taking each record (a dict)")
-    if clock is not None and (not callable(clock) or budgets.max_seconds is None):
-        raise RunConfigError("clock", "must be a callable returning seconds, and is read only with max_seconds")
-    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 1024:
-        raise RunConfigError("max_workers", "must be an int from 1 to 1024, got %s" % (shown(workers),))
-    approver = options["approver"]
-    if approver is not None and not callable(approver):
-        raise RunConfigError("approver", "must be None or a callable taking an ApprovalRequest")
-    final = None if options["output_schema"] is None else final_result(options["output_schema"])
-    check_run_anchor(transcript, options["checkpoint"], options["key"], options["overwrite"], options["signer"])
-    # The tools of this run are fixed here: registering more during the run
-    # changes nothing, so the recorded manifest stays the whole truth.
-    if isinstance(tools, (str, bytes)) or not isinstance(tools, Iterable):
-        raise WrongTypeError("tools", "a ToolRegistry or an iterable of Tool", tools)
-    try:
-        registry = ToolRegistry(list(cast(Iterable[Tool], tools)) + ([] if final is None else [final.tool]))
-    except DuplicateToolError:
-        raise RunConfigError("output_schema", "the tool name %r is reserved for the final result" % (FINAL_RESULT,)) from None
-    manifest = registry.manifest()
-    payload: Dict[str, Any] = {"format": FORMAT, "task": task, "budgets": budgets.recorded(), "tools": manifest}
-    policy = approval_policy(registry)
-    if policy:  # only a run with gated tools records it: other runs' task records are unchanged
-        if approver is None and not options.get("deferred", False):
-            raise RunConfigError("approver", "tools %s require approval, and no approver was given"
-                                 % (", ".join(repr(name) for name in policy),))
-        payload["approval"] = policy
-    info = _model_info(model)
-    if info is not None:  # only an adapter adds the key: plain callables' records are unchanged
-        payload["model"] = info
-    if system is not None:
-        payload["system"] = system
-    payload.update(tool_sources(registry))  # e.g. "mcp": the servers behind MCP tools; nothing for local tools
-    model_name = info.get("model") if info is not None else None
-    model_name = model_name if isinstance(model_name, str) else ""
-    price = None if budgets.prices is None else budgets.prices.get(model_name)
-    clock = (clock or time.monotonic) if budgets.max_seconds is not None else None
-    started = None
-    if clock is not None:
-        started, problem = _read_clock(clock)
-        if started is None:
-            raise RunConfigError("clock", problem)
-        payload["clock"] = started
-    try:  # everything the task record holds, checked before the file is opened
-        size = len(canonical_bytes(payload, "$.payload", depth=1))
-    except UnrecordableError as exc:
-        raise RunConfigError("task", str(exc)) from None
-    if size > budgets.max_record_bytes - 256:
-        raise RunConfigError("task", "the task record (%d bytes) exceeds max_record_bytes %d" % (size, budgets.max_record_bytes))
-    return _Run(task, model, registry, manifest, budgets, payload, transcript, options["overwrite"], options["fsync"],
-                options["checkpoint"], options["key"], options["signer"], system, final, on_record, clock, price, model_name, started, workers,
-                ", ".join(registry.names) or "none", approver)
-
-
-def approval_policy(registry: ToolRegistry) -> Dict[str, str]:
-    """The task record's ``approval`` member: each gated tool's name -> ``"always"`` or ``"predicate"``."""
-    return {t.name: "always" if t.requires_approval is True else "predicate" for t in registry if t.gated}
 
 
 class _Recorder:
@@ -380,14 +232,21 @@ class _Ending:
     def both(self) -> Tuple[Callable[..., RunResult], Callable[[_Halt], RunResult]]:
         return self.stop, self.halt
 
+    def _checkpoint(self) -> bool:
+        """Write the run's checkpoint, if it has one (the records made durable first); whether it has."""
+        options = self.r.options
+        if options.checkpoint is None:
+            return False
+        self.out.checkpoint(options.checkpoint, options.key, options.signer)
+        return True
+
     def stop(self, reason: str, detail: str, reading: Optional[Seconds] = None, output: Any = None) -> RunResult:
         spent = self.spent
         payload: Dict[str, Any] = {"reason": reason, "steps": spent.steps, "tokens": spent.tokens, "detail": _bounded(detail)}
         if reading is not None:
             payload["clock"] = reading
         self.record.append("stop", payload)
-        if self.r.checkpoint is not None:
-            self.out.checkpoint(self.r.checkpoint, self.r.key, self.r.signer)
+        self._checkpoint()
         if reason in ("no_tool_calls", "sentinel"):
             output = self.messages[-1]["content"]
         cost = amount_text(self.spent.cost) if self.r.price is not None and self.spent.cost is not None else None
@@ -397,9 +256,7 @@ class _Ending:
         if ended.reason != AWAITING_APPROVAL:
             return self.stop(ended.reason, ended.detail)
         # A pause: no stop record.  The records are made durable first, then the checkpoint is written.
-        if self.r.checkpoint is not None:
-            self.out.checkpoint(self.r.checkpoint, self.r.key, self.r.signer)
-        else:
+        if not self._checkpoint():
             _make_durable(self.out.path)
         cost = amount_text(self.spent.cost) if self.r.price is not None and self.spent.cost is not None else None
         return RunResult(AWAITING_APPROVAL, self.spent.steps, self.spent.tokens, self.out.count, self.out.head,
@@ -410,11 +267,14 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
     """The run, step by step (the module docstring has the stop precedence)."""
     if resumed is None:
         spent = Spent(started=r.started)
-        writer = TranscriptWriter(r.transcript, overwrite=r.overwrite, fsync=r.fsync, max_record_bytes=r.budgets.max_record_bytes)
+        options = r.options
+        assert options.transcript is not None  # prepare_run requires it
+        writer = TranscriptWriter(options.transcript, overwrite=options.overwrite, fsync=options.fsync,
+                                  max_record_bytes=r.budgets.max_record_bytes)
     else:
         spent, writer = resumed.spent, resumed.out
     with writer as out:
-        record = _Recorder(out, r.on_record)
+        record = _Recorder(out, r.options.on_record)
         if resumed is None:
             record.append("task", r.task_payload)
             messages = r.first_messages()
@@ -431,7 +291,7 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
         while True:
             # 1. Before the turn, nothing of it spent: read the clock (max_seconds
             #    only) and check the budgets that need nothing of the turn.
-            reading, clock_problem = _read_clock(r.clock) if r.clock is not None else (None, "")
+            reading, clock_problem = read_clock(r.clock) if r.clock is not None else (None, "")
             if clock_problem:
                 return stop("time_budget", "max_seconds cannot be checked: %s" % (clock_problem,))
             due = r.budgets.before_turn(spent, reading, r.price, r.model_name)
@@ -597,39 +457,20 @@ def _drive(loop: Coroutine[Any, Any, RunResult]) -> RunResult:
     raise RuntimeError("the loop suspended outside an event loop")
 
 
-def _options(**options: Any) -> Dict[str, Any]:
-    return options
-
-
 def run(
     task: str,
     model: Model,
     tools: Union[ToolRegistry, Iterable[Tool]],
-    *,
-    transcript: PathLike,
-    max_steps: int,
-    max_tokens: int,
-    stop_sentinel: Optional[str] = None,
-    overwrite: bool = False,
-    fsync: bool = False,
-    max_record_bytes: int = MAX_RECORD_BYTES,
-    checkpoint: Optional[PathLike] = None,
-    key: Optional[bytes] = None,
-    signer: Any = None,
-    system: Optional[str] = None,
-    output_schema: Any = None,
-    on_record: Optional[OnRecord] = None,
-    max_tool_calls: Optional[int] = None,
-    max_cost: Union[str, Decimal, int, None] = None,
-    prices: Optional[Mapping[str, Mapping[str, Union[str, Decimal, int]]]] = None,
-    max_seconds: Optional[float] = None,
-    clock: Optional[Clock] = None,
-    tell_budgets: bool = False,
-    tool_timeout: Optional[float] = None,
-    max_workers: int = DEFAULT_MAX_WORKERS,
-    approver: Optional[Approver] = None,
+    options: Optional[RunOptions] = None,
+    **overrides: Unpack[RunOverrides],
 ) -> RunResult:
     """Run ``model`` on ``task`` with ``tools`` and write the transcript.
+
+    The options are a :class:`~agentloop.loop.options.RunOptions`, or
+    keywords of the same names (``transcript=``, ``max_steps=``,
+    ``max_tokens=`` required), or both: each keyword replaces that option of
+    ``options``.  An unknown keyword raises
+    :class:`~agentloop.errors.RunConfigError` naming it.
 
     The transcript file must not exist unless ``overwrite=True``.  Records are
     written as they happen; ``fsync=True`` also forces each to disk, and
@@ -650,29 +491,25 @@ def run(
     ``system`` is a system prompt: recorded in the task record and given to
     the model as a first ``{"role": "system"}`` message.  ``output_schema``
     (a JSON Schema or a type) adds the reserved ``final_result`` tool
-    (:mod:`agentloop.final`).  Budgets beyond steps and tokens, each recorded
+    (:mod:`agentloop.loop.final`).  Budgets beyond steps and tokens, each recorded
     only when set: ``max_tool_calls``; ``max_cost`` (USD, a decimal string)
-    with ``prices`` (:mod:`agentloop.prices`), which alone records each
+    with ``prices`` (:mod:`agentloop.loop.prices`), which alone records each
     turn's cost; ``max_seconds`` by ``clock``; ``tell_budgets=True`` shows the
     model what remains before each turn (a last, transient user message).
     Tools run serially unless marked ``parallel=True``; at most
     ``max_workers`` sync tools run at once, and a call past its tool's
-    ``timeout`` (else ``tool_timeout``) fails as data (:mod:`agentloop.calls`).
+    ``timeout`` (else ``tool_timeout``) fails as data (:mod:`agentloop.loop.calls`).
 
     ``approver`` decides the calls of tools with ``requires_approval``
-    (:mod:`agentloop.approval`); a run with such tools and no approver is
+    (:mod:`agentloop.loop.approval`); a run with such tools and no approver is
     refused before it starts.  An approver that defers (returns ``None``)
     pauses the run: the result's ``stop_reason`` is ``"awaiting_approval"``,
     ``pending`` holds the requests, no stop record is written, the records
     are made durable and ``checkpoint`` is written; :func:`agentloop.resume`
     goes on from the file.
     """
-    r = _prepare(task, model, tools, transcript, _options(
-        stop_sentinel=stop_sentinel, max_steps=max_steps, max_tokens=max_tokens, overwrite=overwrite, fsync=fsync,
-        max_record_bytes=max_record_bytes, checkpoint=checkpoint, key=key, signer=signer, system=system, output_schema=output_schema,
-        on_record=on_record, max_tool_calls=max_tool_calls, max_cost=max_cost, prices=prices, max_seconds=max_seconds,
-        clock=clock, tell_budgets=tell_budgets, tool_timeout=tool_timeout, max_workers=max_workers, approver=approver))
-    runner = SyncRunner(r.max_workers)
+    r = prepare_run(task, model, tools, options, overrides)
+    runner = SyncRunner(r.options.max_workers)
     try:
         return _drive(_loop(r, runner))
     finally:
@@ -683,29 +520,8 @@ async def run_async(
     task: str,
     model: Any,
     tools: Union[ToolRegistry, Iterable[Tool]],
-    *,
-    transcript: PathLike,
-    max_steps: int,
-    max_tokens: int,
-    stop_sentinel: Optional[str] = None,
-    overwrite: bool = False,
-    fsync: bool = False,
-    max_record_bytes: int = MAX_RECORD_BYTES,
-    checkpoint: Optional[PathLike] = None,
-    key: Optional[bytes] = None,
-    signer: Any = None,
-    system: Optional[str] = None,
-    output_schema: Any = None,
-    on_record: Optional[OnRecord] = None,
-    max_tool_calls: Optional[int] = None,
-    max_cost: Union[str, Decimal, int, None] = None,
-    prices: Optional[Mapping[str, Mapping[str, Union[str, Decimal, int]]]] = None,
-    max_seconds: Optional[float] = None,
-    clock: Optional[Clock] = None,
-    tell_budgets: bool = False,
-    tool_timeout: Optional[float] = None,
-    max_workers: int = DEFAULT_MAX_WORKERS,
-    approver: Optional[Approver] = None,
+    options: Optional[RunOptions] = None,
+    **overrides: Unpack[RunOverrides],
 ) -> RunResult:
     """:func:`run` as a coroutine, for callers inside an event loop: the same
     arguments, the same transcript bytes.
@@ -717,12 +533,8 @@ async def run_async(
     The transcript is written in the event loop's thread, one ``write`` per
     record (a local file; not offloaded).
     """
-    r = _prepare(task, model, tools, transcript, _options(
-        stop_sentinel=stop_sentinel, max_steps=max_steps, max_tokens=max_tokens, overwrite=overwrite, fsync=fsync,
-        max_record_bytes=max_record_bytes, checkpoint=checkpoint, key=key, signer=signer, system=system, output_schema=output_schema,
-        on_record=on_record, max_tool_calls=max_tool_calls, max_cost=max_cost, prices=prices, max_seconds=max_seconds,
-        clock=clock, tell_budgets=tell_budgets, tool_timeout=tool_timeout, max_workers=max_workers, approver=approver))
-    runner = AsyncRunner(r.max_workers)
+    r = prepare_run(task, model, tools, options, overrides)
+    runner = AsyncRunner(r.options.max_workers)
     try:
         return await _loop(r, runner)
     finally:

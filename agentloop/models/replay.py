@@ -24,6 +24,7 @@ run that ended because a reply was of the wrong type or too big to record.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 import threading
@@ -36,9 +37,10 @@ from ..errors import AgentloopError, ReplayError, ReplayMismatchError, RunConfig
 from ..loop.final import FINAL_RESULT
 from ..loop.budgets import BUDGET_NOTE_PREFIX
 from ..loop.engine import MAX_ERROR_CHARS, run
+from ..loop.options import RunOptions
 from ..messages import Message, ModelReply, RunResult, ToolCall, Usage
 from ..tools.registry import Tool, ToolRegistry
-from ..transcript.format import MAX_RECORD_BYTES, PathLike
+from ..transcript.format import PathLike
 from ..transcript.durable import open_input
 from ..transcript.verify import iter_file, verify_file
 
@@ -333,24 +335,18 @@ class ReplayModel:
         """How many replies the recording holds."""
         return len(self._steps)
 
-    def run_options(self, tools: Union[ToolRegistry, Iterable[Tool]]) -> Dict[str, Any]:
-        """The recorded :func:`~agentloop.run` arguments beyond the first budgets (each only when
-        the run had it): ``system``, the newer budgets, ``output_schema`` (the recorded
-        ``final_result`` parameters, when ``tools`` has no tool of that name) and, for
-        ``max_seconds``, a clock that gives back the recorded readings in order."""
-        budgets, options = self._task["budgets"], {}  # type: Dict[str, Any], Dict[str, Any]
-        for name in ("max_tool_calls", "max_cost", "prices", "max_seconds", "tool_timeout", "tell_budgets"):
-            if name in budgets:
-                options[name] = budgets[name]
-        if "system" in self._task:
-            options["system"] = self._task["system"]
-        final = [t for t in self.tools if isinstance(t, dict) and t.get("name") == FINAL_RESULT]
-        if final and FINAL_RESULT not in ToolRegistry(list(tools)):
-            options["output_schema"] = final[0]["parameters"]
-        if "max_seconds" in budgets:
-            options["clock"] = _RecordedClock(self._readings, self.source)
+    def run_options(self, tools: Union[ToolRegistry, Iterable[Tool]]) -> RunOptions:
+        """The recorded run's options (:meth:`RunOptions.from_task_record
+        <agentloop.loop.options.RunOptions.from_task_record>`: its budgets, ``system``
+        and ``output_schema``, the recorded ``final_result`` parameters when ``tools``
+        has no tool of that name), with, for ``max_seconds``, a clock that gives back
+        the recorded readings in order, and for gated tools the recorded decisions
+        as the approver (:meth:`recorded_approver`)."""
+        options = RunOptions.from_task_record(self._task, tools)
+        if options.max_seconds is not None:
+            options = dataclasses.replace(options, clock=_RecordedClock(self._readings, self.source))
         if isinstance(self._task.get("approval"), dict):
-            options["approver"] = self.recorded_approver()
+            options = dataclasses.replace(options, approver=self.recorded_approver())
         return options
 
     def recorded_approver(self) -> Callable[[ApprovalRequest], Optional[RecordedDecision]]:
@@ -546,17 +542,5 @@ def replay(
         if tools != "recorded":
             raise RunConfigError("tools", "must be tools or \"recorded\", got %s" % (json.dumps(tools[:40]),))
         tools = model.recorded_tools()
-    budgets = model.budgets
-    result = run(
-        model.task,
-        model,
-        tools,
-        transcript=transcript,
-        max_steps=budgets["max_steps"],
-        max_tokens=budgets["max_tokens"],
-        stop_sentinel=budgets["stop_sentinel"],
-        overwrite=overwrite,
-        max_record_bytes=budgets.get("max_record_bytes", MAX_RECORD_BYTES),
-        **model.run_options(tools),
-    )
+    result = run(model.task, model, tools, model.run_options(tools), transcript=transcript, overwrite=overwrite)
     return ReplayResult(str(path), str(transcript), result, first_difference(path, transcript))

@@ -6,7 +6,7 @@ import errno
 import hashlib
 import json
 import os
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Mapping, Optional, Sequence, Tuple
 
 from ..canonical import canonical_bytes
 from .checkpoint import Checkpoint, SignerArg, check_key, check_signers, sign_checkpoint
@@ -15,6 +15,15 @@ from ..errors import RunConfigError, TranscriptClosedError, TranscriptEmptyError
 from .merkle import CompactRange
 
 from .format import GENESIS, MAX_RECORD_BYTES, MAX_RECORD_BYTES_LIMIT, PathLike, _HEAD, _a
+
+def record_line(kind: str, payload: Mapping[str, Any], prev: str, seq: int) -> Tuple[str, bytes]:
+    """A record's hash and its line, newline included (``docs/format.md`` sections 2 and 4): the
+    RFC 8785 bytes of ``{kind, payload, prev, seq}`` with ``"hash"`` put first.  Raises
+    :class:`~agentloop.errors.UnrecordableError` for a payload that cannot be recorded."""
+    body = canonical_bytes({"kind": kind, "payload": payload, "prev": prev, "seq": seq})
+    digest = hashlib.sha256(body).hexdigest()
+    return digest, _HEAD + digest.encode("ascii") + b'",' + body[1:] + b"\n"
+
 
 def _beside(path: str) -> str:
     """Create an empty file beside ``path`` (``.<name>.<pid>.<n>.new``, ``O_EXCL``); return its name."""
@@ -152,10 +161,8 @@ class TranscriptWriter:
         """Encode and write one record; return its hash."""
         if self._fd is None:
             raise TranscriptClosedError(self.path)
-        record: Dict[str, Any] = {"kind": kind, "payload": payload, "prev": self._head, "seq": self._seq}
-        body = canonical_bytes(record)
-        digest = hashlib.sha256(body).hexdigest()
-        line = memoryview(_HEAD + digest.encode("ascii") + b'",' + body[1:] + b"\n")
+        digest, raw = record_line(kind, payload, self._head, self._seq)
+        line = memoryview(raw)
         if len(line) > self._limit:
             raise UnrecordableError(
                 "$", "%s record of %d bytes exceeds max_record_bytes %d" % (_a(kind), len(line), self._limit)
