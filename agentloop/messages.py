@@ -1,7 +1,7 @@
 """What the loop and a model exchange: messages, replies, tool calls, usage, and how a run ended.
 
 These are plain frozen dataclasses and dict shapes, shared by the loop
-(:mod:`agentloop.loop`), the scripted model and the provider adapters
+(:mod:`agentloop.loop.engine`), the scripted model and the provider adapters
 (:mod:`agentloop.models`), so none of them imports another to speak.
 """
 
@@ -27,7 +27,7 @@ def shown(value: object) -> str:
 
 __all__ = ["STOP_REASONS", "AWAITING_APPROVAL", "APPROVAL_DECISIONS", "Message", "ToolCall", "Usage", "ModelReply", "Model", "RunResult"]
 
-#: The closed set of reasons a run stops for (their precedence: :mod:`agentloop.loop`).
+#: The closed set of reasons a run stops for (their precedence: :mod:`agentloop.loop.engine`).
 STOP_REASONS = (
     "no_tool_calls",
     "sentinel",
@@ -39,7 +39,7 @@ STOP_REASONS = (
     "cost_budget",  # the running cost exceeds max_cost
     "cost_unknown",  # prices= is set but a turn's cost cannot be counted (no usage, no price)
     "time_budget",  # max_seconds have passed by the clock, read before a turn
-    "approval_terminated",  # an approver answered Terminate for a gated call (agentloop.approval)
+    "approval_terminated",  # an approver answered Terminate for a gated call (agentloop.loop.approval)
 )
 
 #: ``RunResult.stop_reason`` of a run paused for a human decision: never written
@@ -182,7 +182,7 @@ class RunResult:
     ended it (``final_result``); ``None`` after any other stop.  ``cost`` is
     the run's total cost in USD as a decimal string when ``prices`` were
     given and every turn's cost was counted, else ``None``.  ``pending`` holds
-    the :class:`~agentloop.approval.ApprovalRequest` of each gated call left
+    the :class:`~agentloop.loop.approval.ApprovalRequest` of each gated call left
     undecided when the run paused (``stop_reason == "awaiting_approval"``:
     no stop record was written), else it is empty."""
 

@@ -4,7 +4,7 @@ It schedules nothing itself: ``executor=None`` runs the specs one after
 another in this process; otherwise every spec is one ``executor.submit``
 of :func:`agentloop.batch.worker.run_one` with a JSON string, on whatever
 engine the caller already has (a thread or process pool, Dask's
-``Client.get_executor(pure=False)``, :class:`agentloop.executors.RayExecutor`).
+``Client.get_executor(pure=False)``, :class:`agentloop.batch.executors.RayExecutor`).
 
 Trust nothing that comes back (numbered in :func:`run_many`'s body):
 

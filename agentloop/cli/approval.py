@@ -1,7 +1,7 @@
 """A person in the loop on the command line: ``run --approve``, ``pending`` and ``resume``.
 
 ``--approve`` says who decides the calls of tools that require approval
-(:mod:`agentloop.approval`):
+(:mod:`agentloop.loop.approval`):
 
 * ``ask`` -- each call is shown on stderr, whole and escaped (every
   character a terminal could act on as ``\\uXXXX``), with the SHA-256 of its
@@ -16,7 +16,7 @@
 * ``FILE`` -- decisions as JSON, by call id:
   ``{"CALL_ID": {"decision": "approve", "by": "alice"}, ...}``; each
   decision answers the first call with that id, once; a call without one is
-  deferred.  :func:`agentloop.approval.decision_from_json` is the shape.
+  deferred.  :func:`agentloop.loop.approval.decision_from_json` is the shape.
 
 A paused run exits 5 after listing what waits.  ``agentloop pending FILE``
 lists the calls a transcript leaves waiting; ``agentloop resume FILE

@@ -56,7 +56,7 @@ def _cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
         return verify_manifest(args, out)
     if args.workers is not None:
         raise Refused("--workers", "is for --manifest (a batch's files); one transcript is read in one pass")
-    if is_anchored(args):  # --checkpoint, --since, --exact, --key-file (agentloop.anchor_cli)
+    if is_anchored(args):  # --checkpoint, --since, --exact, --key-file (agentloop.cli.anchor)
         return verify_anchored(args, out, report_verdict, fault_json)
     results: List[Dict[str, Any]] = []
     failed = False

@@ -2,7 +2,7 @@
 
 A tool built with ``requires_approval=True`` (or a predicate over its
 validated arguments: :meth:`~agentloop.tools.registry.Tool.needs_approval`)
-is *gated*.  For each gated call the loop (:mod:`agentloop.loop`) does, in
+is *gated*.  For each gated call the loop (:mod:`agentloop.loop.engine`) does, in
 this order: 1. validate the arguments; 2. ask the run's approver with an
 :class:`ApprovalRequest`; 3. act on the answer:
 

@@ -11,7 +11,7 @@ when set, so old transcripts keep their bytes).
 :meth:`Budgets.before_turn` before each model call and
 :meth:`Budgets.after_turn` once a turn is recorded; each returns the
 :class:`Stop` to write, or ``None``.  The order inside each is the
-precedence documented in :mod:`agentloop.loop`.
+precedence documented in :mod:`agentloop.loop.engine`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The loop is :func:`_loop`, one coroutine readable top to bottom in its five
 numbered steps; :func:`run` drives it in the caller's thread (it never
-suspends there: :class:`~agentloop.calls.SyncRunner` blocks instead), and
+suspends there: :class:`~agentloop.loop.calls.SyncRunner` blocks instead), and
 :func:`run_async` awaits it on the caller's event loop.  Both write the same
 bytes for the same inputs.  The loop touches no random source and reads a
 clock only for ``max_seconds`` (below), recording every reading, so the
@@ -51,7 +51,7 @@ there).  A replay given the recorded readings writes the same bytes
 runs to its end: bound its model call with the adapter's timeout and its
 tools with ``timeout``/``tool_timeout``.
 
-Approval (:mod:`agentloop.approval`): in step 5 a call of a tool with
+Approval (:mod:`agentloop.loop.approval`): in step 5 a call of a tool with
 ``requires_approval`` runs alone; once its arguments validate the
 ``approver`` is asked, and its answer runs, denies, modifies or terminates
 (``approval_terminated``, written after that call's record) -- or defers:

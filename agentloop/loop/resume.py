@@ -3,7 +3,7 @@
 The transcript already is the saved state.  :func:`read_pending` reads what
 waits (the calls of the last assistant record that have no tool record);
 :func:`resume` checks the decisions given against it, appends to the same
-file and goes on with the loop (:mod:`agentloop.loop`) exactly where it
+file and goes on with the loop (:mod:`agentloop.loop.engine`) exactly where it
 stopped, so a pause then ``resume`` with decision D writes byte for byte the
 file an approver answering D inline writes.  ``docs/approvals.md`` is the guide.
 """

@@ -8,7 +8,7 @@ in the schema's own key order, and for every subschema ("place"):
    and every keyword outside :data:`KNOWN_KEYWORDS` and :data:`ANNOTATIONS`;
 2. checks each keyword's value has the shape the specification gives it
    (Validation 6.x, 7; Core 8.x, 10.x, 11.x), compiling every ``pattern`` and
-   ``patternProperties`` key (:mod:`agentloop.patterns`) so a pattern that
+   ``patternProperties`` key (:mod:`agentloop.schema.patterns`) so a pattern that
    cannot be run is refused now, not met later;
 3. records the place under its JSON Pointer, the base URI in effect
    (Core 8.2.1 ``$id``, resolved with RFC 3986) and any ``$anchor``

@@ -1,6 +1,6 @@
 """agentloop's HMAC-SHA256 note signatures, as one kind of note key among others.
 
-This is the scheme :mod:`agentloop.checkpoint` has always used, byte for
+This is the scheme :mod:`agentloop.transcript.checkpoint` has always used, byte for
 byte, packaged as a :class:`~agentloop.signing.note.Signer` and
 :class:`~agentloop.signing.note.Verifier` so an HMAC signature can sit in a
 note next to Ed25519 signatures and cosignatures.
@@ -31,7 +31,7 @@ __all__ = ["HMAC_TYPE", "MIN_HMAC_KEY_BYTES", "HmacKey", "hmac_key_id"]
 
 #: The signature type byte 0xFF and its identifier.
 HMAC_TYPE = b"\xffagentloop-hmac-sha256"
-#: The shortest HMAC key accepted, in bytes, as in :mod:`agentloop.checkpoint`.
+#: The shortest HMAC key accepted, in bytes, as in :mod:`agentloop.transcript.checkpoint`.
 MIN_HMAC_KEY_BYTES = 16
 _FINGERPRINT_LABEL = b"agentloop checkpoint key id"
 
@@ -46,7 +46,7 @@ def hmac_key_id(name: str, key: bytes) -> bytes:
 class HmacKey:
     """An HMAC-SHA256 key under a key name: both a note signer and a note verifier.
 
-    :mod:`agentloop.checkpoint` uses the checkpoint's origin as the name.
+    :mod:`agentloop.transcript.checkpoint` uses the checkpoint's origin as the name.
     The key is secret: ``repr`` does not show it.
     """
 

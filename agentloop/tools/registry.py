@@ -12,7 +12,7 @@ Two ways to build one:
 * ``Tool(name, description, parameters, fn)`` -- a hand-written schema; ``fn``
   receives the validated JSON values as they are;
 * ``@tool`` / ``Tool.from_function(fn)`` -- the schema comes from the
-  signature and docstring (:mod:`agentloop.signature`), and validated
+  signature and docstring (:mod:`agentloop.tools.typed`), and validated
   arguments are converted to what the annotations say before ``fn`` runs
   (``2.0`` -> ``2`` for an ``int``, a list -> a tuple, an object -> the
   dataclass, a string -> the ``Enum`` member).
@@ -22,14 +22,14 @@ The result of ``@tool`` is a :class:`Tool`, so it goes straight into a
 directly, as plain Python (no validation, no conversion).
 
 ``fn`` may be an ``async def`` function (typed and validated like any other):
-the loop awaits it on an event loop (:mod:`agentloop.calls`).  Two options
+the loop awaits it on an event loop (:mod:`agentloop.loop.calls`).  Two options
 shape how the loop runs a tool: ``parallel=True`` says calls to it may run at
 the same time as other parallel-safe calls of the same turn (the default is
 serial: a call that runs alone); ``timeout=SECONDS`` bounds each call (past
-it, the call fails as data; see :mod:`agentloop.calls` for what happens to a
+it, the call fails as data; see :mod:`agentloop.loop.calls` for what happens to a
 sync function that cannot be stopped).  ``requires_approval=True`` (or a
 predicate over the validated arguments) makes a person say yes first: the
-loop asks the run's approver before each such call (:mod:`agentloop.approval`).
+loop asks the run's approver before each such call (:mod:`agentloop.loop.approval`).
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ class Tool:
         """A tool whose schema, description and argument conversion come from ``fn`` (sync or ``async def``).
 
         ``name`` defaults to ``fn.__name__`` and ``description`` to the
-        docstring's summary; see :mod:`agentloop.signature` for the
+        docstring's summary; see :mod:`agentloop.tools.typed` for the
         annotations understood.  Raises
         :class:`~agentloop.errors.ToolDefinitionError` naming the parameter
         whose annotation cannot be expressed.
@@ -303,7 +303,7 @@ class ToolRegistry:
           ``{"type": "function", "function": {"name", "description", "parameters", "strict"}}``;
         * ``"anthropic"``: Messages API ``tools`` entries, ``{"name", "description", "input_schema"}``.
 
-        See :mod:`agentloop.providers` for the documentation followed.
+        See :mod:`agentloop.tools.providers` for the documentation followed.
         """
         entries = [self._tools[name].manifest_entry() for name in self.names]
         if style == "agentloop":

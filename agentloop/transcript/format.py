@@ -20,8 +20,8 @@ reordering and removal of records *that are followed by others*.  It cannot
 see that records are missing from the end -- the surviving prefix is itself a
 valid chain -- and whoever can write the file can recompute every hash.  Both
 need an anchor kept elsewhere (an expected count or head hash, or a
-checkpoint: :mod:`agentloop.anchor`).  The writer keeps the RFC 6962 Merkle
-root of the records as it goes (:mod:`agentloop.merkle`), so it can write a
+checkpoint: :mod:`agentloop.transcript.anchor`).  The writer keeps the RFC 6962 Merkle
+root of the records as it goes (:mod:`agentloop.transcript.merkle`), so it can write a
 checkpoint at any point (:meth:`TranscriptWriter.checkpoint`).
 """
 
@@ -110,7 +110,7 @@ FAULT_KINDS = (
     "no_records",  # the file holds no record, so no run (an empty file)
     "incomplete",  # verify_file(require_complete=True): the run has no stop record
     "too_many_faults",  # more than max_faults: the rest of the file was not examined
-    # against a checkpoint (agentloop.anchor.verify_checkpoint)
+    # against a checkpoint (agentloop.transcript.anchor.verify_checkpoint)
     "truncated",  # fewer records than the checkpoint holds: a missing tail, a rollback
     "anchor_mismatch",  # the first N records do not give the checkpoint's origin, root and head
     "unanchored_tail",  # records beyond the checkpoint: a fault only when exact=True

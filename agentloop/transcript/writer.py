@@ -52,7 +52,7 @@ class TranscriptWriter:
     old transcript stays whole until the new one has its first record: the
     new file is written beside it (``.<name>.<pid>.<n>.new``) and renamed
     onto it then, so a run refused or killed before that leaves it as it was.  The writer holds an
-    advisory lock on it (:mod:`agentloop.durable`) until :meth:`close`: a
+    advisory lock on it (:mod:`agentloop.transcript.durable`) until :meth:`close`: a
     second writer is refused with
     :class:`~agentloop.errors.TranscriptLockedError` before it truncates
     anything.  It keeps the RFC 6962 root of the records written
@@ -209,7 +209,7 @@ class TranscriptWriter:
         Write order: 0. it is signed (a signer that fails raises before
         anything is written); 1. the records are made durable (``fsync``),
         whatever the writer's durability; 2. the checkpoint replaces ``path``
-        atomically (:func:`~agentloop.durable.write_atomic`).  So a crash
+        atomically (:func:`~agentloop.transcript.durable.write_atomic`).  So a crash
         leaves a checkpoint that the transcript on disk still extends.
         """
         if self._fd is None:
