@@ -39,7 +39,7 @@ from ..loop.budgets import BUDGET_NOTE_PREFIX
 from ..loop.engine import MAX_ERROR_CHARS, run
 from ..loop.options import RunOptions
 from ..messages import Message, ModelReply, RunResult, ToolCall, Usage
-from ..tools.registry import Tool, ToolRegistry
+from ..tools.registry import Tool, ToolRegistry, ToolServer
 from ..transcript.format import PathLike
 from ..transcript.durable import open_input
 from ..transcript.verify import iter_file, verify_file
@@ -214,14 +214,7 @@ class _RecordedClock:
         return reading
 
 
-@dataclass(frozen=True)
-class _RecordedTool(Tool):
-    """A stand-in tool that also says where the original came from (an MCP server, say)."""
-
-    origin: Any = field(default=None, compare=False, repr=False)
-
-
-class _RecordedServer:
+class _RecordedServer(ToolServer):
     """A tool server as the task record describes it: it describes itself
     exactly so again (:func:`agentloop.tools.registry.tool_sources`), so a
     replay with recorded tools writes the same task record with no server."""
@@ -230,23 +223,28 @@ class _RecordedServer:
         self.record_member = member
         self._description = description
 
-    def describe(self, names: Iterable[str]) -> Dict[str, Any]:
+    def describe(self, names: Optional[Iterable[str]] = None) -> Dict[str, Any]:
         return copy.deepcopy(self._description)
 
 
 @dataclass(frozen=True)
-class _Origin:
-    server: _RecordedServer
+class _RecordedTool(Tool):
+    """A stand-in tool that also says where the original came from (an MCP server, say)."""
+
+    origin: Optional[_RecordedServer] = field(default=None, compare=False, repr=False)
+
+    def server(self) -> Optional[ToolServer]:
+        return self.origin
 
 
-def _recorded_origins(task: Mapping[str, Any]) -> Dict[str, _Origin]:
+def _recorded_origins(task: Mapping[str, Any]) -> Dict[str, _RecordedServer]:
     """Tool name -> the recorded server behind it, from the task record's ``mcp`` member."""
-    origins: Dict[str, _Origin] = {}
+    origins: Dict[str, _RecordedServer] = {}
     servers = task.get("mcp")
     for entry in servers if isinstance(servers, list) else []:
         tools = entry.get("tools") if isinstance(entry, dict) else None
         if isinstance(tools, dict):
-            origin = _Origin(_RecordedServer("mcp", entry))
+            origin = _RecordedServer("mcp", entry)
             for name in tools:
                 origins.setdefault(name, origin)
     return origins

@@ -8,12 +8,14 @@ definitions in the OpenAI and Anthropic request shapes (``providers``).
 from __future__ import annotations
 
 from .providers import anthropic_tool, is_openai_strict, openai_strict_problems, openai_tool
-from .registry import MANIFEST_STYLES, Tool, ToolRegistry, tool
+from .registry import MANIFEST_STYLES, Tool, ToolRegistry, ToolServer, tool, tool_sources
 
 __all__ = [
     "Tool",
     "ToolRegistry",
     "tool",
+    "ToolServer",
+    "tool_sources",
     "MANIFEST_STYLES",
     "openai_tool",
     "anthropic_tool",

@@ -34,6 +34,7 @@ loop asks the run's approver before each such call (:mod:`agentloop.loop.approva
 
 from __future__ import annotations
 
+import abc
 import copy
 import inspect
 import json
@@ -71,6 +72,21 @@ MANIFEST_STYLES = ("agentloop", "openai", "anthropic")
 Converter = Callable[[Dict[str, Any]], Dict[str, Any]]
 #: ``requires_approval=``: always (``True``), never (``False``), or a predicate over the validated arguments.
 ApprovalRule = Union[bool, Callable[[Dict[str, Any]], Any]]
+
+
+class ToolServer(abc.ABC):
+    """A server a run's tools come from (an MCP server, :class:`agentloop.mcp.MCPClient`).
+
+    The task record describes it (:func:`tool_sources`): under the member
+    :attr:`record_member` (``"mcp"``), as :meth:`describe` says.
+    """
+
+    #: The task-record member the descriptions of such servers go under.
+    record_member: str = ""
+
+    @abc.abstractmethod
+    def describe(self, names: Optional[Iterable[str]] = None) -> Dict[str, Any]:
+        """This server for the task record (JSON, no secrets); ``names``: those of its tools the run has."""
 
 
 @dataclass(frozen=True)
@@ -222,6 +238,10 @@ class Tool:
         """Call the function directly, as plain Python (no validation, no conversion)."""
         return self.fn(*args, **kwargs)
 
+    def server(self) -> Optional[ToolServer]:
+        """The server this tool comes from (:class:`ToolServer`); ``None`` for a local tool."""
+        return None
+
     def manifest_entry(self) -> Dict[str, Any]:
         """``{"name", "description", "parameters"}``, as the model sees the tool."""
         return {"name": self.name, "description": self.description, "parameters": copy.deepcopy(self.parameters)}
@@ -324,28 +344,32 @@ class ToolRegistry:
         return iter([self._tools[name] for name in self.names])
 
 
-def tool_sources(tools: Iterable[Tool]) -> Dict[str, List[Dict[str, Any]]]:
-    """Where a run's tools from elsewhere came from, for its task record.
+def tool_sources(tools: Iterable[Tool], servers: Iterable[ToolServer] = ()) -> Dict[str, List[Dict[str, Any]]]:
+    """The servers behind a run's tools, described for its task record: ``{member: [description, ...]}``.
 
-    A tool may carry an ``origin`` whose ``server`` names the task-record
-    member it belongs under (``server.record_member``, e.g. ``"mcp"``) and
-    describes itself with ``server.describe(names)`` (JSON, no secrets), as
-    :class:`agentloop.mcp.MCPTool` does.  Returns ``{member: [description,
-    ...]}``, one description per server in the order its first tool comes;
-    ``{}`` when every tool is local, so such runs' records are unchanged.
+    Each tool's :meth:`Tool.server` (an :class:`agentloop.mcp.MCPTool`'s
+    client) describes itself with :meth:`ToolServer.describe`, given the
+    names of its tools the run has, under its :attr:`~ToolServer.record_member`
+    (``"mcp"``): one description per server, in the order its first tool
+    comes; ``servers`` adds servers none of whose tools are in ``tools`` (all
+    refused, say).  ``{}`` when every tool is local, so such runs' records are
+    unchanged.
     """
-    order: List[Any] = []
+    order: List[ToolServer] = []
     names: Dict[int, List[str]] = {}
     for each in tools:
-        server = getattr(getattr(each, "origin", None), "server", None)
-        if server is None or not isinstance(getattr(server, "record_member", None), str):
+        server = each.server()
+        if server is None:
             continue
         if id(server) not in names:
             order.append(server)
             names[id(server)] = []
         names[id(server)].append(each.name)
+    for server in servers:
+        if id(server) not in names:
+            order.append(server)
+            names[id(server)] = []
     members: Dict[str, List[Dict[str, Any]]] = {}
     for server in order:
         members.setdefault(server.record_member, []).append(server.describe(names[id(server)]))
     return members
-
