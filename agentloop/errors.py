@@ -41,6 +41,7 @@ __all__ = [
     "MCPError",
     "MCPConfigError",
     "MCPNameCollisionError",
+    "MCPSchemaError",
     "MalformedNoteError",
     "MalformedManifestError",
     "MessageError",
@@ -151,7 +152,7 @@ class ScriptExhaustedError(AgentloopError, LookupError):
         super().__init__("the script has no reply for turn %d (it holds %d)" % (turn, available))
 
 
-# --- checkpoints, Merkle proofs, one writer (issue 3) -----------------------
+# --- checkpoints, Merkle proofs, one writer (agentloop.transcript) ----------
 
 
 class TranscriptLockedError(AgentloopError, BlockingIOError):
@@ -354,7 +355,20 @@ class MCPNameCollisionError(AgentloopError, ValueError):
         super().__init__("tool name %r is taken twice: %s and %s" % (name, first, second))
 
 
-# --- signed notes, keys, cosignatures (issue 14) -----------------------------
+class MCPSchemaError(AgentloopError, ValueError):
+    """An MCP tool's declared schema cannot be imported (:func:`agentloop.mcp.import_schema`).
+
+    ``reason`` says where and why (``inputSchema at /properties/pair: ...``).
+    The client leaves that one tool out and lists it, with the reason, in
+    its description; ``agentloop.mcp.Refused`` is this class.
+    """
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+# --- signed notes, keys, cosignatures (agentloop.signing) -------------------
 
 
 class MalformedNoteError(MalformedCheckpointError):
@@ -373,7 +387,7 @@ class MalformedNoteError(MalformedCheckpointError):
         self.args = ("%s: %s" % (where, reason),)
 
 
-# --- batch ledgers (issue 16) ------------------------------------------------
+# --- batch ledgers (agentloop.batch) -----------------------------------------
 
 
 class MalformedManifestError(AgentloopError, ValueError):
@@ -390,7 +404,7 @@ class MalformedManifestError(AgentloopError, ValueError):
         super().__init__("%s: %s" % (where, reason))
 
 
-# --- misuse of constructors and functions (issue 10) -------------------------
+# --- misuse of constructors and functions ------------------------------------
 # Each replaces a bare builtin raised before, and still inherits it, so an
 # ``except TypeError`` / ``except ValueError`` written against those keeps working.
 
