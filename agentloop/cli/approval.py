@@ -48,6 +48,7 @@ from ..loop.resume import RESUMED_CLOCK, read_pending, resume
 from ..tools.loader import load_tools
 from ..transcript.checkpoint import load_key
 from .output import (
+    Commands,
     EXIT_BUDGET,
     EXIT_FAULT,
     EXIT_INTERRUPTED,
@@ -281,16 +282,16 @@ def _left(path: str, what: str) -> None:
     complain("resume", "%s; %s" % (what, transcript_state(path)))
 
 
-def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_commands(sub: Commands) -> None:
     """Register ``pending`` and ``resume``."""
-    waiting = sub.add_parser("pending", help="list the calls a transcript leaves waiting (a run paused for approval, or cut short)",
+    waiting = sub.add_parser("pending",
                              epilog="exit status: 0 listed (or nothing waits), 2 a file that cannot be read or does not verify")
     waiting.add_argument("file", metavar="FILE")
     waiting.add_argument("--json", action="store_true", help="one JSON object: origin, step, assistant_hash, stop, calls")
     waiting.set_defaults(handler=_cmd_pending)
 
     again = sub.add_parser(
-        "resume", help="decide the calls a paused run waits for and go on, appending to FILE",
+        "resume",
         epilog="exit status: as run (0 an answer, 1 model_error, 2 usage error or a refused decision, 3 another stop, "
         "4, 70, 130), and 5 paused again. The model and tools must be the recorded run's.")
     again.add_argument("file", metavar="FILE")

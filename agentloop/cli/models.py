@@ -46,6 +46,7 @@ from ..tools.loader import load_tools
 from .approval import add_approve_options, approver_from_args, report_pause
 from .keys import add_sign_options, load_signers
 from .output import (
+    Commands,
     EXIT_BUDGET,
     EXIT_FAULT,
     EXIT_INTERRUPTED,
@@ -280,11 +281,10 @@ def _replay(args: argparse.Namespace, target: str, out: TextIO) -> int:
 
 
 
-def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_commands(sub: Commands) -> None:
     """Register ``run`` and ``replay`` on the command line's subparsers."""
     command = sub.add_parser(
         "run",
-        help="run a task against a real model, printing each record as it is written",
         epilog="exit status: 0 an answer, 1 model_error, 2 usage error (nothing run), 3 a budget stop, "
         "4 a tool raised SystemExit or the output could not be written, 130 Ctrl-C (the transcript stays a verifiable prefix). "
         "Keys: OPENAI_API_KEY / ANTHROPIC_API_KEY (required for the official endpoints only).",
@@ -323,7 +323,6 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
 
     again = sub.add_parser(
         "replay",
-        help="re-run a transcript's task with its recorded replies and compare the new transcript with it",
         epilog="exit status: 0 identical, 1 the replay differs, 2 usage error. "
         "With --tools the replay calls the user's real tools again, for real (their side effects happen again); "
         "--recorded-tools runs none and feeds back the recorded results.",
