@@ -69,7 +69,7 @@ if TYPE_CHECKING:  # what a type checker and a reader see; at run time each name
         verify_approvals,
     )
     from .loop.resume import resume
-    from .messages import STOP_REASONS, Message, Model, ModelReply, RunResult, ToolCall, Usage
+    from .messages import STOP_REASONS, Message, Model, ModelReply, RunEnd, RunResult, StopReason, ToolCall, Usage
     from .models.scripted import ScriptedModel
     from .report import render_report, write_report
     from .schema.validator import Validator, check_schema, compile_schema, validate
@@ -77,7 +77,7 @@ if TYPE_CHECKING:  # what a type checker and a reader see; at run time each name
     from .tools.registry import Tool, ToolRegistry, tool
     from .transcript.anchor import AnchoredResult, checkpoint_of, verify_checkpoint
     from .transcript.checkpoint import Checkpoint, load_key, parse_checkpoint, read_checkpoint
-    from .transcript.format import FAULT_KINDS, FORMAT, Fault, VerifyResult
+    from .transcript.format import FAULT_KINDS, FORMAT, Fault, FaultKind, VerifyResult
     from .transcript.proofs import check_consistency, check_proof, parse_proof, prove_consistency, prove_inclusion
     from .transcript.repair import repair
     from .transcript.verify import verify_file, verify_records
@@ -92,7 +92,8 @@ _HOMES: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     (".loop", ("ApprovalRequest", "Approve", "Deny", "Modify", "RunOptions", "Terminate", "estimate_tokens",
                "read_pending", "run", "run_async", "verify_approvals")),
     (".loop.resume", ("resume",)),
-    (".messages", ("STOP_REASONS", "Message", "Model", "ModelReply", "RunResult", "ToolCall", "Usage")),
+    (".messages", ("STOP_REASONS", "Message", "Model", "ModelReply", "RunEnd", "RunResult", "StopReason", "ToolCall",
+                   "Usage")),
     (".models.scripted", ("ScriptedModel",)),
     (".report", ("render_report", "write_report")),
     (".schema.validator", ("Validator", "check_schema", "compile_schema", "validate")),
@@ -100,7 +101,7 @@ _HOMES: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     (".tools.registry", ("Tool", "ToolRegistry", "tool")),
     (".transcript.anchor", ("AnchoredResult", "checkpoint_of", "verify_checkpoint")),
     (".transcript.checkpoint", ("Checkpoint", "load_key", "parse_checkpoint", "read_checkpoint")),
-    (".transcript.format", ("FAULT_KINDS", "FORMAT", "Fault", "VerifyResult")),
+    (".transcript.format", ("FAULT_KINDS", "FORMAT", "Fault", "FaultKind", "VerifyResult")),
     (".transcript.proofs", ("check_consistency", "check_proof", "parse_proof", "prove_consistency", "prove_inclusion")),
     (".transcript.repair", ("repair",)),
     (".transcript.verify", ("verify_file", "verify_records")),
@@ -136,6 +137,8 @@ __all__ = [
     "Model",
     "Message",
     "STOP_REASONS",
+    "StopReason",
+    "RunEnd",
     "estimate_tokens",
     "ScriptedModel",
     # a person in the loop
@@ -159,6 +162,7 @@ __all__ = [
     # the transcript
     "FORMAT",
     "FAULT_KINDS",
+    "FaultKind",
     "Fault",
     "VerifyResult",
     "TranscriptWriter",

@@ -79,6 +79,12 @@ class TestPublicApi(unittest.TestCase):
         out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
         self.assertEqual(out.strip(), "['agentloop', 'agentloop._version', 'agentloop.errors']")
 
+    def test_the_changelog_says_what_this_version_added(self) -> None:
+        with open(os.path.join(ROOT, "CHANGELOG.md"), encoding="utf-8") as handle:
+            versions = [line.split()[1] for line in handle if line.startswith("## ")]
+        self.assertEqual(versions[0], agentloop.__version__)  # the newest section is this version's
+        self.assertEqual(len(versions), len(set(versions)))
+
     def test_py_typed_ships(self) -> None:
         self.assertTrue(os.path.exists(os.path.join(ROOT, "agentloop", "py.typed")))
 

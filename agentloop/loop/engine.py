@@ -75,7 +75,7 @@ from .calls import DEFAULT_MAX_WORKERS, AsyncRunner, Done, Job, Raised, Runner, 
 from ..canonical import MAX_SAFE_INTEGER, canonical_text, json_path
 from ..errors import UnrecordableError
 from .final import FINAL_RESULT
-from ..messages import AWAITING_APPROVAL, Message, Model, ModelReply, RunResult, ToolCall, Usage, shown
+from ..messages import AWAITING_APPROVAL, Message, Model, ModelReply, RunEnd, RunResult, StopReason, ToolCall, Usage, shown
 from .options import Approver, OnRecord, RunOptions, RunOverrides
 from .plan import RECORD_OVERHEAD, PlannedCall, TurnPlan, plan_turn
 from .prices import add, amount_text, turn_cost
@@ -188,7 +188,7 @@ class Resumed:
 class _Halt:
     """Step 5 ended the run early: a pause (``awaiting_approval``) or ``approval_terminated``."""
 
-    reason: str
+    reason: RunEnd
     detail: str
     pending: Tuple[ApprovalRequest, ...] = ()
 
@@ -240,7 +240,7 @@ class _Ending:
         self.out.checkpoint(options.checkpoint, options.key, options.signer)
         return True
 
-    def stop(self, reason: str, detail: str, reading: Optional[Seconds] = None, output: Any = None) -> RunResult:
+    def stop(self, reason: StopReason, detail: str, reading: Optional[Seconds] = None, output: Any = None) -> RunResult:
         spent = self.spent
         payload: Dict[str, Any] = {"reason": reason, "steps": spent.steps, "tokens": spent.tokens, "detail": _bounded(detail)}
         if reading is not None:
