@@ -87,19 +87,30 @@ def mentioned() -> Dict[str, Set[str]]:
 class TestDocReferences(unittest.TestCase):
     def test_the_resolver_tells_names_that_exist_from_names_that_do_not(self) -> None:
         # the negative control: an old path, a misspelt attribute, a module that never was
-        for name in ("agentloop.run", "agentloop.loop.engine", "agentloop.loop.options.RunOptions.from_task_record",
-                     "agentloop.transcript.writer.TranscriptWriter.append"):
+        for name in (
+            "agentloop.run",
+            "agentloop.loop.engine",
+            "agentloop.loop.options.RunOptions.from_task_record",
+            "agentloop.transcript.writer.TranscriptWriter.append",
+        ):
             self.assertTrue(resolves(name), name)
-        for name in ("agentloop.approval", "agentloop.loop.engine.RunOptionz", "agentloop.nowhere.at_all",
-                     "agentloop.run.nothing"):
+        for name in (
+            "agentloop.approval",
+            "agentloop.loop.engine.RunOptionz",
+            "agentloop.nowhere.at_all",
+            "agentloop.run.nothing",
+        ):
             self.assertFalse(resolves(name), name)
 
     def test_every_name_mentioned_exists(self) -> None:
         names = mentioned()
         self.assertGreater(len(names), 100)  # the walk found the docs and the docstrings
         self.assertIn("agentloop.loop.engine", names)
-        missing: List[str] = ["%s (in %s)" % (name, ", ".join(sorted(where))) for name, where in sorted(names.items())
-                              if not resolves(name)]
+        missing: List[str] = [
+            "%s (in %s)" % (name, ", ".join(sorted(where)))
+            for name, where in sorted(names.items())
+            if not resolves(name)
+        ]
         self.assertEqual(missing, [])
 
 

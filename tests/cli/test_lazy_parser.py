@@ -16,12 +16,23 @@ from typing import List
 
 from agentloop import ModelReply, ScriptedModel, run
 
-cli_main = importlib.import_module("agentloop.cli.main")  # the module (agentloop.cli.main the attribute is the function)
+cli_main = importlib.import_module(
+    "agentloop.cli.main"
+)  # the module (agentloop.cli.main the attribute is the function)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 #: Layers neither ``agentloop --help`` nor ``agentloop verify`` may load.
-HEAVY = ("agentloop.models", "agentloop.mcp", "agentloop.batch", "agentloop.loop", "agentloop.tools", "agentloop.schema",
-         "agentloop.cli.models", "agentloop.cli.batch", "agentloop.cli.approval")
+HEAVY = (
+    "agentloop.models",
+    "agentloop.mcp",
+    "agentloop.batch",
+    "agentloop.loop",
+    "agentloop.tools",
+    "agentloop.schema",
+    "agentloop.cli.models",
+    "agentloop.cli.batch",
+    "agentloop.cli.approval",
+)
 
 
 def loaded_after(argv: List[str]) -> List[str]:
@@ -69,7 +80,9 @@ class TestLazyParser(unittest.TestCase):
         self.assertEqual(status, "0")
         self.assertIn("agentloop.models", self.heavy(modules))
         self.assertIn("agentloop.cli.models", modules)
-        status, *modules = loaded_after(["verify", "--manifest", os.path.join(self.folder, "none.jsonl"), self.transcript])
+        status, *modules = loaded_after(
+            ["verify", "--manifest", os.path.join(self.folder, "none.jsonl"), self.transcript]
+        )
         self.assertIn("agentloop.batch", self.heavy(modules))
 
     def test_each_module_adds_exactly_its_commands_in_the_listed_order(self) -> None:

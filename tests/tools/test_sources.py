@@ -52,8 +52,16 @@ class TestToolSources(unittest.TestCase):
     def test_servers_in_the_order_of_their_first_tool_then_the_extra_ones(self) -> None:
         a, b, c = Server("a"), Server("b"), Server("c")
         tools = [_tool("local"), _tool("b1", home=b), _tool("a1", home=a), _tool("b2", home=b)]
-        self.assertEqual(tool_sources(tools, [c, a]), {"elsewhere": [
-            {"name": "b", "tools": ["b1", "b2"]}, {"name": "a", "tools": ["a1"]}, {"name": "c", "tools": []}]})
+        self.assertEqual(
+            tool_sources(tools, [c, a]),
+            {
+                "elsewhere": [
+                    {"name": "b", "tools": ["b1", "b2"]},
+                    {"name": "a", "tools": ["a1"]},
+                    {"name": "c", "tools": []},
+                ]
+            },
+        )
         self.assertEqual(tool_sources([_tool("local")]), {})
 
     def test_it_is_typed_not_duck_typed(self) -> None:
