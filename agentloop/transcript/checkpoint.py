@@ -192,7 +192,20 @@ def parse_checkpoint(data: bytes) -> Checkpoint:
        space, no ``+``), a space, canonical base64 of a 4-byte key ID and at
        least one byte of signature; at most :data:`MAX_SIGNATURES`.
     """
-    # 1. size, encoding, characters
+    lines = _lines(data)  # 1.
+    _layout(lines)  # 2.
+    first = _origin(lines[0])  # 3.
+    size = _size(lines[1])  # 4.
+    root = _b64(lines[2], 3, "root")  # 5.
+    if len(root) != 32:
+        raise MalformedCheckpointError(3, "root is %d bytes, not a 32-byte SHA-256" % (len(root),))
+    head = _head(lines[3], size, first)  # 6.
+    signatures = tuple(_signature(content, number) for number, content in enumerate(lines[5:], 6))  # 7.
+    return Checkpoint(first, size, root.hex(), head, signatures)
+
+
+def _lines(data: bytes) -> List[str]:
+    """Step 1 of :func:`parse_checkpoint`: size, encoding, characters; the lines without the last newline."""
     if len(data) > MAX_CHECKPOINT_BYTES:
         raise MalformedCheckpointError(None, "longer than %d bytes" % (MAX_CHECKPOINT_BYTES,))
     if not data:
@@ -207,9 +220,11 @@ def parse_checkpoint(data: bytes) -> Checkpoint:
             raise MalformedCheckpointError(number, "control character U+%04X" % (ord(bad),))
     if not text.endswith("\n"):
         raise MalformedCheckpointError(text.count("\n") + 1, "no terminating newline")
-    lines = text[:-1].split("\n")
+    return text[:-1].split("\n")
 
-    # 2. layout: four text lines, the blank line, signatures
+
+def _layout(lines: List[str]) -> None:
+    """Step 2: four text lines, the blank line, signatures."""
     if len(lines) < 5 or lines[4] != "":
         blank = next((i for i, content in enumerate(lines[:5], 1) if content == ""), None)
         if blank is not None and blank < 5:
@@ -221,14 +236,16 @@ def parse_checkpoint(data: bytes) -> Checkpoint:
         if content == "":
             raise MalformedCheckpointError(number, "an empty line among the signatures")
 
-    # 3. origin
-    origin = lines[0]
+
+def _origin(origin: str) -> str:
+    """Step 3: the origin; returns record 0's hash."""
     if not origin.startswith(ORIGIN_PREFIX) or not _is_hex64(origin[len(ORIGIN_PREFIX):]):
         raise MalformedCheckpointError(1, "origin must be %r and 64 lowercase hex digits" % (ORIGIN_PREFIX,))
-    first = origin[len(ORIGIN_PREFIX):]
+    return origin[len(ORIGIN_PREFIX):]
 
-    # 4. size
-    size_text = lines[1]
+
+def _size(size_text: str) -> int:
+    """Step 4: the size."""
     if not size_text.isascii() or not size_text.isdigit() or len(size_text) > 16:
         raise MalformedCheckpointError(2, "size must be a decimal number")
     if size_text[0] == "0":
@@ -236,36 +253,33 @@ def parse_checkpoint(data: bytes) -> Checkpoint:
     size = int(size_text)
     if size > MAX_SIZE:
         raise MalformedCheckpointError(2, "size %d exceeds 2**53-1" % (size,))
+    return size
 
-    # 5. root
-    root = _b64(lines[2], 3, "root")
-    if len(root) != 32:
-        raise MalformedCheckpointError(3, "root is %d bytes, not a 32-byte SHA-256" % (len(root),))
 
-    # 6. head
-    head_line = lines[3]
+def _head(head_line: str, size: int, first: str) -> str:
+    """Step 6: the ``head`` extension line."""
     if not head_line.startswith("head ") or not _is_hex64(head_line[5:]):
         raise MalformedCheckpointError(4, "extension line must be 'head' and 64 lowercase hex digits")
     head = head_line[5:]
     if size == 1 and head != first:
         raise MalformedCheckpointError(4, "a checkpoint of 1 record must have record 0's hash as head")
+    return head
 
-    # 7. signatures
-    signatures: List[Signature] = []
-    for number, content in enumerate(lines[5:], 6):
-        if len(signatures) == MAX_SIGNATURES:
-            raise MalformedCheckpointError(number, "more than %d signatures" % (MAX_SIGNATURES,))
-        parts = content.split(" ")
-        if len(parts) != 3 or parts[0] != _EM_DASH:
-            raise MalformedCheckpointError(number, "a signature line is '\u2014 <key name> <base64>'")
-        name, blob = parts[1], parts[2]
-        if not name or "+" in name or any(ch.isspace() for ch in name):
-            raise MalformedCheckpointError(number, "a key name must be non-empty, with no space or '+'")
-        raw = _b64(blob, number, "signature")
-        if len(raw) < 5:
-            raise MalformedCheckpointError(number, "a signature holds a 4-byte key ID and at least 1 byte")
-        signatures.append(Signature(name, raw[:4], raw[4:]))
-    return Checkpoint(first, size, root.hex(), head, tuple(signatures))
+
+def _signature(content: str, number: int) -> Signature:
+    """Step 7: one signature line (line ``number``)."""
+    if number > 5 + MAX_SIGNATURES:
+        raise MalformedCheckpointError(number, "more than %d signatures" % (MAX_SIGNATURES,))
+    parts = content.split(" ")
+    if len(parts) != 3 or parts[0] != _EM_DASH:
+        raise MalformedCheckpointError(number, "a signature line is '\u2014 <key name> <base64>'")
+    name, blob = parts[1], parts[2]
+    if not name or "+" in name or any(ch.isspace() for ch in name):
+        raise MalformedCheckpointError(number, "a key name must be non-empty, with no space or '+'")
+    raw = _b64(blob, number, "signature")
+    if len(raw) < 5:
+        raise MalformedCheckpointError(number, "a signature holds a 4-byte key ID and at least 1 byte")
+    return Signature(name, raw[:4], raw[4:])
 
 
 def read_checkpoint(path: PathLike) -> Checkpoint:
