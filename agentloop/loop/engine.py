@@ -121,20 +121,34 @@ def _reply_problem(reply: object) -> str:
         return "model reply text is %s, not a str" % (type(reply.text).__name__,)
     if not isinstance(reply.tool_calls, tuple):
         return "model reply tool_calls is %s, not a tuple" % (type(reply.tool_calls).__name__,)
-    for position, call in enumerate(reply.tool_calls):
+    return _calls_problem(reply.tool_calls) or _usage_problem(reply.usage) or _unrecordable(reply)
+
+
+def _calls_problem(calls: Tuple[object, ...]) -> str:
+    for position, call in enumerate(calls):
         if not isinstance(call, ToolCall):
             return "model reply tool_calls[%d] is %s, not a ToolCall" % (position, type(call).__name__)
         if not isinstance(call.name, str) or not isinstance(call.id, str) or not isinstance(call.arguments, dict):
             return "model reply tool_calls[%d] has a name, id or arguments of the wrong type" % (position,)
         if not isinstance(call.arguments_error, str):
             return "model reply tool_calls[%d] has an arguments_error that is not a str" % (position,)
-    usage = reply.usage
-    if usage is not None:
-        counts = [getattr(usage, name, None) for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")]
-        if not isinstance(usage, Usage) or not all(type(n) is int and 0 <= n <= MAX_SAFE_INTEGER for n in counts):
-            return "model reply usage is %s, not a Usage of two ints from 0 to 2**53-1" % (type(usage).__name__,)
-        if usage.cache_read_tokens + usage.cache_write_tokens > usage.input_tokens:
-            return "model reply usage has more cache tokens than input_tokens"
+    return ""
+
+
+def _usage_problem(usage: object) -> str:
+    if usage is None:
+        return ""
+    names = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    counts = [getattr(usage, name, None) for name in names]
+    if not isinstance(usage, Usage) or not all(type(n) is int and 0 <= n <= MAX_SAFE_INTEGER for n in counts):
+        return "model reply usage is %s, not a Usage of two ints from 0 to 2**53-1" % (type(usage).__name__,)
+    if usage.cache_read_tokens + usage.cache_write_tokens > usage.input_tokens:
+        return "model reply usage has more cache tokens than input_tokens"
+    return ""
+
+
+def _unrecordable(reply: ModelReply) -> str:
+    """Why the reply's strings cannot be recorded, naming the first such place ("" when they can)."""
     strings = [reply.text]
     for call in reply.tool_calls:
         strings += (call.name, call.id, call.arguments_error)
@@ -263,16 +277,39 @@ class _Ending:
                          _bounded(ended.detail), None, cost, ended.pending)
 
 
+def _opened(r: _Run, resumed: Optional[Resumed]) -> Tuple[Spent, TranscriptWriter]:
+    """What the run has spent and the writer it appends with: new ones, or a resumed run's."""
+    if resumed is not None:
+        return resumed.spent, resumed.out
+    options = r.options
+    assert options.transcript is not None  # prepare_run requires it
+    writer = TranscriptWriter(options.transcript, overwrite=options.overwrite, fsync=options.fsync,
+                              max_record_bytes=r.budgets.max_record_bytes)
+    return Spent(started=r.started), writer
+
+
+def _turn_stop(r: _Run, reply: ModelReply, plan: TurnPlan, spent: Spent) -> Optional[Tuple[StopReason, str, None, Any]]:
+    """Step 4 of :func:`_loop`: the stop a recorded turn calls for (5-11 of the precedence, in order), or ``None``.
+
+    As :meth:`_Ending.stop`'s arguments: reason, detail, no clock reading, the output.
+    """
+    if r.budgets.stop_sentinel is not None and r.budgets.stop_sentinel in reply.text:
+        sentinel = shown(r.budgets.stop_sentinel)
+        return "sentinel", "the assistant's text contains the stop sentinel %s" % (sentinel,), None, None
+    answer = None if r.final is None else r.final.answer(plan)
+    if answer is not None:
+        detail = "the model called %s with valid arguments (call %d of step %d); %d other tool call(s) not run" % (
+            FINAL_RESULT, answer[0], spent.steps, len(plan.calls) - 1)
+        return "final_result", detail, None, answer[1]
+    if not plan.calls:
+        return "no_tool_calls", "the assistant asked for no tools", None, None
+    due = r.budgets.after_turn(spent, len(plan.calls))
+    return None if due is None else (due.reason, due.detail, None, None)
+
+
 async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> RunResult:
     """The run, step by step (the module docstring has the stop precedence)."""
-    if resumed is None:
-        spent = Spent(started=r.started)
-        options = r.options
-        assert options.transcript is not None  # prepare_run requires it
-        writer = TranscriptWriter(options.transcript, overwrite=options.overwrite, fsync=options.fsync,
-                                  max_record_bytes=r.budgets.max_record_bytes)
-    else:
-        spent, writer = resumed.spent, resumed.out
+    spent, writer = _opened(r, resumed)
     with writer as out:
         record = _Recorder(out, r.options.on_record)
         if resumed is None:
@@ -323,17 +360,9 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
             messages.append(plan.message())
 
             # 4. The stops a recorded turn can trigger, in their fixed order.
-            if r.budgets.stop_sentinel is not None and r.budgets.stop_sentinel in reply.text:
-                return stop("sentinel", "the assistant's text contains the stop sentinel %s" % (shown(r.budgets.stop_sentinel),))
-            answer = None if r.final is None else r.final.answer(plan)
-            if answer is not None:
-                return stop("final_result", "the model called %s with valid arguments (call %d of step %d); %d other tool call(s) not run"
-                            % (FINAL_RESULT, answer[0], spent.steps, len(plan.calls) - 1), output=answer[1])
-            if not plan.calls:
-                return stop("no_tool_calls", "the assistant asked for no tools")
-            due = r.budgets.after_turn(spent, len(plan.calls))
-            if due is not None:
-                return stop(due.reason, due.detail)
+            ended_turn = _turn_stop(r, reply, plan, spent)
+            if ended_turn is not None:
+                return stop(*ended_turn)
 
             # 5. Run the calls (parallel-safe ones together, a gated one alone
             #    once its approver said so); every failure is a result the

@@ -260,16 +260,7 @@ def resume(
     line's ``resume`` uses it).  Misuse raises
     :class:`~agentloop.errors.RunConfigError` before anything is appended.
     """
-    # 1.
-    given: Dict[str, Any] = dict(decisions or {})
-    for call_id, decision in given.items():
-        if not isinstance(call_id, str) or not isinstance(decision, _DECISIONS):
-            raise RunConfigError("decisions", "must map call ids (str) to Approve, Deny, Modify or Terminate; got %s for %s"
-                                 % (type(decision).__name__, json.dumps(str(call_id))))
-    if approver is not None and not callable(approver):
-        raise RunConfigError("approver", "must be None or a callable taking an ApprovalRequest")
-    if not isinstance(rerun_unrecorded, bool):
-        raise RunConfigError("rerun_unrecorded", "must be True or False")
+    given = _given(decisions, approver, rerun_unrecorded)  # 1.
     path = os.fspath(transcript)
     flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     fd = os.open(path, flags)
@@ -279,15 +270,7 @@ def resume(
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         lock_exclusive(fd, path)
-        # 2.
-        _verified(path)
-        state = _read(path)
-        if state.stop is not None:
-            raise RunConfigError("transcript", "%s is a finished run (stop record: %s): nothing to resume" % (path, state.stop))
-        if anchor is not None:
-            anchored = verify_checkpoint(path, anchor, key=key, trusted=trusted, exact=True)
-            if not anchored.ok:
-                raise RunConfigError("anchor", "%s does not match the checkpoint %s: %s" % (path, anchor, anchored.faults[0]))
+        state = _unfinished(path, anchor, key, trusted)  # 2.
         # 3.
         task = state.task
         tool_list = list(tools)
@@ -322,6 +305,35 @@ def resume(
         return _drive(_loop(r, runner, resumed))
     finally:
         runner.close()
+
+
+def _given(decisions: Optional[Mapping[str, Any]], approver: object, rerun_unrecorded: object) -> Dict[str, Any]:
+    """Step 1 of :func:`resume`: the arguments that are not the file's; the decisions as a dict."""
+    given: Dict[str, Any] = dict(decisions or {})
+    for call_id, decision in given.items():
+        if not isinstance(call_id, str) or not isinstance(decision, _DECISIONS):
+            raise RunConfigError("decisions", "must map call ids (str) to Approve, Deny, Modify or Terminate; "
+                                 "got %s for %s" % (type(decision).__name__, json.dumps(str(call_id))))
+    if approver is not None and not callable(approver):
+        raise RunConfigError("approver", "must be None or a callable taking an ApprovalRequest")
+    if not isinstance(rerun_unrecorded, bool):
+        raise RunConfigError("rerun_unrecorded", "must be True or False")
+    return given
+
+
+def _unfinished(path: str, anchor: Optional[PathLike], key: Optional[bytes], trusted: Sequence[Verifier]) -> _State:
+    """Step 2 of :func:`resume`: the file verifies, holds no stop record, and is exactly what ``anchor`` covers."""
+    _verified(path)
+    state = _read(path)
+    if state.stop is not None:
+        raise RunConfigError("transcript", "%s is a finished run (stop record: %s): nothing to resume"
+                             % (path, state.stop))
+    if anchor is not None:
+        anchored = verify_checkpoint(path, anchor, key=key, trusted=trusted, exact=True)
+        if not anchored.ok:
+            raise RunConfigError("anchor", "%s does not match the checkpoint %s: %s"
+                                 % (path, anchor, anchored.faults[0]))
+    return state
 
 
 def _check_decisions(r: Any, plan: TurnPlan, pending: Pending, given: Dict[str, Any], rerun_unrecorded: bool) -> None:
