@@ -102,7 +102,6 @@ def estimate_tokens(emitted: str) -> int:
 MAX_ERROR_CHARS = 2000
 
 
-
 def _bounded(text: str) -> str:
     if len(text) <= MAX_ERROR_CHARS:
         return text
