@@ -42,6 +42,7 @@ __all__ = [
     "MCPError",
     "MCPConfigError",
     "MCPNameCollisionError",
+    "MCPSchemaError",
     "MalformedNoteError",
     "MalformedManifestError",
     "MalformedCBORError",
@@ -168,7 +169,7 @@ class ScriptExhaustedError(AgentloopError, LookupError):
         super().__init__("the script has no reply for turn %d (it holds %d)" % (turn, available))
 
 
-# --- checkpoints, Merkle proofs, one writer (issue 3) -----------------------
+# --- checkpoints, Merkle proofs, one writer (agentloop.transcript) ----------
 
 
 class TranscriptLockedError(AgentloopError, BlockingIOError):
@@ -370,7 +371,20 @@ class MCPNameCollisionError(DuplicateToolError):
         super().__init__(name, first, second)
 
 
-# --- signed notes, keys, cosignatures (issue 14) -----------------------------
+class MCPSchemaError(AgentloopError, ValueError):
+    """An MCP tool's declared schema cannot be imported (:func:`agentloop.mcp.import_schema`).
+
+    ``reason`` says where and why (``inputSchema at /properties/pair: ...``).
+    The client leaves that one tool out and lists it, with the reason, in
+    its description; ``agentloop.mcp.Refused`` is this class.
+    """
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+# --- signed notes, keys, cosignatures (agentloop.signing) -------------------
 
 
 class MalformedNoteError(MalformedCheckpointError):
@@ -389,7 +403,7 @@ class MalformedNoteError(MalformedCheckpointError):
         self.args = ("%s: %s" % (where, reason),)
 
 
-# --- batch ledgers (issue 16) ------------------------------------------------
+# --- batch ledgers (agentloop.batch) -----------------------------------------
 
 
 class MalformedManifestError(AgentloopError, ValueError):
@@ -406,7 +420,7 @@ class MalformedManifestError(AgentloopError, ValueError):
         super().__init__("%s: %s" % (where, reason))
 
 
-# --- provenance formats: CBOR, COSE, DSSE, in-toto (issue 23) ----------------
+# --- provenance formats: CBOR, COSE, DSSE, in-toto ---------------------------
 
 
 class MalformedCBORError(AgentloopError, ValueError):
@@ -436,6 +450,8 @@ class ProvenanceError(AgentloopError, ValueError):
         self.what = what
         self.reason = reason
         super().__init__("%s: %s" % (what, reason))
+
+
 class LedgerMismatchError(AgentloopError, ValueError):
     """A resumed batch does not match its earlier ledger, so nothing is run, written or signed.
 
@@ -452,7 +468,7 @@ class LedgerMismatchError(AgentloopError, ValueError):
         super().__init__("%s%s" % (reason, " (altered: %s)" % (names,) if names else ""))
 
 
-# --- misuse of constructors and functions (issue 10) -------------------------
+# --- misuse of constructors and functions ------------------------------------
 # Each replaces a bare builtin raised before, and still inherits it, so an
 # ``except TypeError`` / ``except ValueError`` written against those keeps working.
 

@@ -1,7 +1,7 @@
 """What the loop and a model exchange: messages, replies, tool calls, usage, and how a run ended.
 
 These are plain frozen dataclasses and dict shapes, shared by the loop
-(:mod:`agentloop.loop`), the scripted model and the provider adapters
+(:mod:`agentloop.loop.engine`), the scripted model and the provider adapters
 (:mod:`agentloop.models`), so none of them imports another to speak.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 import json
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Literal, Mapping, Optional, Sequence, Tuple, Union, get_args
 
 from .canonical import MAX_SAFE_INTEGER, describe_integer
 from .errors import MessageError
@@ -25,10 +25,11 @@ def shown(value: object) -> str:
     return "a %s" % (type(value).__name__,)
 
 
-__all__ = ["STOP_REASONS", "AWAITING_APPROVAL", "APPROVAL_DECISIONS", "Message", "ToolCall", "Usage", "ModelReply", "Model", "RunResult"]
+__all__ = ["STOP_REASONS", "StopReason", "RunEnd", "AWAITING_APPROVAL", "APPROVAL_DECISIONS", "Message", "ToolCall", "Usage", "ModelReply", "Model", "RunResult"]
 
-#: The closed set of reasons a run stops for (their precedence: :mod:`agentloop.loop`).
-STOP_REASONS = (
+#: The closed set of reasons a run stops for (their precedence: :mod:`agentloop.loop.engine`),
+#: as a type; :data:`STOP_REASONS` is the same set as a tuple.
+StopReason = Literal[
     "no_tool_calls",
     "sentinel",
     "step_budget",
@@ -39,12 +40,16 @@ STOP_REASONS = (
     "cost_budget",  # the running cost exceeds max_cost
     "cost_unknown",  # prices= is set but a turn's cost cannot be counted (no usage, no price)
     "time_budget",  # max_seconds have passed by the clock, read before a turn
-    "approval_terminated",  # an approver answered Terminate for a gated call (agentloop.approval)
-)
+    "approval_terminated",  # an approver answered Terminate for a gated call (agentloop.loop.approval)
+]
+#: The reasons of :data:`StopReason`, in its order.
+STOP_REASONS: Tuple[StopReason, ...] = get_args(StopReason)
 
 #: ``RunResult.stop_reason`` of a run paused for a human decision: never written
 #: as a stop record (the file ends mid-turn), so not one of :data:`STOP_REASONS`.
-AWAITING_APPROVAL = "awaiting_approval"
+AWAITING_APPROVAL: Literal["awaiting_approval"] = "awaiting_approval"
+#: How a run ended or paused: ``RunResult.stop_reason``.
+RunEnd = Union[StopReason, Literal["awaiting_approval"]]
 #: The decisions an ``approval`` member of a tool record may hold (docs/approvals.md).
 APPROVAL_DECISIONS = ("approve", "deny", "modify", "terminate")
 
@@ -182,11 +187,11 @@ class RunResult:
     ended it (``final_result``); ``None`` after any other stop.  ``cost`` is
     the run's total cost in USD as a decimal string when ``prices`` were
     given and every turn's cost was counted, else ``None``.  ``pending`` holds
-    the :class:`~agentloop.approval.ApprovalRequest` of each gated call left
+    the :class:`~agentloop.loop.approval.ApprovalRequest` of each gated call left
     undecided when the run paused (``stop_reason == "awaiting_approval"``:
     no stop record was written), else it is empty."""
 
-    stop_reason: str
+    stop_reason: RunEnd
     steps: int
     tokens: int
     records: int

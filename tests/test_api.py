@@ -5,9 +5,11 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
+import subprocess
 import sys
 import sysconfig
 import unittest
+from typing import Dict, Set
 
 import agentloop
 
@@ -49,6 +51,39 @@ class TestPublicApi(unittest.TestCase):
         for name in ("Tool", "ToolRegistry", "ToolCall", "ModelReply", "run", "verify_records", "verify_file"):
             self.assertIn(name, agentloop.__all__)
         self.assertRegex(agentloop.__version__, r"^\d+\.\d+\.\d+$")
+
+    def test_the_face_loads_each_name_on_first_use_from_the_home_its_imports_say(self) -> None:
+        # What a type checker reads (the imports under TYPE_CHECKING) and what runs (_HOMES) name the same homes.
+        with open(os.path.join(ROOT, "agentloop", "__init__.py"), encoding="utf-8") as handle:
+            tree = ast.parse(handle.read())
+        guarded = [node for node in tree.body
+                   if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"]
+        self.assertEqual(len(guarded), 1)
+        imported: Dict[str, Set[str]] = {}
+        for node in guarded[0].body:
+            assert isinstance(node, ast.ImportFrom)
+            imported.setdefault("." * node.level + (node.module or ""), set()).update(a.name for a in node.names)
+        homes = {module: set(names) for module, names in agentloop._HOMES}
+        self.assertEqual(imported, homes)
+        lazy = set().union(*homes.values())
+        self.assertEqual(lazy | set(agentloop.errors.__all__) | {"__version__"}, set(agentloop.__all__))
+        for name in sorted(lazy):
+            module = importlib.import_module(agentloop._HOME[name], "agentloop")
+            self.assertIs(getattr(agentloop, name), getattr(module, name), name)
+        self.assertIn("run", dir(agentloop))
+        with self.assertRaisesRegex(AttributeError, "module 'agentloop' has no attribute 'nothing_here'"):
+            agentloop.nothing_here  # type: ignore[attr-defined]  # noqa: B018
+
+    def test_importing_the_package_imports_no_layer(self) -> None:
+        code = "import sys, agentloop; print(sorted(m for m in sys.modules if m.startswith('agentloop')))"
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        self.assertEqual(out.strip(), "['agentloop', 'agentloop._version', 'agentloop.errors']")
+
+    def test_the_changelog_says_what_this_version_added(self) -> None:
+        with open(os.path.join(ROOT, "CHANGELOG.md"), encoding="utf-8") as handle:
+            versions = [line.split()[1] for line in handle if line.startswith("## ")]
+        self.assertEqual(versions[0], agentloop.__version__)  # the newest section is this version's
+        self.assertEqual(len(versions), len(set(versions)))
 
     def test_py_typed_ships(self) -> None:
         self.assertTrue(os.path.exists(os.path.join(ROOT, "agentloop", "py.typed")))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import unittest
 
 import agentloop
+import agentloop.mcp
 import agentloop.models
 from agentloop import errors
 
@@ -18,7 +19,7 @@ MODEL_ERRORS = {
     "ReplayMismatchError": ValueError,
 }
 
-# Checkpoints, Merkle proofs, locking and repair (issue 3).
+# Checkpoints, Merkle proofs, locking and repair (agentloop.transcript).
 INTEGRITY_ERRORS = {
     "TranscriptLockedError": BlockingIOError,
     "MalformedCheckpointError": ValueError,
@@ -29,12 +30,13 @@ INTEGRITY_ERRORS = {
 }
 
 
-# Signed notes (issue 14), MCP servers (issue 15) and batch ledgers (issue 16).
+# Signed notes (agentloop.signing), MCP servers (agentloop.mcp) and batch ledgers (agentloop.batch).
 LATER_ERRORS = {
     "MalformedNoteError": ValueError,
     "MCPError": RuntimeError,
     "MCPConfigError": ValueError,
     "MCPNameCollisionError": ValueError,
+    "MCPSchemaError": ValueError,
     "MalformedManifestError": ValueError,
     "MalformedCBORError": ValueError,
     "ProvenanceError": ValueError,
@@ -45,7 +47,7 @@ LATER_ERRORS = {
     "CollectorError": ConnectionError,
 }
 
-# Misuse of constructors and functions (issue 10): each replaces a bare
+# Misuse of constructors and functions: each replaces a bare
 # builtin raised before and still inherits it (MessageError both that were).
 MISUSE_ERRORS = {
     "MessageError": (TypeError, ValueError),
@@ -106,6 +108,10 @@ class TestHierarchy(unittest.TestCase):
                 self.assertIs(getattr(agentloop, name), cls)
                 self.assertIn(name, agentloop.__all__)
         self.assertTrue(issubclass(errors.UnknownChoiceError, errors.BadArgumentError))
+        self.assertIs(agentloop.mcp.Refused, errors.MCPSchemaError)  # the old name of a schema refused for one MCP tool
+        self.assertIs(agentloop.mcp.MCPSchemaError, errors.MCPSchemaError)
+        refused = errors.MCPSchemaError("x at /: y")
+        self.assertEqual((refused.reason, str(refused)), ("x at /: y", "x at /: y"))
 
     def test_misuse_error_messages_are_formatted_from_fields(self) -> None:
         e = errors.MessageError("ToolCall.name", "must be a str, got int")

@@ -4,7 +4,7 @@ It schedules nothing itself: ``executor=None`` runs the specs one after
 another in this process; otherwise every spec is one ``executor.submit``
 of :func:`agentloop.batch.worker.run_one` with a JSON string, on whatever
 engine the caller already has (a thread or process pool, Dask's
-``Client.get_executor(pure=False)``, :class:`agentloop.executors.RayExecutor`).
+``Client.get_executor(pure=False)``, :class:`agentloop.batch.executors.RayExecutor`).
 
 Trust nothing that comes back (numbered in :func:`run_many`'s body):
 
@@ -29,7 +29,6 @@ import concurrent.futures
 import json
 
 import os
-import tempfile
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -152,16 +151,9 @@ def _check_arguments(
 
 
 def _expected(specs: Sequence[RunSpec], registry: ToolRegistry, model: str) -> List[str]:
-    """1. Each spec's expected origin, from ``run`` itself (see :func:`expected_task_line`)."""
-    describe = getattr(model_from_spec(model), "model_info", None)
-    info = describe() if callable(describe) else None
-    origins = []
-    with tempfile.TemporaryDirectory(prefix="agentloop-batch-") as scratch:
-        probe = os.path.join(scratch, "probe.jsonl")
-        for spec in specs:
-            line = json.loads(expected_task_line(spec, registry, info, probe))
-            origins.append(ORIGIN_PREFIX + line["hash"])
-    return origins
+    """1. Each spec's expected origin, computed without running anything (see :func:`expected_task_line`)."""
+    planner = model_from_spec(model)
+    return [ORIGIN_PREFIX + json.loads(expected_task_line(spec, registry, planner))["hash"] for spec in specs]
 
 
 def _judge(spec: RunSpec, origin: str, path: str, resumed: bool = False) -> RunEntry:

@@ -1,34 +1,34 @@
 """One run of a batch as data: :class:`RunSpec`, its JSON form, and the record 0 it implies.
 
-A spec holds every budget and option of :func:`agentloop.run` that is data:
+A spec holds every option of :func:`agentloop.run` that is data:
 ``task``, ``max_steps``, ``max_tokens``, ``stop_sentinel`` as fields, and any
-other keyword argument of ``run`` (``max_record_bytes`` and whatever budgets
-the loop grows) in ``options``, which ``run`` receives as they are.  The
+other field of :class:`~agentloop.loop.options.RunOptions`
+(``max_record_bytes`` and whatever budgets the loop grows) in ``options``;
+:meth:`RunSpec.run_options` makes the ``RunOptions`` value the run gets.  The
 spec is JSON, so it can cross to any worker and be hashed: the batch's
 identity is the SHA-256 of the RFC 8785 bytes of its spec list
 (:func:`spec_list_hash`).
 
 The task record (record 0) of a run is a pure function of its spec, the
 tools manifest and the model's ``model_info()``; :func:`expected_task_line`
-asks :func:`agentloop.run` itself for it, with a stand-in model that stops
-the run before its first turn, so the driver knows each run's origin before
-any worker starts.
+computes it without running anything
+(:func:`agentloop.loop.start.planned_task_line`), so the driver knows each
+run's origin before any worker starts.
 """
 
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ..canonical import MAX_SAFE_INTEGER, canonical_bytes, strict_loads
 from ..errors import RunConfigError, UnrecordableError
-from ..loop.engine import run
-from ..messages import Message, ModelReply, shown
+from ..loop.options import OPTION_NAMES, RunOptions
+from ..loop.start import planned_task_line
+from ..messages import shown
 from ..tools.registry import ToolRegistry
 from ..transcript.durable import read_small
 
@@ -41,12 +41,13 @@ __all__ = [
     "expected_task_line",
 ]
 
-#: Keyword arguments of ``run`` a spec cannot hold: where the transcript goes
-#: is the batch's business, the four fields have their own place, and
-#: objects (a clock, a callback, an approver, a signer) are not data.
+#: Options of ``run`` a spec cannot hold: where the transcript goes is the
+#: batch's business, the four fields have their own place, objects (a clock,
+#: a callback, an approver, a signer) are not data, and ``max_seconds``
+#: records a clock reading in record 0, which no one can know before the run.
 RESERVED_OPTIONS = frozenset(
     {"transcript", "overwrite", "checkpoint", "key", "max_steps", "max_tokens", "stop_sentinel",
-     "approver", "clock", "on_record", "signer"}
+     "approver", "clock", "on_record", "signer", "max_seconds"}
 )
 #: A run's name is its transcript's file name, ``NAME.jsonl``.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
@@ -54,12 +55,9 @@ _FIELDS = ("name", "task", "max_steps", "max_tokens", "stop_sentinel", "options"
 
 
 def run_options() -> List[str]:
-    """The keyword-only arguments of :func:`agentloop.run` a spec's ``options`` may hold, sorted."""
-    return sorted(
-        name
-        for name, parameter in inspect.signature(run).parameters.items()
-        if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name not in RESERVED_OPTIONS
-    )
+    """The options of :func:`agentloop.run` (the fields of :class:`~agentloop.loop.options.RunOptions`)
+    a spec's ``options`` may hold, sorted."""
+    return sorted(name for name in OPTION_NAMES if name not in RESERVED_OPTIONS)
 
 
 def _count(value: object) -> bool:
@@ -136,11 +134,17 @@ class RunSpec:
         except RunConfigError as exc:
             raise RunConfigError(where, str(exc)) from None
 
-    def run_kwargs(self) -> Dict[str, Any]:
-        """The keyword arguments of ``run`` this spec stands for (all but the transcript)."""
-        kwargs: Dict[str, Any] = dict(self.options)
-        kwargs.update(max_steps=self.max_steps, max_tokens=self.max_tokens, stop_sentinel=self.stop_sentinel)
-        return kwargs
+    def run_options(self) -> RunOptions:
+        """The options of the run this spec stands for (all but where its transcript goes).
+
+        A bad option value raises :class:`~agentloop.errors.RunConfigError`
+        naming the spec and the option.
+        """
+        try:
+            return RunOptions(max_steps=self.max_steps, max_tokens=self.max_tokens, stop_sentinel=self.stop_sentinel,
+                              **self.options)
+        except RunConfigError as exc:
+            raise RunConfigError("spec %s: %s" % (self.name, exc.parameter), exc.reason) from None
 
 
 def spec_list_hash(specs: Sequence[RunSpec]) -> str:
@@ -175,40 +179,14 @@ def read_specs(path: str) -> List[RunSpec]:
     return specs
 
 
-class _Stop(BaseException):
-    """Raised by :class:`_Probe` to end a run before its first turn (``run`` lets a ``BaseException`` through)."""
+def expected_task_line(spec: RunSpec, tools: ToolRegistry, model: object) -> bytes:
+    """Record 0's line (with its ``\\n``) of ``spec`` run with these tools and this model,
+    computed without running anything (``model`` only gives its ``model_info()``).
 
-
-class _Probe:
-    """A stand-in model: the real model's ``model_info()``, and no turn at all."""
-
-    def __init__(self, info: Optional[Dict[str, Any]]) -> None:
-        self.info = info
-
-    def model_info(self) -> Optional[Dict[str, Any]]:
-        return self.info
-
-    def __call__(self, messages: List[Message], manifest: List[Dict[str, Any]]) -> ModelReply:
-        raise _Stop()
-
-
-def expected_task_line(spec: RunSpec, tools: ToolRegistry, model_info: Optional[Dict[str, Any]], scratch: str) -> bytes:
-    """Record 0's line (with its ``\\n``) of ``spec`` run with these tools and this model.
-
-    ``run`` writes it to ``scratch`` (replaced) and is stopped before its
-    first model turn; misuse in the spec raises here, as ``run`` would.
+    Misuse in the spec raises here, as ``run`` would, naming the spec.
     """
-    kwargs = spec.run_kwargs()
-    kwargs["fsync"] = False  # durability does not change a byte
+    options = spec.run_options()
     try:
-        run(spec.task, _Probe(model_info), tools, transcript=scratch, overwrite=True, **kwargs)
-    except _Stop:
-        pass
+        return planned_task_line(spec.task, model, tools, options)
     except RunConfigError as exc:
         raise RunConfigError("spec %s: %s" % (spec.name, exc.parameter), exc.reason) from None
-    with open(scratch, "rb") as handle:
-        line = handle.readline()
-    os.unlink(scratch)
-    if not line.endswith(b"\n"):
-        raise RunConfigError("spec %s" % (spec.name,), "run() wrote no task record")
-    return line

@@ -100,13 +100,12 @@ def run_one(job_text: str) -> str:
     spec = RunSpec.from_json(job["spec"], "job")
     tools = load_tools(job["tools"], "tools")
     model = model_from_spec(job["model"])
-    kwargs = spec.run_kwargs()
-    durable = bool(kwargs.get("fsync", False))
+    options = spec.run_options()
     if job["transfer"] == "bytes":
         folder = tempfile.mkdtemp(prefix="agentloop-batch-")
         try:
             path = os.path.join(folder, spec.name + ".jsonl")
-            run(spec.task, model, tools, transcript=path, **kwargs)
+            run(spec.task, model, tools, options, transcript=path)
             size = os.path.getsize(path)
             if size > job["max_bytes"]:
                 raise RunConfigError("max_transfer_bytes", "transcript of %d bytes exceeds %d" % (size, job["max_bytes"]))
@@ -117,6 +116,6 @@ def run_one(job_text: str) -> str:
         return json.dumps({"name": spec.name, "data": base64.b64encode(data).decode("ascii")})
     final = transcript_path(job["out_dir"], spec.name)
     temp = final + ".tmp"
-    run(spec.task, model, tools, transcript=temp, overwrite=True, **kwargs)
-    publish(temp, final, durable)
+    run(spec.task, model, tools, options, transcript=temp, overwrite=True)
+    publish(temp, final, options.fsync)
     return json.dumps({"name": spec.name})

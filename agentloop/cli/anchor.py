@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any, Callable, Dict, Optional, Sequence, TextIO
+from typing import Any, Dict, Optional, Sequence, TextIO
 
 from ..transcript.anchor import AnchoredResult, checkpoint_of, verify_checkpoint
 from ..transcript.checkpoint import Checkpoint, load_key, read_checkpoint, verify_signatures
@@ -53,9 +53,20 @@ from ..transcript.proofs import (
 )
 from ..transcript.repair import repair
 from ..report import CheckpointStatus
-from ..transcript.format import Fault, VerifyResult
 from .keys import add_sign_options, add_trust_options, load_signers, load_trusted, signer_names
-from .output import Refused, check_input, check_output, complain, count_arg, emit, positive_arg, same_file
+from .output import (
+    Commands,
+    Refused,
+    check_input,
+    check_output,
+    complain,
+    count_arg,
+    emit,
+    fault_json,
+    positive_arg,
+    report_verdict,
+    same_file,
+)
 
 __all__ = [
     "add_commands",
@@ -66,10 +77,6 @@ __all__ = [
     "report_checkpoint",
     "default_checkpoint_path",
 ]
-
-#: ``cli._report``: prints a file's verdict line and its faults.
-Reporter = Callable[[str, VerifyResult, TextIO], None]
-
 
 def default_checkpoint_path(path: str) -> str:
     """``run.jsonl`` -> ``run.checkpoint``; any other name gets ``.checkpoint`` appended."""
@@ -128,7 +135,7 @@ def _anchor_json(result: AnchoredResult) -> Dict[str, Any]:
             "signers": list(result.signers)}
 
 
-def verify_anchored(args: argparse.Namespace, out: TextIO, report: Reporter, fault_json: Callable[[Fault], Dict[str, Any]]) -> int:
+def verify_anchored(args: argparse.Namespace, out: TextIO) -> int:
     """``verify FILE --checkpoint CKPT [--since OLD] [--exact] [--key-file K]``."""
     if len(args.files) != 1:
         return _usage("verify", "--checkpoint/--since take exactly one FILE")
@@ -149,7 +156,7 @@ def verify_anchored(args: argparse.Namespace, out: TextIO, report: Reporter, fau
                  "faults": [fault_json(f) for f in result.faults], "checkpoint": _anchor_json(result)}
         emit(out, json.dumps([entry], indent=2, ensure_ascii=False), lines=True)
         return 0 if result.ok else 1
-    report(path, result, out)
+    report_verdict(path, result, out)
     if result.ok:
         signed = ", " + _signed(args, key, result.signers) if result.signed else ""
         if args.checkpoint is not None:
@@ -203,7 +210,7 @@ def report_checkpoint(args: argparse.Namespace) -> Optional[CheckpointStatus]:
 # --- checkpoint ------------------------------------------------------------------
 
 
-def _cmd_checkpoint(args: argparse.Namespace, out: TextIO, report: Reporter) -> int:
+def _cmd_checkpoint(args: argparse.Namespace, out: TextIO) -> int:
     key = _key(args)
     signers = load_signers(args)
     check_input(args.file, pipe=False)
@@ -227,7 +234,7 @@ def _cmd_checkpoint(args: argparse.Namespace, out: TextIO, report: Reporter) -> 
         if result.ok:
             emit(out, "%s: holds no record; nothing to checkpoint" % (args.file,))
         else:
-            report(args.file, result, out)
+            report_verdict(args.file, result, out)
             emit(out, "%s: no checkpoint written: the transcript does not verify" % (args.file,))
         return 1
     if target == "-":
@@ -253,7 +260,7 @@ def _write(path: str, data: bytes) -> None:
         raise Refused(path, "cannot write it: %s" % (exc.strerror or exc,)) from None
 
 
-def _cmd_prove(args: argparse.Namespace, out: TextIO, report: Reporter) -> int:
+def _cmd_prove(args: argparse.Namespace, out: TextIO) -> int:
     if args.index is None and args.from_size is None:
         return _usage("prove", "one of the arguments --index --from is required (or --bundle)")
     check_input(args.file, pipe=False)
@@ -308,7 +315,7 @@ def _proof_failure(name: str, exc: Exception, out: TextIO) -> int:
     return 1
 
 
-def _cmd_check_proof(args: argparse.Namespace, out: TextIO, report: Reporter) -> int:
+def _cmd_check_proof(args: argparse.Namespace, out: TextIO) -> int:
     if args.checkpoint is None:
         return _usage("check-proof", "the argument --checkpoint is required (a tlog-proof alone carries its own)")
     key = _key(args)
@@ -330,7 +337,7 @@ def _cmd_check_proof(args: argparse.Namespace, out: TextIO, report: Reporter) ->
     return 0
 
 
-def _cmd_consistency(args: argparse.Namespace, out: TextIO, report: Reporter) -> int:
+def _cmd_consistency(args: argparse.Namespace, out: TextIO) -> int:
     key = _key(args)
     trusted = load_trusted(args)
     names: Sequence[str] = ()
@@ -353,7 +360,7 @@ def _cmd_consistency(args: argparse.Namespace, out: TextIO, report: Reporter) ->
 # --- repair ---------------------------------------------------------------------------
 
 
-def _cmd_repair(args: argparse.Namespace, out: TextIO, report: Reporter) -> int:
+def _cmd_repair(args: argparse.Namespace, out: TextIO) -> int:
     check_input(args.file, pipe=False)
     try:
         done = repair(args.file)
@@ -369,27 +376,23 @@ def _cmd_repair(args: argparse.Namespace, out: TextIO, report: Reporter) -> int:
         emit(out, "%s: removed a torn last line of %d bytes, saved to %s" % (args.file, done.removed, done.saved))
     else:
         emit(out, "%s: nothing to repair" % (args.file,))
-    report(args.file, done.result, out)
+    report_verdict(args.file, done.result, out)
     return 0 if done.result.ok else 1
 
 
 
 
-def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]", report: Reporter) -> None:
+def add_commands(sub: Commands) -> None:
     """Add ``checkpoint``, ``prove``, ``check-proof``, ``consistency`` and ``repair``."""
-
-    def handler(command: Callable[[argparse.Namespace, TextIO, Reporter], int]) -> Callable[[argparse.Namespace, TextIO], int]:
-        return lambda args, out: command(args, out, report)
-
-    ckpt = sub.add_parser("checkpoint", help="verify a transcript, then write its checkpoint (its anchor)")
+    ckpt = sub.add_parser("checkpoint")
     ckpt.add_argument("file", metavar="FILE")
     ckpt.add_argument("-o", "--output", metavar="OUT", help="where to write it (default: FILE with .jsonl replaced by .checkpoint; - for stdout)")
     ckpt.add_argument("--force", "--overwrite", dest="force", action="store_true", help="replace an existing file OUT")
     _key_options(ckpt)
     add_sign_options(ckpt)
-    ckpt.set_defaults(handler=handler(_cmd_checkpoint))
+    ckpt.set_defaults(handler=_cmd_checkpoint)
 
-    prove = sub.add_parser("prove", help="print a Merkle inclusion or consistency proof from a transcript")
+    prove = sub.add_parser("prove")
     prove.add_argument("file", metavar="FILE")
     which = prove.add_mutually_exclusive_group()
     which.add_argument("--index", type=count_arg, metavar="I", help="prove that record I is in the tree")
@@ -397,23 +400,23 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]", rep
     prove.add_argument("--size", type=positive_arg, metavar="N", help="the tree of the first N records (default: all)")
     prove.add_argument("-o", "--output", metavar="OUT", help="write the proof there (default: stdout)")
     prove.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
-    prove.set_defaults(handler=handler(_cmd_prove))
+    prove.set_defaults(handler=_cmd_prove)
 
-    check = sub.add_parser("check-proof", help="check a proof against a checkpoint, without the transcript")
+    check = sub.add_parser("check-proof")
     check.add_argument("proof", metavar="PROOF")
     check.add_argument("--checkpoint", metavar="CKPT", help="the checkpoint a JSON proof is checked against")
     _key_options(check)
     add_trust_options(check)
-    check.set_defaults(handler=handler(_cmd_check_proof))
+    check.set_defaults(handler=_cmd_check_proof)
 
-    cons = sub.add_parser("consistency", help="check that one checkpoint extends another, without the transcript")
+    cons = sub.add_parser("consistency")
     cons.add_argument("old", metavar="OLD_CKPT")
     cons.add_argument("new", metavar="NEW_CKPT")
     cons.add_argument("--proof", required=True, metavar="P", help="from 'agentloop prove FILE --from OLD_SIZE'")
     _key_options(cons)
     add_trust_options(cons)
-    cons.set_defaults(handler=handler(_cmd_consistency))
+    cons.set_defaults(handler=_cmd_consistency)
 
-    rep = sub.add_parser("repair", help="remove a torn last line (only), saving it beside the file")
+    rep = sub.add_parser("repair")
     rep.add_argument("file", metavar="FILE")
-    rep.set_defaults(handler=handler(_cmd_repair))
+    rep.set_defaults(handler=_cmd_repair)

@@ -1,7 +1,7 @@
 """A person in the loop on the command line: ``run --approve``, ``pending`` and ``resume``.
 
 ``--approve`` says who decides the calls of tools that require approval
-(:mod:`agentloop.approval`):
+(:mod:`agentloop.loop.approval`):
 
 * ``ask`` -- each call is shown on stderr, whole and escaped (every
   character a terminal could act on as ``\\uXXXX``), with the SHA-256 of its
@@ -16,7 +16,7 @@
 * ``FILE`` -- decisions as JSON, by call id:
   ``{"CALL_ID": {"decision": "approve", "by": "alice"}, ...}``; each
   decision answers the first call with that id, once; a call without one is
-  deferred.  :func:`agentloop.approval.decision_from_json` is the shape.
+  deferred.  :func:`agentloop.loop.approval.decision_from_json` is the shape.
 
 A paused run exits 5 after listing what waits.  ``agentloop pending FILE``
 lists the calls a transcript leaves waiting; ``agentloop resume FILE
@@ -60,6 +60,7 @@ from ..transcript.verify import iter_file, verify_file
 from .keys import load_trusted
 from .terminate import Terminated, on_termination
 from .output import (
+    Commands,
     EXIT_BUDGET,
     EXIT_FAULT,
     EXIT_INTERRUPTED,
@@ -377,16 +378,16 @@ def _left(path: str, what: str) -> None:
     complain("resume", "%s; %s" % (what, transcript_state(path)))
 
 
-def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_commands(sub: Commands) -> None:
     """Register ``pending`` and ``resume``."""
-    waiting = sub.add_parser("pending", help="list the calls a transcript leaves waiting (a run paused for approval, or cut short)",
+    waiting = sub.add_parser("pending",
                              epilog="exit status: 0 listed (or nothing waits), 2 a file that cannot be read or does not verify")
     waiting.add_argument("file", metavar="FILE")
     waiting.add_argument("--json", action="store_true", help="one JSON object: origin, step, assistant_hash, stop, calls")
     waiting.set_defaults(handler=_cmd_pending)
 
     again = sub.add_parser(
-        "resume", help="decide the calls a paused run waits for and go on, appending to FILE",
+        "resume",
         epilog="exit status: as run (0 an answer, 1 model_error, 2 usage error or a refused decision, 3 another stop, "
         "4, 70, 130), and 5 paused again. The model and tools must be the recorded run's.")
     again.add_argument("file", metavar="FILE")

@@ -44,7 +44,7 @@ from ..signing.backend import cryptography_available
 from ..transcript.checkpoint import MAX_KEY_FILE_BYTES, load_key
 from ..transcript.durable import read_small
 from .keys import add_unsafe_option, load_trusted
-from .output import EXIT_FAULT, EXIT_OK, Refused, emit, positive_arg, quote
+from .output import Commands, EXIT_FAULT, EXIT_OK, Refused, emit, positive_arg, quote
 
 __all__ = ["add_commands", "verify_manifest"]
 
@@ -236,17 +236,10 @@ def verify_manifest(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK if result.ok else EXIT_FAULT
 
 
-def add_verify_manifest_options(verify: argparse.ArgumentParser) -> None:
-    """``verify``'s batch options: ``--manifest`` and ``--workers`` (its checkpoint takes ``--trust``/``--require``)."""
-    verify.add_argument("--manifest", metavar="MANIFEST", help="check the FILEs against a batch ledger (agentloop batch)")
-    verify.add_argument("--workers", type=positive_arg, metavar="N", help="with --manifest: read the files in N processes")
-
-
-def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_commands(sub: Commands) -> None:
     """Register ``batch``."""
     batch = sub.add_parser(
         "batch",
-        help="run one task per line of TASKS.jsonl and write a signed ledger of the transcripts",
         epilog="exit status: 0 every run ok, 1 some run failed (worker_error or rejected), 2 usage error",
     )
     batch.add_argument("tasks", metavar="TASKS.jsonl", help='one spec per line: {"name":..., "task":..., "max_steps":..., "max_tokens":...}')

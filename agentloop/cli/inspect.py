@@ -28,11 +28,9 @@ from ..report import default_report_path, is_report_page, write_report
 from ..transcript.format import Fault
 from ..transcript.format import MAX_FAULTS
 from ..transcript.verify import verify_file
-from .approval import verify_decisions
-from .batch import add_verify_manifest_options, verify_manifest
 from .anchor import add_report_options, add_verify_options, is_anchored, report_checkpoint, verify_anchored
-from .observe import add_report_manifest_options, report_manifest
 from .output import (
+    Commands,
     positive_arg,
     Refused,
     as_dict,
@@ -55,13 +53,17 @@ __all__ = ["add_commands"]
 
 def _cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
     if args.manifest is not None:  # a batch against its ledger (agentloop.cli.batch)
+        from .batch import verify_manifest  # only here: verifying one transcript imports no batch code
+
         return verify_manifest(args, out)
     if args.workers is not None:
         raise Refused("--workers", "is for --manifest (a batch's files); one transcript is read in one pass")
     if args.trust and args.checkpoint is None and args.since is None and args.key_file is None and args.key_env is None:
-        return verify_decisions(args, out)  # --trust alone: the approval decisions' notes (agentloop.cli.approval)
-    if is_anchored(args):  # --checkpoint, --since, --exact, --key-file (agentloop.anchor_cli)
-        return verify_anchored(args, out, report_verdict, fault_json)
+        from .approval import verify_decisions  # only here: --trust alone checks the approval decisions' notes
+
+        return verify_decisions(args, out)
+    if is_anchored(args):  # --checkpoint, --since, --exact, --key-file (agentloop.cli.anchor)
+        return verify_anchored(args, out)
     results: List[Dict[str, Any]] = []
     failed = False
     for path in args.files:
@@ -137,6 +139,8 @@ def _is_report(path: str) -> bool:
 
 def _cmd_report(args: argparse.Namespace, out: TextIO) -> int:
     if args.manifest is not None:  # a batch's page (agentloop.cli.observe)
+        from .observe import report_manifest  # only here: one run's page imports no batch code
+
         return report_manifest(args, out)
     if args.file is None:
         raise Refused("FILE", "give a transcript FILE, or --manifest DIR/manifest.jsonl for a batch")
@@ -166,9 +170,17 @@ def _max_faults_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def _manifest_options(verify: argparse.ArgumentParser) -> None:
+    """``verify``'s batch options: ``--manifest`` and ``--workers`` (its checkpoint takes ``--trust``/``--require``)."""
+    verify.add_argument("--manifest", metavar="MANIFEST",
+                        help="check the FILEs against a batch ledger (agentloop batch)")
+    verify.add_argument("--workers", type=positive_arg, metavar="N",
+                        help="with --manifest: read the files in N processes")
+
+
+def add_commands(sub: Commands) -> None:
     """Register ``verify``, ``show`` and ``report``."""
-    verify = sub.add_parser("verify", help="check the hash chain of one or more transcripts")
+    verify = sub.add_parser("verify")
     verify.add_argument("files", nargs="+", metavar="FILE")
     verify.add_argument("--expect-count", type=count_arg, metavar="N", help="the record count kept elsewhere (one FILE)")
     verify.add_argument("--expect-head", type=hash_arg, metavar="HASH", help="the last hash kept elsewhere (one FILE)")
@@ -176,10 +188,10 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     verify.add_argument("--complete", action="store_true", help="a run without its stop record is a failure (fault incomplete)")
     _max_faults_option(verify)
     add_verify_options(verify)
-    add_verify_manifest_options(verify)
+    _manifest_options(verify)
     verify.set_defaults(handler=_cmd_verify)
 
-    show = sub.add_parser("show", help="list a transcript one line per record, then verify it")
+    show = sub.add_parser("show")
     show.add_argument("file", metavar="FILE")
     show.add_argument("--turns", action="store_true", help="group the records by turn")
     show.add_argument("--no-color", action="store_true", help="never colour (also: NO_COLOR=1)")
@@ -187,7 +199,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     _max_faults_option(show)
     show.set_defaults(handler=_cmd_show)
 
-    report = sub.add_parser("report", help="write a self-contained HTML page of a transcript, then verify it")
+    report = sub.add_parser("report")
     report.add_argument("file", nargs="?", metavar="FILE")
     report.add_argument(
         "-o", "--output", metavar="OUT.html",
@@ -197,5 +209,10 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
         "--overwrite", action="store_true", help="replace OUT.html even if it is not a page agentloop report wrote"
     )
     add_report_options(report)
-    add_report_manifest_options(report)
+    report.add_argument(
+        "--manifest",
+        metavar="MANIFEST",
+        help="a batch's page instead of FILE's: the ledger's verdict, then one row per run "
+        "(with --checkpoint: the ledger's)",
+    )
     report.set_defaults(handler=_cmd_report)

@@ -63,7 +63,7 @@ from ..transcript.anchor import verify_checkpoint
 from ..transcript.checkpoint import ORIGIN_PREFIX, Checkpoint, read_checkpoint, sign_checkpoint, verify_signatures
 from ..transcript.durable import file_type, write_atomic
 from ..transcript.proofs import check_consistency, prove_consistency
-from .output import Refused, check_input, check_output, emit
+from .output import Commands, Refused, check_input, check_output, emit
 
 __all__ = [
     "NO_SIGNER",
@@ -344,16 +344,16 @@ def _cmd_witness_request(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_commands(sub: Commands) -> None:
     """Register ``keygen``, ``cosign`` and ``witness-request``."""
-    keygen = sub.add_parser("keygen", help="make an Ed25519 key pair: NAME.key (private, 0600) and NAME.pub")
+    keygen = sub.add_parser("keygen")
     keygen.add_argument("name", metavar="NAME", help="the key name in signature lines (yours to choose; no space or '+')")
     keygen.add_argument("--witness", action="store_true", help="a witness key (cosignature/v1) instead of a note signing key")
     keygen.add_argument("-o", "--output", metavar="PREFIX", help="write PREFIX.key and PREFIX.pub (default: NAME, made a file name)")
     add_unsafe_option(keygen)
     keygen.set_defaults(handler=_cmd_keygen)
 
-    cosign = sub.add_parser("cosign", help="act as a witness: check a checkpoint and its consistency, then cosign it")
+    cosign = sub.add_parser("cosign")
     cosign.add_argument("ckpt", metavar="CKPT", nargs="?", help="the checkpoint to cosign (with --transcript)")
     cosign.add_argument("--key", required=True, metavar="WITNESS_KEY", help="the witness's private key (keygen --witness)")
     cosign.add_argument("--transcript", metavar="FILE", help="the log's transcript, to compute the consistency proof")
@@ -365,7 +365,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     add_unsafe_option(cosign)
     cosign.set_defaults(handler=_cmd_cosign)
 
-    request = sub.add_parser("witness-request", help="print the body of a C2SP tlog-witness add-checkpoint request")
+    request = sub.add_parser("witness-request")
     request.add_argument("old", metavar="OLD",
                          help="the checkpoint the witness last cosigned, or the size it holds (0 for none)")
     request.add_argument("new", metavar="NEW", help="the new signed checkpoint")

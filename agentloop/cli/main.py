@@ -1,14 +1,13 @@
 """The command line: one parser, one ``except AgentloopError``, ``main(argv) -> int``.
 
-The subcommands live by family: ``verify``, ``show`` and ``report`` in
-:mod:`.inspect`; ``run`` and ``replay`` in :mod:`.models`; ``pending`` and
-``resume`` (and ``run --approve``) in :mod:`.approval`; ``checkpoint``,
+The subcommands live by family (:data:`COMMANDS`): ``verify``, ``show`` and
+``report`` in :mod:`.inspect`; ``run`` and ``replay`` in :mod:`.models`;
+``pending`` and ``resume`` (and ``run --approve``) in :mod:`.approval`;
+``batch`` (and ``verify --manifest``) in :mod:`.batch`; ``checkpoint``,
 ``prove``, ``check-proof``, ``consistency``, ``repair`` and ``verify
---checkpoint`` in :mod:`.anchor`; ``attest``, ``statement``, ``verify
---attestation/--statement/--receipt`` and ``run``/``batch --attest`` in
-:mod:`.provenance`; ``witness`` and the C2SP forms of ``prove --bundle``,
-``check-proof`` and ``cosign --request`` in :mod:`.tlog`; ``export`` and
-``report --manifest`` in :mod:`.observe`.  What they print goes through
+--checkpoint`` in :mod:`.anchor`; ``keygen``, ``cosign`` and
+``witness-request`` in :mod:`.keys`.  A family's module is imported only
+when one of its commands runs.  What they print goes through
 :mod:`.output`, which escapes every byte from outside.
 
 No failure prints a traceback.  Every failure is one line on stderr,
@@ -29,14 +28,14 @@ No failure prints a traceback.  Every failure is one line on stderr,
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
-from typing import IO, Dict, NoReturn, Optional, Sequence, TextIO, Tuple
+from typing import IO, Any, Dict, List, NoReturn, Optional, Sequence, TextIO, Tuple
 
 from .. import _interrupt
 from .._version import __version__
 from ..errors import AgentloopError
-from . import anchor, approval, batch, inspect, keys, models, observe, provenance, tlog
 from .output import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -47,14 +46,54 @@ from .output import (
     cli_message,
     complain,
     note,
-    report_verdict,
     visible,
 )
 
-__all__ = ["main", "console"]
+__all__ = ["main", "console", "COMMANDS"]
 
 #: The longest exception text an internal-error line shows.
 _INTERNAL_CHARS = 500
+
+#: Every command, in the order ``--help`` lists them: its name, the module of
+#: :mod:`agentloop.cli` that adds its options and runs it, and its help line.
+#: A command's module is imported only when that command runs (or shows its
+#: own ``--help``): ``agentloop --help`` and ``agentloop verify`` load no
+#: model, MCP or batch code.
+COMMANDS: Tuple[Tuple[str, str, str], ...] = (
+    ("verify", "inspect", "check the hash chain of one or more transcripts"),
+    ("show", "inspect", "list a transcript one line per record, then verify it"),
+    ("report", "inspect", "write a self-contained HTML page of a transcript, then verify it"),
+    ("run", "models", "run a task against a real model, printing each record as it is written"),
+    ("replay", "models", "re-run a transcript's task with its recorded replies and compare the new transcript with it"),
+    ("pending", "approval", "list the calls a transcript leaves waiting (a run paused for approval, or cut short)"),
+    ("resume", "approval", "decide the calls a paused run waits for and go on, appending to FILE"),
+    ("batch", "batch", "run one task per line of TASKS.jsonl and write a signed ledger of the transcripts"),
+    ("checkpoint", "anchor", "verify a transcript, then write its checkpoint (its anchor)"),
+    ("prove", "anchor", "print a Merkle inclusion or consistency proof from a transcript"),
+    ("check-proof", "anchor", "check a proof against a checkpoint, without the transcript"),
+    ("consistency", "anchor", "check that one checkpoint extends another, without the transcript"),
+    ("repair", "anchor", "remove a torn last line (only), saving it beside the file"),
+    ("keygen", "keys", "make an Ed25519 key pair: NAME.key (private, 0600) and NAME.pub"),
+    ("cosign", "keys", "act as a witness: check a checkpoint and its consistency, then cosign it"),
+    ("witness-request", "keys", "print the body of a C2SP tlog-witness add-checkpoint request"),
+    ("witness", "tlog", "a C2SP tlog-witness over HTTP: serve one, or submit a checkpoint to one"),
+    ("attest", "provenance", "verify a transcript (or a batch), then write its in-toto attestation: FILE.intoto.jsonl"),
+    ("statement", "provenance", "verify a transcript, then write a SCITT signed statement (COSE_Sign1) of its checkpoint"),
+    ("export", "observe", "write a verified run (or batch) as OpenTelemetry GenAI spans or an Inspect AI eval log"),
+)
+_HELP = {name: help for name, _, help in COMMANDS}
+
+#: Commands another module extends with options of its own (``extend(parser, name)``), after the
+#: command's own module built it: the provenance formats' ``verify --attestation``, ``run --attest``,
+#: ``batch --receipts``; the C2SP forms of ``prove --bundle``, ``check-proof`` and ``cosign --request``.
+EXTENSIONS: Dict[str, Tuple[str, ...]] = {
+    "verify": ("provenance_options",),
+    "run": ("provenance_options",),
+    "batch": ("provenance_options",),
+    "prove": ("tlog",),
+    "check-proof": ("tlog",),
+    "cosign": ("tlog",),
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -70,8 +109,32 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-def _parser() -> Tuple[argparse.ArgumentParser, Dict[str, argparse.ArgumentParser]]:
-    """The parser, and each subcommand's own (which reports that command's usage errors)."""
+class _Commands:
+    """What a command module adds its commands to (:class:`~.output.Commands`):
+    each gets its help line from :data:`COMMANDS`."""
+
+    def __init__(self, sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+        self.sub = sub
+        self.added: List[str] = []
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        self.added.append(name)
+        return self.sub.add_parser(name, help=_HELP[name], **kwargs)
+
+
+def _command_of(argv: Sequence[str]) -> Optional[str]:
+    """The command ``argv`` names (its first word that is not an option), or ``None``."""
+    word = next((arg for arg in argv if not arg.startswith("-")), None)
+    return word if word in _HELP else None
+
+
+def _parser(argv: Sequence[str]) -> Tuple[argparse.ArgumentParser, Dict[str, argparse.ArgumentParser]]:
+    """The parser, and each subcommand's own (which reports that command's usage errors).
+
+    Only the module of the command ``argv`` names is imported and adds its
+    options; every other command is a bare entry with its help line, enough
+    for ``--help`` and for argparse's "invalid choice".
+    """
     parser: argparse.ArgumentParser = _Parser(
         prog="agentloop",
         description="Verify and inspect agentloop transcripts (format agentloop/1).",
@@ -81,17 +144,16 @@ def _parser() -> Tuple[argparse.ArgumentParser, Dict[str, argparse.ArgumentParse
     parser.add_argument("--version", action="version", version="agentloop " + __version__)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-
-    inspect.add_commands(sub)  # verify, show, report
-
-    models.add_commands(sub)  # run, replay
-    approval.add_commands(sub)  # pending, resume (run --approve is in models)
-    batch.add_commands(sub)  # batch (verify --manifest is in inspect)
-    anchor.add_commands(sub, report_verdict)  # checkpoint, prove, check-proof, consistency, repair
-    keys.add_commands(sub)  # keygen, cosign, witness-request
-    provenance.add_commands(sub)  # attest, statement; verify/run/batch options (after those)
-    tlog.add_commands(sub)  # witness; prove --bundle, check-proof of a tlog-proof, cosign --request
-    observe.add_commands(sub)  # export (report --manifest is in inspect)
+    command = _command_of(argv)
+    chosen = next((module for name, module, _ in COMMANDS if name == command), None)
+    for module in dict.fromkeys(module for _, module, _ in COMMANDS):  # each module once, in order
+        if module == chosen:
+            importlib.import_module("." + module, __package__).add_commands(_Commands(sub))
+        else:
+            for name in (name for name, home, _ in COMMANDS if home == module):
+                sub.add_parser(name, help=_HELP[name])
+    for module in EXTENSIONS.get(command or "", ()):
+        importlib.import_module("." + module, __package__).extend(sub.choices[command or ""], command or "")
     return parser, sub.choices
 
 
@@ -133,18 +195,18 @@ def _dispatch(args: argparse.Namespace, stream: TextIO) -> int:
 
 def main(argv: Optional[Sequence[str]] = None, out: Optional[TextIO] = None) -> int:
     """Run the command line; return the exit status instead of exiting."""
-    _interrupt.release()  # from here Ctrl-C is this function's to handle
     if out is None and sys.stdout is None:  # started with standard output closed (``>&-``)
         complain(None, "standard output is closed")
         return EXIT_USAGE
     stream = sys.stdout if out is None else out
     for tty in (sys.stdout, sys.stderr):
         _tolerant(tty)
-    parser, commands = _parser()
+    given = list(sys.argv[1:] if argv is None else argv)
+    parser, commands = _parser(given)  # imports the command's module: still under _interrupt's guard
+    _interrupt.release()  # from here Ctrl-C is this function's to handle
     try:
-        args, unknown = parser.parse_known_args(argv)
+        args, unknown = parser.parse_known_args(given)
         if unknown:  # said by the subcommand they follow, with its usage (argparse would print the top level's)
-            given = list(sys.argv[1:] if argv is None else argv)
             before = given[:given.index(args.command)] if args.command in given else given
             (parser if unknown[0] in before else commands[args.command]).error("unrecognized arguments: %s" % " ".join(unknown))
     except SystemExit as exc:  # argparse exits on --help, --version and usage errors

@@ -50,6 +50,7 @@ from .mcp_options import KEYS, ServerSpec, build_client, parse_servers
 from .keys import add_sign_options, load_signers
 from .terminate import Terminated, on_termination
 from .output import (
+    Commands,
     EXIT_BUDGET,
     EXIT_FAULT,
     EXIT_INTERRUPTED,
@@ -306,11 +307,10 @@ def _replay(args: argparse.Namespace, target: str, out: TextIO) -> int:
 
 
 
-def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_commands(sub: Commands) -> None:
     """Register ``run`` and ``replay`` on the command line's subparsers."""
     command = sub.add_parser(
         "run",
-        help="run a task against a real model, printing each record as it is written",
         epilog="exit status: 0 an answer, 1 model_error, 2 usage error (nothing run), 3 a budget stop, "
         "4 a tool raised SystemExit or the output could not be written, 130 Ctrl-C (the transcript stays a verifiable prefix). "
         "Keys: OPENAI_API_KEY / ANTHROPIC_API_KEY (required for the official endpoints only).",
@@ -354,7 +354,6 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
 
     again = sub.add_parser(
         "replay",
-        help="re-run a transcript's task with its recorded replies and compare the new transcript with it",
         epilog="exit status: 0 identical, 1 the replay differs, 2 usage error. "
         "With --tools the replay calls the user's real tools again, for real (their side effects happen again), "
         "but never a gated tool on a recorded approval (--approve decides again; without it, denied); "

@@ -39,6 +39,7 @@ from ..transcript.checkpoint import load_key
 from ..transcript.durable import write_atomic
 from .keys import add_trust_options, load_trusted
 from .output import (
+    Commands,
     EXIT_FAULT,
     EXIT_OK,
     Refused,
@@ -52,7 +53,7 @@ from .output import (
     seconds_arg,
 )
 
-__all__ = ["add_commands", "add_report_manifest_options", "report_manifest"]
+__all__ = ["add_commands", "report_manifest"]
 
 #: The latest ``--start`` (9999-12-31T23:59:59Z): what a date and a nanosecond count can both hold.
 _LAST_START = 253402300799
@@ -288,21 +289,10 @@ def report_manifest(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK if written.ok else EXIT_FAULT
 
 
-def add_report_manifest_options(report: argparse.ArgumentParser) -> None:
-    """``report``'s batch option (its checkpoint options then name the ledger's checkpoint)."""
-    report.add_argument(
-        "--manifest",
-        metavar="MANIFEST",
-        help="a batch's page instead of FILE's: the ledger's verdict, then one row per run "
-        "(with --checkpoint: the ledger's)",
-    )
-
-
-def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_commands(sub: Commands) -> None:
     """Register ``export``."""
     export = sub.add_parser(
         "export",
-        help="write a verified run (or batch) as OpenTelemetry GenAI spans or an Inspect AI eval log",
         epilog="exit status: 0 written (and sent), 1 does not verify or the collector did not take the spans, "
         "2 usage error",
     )

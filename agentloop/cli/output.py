@@ -33,7 +33,7 @@ import re
 import stat
 import sys
 import unicodedata
-from typing import Any, Callable, Dict, List, Optional, TextIO
+from typing import Any, Callable, Dict, List, Optional, Protocol, TextIO
 
 from ..errors import ModelConfigError, RunConfigError, TranscriptExistsError
 from ..transcript.durable import file_type
@@ -41,7 +41,7 @@ from ..transcript.format import Fault, VerifyResult, is_hash
 from ..transcript.verify import verify_file
 
 __all__ = [
-    "Paint", "Refused", "visible", "quote", "field", "as_dict", "as_list", "format_record", "fault_json",
+    "Commands", "Paint", "Refused", "visible", "quote", "field", "as_dict", "as_list", "format_record", "fault_json",
     "plain", "ansi", "painter", "emit", "complain", "cli_message", "check_input", "check_output",
     "report_verdict", "tone", "same_file", "hash_arg", "count_arg", "positive_arg", "seconds_arg",
     "EXIT_OK", "EXIT_FAULT", "EXIT_USAGE", "EXIT_BUDGET", "EXIT_UNFINISHED", "EXIT_INTERNAL",
@@ -67,6 +67,13 @@ _RESET = "\x1b[0m"
 _HIDDEN = frozenset(("Cc", "Cf", "Cs", "Zl", "Zp"))
 
 Paint = Callable[[str, Optional[str]], str]
+
+
+class Commands(Protocol):
+    """What a command module's ``add_commands`` adds its commands to (:mod:`.main` gives it):
+    ``add_parser(name, **kwargs)`` as argparse's, the one-line help being :data:`.main.COMMANDS`'."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
 
 
 class Refused(Exception):

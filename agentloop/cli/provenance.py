@@ -66,6 +66,7 @@ from ..transcript.anchor import verify_checkpoint
 from ..transcript.durable import read_small, write_atomic
 from .keys import _can_sign, _signer_key, add_unsafe_option, load_trusted
 from .output import (
+    Commands,
     EXIT_BUDGET,
     EXIT_FAULT,
     EXIT_OK,
@@ -78,7 +79,7 @@ from .output import (
     same_file,
 )
 
-__all__ = ["add_commands"]
+__all__ = ["add_commands", "verify_with", "run_with", "batch_with"]
 
 Handler = Callable[[argparse.Namespace, TextIO], int]
 #: The failures that are a fault of what was checked (exit 1), not of how the command was called.
@@ -369,21 +370,17 @@ def _verify_receipt(args: argparse.Namespace, out: TextIO, verifiers: List[Ed255
     return EXIT_OK
 
 
-def _verify_wrapper(original: Handler) -> Handler:
-    """``verify``: these three options are handled here; every other use goes to ``original``."""
-
-    def handler(args: argparse.Namespace, out: TextIO) -> int:
-        kind = _which(args)
-        if kind is None:
-            return original(args, out)
-        verifiers = _verifiers(args)
-        check = {"attestation": _verify_attestation, "statement": _verify_statement, "receipt": _verify_receipt}[kind]
-        try:
-            return check(args, out, verifiers)
-        except _FAULTS as exc:
-            return _failed(getattr(args, kind), exc, out)
-
-    return handler
+def verify_with(original: Handler, args: argparse.Namespace, out: TextIO) -> int:
+    """``verify``: ``--attestation``/``--statement``/``--receipt`` are handled here; every other use goes to ``original``."""
+    kind = _which(args)
+    if kind is None:
+        return original(args, out)
+    verifiers = _verifiers(args)
+    check = {"attestation": _verify_attestation, "statement": _verify_statement, "receipt": _verify_receipt}[kind]
+    try:
+        return check(args, out, verifiers)
+    except _FAULTS as exc:
+        return _failed(getattr(args, kind), exc, out)
 
 
 # --- run --attest, batch --attest / --receipts ---------------------------------------------
@@ -396,29 +393,23 @@ def _check_new(path: str) -> None:
         )
 
 
-def _run_wrapper(original: Handler) -> Handler:
+def run_with(original: Handler, args: argparse.Namespace, out: TextIO) -> int:
     """``run --attest KEY``: the key and the output are checked before the run; the transcript is attested after."""
-
-    def handler(args: argparse.Namespace, out: TextIO) -> int:
-        if args.attest is None:
-            return original(args, out)
-        target = default_name(args.output)
-        check_output(target, args.overwrite)
-        signer = _signer(args, args.attest, "--attest")
-        status = original(args, out)
-        if status not in (EXIT_OK, EXIT_FAULT, EXIT_BUDGET):  # each a run that ended in a stop record
-            note("agentloop run: no attestation: the run did not finish")
-            return status
-        try:
-            line = attest_run(args.output, [signer])
-        except ProvenanceError as exc:
-            _failed(args.output, exc, out)
-            return status if status != EXIT_OK else EXIT_FAULT
-        _write(target, line)
-        emit(out, "attestation: %s (in-toto Statement v1, DSSE, signed by %s)" % (target, signer.name))
+    target = default_name(args.output)
+    check_output(target, args.overwrite)
+    signer = _signer(args, args.attest, "--attest")
+    status = original(args, out)
+    if status not in (EXIT_OK, EXIT_FAULT, EXIT_BUDGET):  # each a run that ended in a stop record
+        note("agentloop run: no attestation: the run did not finish")
         return status
-
-    return handler
+    try:
+        line = attest_run(args.output, [signer])
+    except ProvenanceError as exc:
+        _failed(args.output, exc, out)
+        return status if status != EXIT_OK else EXIT_FAULT
+    _write(target, line)
+    emit(out, "attestation: %s (in-toto Statement v1, DSSE, signed by %s)" % (target, signer.name))
+    return status
 
 
 def _batch_outputs(args: argparse.Namespace) -> str:
@@ -464,49 +455,28 @@ def _after_batch(args: argparse.Namespace, out: TextIO, signers: Dict[str, Ed255
     return status
 
 
-def _batch_wrapper(original: Handler) -> Handler:
+def batch_with(original: Handler, args: argparse.Namespace, out: TextIO) -> int:
     """``batch --attest KEY --receipts KEY``: keys and outputs checked before the batch; made after it."""
-
-    def handler(args: argparse.Namespace, out: TextIO) -> int:
-        if args.attest is None and args.receipts is None:
-            if args.issuer is not None:
-                raise Refused("--issuer", "is for --receipts")
-            return original(args, out)
-        attestation = _batch_outputs(args)
-        signers = {
-            option: _signer(args, path, "--" + option)
-            for option, path in (("attest", args.attest), ("receipts", args.receipts))
-            if path is not None
-        }
-        status = original(args, out)
-        if not os.path.exists(os.path.join(args.out, "manifest.jsonl")):
-            return status
-        made = _after_batch(args, out, signers, attestation)
-        return status if status != EXIT_OK else made
-
-    return handler
+    attestation = _batch_outputs(args)
+    signers = {
+        option: _signer(args, path, "--" + option)
+        for option, path in (("attest", args.attest), ("receipts", args.receipts))
+        if path is not None
+    }
+    status = original(args, out)
+    if not os.path.exists(os.path.join(args.out, "manifest.jsonl")):
+        return status
+    made = _after_batch(args, out, signers, attestation)
+    return status if status != EXIT_OK else made
 
 
 # --- registration --------------------------------------------------------------------------
 
 
-def _wrap(
-    commands: Dict[str, argparse.ArgumentParser], name: str, wrapper: Callable[[Handler], Handler]
-) -> argparse.ArgumentParser:
-    parser = commands[name]
-    parser.set_defaults(handler=wrapper(parser.get_default("handler")))
-    return parser
 
-
-def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    """Register ``attest`` and ``statement``, and add their options to ``verify``, ``run`` and ``batch``.
-
-    Called after those three are registered (:mod:`.main`); each keeps its
-    own handler for every use without these options.
-    """
-    attest = sub.add_parser(
-        "attest", help="verify a transcript (or a batch), then write its in-toto attestation: FILE.intoto.jsonl"
-    )
+def add_commands(sub: Commands) -> None:
+    """Register ``attest`` and ``statement``."""
+    attest = sub.add_parser("attest")
     attest.add_argument("file", metavar="FILE", help="a transcript, or with --batch a batch's manifest.jsonl")
     attest.add_argument("--key", required=True, metavar="KEY", help="the Ed25519 note signing key (agentloop keygen)")
     attest.add_argument(
@@ -519,9 +489,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     add_unsafe_option(attest)
     attest.set_defaults(handler=_cmd_attest)
 
-    statement = sub.add_parser(
-        "statement", help="verify a transcript, then write a SCITT signed statement (COSE_Sign1) of its checkpoint"
-    )
+    statement = sub.add_parser("statement")
     statement.add_argument("file", metavar="FILE")
     statement.add_argument(
         "--key", required=True, metavar="KEY", help="the Ed25519 note signing key (agentloop keygen)"
@@ -537,32 +505,3 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     add_unsafe_option(statement)
     statement.set_defaults(handler=_cmd_statement)
 
-    commands: Dict[str, argparse.ArgumentParser] = sub.choices
-    verify = _wrap(commands, "verify", _verify_wrapper)
-    verify.add_argument(
-        "--attestation", metavar="A", help="check the FILEs against an in-toto attestation bundle (needs --trust)"
-    )
-    verify.add_argument("--statement", metavar="S", help="check FILE against a SCITT signed statement (needs --trust)")
-    verify.add_argument(
-        "--receipt", metavar="R", help="check that FILE's run is in a batch ledger, by its COSE receipt (needs --trust)"
-    )
-    verify.add_argument("--issuer", metavar="ISS", help="with --statement/--receipt: the issuer it must name")
-    verify.add_argument(
-        "--name", metavar="NAME", help="with --receipt: the run's name (default: FILE's name without .jsonl)"
-    )
-
-    run = _wrap(commands, "run", _run_wrapper)
-    run.add_argument(
-        "--attest",
-        metavar="KEY",
-        help="after the run, write OUT.jsonl.intoto.jsonl: its in-toto attestation signed with KEY",
-    )
-
-    batch = _wrap(commands, "batch", _batch_wrapper)
-    batch.add_argument(
-        "--attest", metavar="KEY", help="after the batch, write DIR/manifest.jsonl.intoto.jsonl signed with KEY"
-    )
-    batch.add_argument(
-        "--receipts", metavar="KEY", help="after the batch, write DIR/NAME.receipt.cose for every run, signed with KEY"
-    )
-    batch.add_argument("--issuer", metavar="ISS", help="with --receipts: the CWT iss claim (default: the key's name)")

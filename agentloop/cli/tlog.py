@@ -60,7 +60,7 @@ from .keys import (
     signer_names,
 )
 from .anchor import _key, default_checkpoint_path
-from .output import Refused, check_input, check_output, emit, note
+from .output import Commands, Refused, check_input, check_output, emit, note
 
 __all__ = [
     "add_prove_options",
@@ -71,6 +71,7 @@ __all__ = [
     "add_cosign_options",
     "cosign_request",
     "add_commands",
+    "extend",
 ]
 
 _MAX_LEDGER_BYTES = 1 << 30
@@ -413,51 +414,61 @@ def _cmd_submit(args: argparse.Namespace, out: TextIO) -> int:
 Handler = Callable[[argparse.Namespace, TextIO], int]
 
 
-def _extend(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    """Add this module's options to ``prove``, ``check-proof`` and ``cosign``, and route their new forms here.
-
-    Those commands belong to :mod:`.anchor` and :mod:`.keys` (registered
-    first); this module imports :mod:`.keys`, so the routing is done here,
-    by wrapping their handlers, rather than there.
-    """
-    prove, check, cosign = sub.choices["prove"], sub.choices["check-proof"], sub.choices["cosign"]
-    add_prove_options(prove)
-    add_check_options(check)
-    add_cosign_options(cosign)
-    plain_prove: Handler = prove.get_default("handler")
-    plain_check: Handler = check.get_default("handler")
-    plain_cosign: Handler = cosign.get_default("handler")
-
-    def route_prove(args: argparse.Namespace, out: TextIO) -> int:
+def _route_prove(plain: Handler) -> Handler:
+    def route(args: argparse.Namespace, out: TextIO) -> int:
         if args.bundle:
             return prove_bundle(args, out, default_checkpoint_path(args.file))
         if args.checkpoint is not None or args.run is not None:
             raise Refused("--checkpoint/--run", "are taken with --bundle only")
-        return plain_prove(args, out)
+        return plain(args, out)
 
-    def route_check(args: argparse.Namespace, out: TextIO) -> int:
+    return route
+
+
+def _route_check(plain: Handler) -> Handler:
+    def route(args: argparse.Namespace, out: TextIO) -> int:
         if is_tlog_proof_file(args.proof):
             return check_tlog_proof(args, out, _key(args), load_trusted(args))
         if args.origin is not None or args.leaf is not None:
             raise Refused("--origin/--leaf", "are taken with a tlog-proof (c2sp.org/tlog-proof@v1) only")
-        return plain_check(args, out)
+        return plain(args, out)
 
-    def route_cosign(args: argparse.Namespace, out: TextIO) -> int:
+    return route
+
+
+def _route_cosign(plain: Handler) -> Handler:
+    def route(args: argparse.Namespace, out: TextIO) -> int:
         if args.request is not None:
             return cosign_request(args, out)
         if args.origin:
             raise Refused("--origin", "is taken with --request only")
-        return plain_cosign(args, out)
+        return plain(args, out)
 
-    prove.set_defaults(handler=route_prove)
-    check.set_defaults(handler=route_check)
-    cosign.set_defaults(handler=route_cosign)
+    return route
 
 
-def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    """Register ``witness serve`` and ``witness submit``; extend ``prove``, ``check-proof`` and ``cosign``."""
-    _extend(sub)
-    witness = sub.add_parser("witness", help="a C2SP tlog-witness over HTTP: serve one, or submit a checkpoint to one")
+_EXTENDS = {
+    "prove": (add_prove_options, _route_prove),
+    "check-proof": (add_check_options, _route_check),
+    "cosign": (add_cosign_options, _route_cosign),
+}
+
+
+def extend(parser: argparse.ArgumentParser, name: str) -> None:
+    """Add this module's options to ``prove``, ``check-proof`` or ``cosign`` (``name``), and route their new forms here.
+
+    Those commands belong to :mod:`.anchor` and :mod:`.keys`, which build
+    them first (:data:`.main.EXTENSIONS`); this module imports :mod:`.keys`,
+    so the routing is done here, by wrapping their handlers, rather than there.
+    """
+    options, route = _EXTENDS[name]
+    options(parser)
+    parser.set_defaults(handler=route(parser.get_default("handler")))
+
+
+def add_commands(sub: Commands) -> None:
+    """Register ``witness serve`` and ``witness submit``."""
+    witness = sub.add_parser("witness")
     verbs = witness.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
 

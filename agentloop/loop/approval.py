@@ -2,7 +2,7 @@
 
 A tool built with ``requires_approval=True`` (or a predicate over its
 validated arguments: :meth:`~agentloop.tools.registry.Tool.needs_approval`)
-is *gated*.  For each gated call the loop (:mod:`agentloop.loop`) does, in
+is *gated*.  For each gated call the loop (:mod:`agentloop.loop.engine`) does, in
 this order: 1. validate the arguments; 2. ask the run's approver with an
 :class:`ApprovalRequest`; 3. act on the answer:
 
@@ -52,6 +52,7 @@ from ..errors import (
 )
 from ..messages import APPROVAL_DECISIONS
 from ..signing.note import Note, Verifier, parse_note, sign_note, verify_note
+from ..tools.registry import ToolRegistry
 from ..transcript.format import PathLike
 from ..transcript.verify import iter_file, verify_file
 
@@ -73,6 +74,7 @@ __all__ = [
     "approval_members",
     "seal_closed",
     "check_approval_signer",
+    "approval_policy",
     "NOTE_HEADER",
     "DENIED",
     "DENIED_CLOSED",
@@ -541,3 +543,8 @@ class _NoteReader:
         except (MalformedNoteError, BadSignatureError, SigningKeyError) as exc:
             return str(exc)
         return ""
+
+
+def approval_policy(registry: ToolRegistry) -> Dict[str, str]:
+    """The task record's ``approval`` member: each gated tool's name -> ``"always"`` or ``"predicate"``."""
+    return {t.name: "always" if t.requires_approval is True else "predicate" for t in registry if t.gated}

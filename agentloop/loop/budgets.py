@@ -11,7 +11,7 @@ when set, so old transcripts keep their bytes).
 :meth:`Budgets.before_turn` before each model call and
 :meth:`Budgets.after_turn` once a turn is recorded; each returns the
 :class:`Stop` to write, or ``None``.  The order inside each is the
-precedence documented in :mod:`agentloop.loop`.
+precedence documented in :mod:`agentloop.loop.engine`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any, Dict, Optional, Union
 
 from ..canonical import MAX_SAFE_INTEGER, format_number
 from ..errors import RunConfigError
-from ..messages import shown
+from ..messages import StopReason, shown
 from .prices import Prices, add, amount_text, parse_amount, price_table, recorded_table
 from ..transcript.format import MAX_RECORD_BYTES, MIN_RECORD_BYTES
 
@@ -39,7 +39,7 @@ BUDGET_NOTE_PREFIX = "[agentloop] Budget left:"
 class Stop:
     """A stop the budgets call for: a reason of :data:`~agentloop.STOP_REASONS` and its detail."""
 
-    reason: str
+    reason: StopReason
     detail: str
 
 

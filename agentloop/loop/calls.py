@@ -1,6 +1,6 @@
 """Running what a turn needs: the model call, and the tool calls in groups.
 
-The loop (:mod:`agentloop.loop`) is one coroutine; a runner does its waiting.
+The loop (:mod:`agentloop.loop.engine`) is one coroutine; a runner does its waiting.
 :class:`SyncRunner` (for :func:`agentloop.run`) never suspends that coroutine:
 it blocks its thread instead, so ``run`` drives the coroutine without an
 event loop.  :class:`AsyncRunner` (for :func:`agentloop.run_async`) awaits on

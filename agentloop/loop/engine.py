@@ -2,7 +2,7 @@
 
 The loop is :func:`_loop`, one coroutine readable top to bottom in its five
 numbered steps; :func:`run` drives it in the caller's thread (it never
-suspends there: :class:`~agentloop.calls.SyncRunner` blocks instead), and
+suspends there: :class:`~agentloop.loop.calls.SyncRunner` blocks instead), and
 :func:`run_async` awaits it on the caller's event loop.  Both write the same
 bytes for the same inputs.  The loop touches no random source and reads a
 clock only for ``max_seconds`` (below), recording every reading, so the
@@ -51,7 +51,7 @@ there).  A replay given the recorded readings writes the same bytes
 runs to its end: bound its model call with the adapter's timeout and its
 tools with ``timeout``/``tool_timeout``.
 
-Approval (:mod:`agentloop.approval`): in step 5 a call of a tool with
+Approval (:mod:`agentloop.loop.approval`): in step 5 a call of a tool with
 ``requires_approval`` runs alone; once its arguments validate the
 ``approver`` is asked, and its answer runs, denies, modifies or terminates
 (``approval_terminated``, written after that call's record) -- or defers:
@@ -65,25 +65,28 @@ import copy
 import hashlib
 import json
 import os
-import time
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Callable, Coroutine, Dict, Iterable, List, Mapping, Optional, Tuple, Union, cast
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Dict, Iterable, List, Optional, Tuple, Union, cast
 
-from .approval import ApprovalRequest, Verdict, approval_members, check_approval_signer, closed, judge, seal_closed
-from .budgets import Budgets, Seconds, Spent, budgets_from
+from .approval import ApprovalRequest, Verdict, approval_policy, closed, judge, seal_closed
+from .budgets import Seconds, Spent
 from .calls import DEFAULT_MAX_WORKERS, AsyncRunner, Done, Job, Raised, Runner, SyncRunner, describe, groups, prepare
-from ..canonical import MAX_SAFE_INTEGER, canonical_bytes, canonical_text, json_path, snapshot
-from ..errors import DuplicateToolError, RunConfigError, UnrecordableError, WrongTypeError
-from .final import FINAL_RESULT, FinalResult, final_result
-from ..messages import AWAITING_APPROVAL, Message, Model, ModelReply, RunResult, ToolCall, Usage, shown
+from ..canonical import MAX_SAFE_INTEGER, canonical_text, json_path
+from ..errors import UnrecordableError
+from .final import FINAL_RESULT
+from ..messages import AWAITING_APPROVAL, Message, Model, ModelReply, RunEnd, RunResult, StopReason, ToolCall, Usage, shown
+from .options import Approver, OnRecord, RunOptions, RunOverrides
 from .plan import RECORD_OVERHEAD, PlannedCall, TurnPlan, plan_turn
 from .prices import add, amount_text, turn_cost
+from .start import _Run, prepare_run, read_clock
 from ..tools.context import CallContext
-from ..tools.registry import Tool, ToolRegistry, tool_sources
-from ..transcript.checkpoint import ORIGIN_PREFIX, check_run_anchor
-from ..transcript.format import FORMAT, MAX_RECORD_BYTES, PathLike
+from ..tools.registry import Tool, ToolRegistry
+from ..transcript.checkpoint import ORIGIN_PREFIX
 from ..transcript.writer import TranscriptWriter
+
+if TYPE_CHECKING:
+    from typing import Unpack  # PEP 692: a type checker targeting 3.11+ checks run()'s keywords
 
 __all__ = ["run", "run_async", "estimate_tokens", "approval_policy", "Approver", "Resumed", "MAX_ERROR_CHARS", "DEFAULT_MAX_WORKERS"]
 
@@ -98,12 +101,6 @@ def estimate_tokens(emitted: str) -> int:
 
 #: Exception messages and other error texts are cut to this many characters.
 MAX_ERROR_CHARS = 2000
-
-OnRecord = Callable[[Dict[str, Any]], Any]
-Clock = Callable[[], Seconds]
-#: ``run(approver=...)``: called with an :class:`~agentloop.approval.ApprovalRequest`, returns a
-#: decision (``Approve``, ``Deny``, ``Modify``, ``Terminate``) or ``None`` to defer; may be ``async def``.
-Approver = Callable[[ApprovalRequest], Any]
 
 
 def _bounded(text: str) -> str:
@@ -124,20 +121,34 @@ def _reply_problem(reply: object) -> str:
         return "model reply text is %s, not a str" % (type(reply.text).__name__,)
     if not isinstance(reply.tool_calls, tuple):
         return "model reply tool_calls is %s, not a tuple" % (type(reply.tool_calls).__name__,)
-    for position, call in enumerate(reply.tool_calls):
+    return _calls_problem(reply.tool_calls) or _usage_problem(reply.usage) or _unrecordable(reply)
+
+
+def _calls_problem(calls: Tuple[object, ...]) -> str:
+    for position, call in enumerate(calls):
         if not isinstance(call, ToolCall):
             return "model reply tool_calls[%d] is %s, not a ToolCall" % (position, type(call).__name__)
         if not isinstance(call.name, str) or not isinstance(call.id, str) or not isinstance(call.arguments, dict):
             return "model reply tool_calls[%d] has a name, id or arguments of the wrong type" % (position,)
         if not isinstance(call.arguments_error, str):
             return "model reply tool_calls[%d] has an arguments_error that is not a str" % (position,)
-    usage = reply.usage
-    if usage is not None:
-        counts = [getattr(usage, name, None) for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")]
-        if not isinstance(usage, Usage) or not all(type(n) is int and 0 <= n <= MAX_SAFE_INTEGER for n in counts):
-            return "model reply usage is %s, not a Usage of two ints from 0 to 2**53-1" % (type(usage).__name__,)
-        if usage.cache_read_tokens + usage.cache_write_tokens > usage.input_tokens:
-            return "model reply usage has more cache tokens than input_tokens"
+    return ""
+
+
+def _usage_problem(usage: object) -> str:
+    if usage is None:
+        return ""
+    names = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    counts = [getattr(usage, name, None) for name in names]
+    if not isinstance(usage, Usage) or not all(type(n) is int and 0 <= n <= MAX_SAFE_INTEGER for n in counts):
+        return "model reply usage is %s, not a Usage of two ints from 0 to 2**53-1" % (type(usage).__name__,)
+    if usage.cache_read_tokens + usage.cache_write_tokens > usage.input_tokens:
+        return "model reply usage has more cache tokens than input_tokens"
+    return ""
+
+
+def _unrecordable(reply: ModelReply) -> str:
+    """Why the reply's strings cannot be recorded, naming the first such place ("" when they can)."""
     strings = [reply.text]
     for call in reply.tool_calls:
         strings += (call.name, call.id, call.arguments_error)
@@ -153,156 +164,6 @@ def _reply_problem(reply: object) -> str:
         except UnrecordableError as exc:
             return "model reply is not recordable: %s" % (exc,)
     return ""
-
-
-def _model_info(model: object) -> Optional[Dict[str, Any]]:
-    """What ``model.model_info()`` says about the model, read once; ``None`` without one.
-
-    A provider adapter names itself this way (provider, model name, host); the
-    loop records the object as the task record's ``model`` member.  A plain
-    callable has no ``model_info`` and its task record has no ``model`` key.
-    """
-    describe_model = getattr(model, "model_info", None)
-    if describe_model is None:
-        return None
-    if not callable(describe_model):
-        raise RunConfigError("model", "model_info must be a method returning a dict or None")
-    try:
-        info = describe_model()
-    except Exception as exc:
-        raise RunConfigError("model", "model_info() raised %s" % (describe(exc),)) from None
-    if info is None:
-        return None
-    if not isinstance(info, dict):
-        raise RunConfigError("model", "model_info() must return a dict or None, got %s" % (type(info).__name__,))
-    try:
-        recorded, _ = snapshot(info, "$.model", 2)
-    except UnrecordableError as exc:
-        raise RunConfigError("model", "model_info() is not recordable: %s" % (exc,)) from None
-    return dict(recorded)
-
-
-def _read_clock(clock: Clock) -> Tuple[Optional[Seconds], str]:
-    """``(reading, "")``, or ``(None, why the clock gave none)``: an int or a finite float is a reading."""
-    try:
-        value = clock()
-    except Exception as exc:
-        return None, "the clock raised %s" % (describe(exc),)
-    if isinstance(value, float) and value - value == 0 and abs(value) <= MAX_SAFE_INTEGER:  # finite, in I-JSON's range
-        return float(value), ""
-    if isinstance(value, int) and not isinstance(value, bool) and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-        return int(value), ""
-    return None, "the clock returned %s, not a number of seconds" % (shown(value),)
-
-
-@dataclass(frozen=True)
-class _Run:
-    """Everything a run fixes before its first record."""
-
-    task: str
-    model: Any
-    registry: ToolRegistry
-    manifest: List[Dict[str, Any]]
-    budgets: Budgets
-    task_payload: Dict[str, Any]
-    transcript: PathLike
-    overwrite: bool
-    fsync: bool
-    checkpoint: Optional[PathLike]
-    key: Optional[bytes]
-    signer: Any
-    system: Optional[str]
-    final: Optional[FinalResult]
-    on_record: Optional[OnRecord]
-    clock: Optional[Clock]
-    price: Optional[Dict[str, Decimal]]
-    model_name: str
-    started: Optional[Seconds]
-    max_workers: int
-    have: str  # the tool names, for "no tool named ..."
-    approver: Optional[Approver] = None
-    approval_signer: Any = None  # signs every decision (run(approval_signer=...)); named in the task record
-
-    def first_messages(self) -> List[Message]:
-        system: List[Message] = [] if self.system is None else [{"role": "system", "content": self.system}]
-        return system + [{"role": "user", "content": self.task}]
-
-
-def _prepare(task: object, model: object, tools: object, transcript: PathLike, options: Mapping[str, Any]) -> _Run:
-    """Check every argument of a run and build what it fixes; raise before any file is touched."""
-    if not isinstance(task, str):
-        raise RunConfigError("task", "must be a str, got %s" % (type(task).__name__,))
-    if not callable(model):
-        raise RunConfigError("model", "must be callable (messages, manifest) -> ModelReply")
-    budgets = budgets_from(*(options[name] for name in (
-        "max_steps", "max_tokens", "stop_sentinel", "max_record_bytes", "max_tool_calls",
-        "max_cost", "prices", "max_seconds", "tool_timeout", "tell_budgets")))
-    for name in ("overwrite", "fsync"):
-        if not isinstance(options[name], bool):
-            raise RunConfigError(name, "must be True or False, got %s" % (shown(options[name]),))
-    system, on_record, clock, workers = options["system"], options["on_record"], options["clock"], options["max_workers"]
-    if system is not None and not isinstance(system, str):
-        raise RunConfigError("system", "must be None or a str, got %s" % (shown(system),))
-    if on_record is not None and not callable(on_record):
-        raise RunConfigError("on_record", "must be None or a callable taking each record (a dict)")
-    if clock is not None and (not callable(clock) or budgets.max_seconds is None):
-        raise RunConfigError("clock", "must be a callable returning seconds, and is read only with max_seconds")
-    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 1024:
-        raise RunConfigError("max_workers", "must be an int from 1 to 1024, got %s" % (shown(workers),))
-    approver = options["approver"]
-    if approver is not None and not callable(approver):
-        raise RunConfigError("approver", "must be None or a callable taking an ApprovalRequest")
-    final = None if options["output_schema"] is None else final_result(options["output_schema"])
-    check_run_anchor(transcript, options["checkpoint"], options["key"], options["overwrite"], options["signer"])
-    # The tools of this run are fixed here: registering more during the run
-    # changes nothing, so the recorded manifest stays the whole truth.
-    if isinstance(tools, (str, bytes)) or not isinstance(tools, Iterable):
-        raise WrongTypeError("tools", "a ToolRegistry or an iterable of Tool", tools)
-    try:
-        registry = ToolRegistry(list(cast(Iterable[Tool], tools)) + ([] if final is None else [final.tool]),
-                                getattr(tools, "servers", ()))  # servers all of whose tools were refused: named too
-    except DuplicateToolError:
-        raise RunConfigError("output_schema", "the tool name %r is reserved for the final result" % (FINAL_RESULT,)) from None
-    manifest = registry.manifest()
-    payload: Dict[str, Any] = {"format": FORMAT, "task": task, "budgets": budgets.recorded(), "tools": manifest}
-    policy = approval_policy(registry)
-    if policy:  # only a run with gated tools records it: other runs' task records are unchanged
-        if approver is None and not options.get("deferred", False):
-            raise RunConfigError("approver", "tools %s require approval, and no approver was given"
-                                 % (", ".join(repr(name) for name in policy),))
-        payload["approval"] = policy
-    check_approval_signer(options.get("approval_signer"))
-    payload.update(approval_members(policy, options.get("approval_signer")))  # {} unless used: records unchanged
-    info = _model_info(model)
-    if info is not None:  # only an adapter adds the key: plain callables' records are unchanged
-        payload["model"] = info
-    if system is not None:
-        payload["system"] = system
-    payload.update(tool_sources(registry))  # e.g. "mcp": the servers behind MCP tools; nothing for local tools
-    model_name = info.get("model") if info is not None else None
-    model_name = model_name if isinstance(model_name, str) else ""
-    price = None if budgets.prices is None else budgets.prices.get(model_name)
-    clock = (clock or time.monotonic) if budgets.max_seconds is not None else None
-    started = None
-    if clock is not None:
-        started, problem = _read_clock(clock)
-        if started is None:
-            raise RunConfigError("clock", problem)
-        payload["clock"] = started
-    try:  # everything the task record holds, checked before the file is opened
-        size = len(canonical_bytes(payload, "$.payload", depth=1))
-    except UnrecordableError as exc:
-        raise RunConfigError("task", str(exc)) from None
-    if size > budgets.max_record_bytes - 256:
-        raise RunConfigError("task", "the task record (%d bytes) exceeds max_record_bytes %d" % (size, budgets.max_record_bytes))
-    return _Run(task, model, registry, manifest, budgets, payload, transcript, options["overwrite"], options["fsync"],
-                options["checkpoint"], options["key"], options["signer"], system, final, on_record, clock, price, model_name, started, workers,
-                ", ".join(registry.names) or "none", approver, options.get("approval_signer"))
-
-
-def approval_policy(registry: ToolRegistry) -> Dict[str, str]:
-    """The task record's ``approval`` member: each gated tool's name -> ``"always"`` or ``"predicate"``."""
-    return {t.name: "always" if t.requires_approval is True else "predicate" for t in registry if t.gated}
 
 
 class _Recorder:
@@ -341,7 +202,7 @@ class Resumed:
 class _Halt:
     """Step 5 ended the run early: a pause (``awaiting_approval``) or ``approval_terminated``."""
 
-    reason: str
+    reason: RunEnd
     detail: str
     pending: Tuple[ApprovalRequest, ...] = ()
 
@@ -385,14 +246,21 @@ class _Ending:
     def both(self) -> Tuple[Callable[..., RunResult], Callable[[_Halt], RunResult]]:
         return self.stop, self.halt
 
-    def stop(self, reason: str, detail: str, reading: Optional[Seconds] = None, output: Any = None) -> RunResult:
+    def _checkpoint(self) -> bool:
+        """Write the run's checkpoint, if it has one (the records made durable first); whether it has."""
+        options = self.r.options
+        if options.checkpoint is None:
+            return False
+        self.out.checkpoint(options.checkpoint, options.key, options.signer)
+        return True
+
+    def stop(self, reason: StopReason, detail: str, reading: Optional[Seconds] = None, output: Any = None) -> RunResult:
         spent = self.spent
         payload: Dict[str, Any] = {"reason": reason, "steps": spent.steps, "tokens": spent.tokens, "detail": _bounded(detail)}
         if reading is not None:
             payload["clock"] = reading
         self.record.append("stop", payload)
-        if self.r.checkpoint is not None:
-            self.out.checkpoint(self.r.checkpoint, self.r.key, self.r.signer)
+        self._checkpoint()
         if reason in ("no_tool_calls", "sentinel"):
             output = self.messages[-1]["content"]
         cost = amount_text(self.spent.cost) if self.r.price is not None and self.spent.cost is not None else None
@@ -402,24 +270,48 @@ class _Ending:
         if ended.reason != AWAITING_APPROVAL:
             return self.stop(ended.reason, ended.detail)
         # A pause: no stop record.  The records are made durable first, then the checkpoint is written.
-        if self.r.checkpoint is not None:
-            self.out.checkpoint(self.r.checkpoint, self.r.key, self.r.signer)
-        else:
+        if not self._checkpoint():
             _make_durable(self.out.path)
         cost = amount_text(self.spent.cost) if self.r.price is not None and self.spent.cost is not None else None
         return RunResult(AWAITING_APPROVAL, self.spent.steps, self.spent.tokens, self.out.count, self.out.head,
                          _bounded(ended.detail), None, cost, ended.pending)
 
 
+def _opened(r: _Run, resumed: Optional[Resumed]) -> Tuple[Spent, TranscriptWriter]:
+    """What the run has spent and the writer it appends with: new ones, or a resumed run's."""
+    if resumed is not None:
+        return resumed.spent, resumed.out
+    options = r.options
+    assert options.transcript is not None  # prepare_run requires it
+    writer = TranscriptWriter(options.transcript, overwrite=options.overwrite, fsync=options.fsync,
+                              max_record_bytes=r.budgets.max_record_bytes)
+    return Spent(started=r.started), writer
+
+
+def _turn_stop(r: _Run, reply: ModelReply, plan: TurnPlan, spent: Spent) -> Optional[Tuple[StopReason, str, None, Any]]:
+    """Step 4 of :func:`_loop`: the stop a recorded turn calls for (5-11 of the precedence, in order), or ``None``.
+
+    As :meth:`_Ending.stop`'s arguments: reason, detail, no clock reading, the output.
+    """
+    if r.budgets.stop_sentinel is not None and r.budgets.stop_sentinel in reply.text:
+        sentinel = shown(r.budgets.stop_sentinel)
+        return "sentinel", "the assistant's text contains the stop sentinel %s" % (sentinel,), None, None
+    answer = None if r.final is None else r.final.answer(plan)
+    if answer is not None:
+        detail = "the model called %s with valid arguments (call %d of step %d); %d other tool call(s) not run" % (
+            FINAL_RESULT, answer[0], spent.steps, len(plan.calls) - 1)
+        return "final_result", detail, None, answer[1]
+    if not plan.calls:
+        return "no_tool_calls", "the assistant asked for no tools", None, None
+    due = r.budgets.after_turn(spent, len(plan.calls))
+    return None if due is None else (due.reason, due.detail, None, None)
+
+
 async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> RunResult:
     """The run, step by step (the module docstring has the stop precedence)."""
-    if resumed is None:
-        spent = Spent(started=r.started)
-        writer = TranscriptWriter(r.transcript, overwrite=r.overwrite, fsync=r.fsync, max_record_bytes=r.budgets.max_record_bytes)
-    else:
-        spent, writer = resumed.spent, resumed.out
+    spent, writer = _opened(r, resumed)
     with writer as out:
-        record = _Recorder(out, r.on_record)
+        record = _Recorder(out, r.options.on_record)
         if resumed is None:
             record.append("task", r.task_payload)
             messages = r.first_messages()
@@ -436,7 +328,7 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
         while True:
             # 1. Before the turn, nothing of it spent: read the clock (max_seconds
             #    only) and check the budgets that need nothing of the turn.
-            reading, clock_problem = _read_clock(r.clock) if r.clock is not None else (None, "")
+            reading, clock_problem = read_clock(r.clock) if r.clock is not None else (None, "")
             if clock_problem:
                 return stop("time_budget", "max_seconds cannot be checked: %s" % (clock_problem,))
             due = r.budgets.before_turn(spent, reading, r.price, r.model_name)
@@ -468,17 +360,9 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
             messages.append(plan.message())
 
             # 4. The stops a recorded turn can trigger, in their fixed order.
-            if r.budgets.stop_sentinel is not None and r.budgets.stop_sentinel in reply.text:
-                return stop("sentinel", "the assistant's text contains the stop sentinel %s" % (shown(r.budgets.stop_sentinel),))
-            answer = None if r.final is None else r.final.answer(plan)
-            if answer is not None:
-                return stop("final_result", "the model called %s with valid arguments (call %d of step %d); %d other tool call(s) not run"
-                            % (FINAL_RESULT, answer[0], spent.steps, len(plan.calls) - 1), output=answer[1])
-            if not plan.calls:
-                return stop("no_tool_calls", "the assistant asked for no tools")
-            due = r.budgets.after_turn(spent, len(plan.calls))
-            if due is not None:
-                return stop(due.reason, due.detail)
+            ended_turn = _turn_stop(r, reply, plan, spent)
+            if ended_turn is not None:
+                return stop(*ended_turn)
 
             # 5. Run the calls (parallel-safe ones together, a gated one alone
             #    once its approver said so); every failure is a result the
@@ -503,17 +387,30 @@ def _identified(item: Union[Done, Job], record: _Recorder, step: int, call: Plan
     return Job(item.tool, item.arguments, item.timeout, context)
 
 
-def _gate(item: Union[Done, Job], call: PlannedCall) -> Optional[bool]:
+def _gate(r: _Run, item: Union[Done, Job], call: PlannedCall) -> Optional[bool]:
     """For a call of a gated tool that passed its checks: whether it waits for the approver
-    (a predicate asked once); ``None`` for any other call."""
+    (a predicate asked once); ``None`` for any other call, and for a predicate's "no" in a run
+    resumed from a file written before outcomes were recorded (it stays as it was)."""
     if not isinstance(item, Job) or call.arguments is None or not item.tool.gated:
         return None
-    return item.tool.needs_approval(call.arguments)
+    gate = item.tool.needs_approval(call.arguments)
+    if gate is False and r.task_payload.get("predicate_outcomes") is not True:
+        return None
+    return gate
 
 
-def _gated(item: Union[Done, Job], call: PlannedCall) -> bool:
+def _gated(r: _Run, item: Union[Done, Job], call: PlannedCall) -> bool:
     """Whether a call that passed its checks waits for the approver."""
-    return _gate(item, call) is True
+    return _gate(r, item, call) is True
+
+
+def _decided(result: Dict[str, Any], verdict: Optional[Verdict], gate: Optional[bool]) -> None:
+    """The gate's outcome in a ``tool`` record: the decision taken, or ``"gated": false`` when a
+    predicate let the call through unasked (``predicate_outcomes``); nothing for an ungated tool."""
+    if verdict is not None:
+        result["approval"] = verdict.member()
+    elif gate is False:
+        result["gated"] = False
 
 
 def _act(verdict: Verdict, job: Job, call: PlannedCall) -> Union[Done, Job]:
@@ -533,9 +430,9 @@ async def _decide(r: _Run, runner: Runner, request: ApprovalRequest) -> Optional
     try:
         answer = await runner.decide(r.approver, request)
     except Exception as exc:
-        return seal_closed(closed("the approver raised %s" % (describe(exc),)), request, r.approval_signer)
-    verdict = judge(answer, request, r.budgets.max_record_bytes - RECORD_OVERHEAD, r.approval_signer)
-    return seal_closed(verdict, request, r.approval_signer)
+        return seal_closed(closed("the approver raised %s" % (describe(exc),)), request, r.options.approval_signer)
+    verdict = judge(answer, request, r.budgets.max_record_bytes - RECORD_OVERHEAD, r.options.approval_signer)
+    return seal_closed(verdict, request, r.options.approval_signer)
 
 
 async def _run_calls(
@@ -555,9 +452,7 @@ async def _run_calls(
         ready = [_identified(prepare(plan.calls[p], r.registry, r.have, r.budgets.tool_timeout), record, step,
                              plan.calls[p]) for p in group]
         verdict: Optional[Verdict] = None
-        gate = _gate(ready[0], plan.calls[group[0]]) if len(group) == 1 else None  # a gated call is a group of one
-        if gate is False and r.task_payload.get("predicate_outcomes") is not True:
-            gate = None  # a run resumed from a file written before outcomes were recorded stays as it was
+        gate = _gate(r, ready[0], plan.calls[group[0]]) if len(group) == 1 else None  # a gated call is a group of one
         if gate:
             call = plan.calls[group[0]]
             request = _request(r, record, step, call, asked_by)
@@ -599,21 +494,12 @@ async def _run_calls(
     return None
 
 
-def _decided(result: Dict[str, Any], verdict: Optional[Verdict], gate: Optional[bool]) -> None:
-    """The gate's outcome in a ``tool`` record: the decision taken, or ``"gated": false`` when a
-    predicate let the call through unasked (``predicate_outcomes``); nothing for an ungated tool."""
-    if verdict is not None:
-        result["approval"] = verdict.member()
-    elif gate is False:
-        result["gated"] = False
-
-
 def _pause(r: _Run, record: _Recorder, plan: TurnPlan, step: int, position: int, request: ApprovalRequest, asked_by: str) -> _Halt:
     """The halt of a deferred call: its request, and those of the gated calls after it in the turn (not yet asked)."""
     pending = [request]
     for later in range(position + 1, len(plan.calls)):
         call = plan.calls[later]
-        if _gated(prepare(call, r.registry, r.have, r.budgets.tool_timeout), call):
+        if _gated(r, prepare(call, r.registry, r.have, r.budgets.tool_timeout), call):
             pending.append(_request(r, record, step, call, asked_by))
     detail = "call %s (%s) of step %d awaits approval; %d gated call(s) of this turn wait in all" % (
         json.dumps(request.call_id, ensure_ascii=False), request.tool, step, len(pending))
@@ -630,40 +516,20 @@ def _drive(loop: Coroutine[Any, Any, RunResult]) -> RunResult:
     raise RuntimeError("the loop suspended outside an event loop")
 
 
-def _options(**options: Any) -> Dict[str, Any]:
-    return options
-
-
 def run(
     task: str,
     model: Model,
     tools: Union[ToolRegistry, Iterable[Tool]],
-    *,
-    transcript: PathLike,
-    max_steps: int,
-    max_tokens: int,
-    stop_sentinel: Optional[str] = None,
-    overwrite: bool = False,
-    fsync: bool = False,
-    max_record_bytes: int = MAX_RECORD_BYTES,
-    checkpoint: Optional[PathLike] = None,
-    key: Optional[bytes] = None,
-    signer: Any = None,
-    system: Optional[str] = None,
-    output_schema: Any = None,
-    on_record: Optional[OnRecord] = None,
-    max_tool_calls: Optional[int] = None,
-    max_cost: Union[str, Decimal, int, None] = None,
-    prices: Optional[Mapping[str, Mapping[str, Union[str, Decimal, int]]]] = None,
-    max_seconds: Optional[float] = None,
-    clock: Optional[Clock] = None,
-    tell_budgets: bool = False,
-    tool_timeout: Optional[float] = None,
-    max_workers: int = DEFAULT_MAX_WORKERS,
-    approver: Optional[Approver] = None,
-    approval_signer: Any = None,
+    options: Optional[RunOptions] = None,
+    **overrides: Unpack[RunOverrides],
 ) -> RunResult:
     """Run ``model`` on ``task`` with ``tools`` and write the transcript.
+
+    The options are a :class:`~agentloop.loop.options.RunOptions`, or
+    keywords of the same names (``transcript=``, ``max_steps=``,
+    ``max_tokens=`` required), or both: each keyword replaces that option of
+    ``options``.  An unknown keyword raises
+    :class:`~agentloop.errors.RunConfigError` naming it.
 
     The transcript file must not exist unless ``overwrite=True``.  Records are
     written as they happen; ``fsync=True`` also forces each to disk, and
@@ -684,17 +550,17 @@ def run(
     ``system`` is a system prompt: recorded in the task record and given to
     the model as a first ``{"role": "system"}`` message.  ``output_schema``
     (a JSON Schema or a type) adds the reserved ``final_result`` tool
-    (:mod:`agentloop.final`).  Budgets beyond steps and tokens, each recorded
+    (:mod:`agentloop.loop.final`).  Budgets beyond steps and tokens, each recorded
     only when set: ``max_tool_calls``; ``max_cost`` (USD, a decimal string)
-    with ``prices`` (:mod:`agentloop.prices`), which alone records each
+    with ``prices`` (:mod:`agentloop.loop.prices`), which alone records each
     turn's cost; ``max_seconds`` by ``clock``; ``tell_budgets=True`` shows the
     model what remains before each turn (a last, transient user message).
     Tools run serially unless marked ``parallel=True``; at most
     ``max_workers`` sync tools run at once, and a call past its tool's
-    ``timeout`` (else ``tool_timeout``) fails as data (:mod:`agentloop.calls`).
+    ``timeout`` (else ``tool_timeout``) fails as data (:mod:`agentloop.loop.calls`).
 
     ``approver`` decides the calls of tools with ``requires_approval``
-    (:mod:`agentloop.approval`); a run with such tools and no approver is
+    (:mod:`agentloop.loop.approval`); a run with such tools and no approver is
     refused before it starts.  An approver that defers (returns ``None``)
     pauses the run: the result's ``stop_reason`` is ``"awaiting_approval"``,
     ``pending`` holds the requests, no stop record is written, the records
@@ -704,13 +570,8 @@ def run(
     named in the task record (its key name and ID), so that a verifier can
     demand a note on each (:func:`agentloop.verify_approvals`).
     """
-    r = _prepare(task, model, tools, transcript, _options(
-        stop_sentinel=stop_sentinel, max_steps=max_steps, max_tokens=max_tokens, overwrite=overwrite, fsync=fsync,
-        max_record_bytes=max_record_bytes, checkpoint=checkpoint, key=key, signer=signer, system=system, output_schema=output_schema,
-        on_record=on_record, max_tool_calls=max_tool_calls, max_cost=max_cost, prices=prices, max_seconds=max_seconds,
-        clock=clock, tell_budgets=tell_budgets, tool_timeout=tool_timeout, max_workers=max_workers, approver=approver,
-        approval_signer=approval_signer))
-    runner = SyncRunner(r.max_workers)
+    r = prepare_run(task, model, tools, options, overrides)
+    runner = SyncRunner(r.options.max_workers)
     try:
         return _drive(_loop(r, runner))
     finally:
@@ -721,30 +582,8 @@ async def run_async(
     task: str,
     model: Any,
     tools: Union[ToolRegistry, Iterable[Tool]],
-    *,
-    transcript: PathLike,
-    max_steps: int,
-    max_tokens: int,
-    stop_sentinel: Optional[str] = None,
-    overwrite: bool = False,
-    fsync: bool = False,
-    max_record_bytes: int = MAX_RECORD_BYTES,
-    checkpoint: Optional[PathLike] = None,
-    key: Optional[bytes] = None,
-    signer: Any = None,
-    system: Optional[str] = None,
-    output_schema: Any = None,
-    on_record: Optional[OnRecord] = None,
-    max_tool_calls: Optional[int] = None,
-    max_cost: Union[str, Decimal, int, None] = None,
-    prices: Optional[Mapping[str, Mapping[str, Union[str, Decimal, int]]]] = None,
-    max_seconds: Optional[float] = None,
-    clock: Optional[Clock] = None,
-    tell_budgets: bool = False,
-    tool_timeout: Optional[float] = None,
-    max_workers: int = DEFAULT_MAX_WORKERS,
-    approver: Optional[Approver] = None,
-    approval_signer: Any = None,
+    options: Optional[RunOptions] = None,
+    **overrides: Unpack[RunOverrides],
 ) -> RunResult:
     """:func:`run` as a coroutine, for callers inside an event loop: the same
     arguments, the same transcript bytes.
@@ -756,13 +595,8 @@ async def run_async(
     The transcript is written in the event loop's thread, one ``write`` per
     record (a local file; not offloaded).
     """
-    r = _prepare(task, model, tools, transcript, _options(
-        stop_sentinel=stop_sentinel, max_steps=max_steps, max_tokens=max_tokens, overwrite=overwrite, fsync=fsync,
-        max_record_bytes=max_record_bytes, checkpoint=checkpoint, key=key, signer=signer, system=system, output_schema=output_schema,
-        on_record=on_record, max_tool_calls=max_tool_calls, max_cost=max_cost, prices=prices, max_seconds=max_seconds,
-        clock=clock, tell_budgets=tell_budgets, tool_timeout=tool_timeout, max_workers=max_workers, approver=approver,
-        approval_signer=approval_signer))
-    runner = AsyncRunner(r.max_workers)
+    r = prepare_run(task, model, tools, options, overrides)
+    runner = AsyncRunner(r.options.max_workers)
     try:
         return await _loop(r, runner)
     finally:

@@ -8,7 +8,7 @@ adapter could not read: ``ToolCall.arguments_error``) are kept out of the
 record (``arguments: null`` plus the reason), and such a call fails as data
 with that reason as its error.
 
-A later decision about a call (an approval: :mod:`agentloop.approval`) is
+A later decision about a call (an approval: :mod:`agentloop.loop.approval`) is
 taken between planning and running, against the planned call's recorded
 arguments; :func:`plan_from_record` rebuilds a recorded turn's plan.
 """

@@ -3,7 +3,7 @@
 The transcript already is the saved state.  :func:`read_pending` reads what
 waits (the calls of the last assistant record that have no tool record);
 :func:`resume` checks the decisions given against it, appends to the same
-file and goes on with the loop (:mod:`agentloop.loop`) exactly where it
+file and goes on with the loop (:mod:`agentloop.loop.engine`) exactly where it
 stopped, so a pause then ``resume`` with decision D writes byte for byte the
 file an approver answering D inline writes.  ``docs/approvals.md`` is the guide.
 """
@@ -24,15 +24,17 @@ from .budgets import Spent
 from .calls import DEFAULT_MAX_WORKERS, Job, SyncRunner, is_async_callable, prepare
 from ..canonical import canonical_bytes, canonical_text
 from ..errors import RunConfigError
-from .engine import Approver, Clock, OnRecord, Resumed, _drive, _loop, _options, _prepare
+from .engine import Resumed, _drive, _loop
 from ..messages import Message, RunResult
+from .options import Approver, Clock, OnRecord, RunOptions
 from .plan import TurnPlan, plan_from_record
+from .start import prepare_run
 from ..signing.note import Verifier
 from ..tools.registry import Tool, ToolRegistry
 from ..transcript.anchor import verify_checkpoint
 from ..transcript.checkpoint import ORIGIN_PREFIX
 from ..transcript.durable import check_output, lock_exclusive, open_input
-from ..transcript.format import MAX_RECORD_BYTES, PathLike
+from ..transcript.format import PathLike
 from ..transcript.verify import iter_file, verify_file
 from ..transcript.writer import TranscriptWriter
 
@@ -187,6 +189,22 @@ def _resumed_clock(records: Sequence[Dict[str, Any]]) -> Clock:
     return lambda: last + (time.monotonic() - start)
 
 
+def _clock_of(
+    clock: Union[Clock, str, None], recorded: RunOptions, records: Sequence[Dict[str, Any]]
+) -> Optional[Clock]:
+    """Step 3 of :func:`resume`: the resumed run's clock (``clock=RESUMED_CLOCK`` made one);
+    a run with ``max_seconds`` needs one."""
+    resumed = json.dumps(RESUMED_CLOCK)
+    if isinstance(clock, str):
+        if clock != RESUMED_CLOCK:
+            raise RunConfigError("clock", "must be a callable or %s, got %s" % (resumed, json.dumps(clock)))
+        clock = _resumed_clock(records) if recorded.max_seconds is not None else None
+    if recorded.max_seconds is not None and clock is None:
+        raise RunConfigError("clock", "the run has max_seconds: resume needs clock=, a clock that goes on from "
+                                      "the recorded readings (clock=%s: the pause not counted)" % (resumed,))
+    return clock
+
+
 def resume(
     transcript: PathLike,
     model: Any,
@@ -245,16 +263,7 @@ def resume(
     line's ``resume`` uses it).  Misuse raises
     :class:`~agentloop.errors.RunConfigError` before anything is appended.
     """
-    # 1.
-    given: Dict[str, Any] = dict(decisions or {})
-    for call_id, decision in given.items():
-        if not isinstance(call_id, str) or not isinstance(decision, _DECISIONS):
-            raise RunConfigError("decisions", "must map call ids (str) to Approve, Deny, Modify or Terminate; got %s for %s"
-                                 % (type(decision).__name__, json.dumps(str(call_id))))
-    if approver is not None and not callable(approver):
-        raise RunConfigError("approver", "must be None or a callable taking an ApprovalRequest")
-    if not isinstance(rerun_unrecorded, bool):
-        raise RunConfigError("rerun_unrecorded", "must be True or False")
+    given = _given(decisions, approver, rerun_unrecorded)  # 1.
     path = os.fspath(transcript)
     flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     fd = os.open(path, flags)
@@ -264,36 +273,17 @@ def resume(
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         lock_exclusive(fd, path)
-        # 2.
-        _verified(path)
-        state = _read(path)
-        if state.stop is not None:
-            raise RunConfigError("transcript", "%s is a finished run (stop record: %s): nothing to resume" % (path, state.stop))
-        if anchor is not None:
-            anchored = verify_checkpoint(path, anchor, key=key, trusted=trusted, exact=True)
-            if not anchored.ok:
-                raise RunConfigError("anchor", "%s does not match the checkpoint %s: %s" % (path, anchor, anchored.faults[0]))
+        state = _unfinished(path, anchor, key, trusted)  # 2.
         # 3.
-        task, budgets = state.task, state.task["budgets"]
-        if clock == RESUMED_CLOCK:
-            clock = _resumed_clock(state.records) if "max_seconds" in budgets else None
-        elif isinstance(clock, str):
-            raise RunConfigError("clock", "must be a callable or %s, got %s" % (json.dumps(RESUMED_CLOCK), json.dumps(clock)))
-        if "max_seconds" in budgets and clock is None:
-            raise RunConfigError("clock", "the run has max_seconds: resume needs clock=, a clock that goes on from the recorded "
-                                          "readings (clock=%s: the pause not counted)" % (json.dumps(RESUMED_CLOCK),))
-        final = [t for t in task["tools"] if isinstance(t, dict) and t.get("name") == "final_result"]
-        tool_list = list(tools)
-        schema = final[0]["parameters"] if final and "final_result" not in ToolRegistry(tool_list) else None
-        r = _prepare(task["task"], model, tool_list, path, _options(
-            stop_sentinel=budgets["stop_sentinel"], max_steps=budgets["max_steps"], max_tokens=budgets["max_tokens"],
-            overwrite=overwrite, fsync=fsync, max_record_bytes=budgets.get("max_record_bytes", MAX_RECORD_BYTES),
-            checkpoint=checkpoint, key=key if checkpoint is not None else None, signer=signer, system=task.get("system"),
-            output_schema=schema, on_record=on_record, max_tool_calls=budgets.get("max_tool_calls"),
-            max_cost=budgets.get("max_cost"), prices=budgets.get("prices"), max_seconds=budgets.get("max_seconds"),
-            clock=clock, tell_budgets=budgets.get("tell_budgets", False), tool_timeout=budgets.get("tool_timeout"),
-            max_workers=max_workers, approver=_combined(given, 0, approver), deferred=True,
-            approval_signer=approval_signer))
+        task = state.task
+        tool_list = tools if isinstance(tools, ToolRegistry) else list(tools)  # a registry keeps its servers
+        recorded = RunOptions.from_task_record(task, tool_list)
+        options = dataclasses.replace(
+            recorded, transcript=path, overwrite=overwrite, fsync=fsync, checkpoint=checkpoint,
+            key=key if checkpoint is not None else None, signer=signer, on_record=on_record,
+            clock=_clock_of(clock, recorded, state.records), max_workers=max_workers,
+            approver=_combined(given, 0, approver), approval_signer=approval_signer)
+        r = prepare_run(task["task"], model, tool_list, options, deferred=True)
         if "predicate_outcomes" not in task:  # a file written before outcomes were recorded goes on without them
             r.task_payload.pop("predicate_outcomes", None)
         changed = _first_change(task, r.task_payload)
@@ -315,11 +305,40 @@ def resume(
             os.close(fd)
     # 5.
     resumed = Resumed(out, state.records[0]["hash"], state.messages, state.spent, plan, state.answered, pending.assistant_hash)
-    runner = SyncRunner(r.max_workers)
+    runner = SyncRunner(r.options.max_workers)
     try:
         return _drive(_loop(r, runner, resumed))
     finally:
         runner.close()
+
+
+def _given(decisions: Optional[Mapping[str, Any]], approver: object, rerun_unrecorded: object) -> Dict[str, Any]:
+    """Step 1 of :func:`resume`: the arguments that are not the file's; the decisions as a dict."""
+    given: Dict[str, Any] = dict(decisions or {})
+    for call_id, decision in given.items():
+        if not isinstance(call_id, str) or not isinstance(decision, _DECISIONS):
+            raise RunConfigError("decisions", "must map call ids (str) to Approve, Deny, Modify or Terminate; "
+                                 "got %s for %s" % (type(decision).__name__, json.dumps(str(call_id))))
+    if approver is not None and not callable(approver):
+        raise RunConfigError("approver", "must be None or a callable taking an ApprovalRequest")
+    if not isinstance(rerun_unrecorded, bool):
+        raise RunConfigError("rerun_unrecorded", "must be True or False")
+    return given
+
+
+def _unfinished(path: str, anchor: Optional[PathLike], key: Optional[bytes], trusted: Sequence[Verifier]) -> _State:
+    """Step 2 of :func:`resume`: the file verifies, holds no stop record, and is exactly what ``anchor`` covers."""
+    _verified(path)
+    state = _read(path)
+    if state.stop is not None:
+        raise RunConfigError("transcript", "%s is a finished run (stop record: %s): nothing to resume"
+                             % (path, state.stop))
+    if anchor is not None:
+        anchored = verify_checkpoint(path, anchor, key=key, trusted=trusted, exact=True)
+        if not anchored.ok:
+            raise RunConfigError("anchor", "%s does not match the checkpoint %s: %s"
+                                 % (path, anchor, anchored.faults[0]))
+    return state
 
 
 def _check_decisions(r: Any, plan: TurnPlan, pending: Pending, given: Dict[str, Any], rerun_unrecorded: bool) -> None:

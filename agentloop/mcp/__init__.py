@@ -20,7 +20,7 @@ parts: JSON-RPC messages (``jsonrpc``), tool names
 
 from __future__ import annotations
 
-from ..errors import MCPConfigError, MCPError, MCPNameCollisionError
+from ..errors import MCPConfigError, MCPError, MCPNameCollisionError, MCPSchemaError
 from .client import LEGACY, LEGACY_ACCEPTED, MODERN, PROTOCOLS, MCPClient, MCPTool, Origin, describe
 from .http import MCPHttp
 from .names import agentloop_name, combine_tools
@@ -41,6 +41,7 @@ __all__ = [
     "MCPError",
     "MCPConfigError",
     "MCPNameCollisionError",
+    "MCPSchemaError",
     "MODERN",
     "LEGACY",
     "LEGACY_ACCEPTED",

@@ -61,6 +61,7 @@ from .._version import __version__
 from ..errors import AgentloopError, MCPConfigError, MCPError, MCPNameCollisionError, NotPicklableError, ToolFailure
 from ..schema import Validator, compile_schema
 from ..tools import Tool
+from ..tools.registry import ToolServer, tool_sources
 from .jsonrpc import MODERN_ERROR_CODES, UNSUPPORTED_PROTOCOL_VERSION, RpcError, short, supported_versions
 from .names import PREFIX, agentloop_name
 from .schemas import HeaderParam, Refused, import_schema
@@ -138,6 +139,10 @@ class MCPTool(Tool):
 
     origin: Optional[Origin] = field(default=None, compare=False, repr=False)
 
+    def server(self) -> Optional["MCPClient"]:
+        """The client of the server this tool comes from."""
+        return None if self.origin is None else self.origin.server
+
 
 #: 2025-11-25 "Tools: Tool" ``execution.taskSupport``: how a tool may be called as a task ("Tasks").
 _TASK_SUPPORT = ("forbidden", "optional", "required")
@@ -170,7 +175,7 @@ def _server_info(value: Any) -> Dict[str, str]:
     return {k: value[k] for k in ("name", "title", "version") if isinstance(value.get(k), str)}
 
 
-class MCPClient(abc.ABC):
+class MCPClient(ToolServer):
     """The protocol half of :class:`~agentloop.mcp.MCPStdio` and :class:`~agentloop.mcp.MCPHttp`.
 
     A transport subclass provides ``_open``, ``_exchange``, ``_notify`` and
@@ -179,7 +184,7 @@ class MCPClient(abc.ABC):
     """
 
     transport = "?"
-    #: The task-record member its tools are described under (agentloop.tools.registry.tool_sources).
+    #: The task-record member its tools are described under (:func:`agentloop.tools.registry.tool_sources`).
     record_member = "mcp"
 
     def __init__(self, name: str, protocol: str, timeout: float, init_timeout: float) -> None:
@@ -535,23 +540,11 @@ class MCPClient(abc.ABC):
 
 
 def describe(tools: Iterable[Tool], clients: Sequence[MCPClient] = ()) -> List[Dict[str, Any]]:
-    """The task record's ``mcp`` member: one :meth:`MCPClient.describe` per server behind ``tools``.
+    """The task record's ``mcp`` member: one :meth:`MCPClient.describe` per server behind ``tools``
+    (:func:`agentloop.tools.registry.tool_sources`, which the loop records).
 
     Servers appear in the order their first tool does; ``clients`` adds
     servers none of whose tools are in ``tools`` (all refused, say).  Local
     tools are skipped; an empty list means no MCP tools were used.
     """
-    order: List[MCPClient] = []
-    used: Dict[int, List[str]] = {}
-    for tool in tools:
-        origin = getattr(tool, "origin", None)
-        if isinstance(tool, MCPTool) and origin is not None:
-            if id(origin.server) not in used:
-                order.append(origin.server)
-                used[id(origin.server)] = []
-            used[id(origin.server)].append(tool.name)
-    for client in clients:
-        if id(client) not in used:
-            order.append(client)
-            used[id(client)] = []
-    return [client.describe(used[id(client)]) for client in order]
+    return tool_sources(tools, clients).get(MCPClient.record_member, [])

@@ -57,7 +57,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
-__all__ = ["Refused", "HeaderParam", "import_schema", "DRAFT_2020_12", "DRAFT_07"]
+from ..errors import MCPSchemaError
+
+__all__ = ["Refused", "MCPSchemaError", "HeaderParam", "import_schema", "DRAFT_2020_12", "DRAFT_07"]
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
@@ -93,12 +95,8 @@ _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")  # RFC 9110 section 5.6.2
 _HEADER_TYPES = frozenset(("string", "integer", "boolean"))
 
 
-class Refused(Exception):
-    """The schema cannot be imported; ``reason`` says why."""
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-        super().__init__(reason)
+#: The schema cannot be imported; ``reason`` says why (:class:`~agentloop.errors.MCPSchemaError`).
+Refused = MCPSchemaError
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ and "Errors" (https://docs.anthropic.com/en/api/errors):
   only when there are tools), ``system`` (a top-level string) when set, plus
   the fixed ``params``;
 * ``tools`` entries ``{"name", "description", "input_schema"}``, built by
-  ``ToolRegistry.manifest(style="anthropic")`` (:mod:`agentloop.providers`);
+  ``ToolRegistry.manifest(style="anthropic")`` (:mod:`agentloop.tools.providers`);
 * the messages: ``{"role": "user", "content": task}``; an assistant turn is
   ``{"role": "assistant", "content": [{"type": "text", "text"},
   {"type": "tool_use", "id", "name", "input"}, ...]}``; the results of one

@@ -16,7 +16,7 @@ guide (https://platform.openai.com/docs/guides/function-calling):
   are tools: the API refuses an empty array), plus the fixed ``params``;
 * ``tools`` entries ``{"type": "function", "function": {"name",
   "description", "parameters", "strict"}}``, built by
-  ``ToolRegistry.manifest(style="openai")`` (:mod:`agentloop.providers`);
+  ``ToolRegistry.manifest(style="openai")`` (:mod:`agentloop.tools.providers`);
 * the messages: ``{"role": "system", "content"}`` first when ``system`` is
   set; ``{"role": "user", "content"}``; an assistant turn is
   ``{"role": "assistant", "content", "tool_calls": [{"id", "type":

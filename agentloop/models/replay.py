@@ -24,6 +24,7 @@ run that ended because a reply was of the wrong type or too big to record.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 import threading
@@ -37,9 +38,10 @@ from ..loop.final import FINAL_RESULT
 from ..loop.budgets import BUDGET_NOTE_PREFIX
 from ..loop.calls import is_async_callable
 from ..loop.engine import MAX_ERROR_CHARS, run
+from ..loop.options import RunOptions
 from ..messages import Message, ModelReply, RunResult, ToolCall, Usage
-from ..tools.registry import Tool, ToolRegistry
-from ..transcript.format import MAX_RECORD_BYTES, PathLike
+from ..tools.registry import Tool, ToolRegistry, ToolServer
+from ..transcript.format import PathLike
 from ..transcript.durable import open_input
 from ..transcript.verify import iter_file, verify_file
 
@@ -237,14 +239,7 @@ class _RecordedClock:
         return reading
 
 
-@dataclass(frozen=True)
-class _RecordedTool(Tool):
-    """A stand-in tool that also says where the original came from (an MCP server, say)."""
-
-    origin: Any = field(default=None, compare=False, repr=False)
-
-
-class _RecordedServer:
+class _RecordedServer(ToolServer):
     """A tool server as the task record describes it: it describes itself
     exactly so again (:func:`agentloop.tools.registry.tool_sources`), so a
     replay with recorded tools writes the same task record with no server."""
@@ -253,23 +248,28 @@ class _RecordedServer:
         self.record_member = member
         self._description = description
 
-    def describe(self, names: Iterable[str]) -> Dict[str, Any]:
+    def describe(self, names: Optional[Iterable[str]] = None) -> Dict[str, Any]:
         return copy.deepcopy(self._description)
 
 
 @dataclass(frozen=True)
-class _Origin:
-    server: _RecordedServer
+class _RecordedTool(Tool):
+    """A stand-in tool that also says where the original came from (an MCP server, say)."""
+
+    origin: Optional[_RecordedServer] = field(default=None, compare=False, repr=False)
+
+    def server(self) -> Optional[ToolServer]:
+        return self.origin
 
 
-def _recorded_origins(task: Mapping[str, Any]) -> Dict[str, _Origin]:
+def _recorded_origins(task: Mapping[str, Any]) -> Dict[str, _RecordedServer]:
     """Tool name -> the recorded server behind it, from the task record's ``mcp`` member."""
-    origins: Dict[str, _Origin] = {}
+    origins: Dict[str, _RecordedServer] = {}
     servers = task.get("mcp")
     for entry in servers if isinstance(servers, list) else []:
         tools = entry.get("tools") if isinstance(entry, dict) else None
         if isinstance(tools, dict):
-            origin = _Origin(_RecordedServer("mcp", entry))
+            origin = _RecordedServer("mcp", entry)
             for name in tools:
                 origins.setdefault(name, origin)
     return origins
@@ -358,28 +358,22 @@ class ReplayModel:
         """How many replies the recording holds."""
         return len(self._steps)
 
-    def run_options(self, tools: Union[ToolRegistry, Iterable[Tool]]) -> Dict[str, Any]:
-        """The recorded :func:`~agentloop.run` arguments beyond the first budgets (each only when
-        the run had it): ``system``, the newer budgets, ``output_schema`` (the recorded
-        ``final_result`` parameters, when ``tools`` has no tool of that name) and, for
-        ``max_seconds``, a clock that gives back the recorded readings in order."""
-        budgets, options = self._task["budgets"], {}  # type: Dict[str, Any], Dict[str, Any]
-        for name in ("max_tool_calls", "max_cost", "prices", "max_seconds", "tool_timeout", "tell_budgets"):
-            if name in budgets:
-                options[name] = budgets[name]
-        if "system" in self._task:
-            options["system"] = self._task["system"]
-        final = [t for t in self.tools if isinstance(t, dict) and t.get("name") == FINAL_RESULT]
-        if final and FINAL_RESULT not in ToolRegistry(list(tools)):
-            options["output_schema"] = final[0]["parameters"]
-        if "max_seconds" in budgets:
-            options["clock"] = _RecordedClock(self._readings, self.source)
+    def run_options(self, tools: Union[ToolRegistry, Iterable[Tool]]) -> RunOptions:
+        """The recorded run's options (:meth:`RunOptions.from_task_record
+        <agentloop.loop.options.RunOptions.from_task_record>`: its budgets, ``system``
+        and ``output_schema``, the recorded ``final_result`` parameters when ``tools``
+        has no tool of that name), with, for ``max_seconds``, a clock that gives back
+        the recorded readings in order, and for gated tools the recorded decisions
+        as the approver (:meth:`recorded_approver`)."""
+        options = RunOptions.from_task_record(self._task, tools)
+        if options.max_seconds is not None:
+            options = dataclasses.replace(options, clock=_RecordedClock(self._readings, self.source))
         if isinstance(self._task.get("approval"), dict):
-            options["approver"] = self.recorded_approver()
+            options = dataclasses.replace(options, approver=self.recorded_approver())
         signer = self._task.get("approval_signer")
         if isinstance(signer, dict):  # named again in the task record; it cannot sign a new decision
-            options["approval_signer"] = _RecordedSigner(
-                str(signer.get("name")), str(signer.get("key_id")), self.source)
+            options = dataclasses.replace(options, approval_signer=_RecordedSigner(
+                str(signer.get("name")), str(signer.get("key_id")), self.source))
         return options
 
     def again_approver(
@@ -629,20 +623,8 @@ def replay(
         tools = model.recorded_tools()
     else:
         again = True
-    budgets = model.budgets
     options = model.run_options(tools)
-    if again and ("approver" in options or approver is not None):
-        options["approver"] = model.again_approver(approver, on_refused)
-    result = run(
-        model.task,
-        model,
-        tools,
-        transcript=transcript,
-        max_steps=budgets["max_steps"],
-        max_tokens=budgets["max_tokens"],
-        stop_sentinel=budgets["stop_sentinel"],
-        overwrite=overwrite,
-        max_record_bytes=budgets.get("max_record_bytes", MAX_RECORD_BYTES),
-        **options,
-    )
+    if again and (options.approver is not None or approver is not None):
+        options = dataclasses.replace(options, approver=model.again_approver(approver, on_refused))
+    result = run(model.task, model, tools, options, transcript=transcript, overwrite=overwrite)
     return ReplayResult(str(path), str(transcript), result, first_difference(path, transcript))

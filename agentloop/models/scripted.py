@@ -2,7 +2,7 @@
 
 Like mini-swe-agent's test models, it lets the real loop run with no network
 and no mocks.  Each turn takes the next entry of the script: a
-:class:`~agentloop.loop.ModelReply`, or a callable ``(messages, manifest) ->
+:class:`~agentloop.messages.ModelReply`, or a callable ``(messages, manifest) ->
 ModelReply`` for a reply that depends on what the model was shown.
 """
 

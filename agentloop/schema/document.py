@@ -8,7 +8,7 @@ in the schema's own key order, and for every subschema ("place"):
    and every keyword outside :data:`KNOWN_KEYWORDS` and :data:`ANNOTATIONS`;
 2. checks each keyword's value has the shape the specification gives it
    (Validation 6.x, 7; Core 8.x, 10.x, 11.x), compiling every ``pattern`` and
-   ``patternProperties`` key (:mod:`agentloop.patterns`) so a pattern that
+   ``patternProperties`` key (:mod:`agentloop.schema.patterns`) so a pattern that
    cannot be run is refused now, not met later;
 3. records the place under its JSON Pointer, the base URI in effect
    (Core 8.2.1 ``$id``, resolved with RFC 3986) and any ``$anchor``
@@ -46,7 +46,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Tuple, Union
 
 from ..canonical import MAX_DEPTH, json_path
 from ..errors import SchemaError
@@ -219,136 +219,12 @@ class Document:
         return uri
 
     def _keyword(self, place: Place, key: str, value: Any, depth: int) -> None:
-        where = place.where
-
-        def fail(reason: str) -> SchemaError:
-            return self.fail(where, reason)
-
-        def sub(schema: object, *steps: Union[str, int]) -> None:
-            here, tokens = where, place.pointer
-            for step in steps:
-                here = _schema_path(here, step)
-                tokens = tokens + (str(step),)
-            self.scan(schema, here, tokens, place.base, depth + 1, place.scope)
-
+        """Step 2 of the module docstring for one keyword: its check (:data:`_CHECKS`), which scans its subschemas."""
         if key not in KNOWN_KEYWORDS and key not in ANNOTATIONS and not (place.scope and key in META_KEYWORDS):
-            raise fail("unsupported keyword %r" % key)
-        if key == "$schema":
-            if depth and "$id" not in place.schema:  # type: ignore[operator]
-                raise fail("$schema is only allowed at the root of a schema resource")
-            if not isinstance(value, str) or value != _DRAFT_2020_12:
-                raise fail("$schema must be %s, got %s" % (show(_DRAFT_2020_12), show(value)))
-        elif key in ("$anchor", "$dynamicAnchor"):
-            if not isinstance(value, str) or not _ANCHOR.match(value):
-                raise fail("%s must be a name like [A-Za-z_][-A-Za-z0-9._]*, got %s" % (key, show(value)))
-            name = (place.scope, "%s#%s" % (place.base, value))
-            if name in self.anchors:  # Core 8.2.2: both kinds name a plain fragment
-                raise fail("%s %s is used twice in this resource" % (key, show(value)))
-            self.anchors[name] = place.pointer
-            if key == "$dynamicAnchor":
-                self.dynamic_anchors[name] = place.pointer
-        elif key in ("$ref", "$dynamicRef"):
-            if not isinstance(value, str):
-                raise fail("%s must be a string, got %s" % (key, type_name(value)))
-            (self.refs if key == "$ref" else self.dynamic_refs).append(place)
-        elif key == "$vocabulary":  # Core 8.1.2
-            if depth and "$id" not in place.schema:  # type: ignore[operator]
-                raise fail("$vocabulary is only allowed at the root of a schema resource")
-            if not isinstance(value, dict):
-                raise fail("$vocabulary must be an object, got %s" % type_name(value))
-            for uri, required in value.items():
-                if uri not in bundled.VOCABULARIES or not isinstance(required, bool):
-                    raise fail("$vocabulary must map draft 2020-12 vocabularies to booleans, got %s: %s"
-                               % (show(uri), show(required)))
-        elif key in ("title", "description", "$comment"):
-            if not isinstance(value, str):
-                raise fail("%s must be a string, got %s" % (key, type_name(value)))
-        elif key in ("deprecated", "readOnly", "writeOnly"):  # Validation 9.3, 9.4
-            if not isinstance(value, bool):
-                raise fail("%s must be a boolean, got %s" % (key, type_name(value)))
-        elif key == "examples":
-            if not isinstance(value, list):
-                raise fail("examples must be an array, got %s" % type_name(value))
-        elif key == "type":
-            names = [value] if isinstance(value, str) else value
-            if not isinstance(names, list) or not names:
-                raise fail("type must be a string or a non-empty array of strings, got %s" % _kind(value))
-            for index, name in enumerate(names):
-                if not isinstance(name, str):
-                    raise fail("type[%d] must be a string, got %s" % (index, type_name(name)))
-                if name not in _TYPE_NAMES:
-                    raise fail("unknown type %r" % name)
-                if name in names[:index]:
-                    raise fail("type lists %r twice" % name)
-        elif key == "enum":
-            if not isinstance(value, list):  # Validation 6.1.2: may be empty (then nothing is valid)
-                raise fail("enum must be an array, got %s" % _kind(value))
-            for index, item in enumerate(value):
-                problem = _json_value_problem(item)
-                if problem is not None:
-                    raise fail("enum[%d] is not a JSON value: %s" % (index, problem))
-        elif key == "const":
-            problem = _json_value_problem(value)
-            if problem is not None:
-                raise fail("const is not a JSON value: %s" % problem)
-        elif key == "multipleOf":
-            if not is_number(value) or not math.isfinite(value) or value <= 0:
-                raise fail("multipleOf must be a number greater than 0, got %s" % show(value))
-        elif key in NUMBER_KEYWORDS:
-            if not is_number(value) or not math.isfinite(value):
-                raise fail("%s must be a number, got %s" % (key, show(value)))
-        elif key in _COUNT_KEYWORDS:
-            if not _is_count(value):
-                raise fail("%s must be a non-negative integer, got %s" % (key, show(value)))
-        elif key == "pattern":
-            if not isinstance(value, str):
-                raise fail("pattern must be a string, got %s" % type_name(value))
-            try:
-                ecma_regex(value)
-            except ValueError as exc:
-                raise fail("pattern %s %s" % (show(value), exc)) from None
-        elif key == "format":
-            if not isinstance(value, str):
-                raise fail("format must be a string, got %s" % type_name(value))
-            # The meta-schemas declare the format-annotation vocabulary (Validation 7.2.1).
-            if self.assert_formats and not place.scope and value not in FORMAT_CHECKS:
-                raise fail("format %s cannot be asserted (assertable: %s)"
-                           % (show(value), ", ".join(sorted(FORMAT_CHECKS))))
-        elif key == "uniqueItems":
-            if not isinstance(value, bool):
-                raise fail("uniqueItems must be a boolean, got %s" % type_name(value))
-        elif key in ("required", "dependentRequired"):
-            lists = {"": value} if key == "required" else value
-            if key == "dependentRequired" and not isinstance(value, dict):
-                raise fail("dependentRequired must be an object, got %s" % type_name(value))
-            for owner, names in lists.items():
-                label = key if not owner else "%s[%s]" % (key, json.dumps(owner))
-                if not isinstance(names, list):
-                    raise fail("%s must be an array of strings, got %s" % (label, type_name(names)))
-                for index, name in enumerate(names):
-                    if not isinstance(name, str):
-                        raise fail("%s[%d] must be a string, got %s" % (label, index, type_name(name)))
-                    if name in names[:index]:
-                        raise fail("%s lists %r twice" % (label, name))
-        elif key in _SUBSCHEMA:
-            sub(value, key)
-        elif key in _SUBSCHEMA_LISTS:
-            if not isinstance(value, list) or not value:
-                raise fail("%s must be a non-empty array of schemas, got %s" % (key, _kind(value)))
-            for index, subschema in enumerate(value):
-                sub(subschema, key, index)
-        elif key in _SUBSCHEMA_MAPS:
-            if not isinstance(value, dict):
-                raise fail("%s must be an object, got %s" % (key, type_name(value)))
-            for name, subschema in value.items():
-                if not isinstance(name, str):
-                    raise fail("%s keys must be strings, got %s %r" % (key, type_name(name), name))
-                if key == "patternProperties":
-                    try:
-                        ecma_regex(name)
-                    except ValueError as exc:
-                        raise fail("patternProperties key %s %s" % (show(name), exc)) from None
-                sub(subschema, key, name)
+            raise self.fail(place.where, "unsupported keyword %r" % key)
+        check = _CHECKS.get(key)
+        if check is not None:
+            check(_At(self, place, key, value, depth))
 
     # -- pass 1b: references ------------------------------------------------
 
@@ -456,3 +332,208 @@ class Document:
                     state[nxt] = 1
                     path.append(nxt)
                     todo.append(self._in_place(self.places[nxt]))
+
+
+# -- pass 1, step 2: each keyword's check ------------------------------------
+
+
+@dataclass(frozen=True)
+class _At:
+    """One keyword of one place, as its check sees it."""
+
+    doc: Document
+    place: Place
+    key: str
+    value: Any
+    depth: int
+
+    def fail(self, reason: str) -> SchemaError:
+        return self.doc.fail(self.place.where, reason)
+
+    def sub(self, schema: object, *steps: Union[str, int]) -> None:
+        """Scan a subschema of this keyword, at ``key/steps...``."""
+        here, tokens = self.place.where, self.place.pointer
+        for step in steps:
+            here = _schema_path(here, step)
+            tokens = tokens + (str(step),)
+        self.doc.scan(schema, here, tokens, self.place.base, self.depth + 1, self.place.scope)
+
+    def at_resource_root(self) -> bool:
+        return not self.depth or "$id" in self.place.schema  # type: ignore[operator]
+
+
+def _check_schema_uri(at: _At) -> None:  # Core 8.1.1 $schema
+    if not at.at_resource_root():
+        raise at.fail("$schema is only allowed at the root of a schema resource")
+    if not isinstance(at.value, str) or at.value != _DRAFT_2020_12:
+        raise at.fail("$schema must be %s, got %s" % (show(_DRAFT_2020_12), show(at.value)))
+
+
+def _check_anchor(at: _At) -> None:  # Core 8.2.2 $anchor, $dynamicAnchor: both name a plain fragment
+    if not isinstance(at.value, str) or not _ANCHOR.match(at.value):
+        raise at.fail("%s must be a name like [A-Za-z_][-A-Za-z0-9._]*, got %s" % (at.key, show(at.value)))
+    name = (at.place.scope, "%s#%s" % (at.place.base, at.value))
+    if name in at.doc.anchors:
+        raise at.fail("%s %s is used twice in this resource" % (at.key, show(at.value)))
+    at.doc.anchors[name] = at.place.pointer
+    if at.key == "$dynamicAnchor":
+        at.doc.dynamic_anchors[name] = at.place.pointer
+
+
+def _check_ref(at: _At) -> None:  # Core 8.2.3: resolved by Document.link
+    if not isinstance(at.value, str):
+        raise at.fail("%s must be a string, got %s" % (at.key, type_name(at.value)))
+    (at.doc.refs if at.key == "$ref" else at.doc.dynamic_refs).append(at.place)
+
+
+def _check_vocabulary(at: _At) -> None:  # Core 8.1.2
+    if not at.at_resource_root():
+        raise at.fail("$vocabulary is only allowed at the root of a schema resource")
+    if not isinstance(at.value, dict):
+        raise at.fail("$vocabulary must be an object, got %s" % type_name(at.value))
+    for uri, required in at.value.items():
+        if uri not in bundled.VOCABULARIES or not isinstance(required, bool):
+            raise at.fail("$vocabulary must map draft 2020-12 vocabularies to booleans, got %s: %s"
+                          % (show(uri), show(required)))
+
+
+def _check_string(at: _At) -> None:  # Validation 9.1 title, description; Core 8.3 $comment
+    if not isinstance(at.value, str):
+        raise at.fail("%s must be a string, got %s" % (at.key, type_name(at.value)))
+
+
+def _check_boolean(at: _At) -> None:  # Validation 9.3, 9.4; 6.4.3 uniqueItems
+    if not isinstance(at.value, bool):
+        raise at.fail("%s must be a boolean, got %s" % (at.key, type_name(at.value)))
+
+
+def _check_examples(at: _At) -> None:  # Validation 9.5
+    if not isinstance(at.value, list):
+        raise at.fail("examples must be an array, got %s" % type_name(at.value))
+
+
+def _check_type(at: _At) -> None:  # Validation 6.1.1
+    names = [at.value] if isinstance(at.value, str) else at.value
+    if not isinstance(names, list) or not names:
+        raise at.fail("type must be a string or a non-empty array of strings, got %s" % _kind(at.value))
+    for index, name in enumerate(names):
+        if not isinstance(name, str):
+            raise at.fail("type[%d] must be a string, got %s" % (index, type_name(name)))
+        if name not in _TYPE_NAMES:
+            raise at.fail("unknown type %r" % name)
+        if name in names[:index]:
+            raise at.fail("type lists %r twice" % name)
+
+
+def _check_enum(at: _At) -> None:  # Validation 6.1.2: may be empty (then nothing is valid)
+    if not isinstance(at.value, list):
+        raise at.fail("enum must be an array, got %s" % _kind(at.value))
+    for index, item in enumerate(at.value):
+        problem = _json_value_problem(item)
+        if problem is not None:
+            raise at.fail("enum[%d] is not a JSON value: %s" % (index, problem))
+
+
+def _check_const(at: _At) -> None:  # Validation 6.1.3
+    problem = _json_value_problem(at.value)
+    if problem is not None:
+        raise at.fail("const is not a JSON value: %s" % problem)
+
+
+def _check_multiple_of(at: _At) -> None:  # Validation 6.2.1
+    if not is_number(at.value) or not math.isfinite(at.value) or at.value <= 0:
+        raise at.fail("multipleOf must be a number greater than 0, got %s" % show(at.value))
+
+
+def _check_number(at: _At) -> None:  # Validation 6.2.2-6.2.5
+    if not is_number(at.value) or not math.isfinite(at.value):
+        raise at.fail("%s must be a number, got %s" % (at.key, show(at.value)))
+
+
+def _check_count(at: _At) -> None:  # Validation 6.3.1-6.3.2, 6.4.1-6.4.2, 6.5.1-6.5.2
+    if not _is_count(at.value):
+        raise at.fail("%s must be a non-negative integer, got %s" % (at.key, show(at.value)))
+
+
+def _check_pattern(at: _At) -> None:  # Validation 6.3.3 (ECMA-262)
+    if not isinstance(at.value, str):
+        raise at.fail("pattern must be a string, got %s" % type_name(at.value))
+    try:
+        ecma_regex(at.value)
+    except ValueError as exc:
+        raise at.fail("pattern %s %s" % (show(at.value), exc)) from None
+
+
+def _check_format(at: _At) -> None:  # Validation 7
+    if not isinstance(at.value, str):
+        raise at.fail("format must be a string, got %s" % type_name(at.value))
+    # The meta-schemas declare the format-annotation vocabulary (Validation 7.2.1).
+    if at.doc.assert_formats and not at.place.scope and at.value not in FORMAT_CHECKS:
+        raise at.fail("format %s cannot be asserted (assertable: %s)"
+                      % (show(at.value), ", ".join(sorted(FORMAT_CHECKS))))
+
+
+def _check_required(at: _At) -> None:  # Validation 6.5.3 required, 6.5.4 dependentRequired
+    if at.key == "dependentRequired" and not isinstance(at.value, dict):
+        raise at.fail("dependentRequired must be an object, got %s" % type_name(at.value))
+    lists = {"": at.value} if at.key == "required" else at.value
+    for owner, names in lists.items():
+        label = at.key if not owner else "%s[%s]" % (at.key, json.dumps(owner))
+        if not isinstance(names, list):
+            raise at.fail("%s must be an array of strings, got %s" % (label, type_name(names)))
+        for index, name in enumerate(names):
+            if not isinstance(name, str):
+                raise at.fail("%s[%d] must be a string, got %s" % (label, index, type_name(name)))
+            if name in names[:index]:
+                raise at.fail("%s lists %r twice" % (label, name))
+
+
+def _check_subschema(at: _At) -> None:  # Core 10.x, 11.x: a keyword whose value is a schema
+    at.sub(at.value, at.key)
+
+
+def _check_subschema_list(at: _At) -> None:  # Core 10.2.1.1-10.2.1.3 allOf, anyOf, oneOf; 10.3.1.1 prefixItems
+    if not isinstance(at.value, list) or not at.value:
+        raise at.fail("%s must be a non-empty array of schemas, got %s" % (at.key, _kind(at.value)))
+    for index, subschema in enumerate(at.value):
+        at.sub(subschema, at.key, index)
+
+
+def _check_subschema_map(at: _At) -> None:  # Core 10.3.2.1-10.3.2.2, 10.2.2.4, 8.2.4 $defs
+    if not isinstance(at.value, dict):
+        raise at.fail("%s must be an object, got %s" % (at.key, type_name(at.value)))
+    for name, subschema in at.value.items():
+        if not isinstance(name, str):
+            raise at.fail("%s keys must be strings, got %s %r" % (at.key, type_name(name), name))
+        if at.key == "patternProperties":
+            try:
+                ecma_regex(name)
+            except ValueError as exc:
+                raise at.fail("patternProperties key %s %s" % (show(name), exc)) from None
+        at.sub(subschema, at.key, name)
+
+
+def _checks() -> Dict[str, Callable[[_At], None]]:
+    table: Dict[str, Callable[[_At], None]] = {
+        "$schema": _check_schema_uri, "$anchor": _check_anchor, "$dynamicAnchor": _check_anchor,
+        "$ref": _check_ref, "$dynamicRef": _check_ref, "$vocabulary": _check_vocabulary,
+        "examples": _check_examples, "type": _check_type, "enum": _check_enum, "const": _check_const,
+        "multipleOf": _check_multiple_of, "pattern": _check_pattern, "format": _check_format,
+        "required": _check_required, "dependentRequired": _check_required,
+    }
+    groups = (
+        (("title", "description", "$comment"), _check_string),
+        (("deprecated", "readOnly", "writeOnly", "uniqueItems"), _check_boolean),
+        (NUMBER_KEYWORDS, _check_number),
+        (_COUNT_KEYWORDS, _check_count),
+        (_SUBSCHEMA, _check_subschema),
+        (_SUBSCHEMA_LISTS, _check_subschema_list),
+        (_SUBSCHEMA_MAPS, _check_subschema_map),
+    )
+    for keys, check in groups:
+        table.update(dict.fromkeys(keys, check))
+    return table
+
+
+#: Each keyword's check (``$id`` is read by :meth:`Document.scan`; ``default`` may be any value).
+_CHECKS = _checks()

@@ -13,14 +13,14 @@ Every keyword below is enforced; any other keyword is refused
 Enforced (:data:`KNOWN_KEYWORDS`):
 
 * Validation 6.1.1 ``type``, 6.1.2 ``enum``, 6.1.3 ``const`` -- equality as in
-  Core 4.2.2 (see :mod:`agentloop.jsonvalue`).
+  Core 4.2.2 (see :mod:`agentloop.schema.values`).
 * Validation 6.2.1 ``multipleOf`` (exact: integers and the floats' decimal
   spelling, no binary drift), 6.2.2-6.2.5 ``maximum``, ``exclusiveMaximum``,
   ``minimum``, ``exclusiveMinimum``.
 * Validation 6.3.1 ``maxLength``, 6.3.2 ``minLength`` (Unicode code points),
-  6.3.3 ``pattern`` (ECMA-262, see :mod:`agentloop.patterns`); Validation 7
+  6.3.3 ``pattern`` (ECMA-262, see :mod:`agentloop.schema.patterns`); Validation 7
   ``format``: an annotation, asserted only with ``assert_formats=True`` for
-  the names in :mod:`agentloop.formats` (any other name is then refused).
+  the names in :mod:`agentloop.schema.formats` (any other name is then refused).
 * Validation 6.4.1 ``maxItems``, 6.4.2 ``minItems``, 6.4.3 ``uniqueItems``;
   Core 10.3.1.1 ``prefixItems``, 10.3.1.2 ``items`` (the items after
   ``prefixItems``), 11.2 ``unevaluatedItems``.
@@ -49,7 +49,7 @@ Accepted and ignored (:data:`ANNOTATIONS`): Validation 9.1 ``title`` and
 Refused when compiled, besides unknown keywords and malformed values:
 
 * a pattern Python's ``re`` cannot express (``\\p{Letter}``), see
-  :mod:`agentloop.patterns`;
+  :mod:`agentloop.schema.patterns`;
 * a remote ``$ref``;
 * a ``$ref`` cycle that never consumes the instance (``{"$ref": "#"}``,
   ``allOf`` chains back to the schema itself): Core 9.4.1 says such a schema

@@ -1,7 +1,7 @@
 """agentloop's HMAC-SHA256 note signatures, as one kind of note key among others.
 
-This is the scheme :mod:`agentloop.checkpoint` has always used, byte for
-byte, packaged as a :class:`~agentloop.signing.note.Signer` and
+This is the one implementation of the scheme a checkpoint's HMAC signature
+uses (:mod:`agentloop.transcript.checkpoint`), packaged as a :class:`~agentloop.signing.note.Signer` and
 :class:`~agentloop.signing.note.Verifier` so an HMAC signature can sit in a
 note next to Ed25519 signatures and cosignatures.
 
@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from ..errors import SigningKeyError
 from .keys import is_valid_key_name
 
-__all__ = ["HMAC_TYPE", "MIN_HMAC_KEY_BYTES", "HmacKey", "hmac_key_id"]
+__all__ = ["HMAC_TYPE", "MIN_HMAC_KEY_BYTES", "HmacKey", "hmac_key_id", "check_hmac_key"]
 
 #: The signature type byte 0xFF and its identifier.
 HMAC_TYPE = b"\xffagentloop-hmac-sha256"
-#: The shortest HMAC key accepted, in bytes, as in :mod:`agentloop.checkpoint`.
+#: The shortest HMAC key accepted, in bytes (32 random bytes are recommended).
 MIN_HMAC_KEY_BYTES = 16
 _FINGERPRINT_LABEL = b"agentloop checkpoint key id"
 
@@ -42,11 +42,21 @@ def hmac_key_id(name: str, key: bytes) -> bytes:
     return hashlib.sha256(name.encode("utf-8") + b"\n" + HMAC_TYPE + fingerprint).digest()[:4]
 
 
+def check_hmac_key(key: object, source: str = "key") -> bytes:
+    """``key`` as ``bytes`` if it can sign, else :class:`~agentloop.errors.SigningKeyError` naming ``source``."""
+    if not isinstance(key, (bytes, bytearray)):
+        raise SigningKeyError(source, "must be bytes, got %s" % (type(key).__name__,))
+    if len(key) < MIN_HMAC_KEY_BYTES:
+        raise SigningKeyError(source, "is %d bytes; at least %d are needed (32 random bytes are recommended)"
+                              % (len(key), MIN_HMAC_KEY_BYTES))
+    return bytes(key)
+
+
 @dataclass(frozen=True)
 class HmacKey:
     """An HMAC-SHA256 key under a key name: both a note signer and a note verifier.
 
-    :mod:`agentloop.checkpoint` uses the checkpoint's origin as the name.
+    :mod:`agentloop.transcript.checkpoint` uses the checkpoint's origin as the name.
     The key is secret: ``repr`` does not show it.
     """
 
@@ -57,11 +67,7 @@ class HmacKey:
     def __post_init__(self) -> None:
         if not is_valid_key_name(self.name):
             raise SigningKeyError("hmac key", "%r is not a key name" % (self.name,))
-        if not isinstance(self.key, (bytes, bytearray)):
-            raise SigningKeyError("hmac key", "must be bytes, got %s" % (type(self.key).__name__,))
-        if len(self.key) < MIN_HMAC_KEY_BYTES:
-            raise SigningKeyError("hmac key", "is %d bytes; at least %d are needed (32 random bytes are recommended)" % (len(self.key), MIN_HMAC_KEY_BYTES))
-        object.__setattr__(self, "key", bytes(self.key))
+        object.__setattr__(self, "key", check_hmac_key(self.key, "hmac key"))
         object.__setattr__(self, "key_id", hmac_key_id(self.name, self.key))
 
     def sign(self, message: bytes) -> bytes:

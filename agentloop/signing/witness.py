@@ -29,7 +29,7 @@ The response to a successful request is "one or more note signature lines"
 :func:`parse_add_checkpoint_response`.
 
 Only the text formats live here; checking the proof is
-:mod:`agentloop.proofs`' job and checking signatures
+:mod:`agentloop.transcript.proofs`' job and checking signatures
 :func:`~agentloop.signing.note.verify_note`'s.
 """
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from .context import CallContext, call_key
 from .providers import anthropic_tool, is_openai_strict, openai_strict_problems, openai_tool
-from .registry import MANIFEST_STYLES, Tool, ToolRegistry, tool
+from .registry import MANIFEST_STYLES, Tool, ToolRegistry, ToolServer, tool, tool_sources
 
 __all__ = [
     "Tool",
     "ToolRegistry",
     "tool",
+    "ToolServer",
+    "tool_sources",
     "MANIFEST_STYLES",
     "CallContext",
     "call_key",

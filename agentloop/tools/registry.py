@@ -12,7 +12,7 @@ Two ways to build one:
 * ``Tool(name, description, parameters, fn)`` -- a hand-written schema; ``fn``
   receives the validated JSON values as they are;
 * ``@tool`` / ``Tool.from_function(fn)`` -- the schema comes from the
-  signature and docstring (:mod:`agentloop.signature`), and validated
+  signature and docstring (:mod:`agentloop.tools.typed`), and validated
   arguments are converted to what the annotations say before ``fn`` runs
   (``2.0`` -> ``2`` for an ``int``, a list -> a tuple, an object -> the
   dataclass, a string -> the ``Enum`` member).
@@ -22,18 +22,19 @@ The result of ``@tool`` is a :class:`Tool`, so it goes straight into a
 directly, as plain Python (no validation, no conversion).
 
 ``fn`` may be an ``async def`` function (typed and validated like any other):
-the loop awaits it on an event loop (:mod:`agentloop.calls`).  Two options
+the loop awaits it on an event loop (:mod:`agentloop.loop.calls`).  Two options
 shape how the loop runs a tool: ``parallel=True`` says calls to it may run at
 the same time as other parallel-safe calls of the same turn (the default is
 serial: a call that runs alone); ``timeout=SECONDS`` bounds each call (past
-it, the call fails as data; see :mod:`agentloop.calls` for what happens to a
+it, the call fails as data; see :mod:`agentloop.loop.calls` for what happens to a
 sync function that cannot be stopped).  ``requires_approval=True`` (or a
 predicate over the validated arguments) makes a person say yes first: the
-loop asks the run's approver before each such call (:mod:`agentloop.approval`).
+loop asks the run's approver before each such call (:mod:`agentloop.loop.approval`).
 """
 
 from __future__ import annotations
 
+import abc
 import copy
 import inspect
 import json
@@ -72,6 +73,21 @@ MANIFEST_STYLES = ("agentloop", "openai", "anthropic")
 Converter = Callable[[Dict[str, Any]], Dict[str, Any]]
 #: ``requires_approval=``: always (``True``), never (``False``), or a predicate over the validated arguments.
 ApprovalRule = Union[bool, Callable[[Dict[str, Any]], Any]]
+
+
+class ToolServer(abc.ABC):
+    """A server a run's tools come from (an MCP server, :class:`agentloop.mcp.MCPClient`).
+
+    The task record describes it (:func:`tool_sources`): under the member
+    :attr:`record_member` (``"mcp"``), as :meth:`describe` says.
+    """
+
+    #: The task-record member the descriptions of such servers go under.
+    record_member: str = ""
+
+    @abc.abstractmethod
+    def describe(self, names: Optional[Iterable[str]] = None) -> Dict[str, Any]:
+        """This server for the task record (JSON, no secrets); ``names``: those of its tools the run has."""
 
 
 @dataclass(frozen=True)
@@ -182,7 +198,7 @@ class Tool:
         """A tool whose schema, description and argument conversion come from ``fn`` (sync or ``async def``).
 
         ``name`` defaults to ``fn.__name__`` and ``description`` to the
-        docstring's summary; see :mod:`agentloop.signature` for the
+        docstring's summary; see :mod:`agentloop.tools.typed` for the
         annotations understood.  Raises
         :class:`~agentloop.errors.ToolDefinitionError` naming the parameter
         whose annotation cannot be expressed.
@@ -236,6 +252,10 @@ class Tool:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the function directly, as plain Python (no validation, no conversion)."""
         return self.fn(*args, **kwargs)
+
+    def server(self) -> Optional[ToolServer]:
+        """The server this tool comes from (:class:`ToolServer`); ``None`` for a local tool."""
+        return None
 
     def manifest_entry(self) -> Dict[str, Any]:
         """``{"name", "description", "parameters"}``, as the model sees the tool."""
@@ -329,7 +349,7 @@ class ToolRegistry:
           ``{"type": "function", "function": {"name", "description", "parameters", "strict"}}``;
         * ``"anthropic"``: Messages API ``tools`` entries, ``{"name", "description", "input_schema"}``.
 
-        See :mod:`agentloop.providers` for the documentation followed.
+        See :mod:`agentloop.tools.providers` for the documentation followed.
         """
         entries = [self._tools[name].manifest_entry() for name in self.names]
         if style == "agentloop":
@@ -359,34 +379,32 @@ def _side(tool: Tool) -> Optional[str]:
     return side if isinstance(side, str) else None
 
 
-def tool_sources(tools: Iterable[Tool], servers: Iterable[Any] = ()) -> Dict[str, List[Dict[str, Any]]]:
-    """Where a run's tools from elsewhere came from, for its task record.
+def tool_sources(tools: Iterable[Tool], servers: Iterable[ToolServer] = ()) -> Dict[str, List[Dict[str, Any]]]:
+    """The servers behind a run's tools, described for its task record: ``{member: [description, ...]}``.
 
-    A tool may carry an ``origin`` whose ``server`` names the task-record
-    member it belongs under (``server.record_member``, e.g. ``"mcp"``) and
-    describes itself with ``server.describe(names)`` (JSON, no secrets), as
-    :class:`agentloop.mcp.MCPTool` does.  Returns ``{member: [description,
-    ...]}``, one description per server in the order its first tool comes;
+    Each tool's :meth:`Tool.server` (an :class:`agentloop.mcp.MCPTool`'s
+    client) describes itself with :meth:`ToolServer.describe`, given the
+    names of its tools the run has, under its :attr:`~ToolServer.record_member`
+    (``"mcp"``): one description per server, in the order its first tool
+    comes; ``servers`` (default: ``tools.servers`` of a :class:`ToolRegistry`)
+    adds servers none of whose tools are in ``tools`` (all refused, say).
     ``{}`` when every tool is local, so such runs' records are unchanged.
-    ``servers`` (default: ``tools.servers`` of a :class:`ToolRegistry`) are
-    described after them, those with no tool among ``tools`` included.
     """
-    order: List[Any] = []
+    order: List[ToolServer] = []
     names: Dict[int, List[str]] = {}
     for each in tools:
-        server = getattr(getattr(each, "origin", None), "server", None)
-        if server is None or not isinstance(getattr(server, "record_member", None), str):
+        server = each.server()
+        if server is None:
             continue
         if id(server) not in names:
             order.append(server)
             names[id(server)] = []
         names[id(server)].append(each.name)
     for server in list(servers) or list(getattr(tools, "servers", ())):
-        if id(server) not in names and isinstance(getattr(server, "record_member", None), str):
+        if id(server) not in names:
             order.append(server)
             names[id(server)] = []
     members: Dict[str, List[Dict[str, Any]]] = {}
     for server in order:
         members.setdefault(server.record_member, []).append(server.describe(names[id(server)]))
     return members
-

@@ -26,7 +26,7 @@ have ``additionalProperties: false``.  A parameter or field with a default is
 not required and its default (as JSON) appears as ``default``; the default
 must itself fit the annotation.  A dataclass or ``TypedDict`` that contains
 itself goes to ``$defs`` and is referenced with ``$ref``.  Descriptions come
-from the docstrings (:mod:`agentloop.docstrings`): the function's summary is
+from the docstrings (:mod:`agentloop.tools.docstrings`): the function's summary is
 the tool's description, ``Args`` entries describe parameters, and a class's
 ``Attributes``/``Args`` entries describe its fields.
 

@@ -2,9 +2,9 @@
 
 The chain alone cannot see records missing from the end, and whoever can
 write the file can recompute every hash.  A checkpoint
-(:mod:`agentloop.checkpoint`) kept elsewhere closes both gaps: it pins the
+(:mod:`agentloop.transcript.checkpoint`) kept elsewhere closes both gaps: it pins the
 record count, the RFC 6962 Merkle root over the record lines
-(:mod:`agentloop.merkle`) and the last hash, and its signatures (HMAC,
+(:mod:`agentloop.transcript.merkle`) and the last hash, and its signatures (HMAC,
 Ed25519 note keys, witness cosignatures: :mod:`agentloop.signing`) pin who
 made it and who saw it.
 
@@ -189,7 +189,7 @@ def verify_checkpoint(
     counted in ``unanchored`` and are a fault (``unanchored_tail``) only when
     ``exact``.  ``since`` is an older checkpoint the file must extend (same
     first N records), for rollbacks and forks.  Each is a
-    :class:`~agentloop.checkpoint.Checkpoint` or a path.  With ``key``, each
+    :class:`~agentloop.transcript.checkpoint.Checkpoint` or a path.  With ``key``, each
     must carry a valid HMAC signature by it; with ``trusted`` (note
     verifiers: :class:`~agentloop.signing.Ed25519Verifier`,
     :class:`~agentloop.signing.CosignatureVerifier`, ...), each must pass

@@ -22,11 +22,8 @@ text ends in a newline, then a blank line, then signature lines
 checkpoint is the text and the blank line with no signature line.
 
 Signatures are HMAC-SHA256 (RFC 2104) over the note text, under a key the
-user holds.  signed-note asks for a key ID of
-``SHA-256(key name || 0x0A || type || public key)[:4]``; an HMAC key has no
-public part, so agentloop uses type 0xFF ("signature types without an
-identifier byte") followed by the identifier ``agentloop-hmac-sha256`` and a
-fingerprint of the key, HMAC-SHA256(key, "agentloop checkpoint key id")::
+user holds, with the key ID of :mod:`agentloop.signing.hmac_sha256` (the one
+implementation of the scheme)::
 
     key ID = SHA-256(origin || 0x0A || 0xFF || "agentloop-hmac-sha256" || fingerprint)[:4]
 
@@ -58,14 +55,12 @@ from __future__ import annotations
 import base64
 import binascii
 import errno
-import hashlib
-import hmac
 import os
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Sequence, Tuple, Union, cast
 
 from ..errors import BadSignatureError, MalformedCheckpointError, RunConfigError, SigningKeyError
-from ..signing.hmac_sha256 import HmacKey
+from ..signing.hmac_sha256 import MIN_HMAC_KEY_BYTES, HmacKey, check_hmac_key, hmac_key_id
 from ..signing.note import Note, NoteSignature, Signer, Verifier, sign_note, verify_note
 from .durable import read_small
 
@@ -99,13 +94,11 @@ MAX_CHECKPOINT_BYTES = 64 * 1024
 #: signed-note: verifiers "MUST accept at least up to 16 signatures"; more are refused.
 MAX_SIGNATURES = 16
 #: The shortest HMAC key accepted, in bytes (32 random bytes are recommended).
-MIN_KEY_BYTES = 16
+MIN_KEY_BYTES = MIN_HMAC_KEY_BYTES
 #: The largest record count: ``seq`` is an I-JSON integer.
 MAX_SIZE = 2**53 - 1
 
 _EM_DASH = "\u2014"
-_HMAC_TYPE = b"\xffagentloop-hmac-sha256"
-_FINGERPRINT_LABEL = b"agentloop checkpoint key id"
 _HEX = frozenset("0123456789abcdef")
 _B64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
 
@@ -199,7 +192,20 @@ def parse_checkpoint(data: bytes) -> Checkpoint:
        space, no ``+``), a space, canonical base64 of a 4-byte key ID and at
        least one byte of signature; at most :data:`MAX_SIGNATURES`.
     """
-    # 1. size, encoding, characters
+    lines = _lines(data)  # 1.
+    _layout(lines)  # 2.
+    first = _origin(lines[0])  # 3.
+    size = _size(lines[1])  # 4.
+    root = _b64(lines[2], 3, "root")  # 5.
+    if len(root) != 32:
+        raise MalformedCheckpointError(3, "root is %d bytes, not a 32-byte SHA-256" % (len(root),))
+    head = _head(lines[3], size, first)  # 6.
+    signatures = tuple(_signature(content, number) for number, content in enumerate(lines[5:], 6))  # 7.
+    return Checkpoint(first, size, root.hex(), head, signatures)
+
+
+def _lines(data: bytes) -> List[str]:
+    """Step 1 of :func:`parse_checkpoint`: size, encoding, characters; the lines without the last newline."""
     if len(data) > MAX_CHECKPOINT_BYTES:
         raise MalformedCheckpointError(None, "longer than %d bytes" % (MAX_CHECKPOINT_BYTES,))
     if not data:
@@ -214,9 +220,11 @@ def parse_checkpoint(data: bytes) -> Checkpoint:
             raise MalformedCheckpointError(number, "control character U+%04X" % (ord(bad),))
     if not text.endswith("\n"):
         raise MalformedCheckpointError(text.count("\n") + 1, "no terminating newline")
-    lines = text[:-1].split("\n")
+    return text[:-1].split("\n")
 
-    # 2. layout: four text lines, the blank line, signatures
+
+def _layout(lines: List[str]) -> None:
+    """Step 2: four text lines, the blank line, signatures."""
     if len(lines) < 5 or lines[4] != "":
         blank = next((i for i, content in enumerate(lines[:5], 1) if content == ""), None)
         if blank is not None and blank < 5:
@@ -228,14 +236,16 @@ def parse_checkpoint(data: bytes) -> Checkpoint:
         if content == "":
             raise MalformedCheckpointError(number, "an empty line among the signatures")
 
-    # 3. origin
-    origin = lines[0]
+
+def _origin(origin: str) -> str:
+    """Step 3: the origin; returns record 0's hash."""
     if not origin.startswith(ORIGIN_PREFIX) or not _is_hex64(origin[len(ORIGIN_PREFIX):]):
         raise MalformedCheckpointError(1, "origin must be %r and 64 lowercase hex digits" % (ORIGIN_PREFIX,))
-    first = origin[len(ORIGIN_PREFIX):]
+    return origin[len(ORIGIN_PREFIX):]
 
-    # 4. size
-    size_text = lines[1]
+
+def _size(size_text: str) -> int:
+    """Step 4: the size."""
     if not size_text.isascii() or not size_text.isdigit() or len(size_text) > 16:
         raise MalformedCheckpointError(2, "size must be a decimal number")
     if size_text[0] == "0":
@@ -243,36 +253,33 @@ def parse_checkpoint(data: bytes) -> Checkpoint:
     size = int(size_text)
     if size > MAX_SIZE:
         raise MalformedCheckpointError(2, "size %d exceeds 2**53-1" % (size,))
+    return size
 
-    # 5. root
-    root = _b64(lines[2], 3, "root")
-    if len(root) != 32:
-        raise MalformedCheckpointError(3, "root is %d bytes, not a 32-byte SHA-256" % (len(root),))
 
-    # 6. head
-    head_line = lines[3]
+def _head(head_line: str, size: int, first: str) -> str:
+    """Step 6: the ``head`` extension line."""
     if not head_line.startswith("head ") or not _is_hex64(head_line[5:]):
         raise MalformedCheckpointError(4, "extension line must be 'head' and 64 lowercase hex digits")
     head = head_line[5:]
     if size == 1 and head != first:
         raise MalformedCheckpointError(4, "a checkpoint of 1 record must have record 0's hash as head")
+    return head
 
-    # 7. signatures
-    signatures: List[Signature] = []
-    for number, content in enumerate(lines[5:], 6):
-        if len(signatures) == MAX_SIGNATURES:
-            raise MalformedCheckpointError(number, "more than %d signatures" % (MAX_SIGNATURES,))
-        parts = content.split(" ")
-        if len(parts) != 3 or parts[0] != _EM_DASH:
-            raise MalformedCheckpointError(number, "a signature line is '\u2014 <key name> <base64>'")
-        name, blob = parts[1], parts[2]
-        if not name or "+" in name or any(ch.isspace() for ch in name):
-            raise MalformedCheckpointError(number, "a key name must be non-empty, with no space or '+'")
-        raw = _b64(blob, number, "signature")
-        if len(raw) < 5:
-            raise MalformedCheckpointError(number, "a signature holds a 4-byte key ID and at least 1 byte")
-        signatures.append(Signature(name, raw[:4], raw[4:]))
-    return Checkpoint(first, size, root.hex(), head, tuple(signatures))
+
+def _signature(content: str, number: int) -> Signature:
+    """Step 7: one signature line (line ``number``)."""
+    if number > 5 + MAX_SIGNATURES:
+        raise MalformedCheckpointError(number, "more than %d signatures" % (MAX_SIGNATURES,))
+    parts = content.split(" ")
+    if len(parts) != 3 or parts[0] != _EM_DASH:
+        raise MalformedCheckpointError(number, "a signature line is '\u2014 <key name> <base64>'")
+    name, blob = parts[1], parts[2]
+    if not name or "+" in name or any(ch.isspace() for ch in name):
+        raise MalformedCheckpointError(number, "a key name must be non-empty, with no space or '+'")
+    raw = _b64(blob, number, "signature")
+    if len(raw) < 5:
+        raise MalformedCheckpointError(number, "a signature holds a 4-byte key ID and at least 1 byte")
+    return Signature(name, raw[:4], raw[4:])
 
 
 def read_checkpoint(path: PathLike) -> Checkpoint:
@@ -291,25 +298,11 @@ def read_checkpoint(path: PathLike) -> Checkpoint:
     return parse_checkpoint(data)
 
 
-def _fingerprint(key: bytes) -> bytes:
-    return hmac.new(key, _FINGERPRINT_LABEL, hashlib.sha256).digest()
-
-
-def key_id(name: str, key: bytes) -> bytes:
-    """The 4-byte signed-note key ID of HMAC ``key`` under key name ``name``.
-
-    ``SHA-256(name || 0x0A || 0xFF || "agentloop-hmac-sha256" || HMAC-SHA256(key, "agentloop checkpoint key id"))[:4]``.
-    """
-    return hashlib.sha256(name.encode("utf-8") + b"\n" + _HMAC_TYPE + _fingerprint(key)).digest()[:4]
-
-
-def check_key(key: object, source: str = "key") -> bytes:
-    """``key`` as ``bytes`` if it can sign, else :class:`~agentloop.errors.SigningKeyError`."""
-    if not isinstance(key, (bytes, bytearray)):
-        raise SigningKeyError(source, "must be bytes, got %s" % (type(key).__name__,))
-    if len(key) < MIN_KEY_BYTES:
-        raise SigningKeyError(source, "is %d bytes; at least %d are needed (32 random bytes are recommended)" % (len(key), MIN_KEY_BYTES))
-    return bytes(key)
+#: The 4-byte signed-note key ID of HMAC ``key`` under key name ``name``
+#: (:func:`agentloop.signing.hmac_sha256.hmac_key_id`).
+key_id = hmac_key_id
+#: ``key`` as ``bytes`` if it can sign, else ``SigningKeyError`` (:func:`agentloop.signing.hmac_sha256.check_hmac_key`).
+check_key = check_hmac_key
 
 
 def sign(checkpoint: Checkpoint, key: bytes) -> Checkpoint:
@@ -318,12 +311,9 @@ def sign(checkpoint: Checkpoint, key: bytes) -> Checkpoint:
     The signature covers :meth:`Checkpoint.text`; a signature already made
     by the same key (same name and key ID) is replaced, others are kept.
     """
-    key = check_key(key)
-    name = checkpoint.origin
-    kid = key_id(name, key)
-    mac = hmac.new(key, checkpoint.text(), hashlib.sha256).digest()
-    kept = tuple(s for s in checkpoint.signatures if (s.name, s.key_id) != (name, kid))
-    return replace(checkpoint, signatures=kept + (Signature(name, kid, mac),))
+    mine = HmacKey(checkpoint.origin, check_key(key))
+    kept = tuple(s for s in checkpoint.signatures if (s.name, s.key_id) != (mine.name, mine.key_id))
+    return replace(checkpoint, signatures=kept + (Signature(mine.name, mine.key_id, mine.sign(checkpoint.text())),))
 
 
 def verify_signature(checkpoint: Checkpoint, key: bytes) -> None:
@@ -334,18 +324,16 @@ def verify_signature(checkpoint: Checkpoint, key: bytes) -> None:
     must verify, and at least one must.  Raises
     :class:`~agentloop.errors.BadSignatureError` saying which rule failed.
     """
-    key = check_key(key)
-    name = checkpoint.origin
-    kid = key_id(name, key)
-    mine = [s for s in checkpoint.signatures if s.name == name and s.key_id == kid]
+    hmac_key = HmacKey(checkpoint.origin, check_key(key))
+    kid = hmac_key.key_id
+    mine = [s for s in checkpoint.signatures if s.name == hmac_key.name and s.key_id == kid]
     if not mine:
         if not checkpoint.signatures:
             raise BadSignatureError("the checkpoint is not signed")
         others = ", ".join("%s/%s" % (s.name[:24], s.key_id.hex()) for s in checkpoint.signatures)
         raise BadSignatureError("no signature by this key (key ID %s); the checkpoint holds %s" % (kid.hex(), others))
-    expected = hmac.new(key, checkpoint.text(), hashlib.sha256).digest()
     for sig in mine:
-        if not hmac.compare_digest(sig.signature, expected):
+        if not hmac_key.verify(checkpoint.text(), sig.signature):
             raise BadSignatureError("the signature by key ID %s does not match the checkpoint's text" % (kid.hex(),))
 
 

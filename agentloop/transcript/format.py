@@ -20,8 +20,8 @@ reordering and removal of records *that are followed by others*.  It cannot
 see that records are missing from the end -- the surviving prefix is itself a
 valid chain -- and whoever can write the file can recompute every hash.  Both
 need an anchor kept elsewhere (an expected count or head hash, or a
-checkpoint: :mod:`agentloop.anchor`).  The writer keeps the RFC 6962 Merkle
-root of the records as it goes (:mod:`agentloop.merkle`), so it can write a
+checkpoint: :mod:`agentloop.transcript.anchor`).  The writer keeps the RFC 6962 Merkle
+root of the records as it goes (:mod:`agentloop.transcript.merkle`), so it can write a
 checkpoint at any point (:meth:`TranscriptWriter.checkpoint`).
 """
 
@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Optional, Tuple, Union
+from typing import Literal, Optional, Tuple, Union, get_args
 
 from ..canonical import describe_integer
 
@@ -49,6 +49,7 @@ __all__ = [
     "PARSE_DEPTH",
     "MAX_FAULTS",
     "FAULT_KINDS",
+    "FaultKind",
     "Fault",
     "VerifyResult",
     "PathLike",
@@ -87,8 +88,8 @@ MAX_RECORD_BYTES_LIMIT = MAX_LINE_BYTES
 #: (time and memory) within that of a valid file of the same size.
 MAX_FAULTS = 100
 
-#: Every fault kind verification can report.
-FAULT_KINDS = (
+#: Every fault kind verification can report, as a type; :data:`FAULT_KINDS` is the same set as a tuple.
+FaultKind = Literal[
     # per record
     "not_an_object",  # the record is not a JSON object
     "missing_fields",  # one of the five members is absent
@@ -110,13 +111,15 @@ FAULT_KINDS = (
     "no_records",  # the file holds no record, so no run (an empty file)
     "incomplete",  # verify_file(require_complete=True): the run has no stop record
     "too_many_faults",  # more than max_faults: the rest of the file was not examined
-    # against a checkpoint (agentloop.anchor.verify_checkpoint)
+    # against a checkpoint (agentloop.transcript.anchor.verify_checkpoint)
     "truncated",  # fewer records than the checkpoint holds: a missing tail, a rollback
     "anchor_mismatch",  # the first N records do not give the checkpoint's origin, root and head
     "unanchored_tail",  # records beyond the checkpoint: a fault only when exact=True
     "bad_signature",  # a key was given and the checkpoint has no valid signature by it
     "anchor_malformed",  # the checkpoint's bytes break a rule of its format
-)
+]
+#: The kinds of :data:`FaultKind`, in its order.
+FAULT_KINDS: Tuple[FaultKind, ...] = get_args(FaultKind)
 
 _HEX = frozenset("0123456789abcdef")
 _HEAD = b'{"hash":"'  # every canonical record line starts so
@@ -137,7 +140,7 @@ class Fault:
 
     index: Optional[int]
     line: Optional[int]
-    kind: str
+    kind: FaultKind
     detail: str
 
     def where(self) -> str:

@@ -4,7 +4,7 @@ An inclusion proof shows that a record line is leaf ``index`` of the tree
 of ``size`` records (RFC 9162 section 2.1.3); a consistency proof shows that
 the tree of ``old_size`` records is a prefix of the tree of ``size``
 (section 2.1.4).  Either is checked against a checkpoint
-(:mod:`agentloop.checkpoint`) alone: whoever holds the checkpoint needs
+(:mod:`agentloop.transcript.checkpoint`) alone: whoever holds the checkpoint needs
 neither the transcript nor trust in whoever sent the proof.
 
 Documents (hashes are lowercase hex; ``leaf_hash`` is

@@ -32,7 +32,7 @@ from ..canonical import FloatVetter, canonical_bytes, is_canonical_line, json_de
 from ..errors import BadArgumentError, UnrecordableError
 
 from .durable import open_input
-from .format import FIELDS, FORMAT, Fault, GENESIS, KINDS, MAX_FAULTS, MAX_LINE_BYTES, PARSE_DEPTH, PathLike, VerifyResult, _BODY_AT, _FIELD_SET, _HEAD, _LATER_KINDS, _a, _is_hex_hash, _json_type, _short
+from .format import FIELDS, FORMAT, Fault, FaultKind, GENESIS, KINDS, MAX_FAULTS, MAX_LINE_BYTES, PARSE_DEPTH, PathLike, VerifyResult, _BODY_AT, _FIELD_SET, _HEAD, _LATER_KINDS, _a, _is_hex_hash, _json_type, _short
 from .grammar import Grammar
 
 class Chain:
@@ -139,7 +139,7 @@ class Chain:
         self.index += 1
         faults: List[Fault] = []
 
-        def fault(kind: str, detail: str) -> None:
+        def fault(kind: FaultKind, detail: str) -> None:
             faults.append(Fault(index, line, kind, detail))
 
         # 1. shape

@@ -6,7 +6,7 @@ import errno
 import hashlib
 import json
 import os
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Mapping, Optional, Sequence, Tuple
 
 from ..canonical import canonical_bytes
 from .checkpoint import Checkpoint, SignerArg, check_key, check_signers, sign_checkpoint
@@ -15,6 +15,15 @@ from ..errors import RunConfigError, TranscriptClosedError, TranscriptEmptyError
 from .merkle import CompactRange
 
 from .format import GENESIS, MAX_RECORD_BYTES, MAX_RECORD_BYTES_LIMIT, PathLike, _HEAD, _a
+
+def record_line(kind: str, payload: Mapping[str, Any], prev: str, seq: int) -> Tuple[str, bytes]:
+    """A record's hash and its line, newline included (``docs/format.md`` sections 2 and 4): the
+    RFC 8785 bytes of ``{kind, payload, prev, seq}`` with ``"hash"`` put first.  Raises
+    :class:`~agentloop.errors.UnrecordableError` for a payload that cannot be recorded."""
+    body = canonical_bytes({"kind": kind, "payload": payload, "prev": prev, "seq": seq})
+    digest = hashlib.sha256(body).hexdigest()
+    return digest, _HEAD + digest.encode("ascii") + b'",' + body[1:] + b"\n"
+
 
 def _beside(path: str) -> str:
     """Create an empty file beside ``path`` (``.<name>.<pid>.<n>.new``, ``O_EXCL``); return its name.
@@ -66,7 +75,7 @@ class TranscriptWriter:
     first assistant or stop record): renamed onto it then, so a run refused,
     interrupted or killed before that -- during its first model call, say --
     leaves the old one as it was.  The writer holds an
-    advisory lock on it (:mod:`agentloop.durable`) until :meth:`close`: a
+    advisory lock on it (:mod:`agentloop.transcript.durable`) until :meth:`close`: a
     second writer is refused with
     :class:`~agentloop.errors.TranscriptLockedError` before it truncates
     anything.  It keeps the RFC 6962 root of the records written
@@ -190,10 +199,8 @@ class TranscriptWriter:
         """Encode and write one record; return its hash."""
         if self._fd is None:
             raise TranscriptClosedError(self.path)
-        record: Dict[str, Any] = {"kind": kind, "payload": payload, "prev": self._head, "seq": self._seq}
-        body = canonical_bytes(record)
-        digest = hashlib.sha256(body).hexdigest()
-        line = memoryview(_HEAD + digest.encode("ascii") + b'",' + body[1:] + b"\n")
+        digest, raw = record_line(kind, payload, self._head, self._seq)
+        line = memoryview(raw)
         if len(line) > self._limit:
             raise UnrecordableError(
                 "$", "%s record of %d bytes exceeds max_record_bytes %d" % (_a(kind), len(line), self._limit)
@@ -237,7 +244,7 @@ class TranscriptWriter:
         Write order: 0. it is signed (a signer that fails raises before
         anything is written); 1. the records are made durable (``fsync``),
         whatever the writer's durability; 2. the checkpoint replaces ``path``
-        atomically (:func:`~agentloop.durable.write_atomic`).  So a crash
+        atomically (:func:`~agentloop.transcript.durable.write_atomic`).  So a crash
         leaves a checkpoint that the transcript on disk still extends.
         """
         if self._fd is None:

@@ -1,0 +1,118 @@
+"""Every ``agentloop.x.y`` name that docs/, the README and the package's docstrings mention exists.
+
+A name is resolved as Python would: the longest prefix that imports as a
+module (``importlib.import_module``), then each remaining part as an
+attribute (``getattr``).  A docstring's relative Sphinx reference
+(``:mod:`.engine```, ``:func:`~.output.visible```) is resolved against the
+package of the module it is in.  A module that moves leaves no reference
+behind to its old path.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+import re
+import unittest
+from typing import Dict, Iterator, List, Set, Tuple
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: ``agentloop.a.b``, not inside a path (``agentloop/1``), a file name or a longer word.
+NAME = re.compile(r"(?<![\w/.-])agentloop(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+#: ``:role:`.name``` or ``:role:`~.name```: a reference relative to the module's package.
+RELATIVE = re.compile(r":(?:mod|func|class|meth|data|attr|exc):`~?(\.[A-Za-z_][A-Za-z0-9_.]*)`")
+
+
+def resolves(name: str) -> bool:
+    """Whether ``name`` is a module, or an attribute (of an attribute...) of one."""
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(found, attribute):
+                return False
+            found = getattr(found, attribute)
+        return True
+    return False
+
+
+def _docstrings(path: str) -> Iterator[str]:
+    with open(path, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read(), path)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            text = ast.get_docstring(node, clean=False)
+            if text:
+                yield text
+
+
+def _module_of(path: str) -> Tuple[str, bool]:
+    """The dotted module name of a file of the package, and whether it is a package's ``__init__``."""
+    relative = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+    if relative.endswith(".__init__"):
+        return relative[: -len(".__init__")], True
+    return relative, False
+
+
+def mentioned() -> Dict[str, Set[str]]:
+    """Each name mentioned -> where (files); relative references already made absolute."""
+    found: Dict[str, Set[str]] = {}
+    pages = [os.path.join(ROOT, "README.md")] + sorted(
+        os.path.join(ROOT, "docs", name) for name in os.listdir(os.path.join(ROOT, "docs")) if name.endswith(".md")
+    )
+    for page in pages:
+        with open(page, encoding="utf-8") as handle:
+            for match in NAME.finditer(handle.read()):
+                found.setdefault(match.group(0), set()).add(os.path.relpath(page, ROOT))
+    for folder, _, files in os.walk(os.path.join(ROOT, "agentloop")):
+        for file in sorted(files):
+            if not file.endswith(".py"):
+                continue
+            path = os.path.join(folder, file)
+            module, is_package = _module_of(path)
+            package = module if is_package else module.rsplit(".", 1)[0]
+            where = os.path.relpath(path, ROOT)
+            for text in _docstrings(path):
+                for match in NAME.finditer(text):
+                    found.setdefault(match.group(0), set()).add(where)
+                for match in RELATIVE.finditer(text):
+                    found.setdefault(package + match.group(1), set()).add(where)
+    return found
+
+
+class TestDocReferences(unittest.TestCase):
+    def test_the_resolver_tells_names_that_exist_from_names_that_do_not(self) -> None:
+        # the negative control: an old path, a misspelt attribute, a module that never was
+        for name in (
+            "agentloop.run",
+            "agentloop.loop.engine",
+            "agentloop.loop.options.RunOptions.from_task_record",
+            "agentloop.transcript.writer.TranscriptWriter.append",
+        ):
+            self.assertTrue(resolves(name), name)
+        for name in (
+            "agentloop.approval",
+            "agentloop.loop.engine.RunOptionz",
+            "agentloop.nowhere.at_all",
+            "agentloop.run.nothing",
+        ):
+            self.assertFalse(resolves(name), name)
+
+    def test_every_name_mentioned_exists(self) -> None:
+        names = mentioned()
+        self.assertGreater(len(names), 100)  # the walk found the docs and the docstrings
+        self.assertIn("agentloop.loop.engine", names)
+        missing: List[str] = [
+            "%s (in %s)" % (name, ", ".join(sorted(where)))
+            for name, where in sorted(names.items())
+            if not resolves(name)
+        ]
+        self.assertEqual(missing, [])
+
+
+if __name__ == "__main__":
+    unittest.main()
