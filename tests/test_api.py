@@ -77,7 +77,7 @@ class TestPublicApi(unittest.TestCase):
     def test_importing_the_package_imports_no_layer(self) -> None:
         code = "import sys, agentloop; print(sorted(m for m in sys.modules if m.startswith('agentloop')))"
         out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-        self.assertEqual(out.strip(), "['agentloop', 'agentloop._version', 'agentloop.errors']")
+        self.assertEqual(out.strip(), "['agentloop', 'agentloop._interrupt', 'agentloop._version', 'agentloop.errors']")
 
     def test_the_changelog_says_what_this_version_added(self) -> None:
         with open(os.path.join(ROOT, "CHANGELOG.md"), encoding="utf-8") as handle:

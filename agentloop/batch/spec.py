@@ -43,11 +43,11 @@ __all__ = [
 
 #: Options of ``run`` a spec cannot hold: where the transcript goes is the
 #: batch's business, the four fields have their own place, objects (a clock,
-#: a callback, an approver, a signer) are not data, and ``max_seconds``
+#: a callback, an approver, a signer, an approval signer) are not data, and ``max_seconds``
 #: records a clock reading in record 0, which no one can know before the run.
 RESERVED_OPTIONS = frozenset(
     {"transcript", "overwrite", "checkpoint", "key", "max_steps", "max_tokens", "stop_sentinel",
-     "approver", "clock", "on_record", "signer", "max_seconds"}
+     "approver", "clock", "on_record", "signer", "approval_signer", "max_seconds"}
 )
 #: A run's name is its transcript's file name, ``NAME.jsonl``.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")

@@ -50,7 +50,7 @@ import os
 import re
 import stat
 import time
-from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, TextIO, Tuple, Union
 
 from ..errors import BadSignatureError, MalformedCheckpointError, ProofError
 from ..signing.backend import cryptography_available
@@ -58,12 +58,14 @@ from ..signing.cosignature import CosignatureSigner, verifier_from_key
 from ..signing.keys import ALG_COSIGNATURE_V1, ALG_ED25519, generate_key, read_signer_key, read_verifier_key, write_signer_key, write_verifier_key
 from ..signing.note import Ed25519Signer, Verifier
 from ..signing.witness import build_add_checkpoint_request
-from ..tlog.witness import Held, WitnessState, load_state, save_state
 from ..transcript.anchor import verify_checkpoint
 from ..transcript.checkpoint import ORIGIN_PREFIX, Checkpoint, read_checkpoint, sign_checkpoint, verify_signatures
 from ..transcript.durable import file_type, write_atomic
 from ..transcript.proofs import check_consistency, prove_consistency
 from .output import Commands, Refused, check_input, check_output, emit
+
+if TYPE_CHECKING:
+    from ..tlog.witness import WitnessState
 
 __all__ = [
     "NO_SIGNER",
@@ -199,8 +201,10 @@ def _cmd_keygen(args: argparse.Namespace, out: TextIO) -> int:
 
 # --- cosign: a witness -------------------------------------------------------------------------
 
-def _read_state(path: str) -> WitnessState:
+def _read_state(path: str) -> "WitnessState":
     """The witness state (:func:`agentloop.tlog.witness.load_state`): the last checkpoint cosigned per log."""
+    from ..tlog.witness import load_state  # only here: the other commands of this module (and verify) need no witness
+
     if os.path.lexists(path):
         check_input(path, pipe=False)
     return load_state(path)
@@ -268,6 +272,8 @@ def _cmd_cosign(args: argparse.Namespace, out: TextIO) -> int:
     cosigned = sign_checkpoint(ckpt, signers=[CosignatureSigner(witness, stamp, unsafe)])
     data = cosigned.to_bytes()
     if args.state is not None:  # persisted before it is given out (C2SP tlog-witness, add-checkpoint)
+        from ..tlog.witness import Held, save_state
+
         state[ckpt.origin] = Held(ckpt.size, bytes.fromhex(ckpt.root), data)
         save_state(args.state, state)
     if target == "-":

@@ -51,7 +51,7 @@ class TestTheValue(TempDir):
         keywords = {name: getattr(kind, "__forward_arg__", kind) for name, kind in RunOverrides.__annotations__.items()}
         self.assertEqual(fields, keywords)
         self.assertEqual(tuple(fields), OPTION_NAMES)
-        self.assertEqual(len(OPTION_NAMES), 22)
+        self.assertEqual(len(OPTION_NAMES), 23)
         for function in (run, run_async):
             parameters = inspect.signature(function).parameters
             self.assertEqual(list(parameters), ["task", "model", "tools", "options", "overrides"])
