@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import BinaryIO, Callable, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
-from ..canonical import FloatVetter, canonical_bytes, is_canonical_line, json_depth, parse_int
+from ..canonical import canonical_bytes, is_canonical_line, json_depth, parse_int
 from ..errors import BadArgumentError, UnrecordableError
 
 from .durable import open_input
@@ -77,7 +77,7 @@ class Chain:
             return "a second task record"
         return ""
 
-    def _sound(self, record: object, text: str, raw: bytes, floats: List[Tuple[str, str]]) -> bool:
+    def _sound(self, record: object, text: str, raw: bytes) -> bool:
         """The common case, cheaply: a record with no fault at all.
 
         True only if every check of :meth:`check` would pass; then the state
@@ -97,7 +97,7 @@ class Chain:
                 return False
         elif type(kind) is not str or kind not in _LATER_KINDS or self.last_kind == "stop":  # str first: never hash a list
             return False
-        if not _is_hex_hash(stored) or not is_canonical_line(record, text, raw, floats):
+        if not _is_hex_hash(stored) or not is_canonical_line(record, text, raw):
             return False
         if hashlib.sha256(b"{" + raw[_BODY_AT:]).hexdigest() != stored:
             return False
@@ -107,21 +107,13 @@ class Chain:
         self.last_kind = kind
         return True
 
-    def check(
-        self,
-        record: object,
-        line: Optional[int],
-        raw: Optional[bytes],
-        text: Optional[str] = None,
-        floats: Optional[List[Tuple[str, str]]] = None,
-    ) -> List[Fault]:
+    def check(self, record: object, line: Optional[int], raw: Optional[bytes], text: Optional[str] = None) -> List[Fault]:
         """Check one record (and, when ``raw`` is given, its line bytes).
 
-        With ``text``, the decoded line, and ``floats``, its vetted float
-        tokens (:class:`~agentloop.canonical.FloatVetter`), a sound record
-        passes the chain checks by :meth:`_sound` alone.
-        Anything else, and every record from :func:`verify_records`, goes
-        through the full checks, which name every fault:
+        With ``text``, the decoded line, a sound record passes the chain
+        checks by :meth:`_sound` alone.  Anything else, and every record
+        from :func:`verify_records`, goes through the full checks, which
+        name every fault:
 
         1. the record is an object with exactly the five members;
         2. record 0 is an ``agentloop/1`` task record;
@@ -133,92 +125,103 @@ class Chain:
            1-6, a record's payload is of the agentloop/1 grammar
            (:mod:`~agentloop.transcript.grammar`; ``bad_payload``).
         """
-        if text is not None and raw is not None and floats is not None and self._sound(record, text, raw, floats):
+        if text is not None and raw is not None and self._sound(record, text, raw):
             return self._payload(self.index - 1, line, record["kind"], record["payload"])  # type: ignore[index]
         index = self.index
         self.index += 1
-        faults: List[Fault] = []
-
-        def fault(kind: str, detail: str) -> None:
-            faults.append(Fault(index, line, kind, detail))
-
-        # 1. shape
-        if not isinstance(record, dict):
-            fault("not_an_object", "record is %s, not an object" % (_a(_json_type(record)),))
+        if not isinstance(record, dict):  # 1. shape
             self.intact = False
             self.expected_seq += 1
-            self.expected_prev = None
-            self.head = None
-            self.last_kind = None
-            return faults
+            self.expected_prev = self.head = self.last_kind = None
+            return [Fault(index, line, "not_an_object", "record is %s, not an object" % (_a(_json_type(record)),))]
+        found = _Found(index, line)
+        whole = self._members(found, record)
+        kind_known = self._kind(found, record)  # 2. format marker, 2b. kind grammar
+        self._seq(found, record)  # 3.
+        self._prev(found, record)  # 4.
+        computed = self._encoding(found, record, raw if whole else None)  # 5. and 6.
+        stored = record.get("hash")
+        self.expected_prev = stored if _is_hex_hash(stored) else computed
+        self.head = stored if isinstance(stored, str) else None
+        self.last_kind = record.get("kind")
+        # 7. payload grammar, in a chain intact so far
+        self.intact = self.intact and not found.faults
+        if kind_known and "payload" in record:
+            found.faults.extend(self._payload(index, line, str(self.last_kind), record["payload"]))
+        return found.faults
+
+    @staticmethod
+    def _members(found: "_Found", record: Dict[str, object]) -> bool:
+        """1. ``missing_fields``, ``unexpected_fields``; whether the five members are exactly there."""
         missing = [name for name in FIELDS if name not in record]
         if missing:
-            fault("missing_fields", "missing %s" % (", ".join(repr(m) for m in missing),))
+            found.add("missing_fields", "missing %s" % (", ".join(repr(m) for m in missing),))
         extra = sorted(_short(key) for key in record if key not in FIELDS)
         if extra:
-            fault("unexpected_fields", "unexpected %s" % (", ".join(extra),))
+            found.add("unexpected_fields", "unexpected %s" % (", ".join(extra),))
+        return not missing and not extra
 
-        # 2. format marker
-        if index == 0:
+    def _kind(self, found: "_Found", record: Dict[str, object]) -> bool:
+        """2. ``unknown_format`` for record 0; 2b. ``unexpected_kind``; whether the kind is known."""
+        if found.index == 0:
             payload = record.get("payload")
             fmt = payload.get("format") if isinstance(payload, dict) else None
             if record.get("kind") != "task" or fmt != FORMAT:
-                fault(
+                found.add(
                     "unknown_format",
                     "record 0 must be a 'task' record with payload.format %r, got kind %s, format %s"
                     % (FORMAT, _short(record.get("kind")), _short(fmt)),
                 )
+        if "kind" not in record:
+            return False
+        problem = self._kind_problem(found.index, record["kind"])
+        if problem:
+            found.add("unexpected_kind", problem)
+        return not problem
 
-        # 2b. kind grammar: task only first, nothing after a stop
-        kind = record.get("kind")
-        kind_known = False
-        if "kind" in record:
-            problem = self._kind_problem(index, kind)
-            if problem:
-                fault("unexpected_kind", problem)
-            else:
-                kind_known = True
-
-        # 3. seq
+    def _seq(self, found: "_Found", record: Dict[str, object]) -> None:
         seq = record.get("seq")
-        if "seq" in record:
-            if isinstance(seq, bool) or not isinstance(seq, int) or seq != self.expected_seq:
-                fault("seq_gap", "seq is %s, expected %d" % (_short(seq), self.expected_seq))
-        self.expected_seq = seq + 1 if isinstance(seq, int) and not isinstance(seq, bool) else self.expected_seq + 1
+        is_int = isinstance(seq, int) and not isinstance(seq, bool)
+        if "seq" in record and (not is_int or seq != self.expected_seq):
+            found.add("seq_gap", "seq is %s, expected %d" % (_short(seq), self.expected_seq))
+        self.expected_seq = seq + 1 if is_int else self.expected_seq + 1  # type: ignore[operator]
 
-        # 4. prev
+    def _prev(self, found: "_Found", record: Dict[str, object]) -> None:
         prev = record.get("prev")
         if "prev" in record and self.expected_prev is not None and prev != self.expected_prev:
-            fault("prev_mismatch", "prev is %s, expected %s" % (_short(prev), _short(self.expected_prev)))
+            found.add("prev_mismatch", "prev is %s, expected %s" % (_short(prev), _short(self.expected_prev)))
 
-        # 5. encodable, canonical
+    @staticmethod
+    def _encoding(found: "_Found", record: Dict[str, object], raw: Optional[bytes]) -> Optional[str]:
+        """5. ``unserialisable_payload``, ``not_canonical`` (with ``raw``, for a record of
+        exactly the five members); 6. ``hash_mismatch``.  The computed hash, or ``None``."""
         stored = record.get("hash")
-        computed: Optional[str] = None
         rest = {name: record[name] for name in FIELDS[1:] if name in record}
         try:
             body = canonical_bytes(rest)
         except UnrecordableError as exc:
-            fault("unserialisable_payload", str(exc))
-        else:
-            computed = hashlib.sha256(body).hexdigest()
-            if raw is not None and not missing and not extra and _is_hex_hash(stored):
-                expected_line = _HEAD + str(stored).encode("ascii") + b'",' + body[1:]
-                if raw != expected_line:
-                    fault("not_canonical", _first_difference(raw, expected_line))
+            found.add("unserialisable_payload", str(exc))
+            return None
+        computed = hashlib.sha256(body).hexdigest()
+        if raw is not None and _is_hex_hash(stored):
+            expected_line = _HEAD + str(stored).encode("ascii") + b'",' + body[1:]
+            if raw != expected_line:
+                found.add("not_canonical", _first_difference(raw, expected_line))
+        if "hash" in record and stored != computed:
+            found.add("hash_mismatch", "stored %s, computed %s" % (_short(stored), _short(computed)))
+        return computed
 
-        # 6. hash
-        if "hash" in record and computed is not None and stored != computed:
-            fault("hash_mismatch", "stored %s, computed %s" % (_short(stored), _short(computed)))
 
-        self.expected_prev = stored if _is_hex_hash(stored) else computed
-        self.head = stored if isinstance(stored, str) else None
-        self.last_kind = kind
+class _Found:
+    """The faults of one record, as :meth:`Chain.check` finds them."""
 
-        # 7. payload grammar, in a chain intact so far
-        self.intact = self.intact and not faults
-        if kind_known and "payload" in record:
-            faults.extend(self._payload(index, line, str(kind), record["payload"]))
-        return faults
+    def __init__(self, index: int, line: Optional[int]) -> None:
+        self.index = index
+        self.line = line
+        self.faults: List[Fault] = []
+
+    def add(self, kind: str, detail: str) -> None:
+        self.faults.append(Fault(self.index, self.line, kind, detail))
 
 
 def _first_difference(raw: bytes, expected: bytes) -> str:
@@ -383,22 +386,19 @@ def scan(
     """
     room = _check_max_faults(max_faults)
     chain = Chain()
-    vetter = FloatVetter()
-    loads = json.JSONDecoder(parse_float=vetter.on_float, parse_constant=vetter.on_constant).decode
     line = 0
     try:
         with open_input(path) as handle:
             for raw, whole in _read_lines(handle if on_bytes is None else _Tapped(handle, on_bytes), limit):
                 line += 1
-                vetter.reset()
-                record, bad, text = _parse_line(line, raw, whole, loads)
+                record, bad, text = _parse_line(line, raw, whole)
                 if bad is not None:
                     record, found = None, [bad]
                 else:
                     body = raw[:-1]
                     if on_record is not None:
                         on_record(body)
-                    found = chain.check(record, line, body, text, vetter.pairs)
+                    found = chain.check(record, line, body, text)
                 if len(found) <= room:
                     room -= len(found)
                     yield line, record, found, chain
