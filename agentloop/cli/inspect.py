@@ -54,9 +54,9 @@ __all__ = ["add_commands"]
 def _cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
     if args.manifest is not None:  # a batch against its ledger (agentloop.cli.batch)
         return verify_manifest(args, out)
-    if args.workers is not None:
-        raise Refused("--workers", "is for --manifest (a batch's files); one transcript is read in one pass")
-    if is_anchored(args):  # --checkpoint, --since, --exact, --key-file (agentloop.anchor_cli)
+    if is_anchored(args):
+        if args.workers is not None:
+            raise Refused("--workers", "is for a transcript's chain or --manifest; a checkpoint is checked in one pass")  # --checkpoint, --since, --exact, --key-file (agentloop.anchor_cli)
         return verify_anchored(args, out, report_verdict, fault_json)
     results: List[Dict[str, Any]] = []
     failed = False
@@ -65,7 +65,7 @@ def _cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
     for path in args.files:
         result = verify_file(
             path, expect_count=args.expect_count, expect_head=args.expect_head,
-            max_faults=args.max_faults, require_complete=args.complete,
+            max_faults=args.max_faults, require_complete=args.complete, workers=args.workers or 1,
         )
         failed = failed or not result.ok
         if args.json:
