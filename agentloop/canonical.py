@@ -566,10 +566,12 @@ def is_canonical_line(
     ``value`` is what ``json.loads(text)`` returned.  ``floats``, when given,
     are the ``pairs`` of a :class:`FloatVetter` that hooked that parse (not
     ``None``: every float token of ``text`` is in RFC 8785 form).  Without
-    them, the floats were parsed in C, and a line that may hold a float in a
-    layout where ``repr`` and ECMAScript differ (:func:`_float_layout_differs`)
-    is parsed again with a vetter; every other float is written by the C
-    encoder exactly as the line holds it, so it needs no vetting.  ``False``
+    them, the floats were parsed in C: a float in a layout where ``repr`` and
+    ECMAScript agree is written by the C encoder exactly as a canonical line
+    holds it; one in a layout where they differ (:func:`_float_layout_differs`)
+    is put in ECMAScript's layout (:func:`_ecmascript_floats`), and the text
+    must hold no ``repr`` layout; any doubt left (such a layout in a string)
+    is settled by parsing the line again with a vetter.  ``False``
     means "not proven here": the caller must decide with :func:`canonical_bytes`.
 
     1. no character in U+E000..U+FFFF (UTF-8 lead bytes EE, EF), so code point
@@ -597,15 +599,60 @@ def is_canonical_line(
     except (TypeError, ValueError, RecursionError):
         return False
     if floats is None:
-        # Equal: each float stands in repr layout, canonical unless in a layout ECMAScript
-        # writes otherwise.  Unequal: canonical only if such a float stands in its ECMAScript layout.
-        if _float_layout_differs(raw if written == text else written.encode("utf-8", "surrogatepass")):
+        if written != text:  # canonical only if floats the C encoder wrote in repr layout stand in ECMAScript's
+            if not _float_layout_differs(written.encode("utf-8", "surrogatepass")):
+                return False
+            written = _ecmascript_floats(written)
+            if written != text:
+                return _vetted(text, raw)
+        if _float_layout_differs(raw):  # a float in repr layout, or a needless match in a string
             return _vetted(text, raw)
     for before, after in set(floats or ()):
         written = written.replace(before, after)
     if written != text:
         return False
     return raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH or not _deeper_than(raw, MAX_DEPTH)
+
+
+def _ecmascript_floats(written: str) -> str:
+    """The C encoder's text with each float token in a ``repr`` layout that ECMAScript
+    writes otherwise (:func:`_float_layout_differs`) replaced by :func:`format_number` of it.
+
+    Tokens are found from the ``.0``/``e-0``/``e+16`` .. ``e+20`` marks and
+    stretched over the characters a number holds; a mark inside a string is
+    replaced too, which the caller's comparison with the line then refuses
+    (the line, parsed, would not hold that string).
+    """
+    marks = {written.rfind(".0") if written.endswith(".0") else -1}
+    for mark in (".0,", ".0]", ".0}", "e-0", "e+1", "e+2"):
+        at = written.find(mark)
+        while at >= 0:
+            marks.add(at)
+            at = written.find(mark, at + 1)
+    spans = {}
+    for at in marks - {-1}:
+        start = at
+        while start and written[start - 1] in _NUMBER_CHARS:
+            start -= 1
+        end = at + 1
+        while end < len(written) and written[end] in _NUMBER_CHARS:
+            end += 1
+        spans[start] = end
+    pieces, done = [], 0
+    for start in sorted(spans):
+        token = written[start : spans[start]]
+        try:
+            value = float(token)
+        except ValueError:
+            continue
+        if start < done or not math.isfinite(value):
+            continue
+        pieces += [written[done:start], format_number(value)]
+        done = spans[start]
+    return "".join(pieces) + written[done:]
+
+
+_NUMBER_CHARS = frozenset("0123456789.+-e")
 
 
 def _vetted(text: str, raw: bytes) -> bool:

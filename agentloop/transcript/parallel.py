@@ -235,27 +235,39 @@ class _Join:
         self.state = chain
 
 
+def _judged(path: PathLike, starts: List[int], limit: int, max_faults: int) -> List[_Part]:
+    """Each part judged: the first in this process, the others in a pool of ``len(starts) - 1``."""
+    ends: List[Optional[int]] = [*starts[1:], None]
+    with process_pool(len(starts) - 1, fork_if_alone=True) as pool:
+        futures = [pool.submit(judge_part, path, s, e, limit, max_faults) for s, e in zip(starts[1:], ends[1:])]
+        return [judge_part(path, starts[0], ends[0], limit, max_faults)] + [f.result() for f in futures]
+
+
+def _size(path: PathLike) -> Optional[int]:
+    """The size of a regular file, else ``None`` (a pipe, a device, an error: read in one pass)."""
+    try:
+        with open_input(path) as handle:
+            info = os.fstat(handle.fileno())
+    except OSError:
+        return None
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
+
+
 def verify_parts(path: PathLike, workers: int, limit: int, max_faults: int) -> Optional[Tuple[Chain, List[Fault], int]]:
     """``(chain at the end, faults, lines)`` of the file judged in ``workers`` processes, as one
     pass gives them; ``None`` when it must be verified in one pass (not a regular file, an
     ``OSError`` in a part, a file too small to cut)."""
+    size = _size(path)
     try:
-        with open_input(path) as handle:
-            info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        starts = _cuts(path, info.st_size, workers)
+        starts = _cuts(path, size, workers) if size is not None else []
     except OSError:
         return None
     if len(starts) < 2:
         return None
-    ends: List[Optional[int]] = [*starts[1:], None]
-    with process_pool(len(starts) - 1, fork_if_alone=True) as pool:
-        futures = [pool.submit(judge_part, path, s, e, limit, max_faults) for s, e in zip(starts[1:], ends[1:])]
-        parts = [judge_part(path, starts[0], ends[0], limit, max_faults)] + [f.result() for f in futures]
+    parts = _judged(path, starts, limit, max_faults)
     if any(part.failed for part in parts):
         return None
-    join = _Join(path, starts, info.st_size, limit, max_faults)
+    join = _Join(path, starts, size or 0, limit, max_faults)
     try:
         for k, part in enumerate(parts):
             join.take(k, part, sum(p.lines for p in parts[k + 1:]))
@@ -266,4 +278,3 @@ def verify_parts(path: PathLike, workers: int, limit: int, max_faults: int) -> O
     if not join.stopped and not join.state.index:
         join.faults.append(no_records(join.lines))
     return join.state, join.faults, join.lines
-
