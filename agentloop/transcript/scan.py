@@ -202,8 +202,10 @@ def scan(
     try:
         with open_input(path) as handle:
             for judged in judge_lines(handle, chain, limit, max_faults, room, 0, on_record, on_bytes):
-                line = judged[0] or line
                 yield judged
+                if not judged[0]:
+                    return  # too_many_faults: the rest was counted, not judged
+                line = judged[0]
     except OSError as exc:
         yield 0, None, [unreadable(exc, line)], chain
         return

@@ -90,6 +90,8 @@ def _mutations(entries: List[Tuple[str, Dict[str, Any]]], rng: random.Random) ->
         del record["seq"]
         yield "line %d without seq" % j, b"".join(lines[:j] + [json.dumps(record).encode() + b"\n"] + lines[j + 1:])
     yield "torn tail", valid[:-7]
+    yield "no record at all", b"x\n" * 9
+    yield "no record, then records", b"x\n" * 9 + valid
     yield "bad lines everywhere", b"".join(line + (b"nope\n" if i % 3 == 0 else b"") for i, line in enumerate(lines))
     # Grammar faults in an intact chain: the parts after them guess a state one pass does not have.
     assistants = [i for i, (kind, _) in enumerate(entries) if kind == "assistant"]
