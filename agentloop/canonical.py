@@ -44,6 +44,7 @@ __all__ = [
     "MAX_SAFE_INTEGER",
     "canonical_bytes",
     "canonical_text",
+    "check_string",
     "snapshot",
     "describe_integer",
     "json_depth",
@@ -130,7 +131,12 @@ def _sort_key(key: str) -> bytes:
     return key.encode("utf-16-be", "surrogatepass")
 
 
-def _check_string(text: str, path: str) -> str:
+def check_string(text: str, path: str = "$") -> str:
+    """``text`` if it is a recordable JSON string (RFC 7493 section 2.1: no lone
+    surrogate, no noncharacter), else :class:`~agentloop.errors.UnrecordableError`
+    naming ``path``: what encoding it would check, without encoding it."""
+    if text.isascii():
+        return text
     match = _NOT_I_JSON.search(text)
     if match is not None:
         point = ord(match.group())
@@ -193,7 +199,7 @@ def _encode(value: Any, path: str, depth: int, out: List[str]) -> None:
     elif value is False:
         out.append("false")
     elif isinstance(value, str):
-        out.append(_encode_string(_check_string(value, path)))
+        out.append(_encode_string(check_string(value, path)))
     elif isinstance(value, int):
         number = int(value)  # an int subclass's own value, checked as written
         if not -MAX_SAFE_INTEGER <= number <= MAX_SAFE_INTEGER:
@@ -220,7 +226,7 @@ def _encode(value: Any, path: str, depth: int, out: List[str]) -> None:
         for key in value:
             if not isinstance(key, str):
                 raise UnrecordableError(path, _key_problem(key))
-            _check_string(key, json_path(path, key))
+            check_string(key, json_path(path, key))
         out.append("{")
         for index, key in enumerate(sorted(value, key=_sort_key)):
             if index:

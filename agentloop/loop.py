@@ -73,7 +73,7 @@ from typing import Any, Callable, Coroutine, Dict, Iterable, List, Mapping, Opti
 from .approval import ApprovalRequest, Verdict, closed, judge
 from .budgets import Budgets, Seconds, Spent, budgets_from
 from .calls import DEFAULT_MAX_WORKERS, AsyncRunner, Done, Job, Raised, Runner, SyncRunner, describe, groups, prepare
-from .canonical import MAX_SAFE_INTEGER, canonical_bytes, canonical_text, json_path, snapshot
+from .canonical import MAX_SAFE_INTEGER, canonical_bytes, canonical_text, check_string, json_path, snapshot
 from .errors import DuplicateToolError, RunConfigError, UnrecordableError, WrongTypeError
 from .final import FINAL_RESULT, FinalResult, final_result
 from .messages import AWAITING_APPROVAL, Message, Model, ModelReply, RunResult, ToolCall, Usage, shown
@@ -137,11 +137,10 @@ def _reply_problem(reply: object) -> str:
             return "model reply usage is %s, not a Usage of two ints from 0 to 2**53-1" % (type(usage).__name__,)
         if usage.cache_read_tokens + usage.cache_write_tokens > usage.input_tokens:
             return "model reply usage has more cache tokens than input_tokens"
-    strings = [reply.text]
-    for call in reply.tool_calls:
-        strings += (call.name, call.id, call.arguments_error)
-    try:
-        canonical_text(strings)  # all at once (the fast path); on a failure, again one by one to name the place
+    try:  # checked, not encoded (the record encodes them once); on a failure, again one by one to name the place
+        check_string(reply.text)
+        for call in reply.tool_calls:
+            check_string(call.name), check_string(call.id), check_string(call.arguments_error)
     except UnrecordableError:
         try:
             canonical_text(reply.text, "$.text")
