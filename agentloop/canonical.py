@@ -35,7 +35,7 @@ import json
 import marshal
 import math
 import re
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .errors import UnrecordableError
 
@@ -44,6 +44,7 @@ __all__ = [
     "MAX_SAFE_INTEGER",
     "canonical_bytes",
     "canonical_text",
+    "canonical_text_with",
     "check_string",
     "snapshot",
     "describe_integer",
@@ -341,6 +342,26 @@ def canonical_text(value: Any, path: str = "$", depth: int = 0) -> str:
     out: List[str] = []
     _encode(value, path, depth, out)
     return "".join(out)
+
+
+def canonical_text_with(value: Mapping[str, Any], texts: Mapping[str, str], path: str = "$", depth: int = 0) -> str:
+    """The RFC 8785 text of the object ``value``, whose members named in ``texts`` are
+    given as their RFC 8785 text (a :func:`snapshot`'s) and are not encoded again.
+
+    The members are sorted as RFC 8785 section 3.2.3 sorts them; every other
+    member's value is encoded here with :func:`canonical_text` (at ``depth + 1``,
+    its errors naming its place under ``path``).  Each text in ``texts`` must
+    be what :func:`canonical_text` gives for that member: this is how a record
+    is built around values encoded once, not a check of them.
+    """
+    members = []
+    for key in sorted(value, key=_sort_key):
+        if not isinstance(key, str):
+            raise UnrecordableError(path, _key_problem(key))
+        here = json_path(path, key)
+        text = texts[key] if key in texts else canonical_text(value[key], here, depth + 1)
+        members.append(_encode_string(check_string(key, here)) + ":" + text)
+    return "{" + ",".join(members) + "}"
 
 
 def snapshot(value: Any, path: str = "$", depth: int = 0) -> Tuple[Any, str]:

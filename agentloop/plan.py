@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from .canonical import canonical_text, json_path, snapshot
+from .canonical import canonical_text, canonical_text_with, json_path, snapshot
 from .errors import UnrecordableError
 from .messages import Message, ModelReply
 
@@ -52,6 +52,12 @@ class PlannedCall:
             entry["arguments_error"] = self.problem
         return entry
 
+    def recorded_text(self, path: str) -> str:
+        """:meth:`recorded` as RFC 8785 text (``path``: its place in the record), the
+        arguments' text from their snapshot, not encoded again."""
+        texts = {"arguments": self.arguments_text} if self.arguments is not None and self.arguments_text else {}
+        return canonical_text_with(self.recorded(), texts, path, ARGUMENTS_DEPTH - 1)
+
     def shown(self) -> Dict[str, Any]:
         """The call in the assistant message the model sees next."""
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
@@ -65,6 +71,10 @@ class TurnPlan:
     text: str
     calls: Tuple[PlannedCall, ...]
     emitted: str
+
+    def calls_text(self) -> str:
+        """The assistant record's ``tool_calls`` as RFC 8785 text, each call's arguments encoded once (by the plan)."""
+        return "[%s]" % (",".join(call.recorded_text("$.payload.tool_calls[%d]" % i) for i, call in enumerate(self.calls)),)
 
     def message(self) -> Message:
         """The assistant message the model sees in later turns."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 import json
 import math
+import os
 import random
 import struct
 import unittest
@@ -187,6 +188,45 @@ def _layouts_agree(value: float) -> bool:
         return not written.endswith(".0")
     exponent = int(written.partition("e")[2])
     return exponent >= 21 or exponent <= -10
+
+
+class TestSplicing(unittest.TestCase):
+    """canonical_text_with, and a record written around a payload's text, give the exact encoder's bytes."""
+
+    def test_members_given_as_text_are_placed_as_the_exact_encoder_places_them(self) -> None:
+        rng = random.Random(SEED + 3)
+        values = _Values(rng)
+        checked = 0
+        for _ in range(800):
+            value = {values.string(): values.value(1) for _ in range(rng.randrange(0, 6))}
+            exact = _exact(value, 1)
+            keys = [k for k in value if rng.random() < 0.5]
+            try:
+                texts = {k: canonical_text(value[k], "$", 2) for k in keys}
+                spliced = canonical.canonical_text_with(value, texts, "$", 1)
+            except UnrecordableError:
+                spliced = None
+            self.assertEqual(spliced, exact, repr(value))
+            checked += exact is not None
+        self.assertGreater(checked, 100)
+        keys = {"\ue000": 1, "\U00010000": [2.5], "a": "é"}  # UTF-16 order differs from code point order
+        self.assertEqual(canonical.canonical_text_with(keys, {"a": '"é"'}), _exact(keys))
+
+    def test_a_record_written_around_its_payload_text_has_the_same_bytes(self) -> None:
+        import tempfile
+
+        from agentloop import TranscriptWriter
+
+        payload = {"step": 1, "id": "c", "name": "n", "ok": True, "value": {"score": 9 / 14, "t": "é"}}
+        with tempfile.TemporaryDirectory() as folder:
+            lines = []
+            for name, text in (("a", None), ("b", canonical.canonical_text_with(payload, {"value": canonical_text(payload["value"])}, "$.payload", 1))):
+                path = os.path.join(folder, name)
+                with TranscriptWriter(path) as out:
+                    out.append("tool", payload, text)
+                with open(path, "rb") as handle:
+                    lines.append(handle.read())
+        self.assertEqual(lines[0], lines[1])
 
 
 class TestFloats(unittest.TestCase):

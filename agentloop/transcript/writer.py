@@ -8,7 +8,7 @@ import json
 import os
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
-from ..canonical import canonical_bytes
+from ..canonical import canonical_bytes, canonical_text
 from .checkpoint import Checkpoint, SignerArg, check_key, check_signers, sign_checkpoint
 from .durable import check_output, fsync_directory, lock_exclusive, write_atomic
 from ..errors import RunConfigError, TranscriptClosedError, TranscriptEmptyError, TranscriptExistsError, UnrecordableError, WrongTypeError
@@ -148,12 +148,22 @@ class TranscriptWriter:
         """The hash of the last record written (64 zeros before the first)."""
         return self._head
 
-    def append(self, kind: str, payload: Mapping[str, Any]) -> str:
-        """Encode and write one record; return its hash."""
+    def append(self, kind: str, payload: Mapping[str, Any], payload_text: Optional[str] = None) -> str:
+        """Encode and write one record; return its hash.
+
+        ``payload_text``, when given, is the payload's RFC 8785 text already
+        made (``canonical_text(payload, "$.payload", 1)``, e.g. by
+        :func:`~agentloop.canonical.canonical_text_with` around values encoded
+        once): the record is built around it, its other members encoded here.
+        """
         if self._fd is None:
             raise TranscriptClosedError(self.path)
-        record: Dict[str, Any] = {"kind": kind, "payload": payload, "prev": self._head, "seq": self._seq}
-        body = canonical_bytes(record)
+        if payload_text is not None:  # RFC 8785 section 3.2.3: kind < payload < prev < seq
+            body = ("{\"kind\":%s,\"payload\":%s,\"prev\":\"%s\",\"seq\":%d}" % (
+                canonical_text(kind, "$.kind"), payload_text, self._head, self._seq)).encode("utf-8")
+        else:
+            record: Dict[str, Any] = {"kind": kind, "payload": payload, "prev": self._head, "seq": self._seq}
+            body = canonical_bytes(record)
         digest = hashlib.sha256(body).hexdigest()
         line = memoryview(_HEAD + digest.encode("ascii") + b'",' + body[1:] + b"\n")
         if len(line) > self._limit:
