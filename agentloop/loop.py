@@ -73,7 +73,7 @@ from typing import Any, Callable, Coroutine, Dict, Iterable, List, Mapping, Opti
 from .approval import ApprovalRequest, Verdict, closed, judge
 from .budgets import Budgets, Seconds, Spent, budgets_from
 from .calls import DEFAULT_MAX_WORKERS, AsyncRunner, Done, Job, Raised, Runner, SyncRunner, describe, groups, prepare
-from .canonical import MAX_SAFE_INTEGER, canonical_bytes, canonical_text, check_string, json_path, snapshot
+from .canonical import MAX_SAFE_INTEGER, canonical_bytes, canonical_text, canonical_text_with, check_string, json_path, snapshot
 from .errors import DuplicateToolError, RunConfigError, UnrecordableError, WrongTypeError
 from .final import FINAL_RESULT, FinalResult, final_result
 from .messages import AWAITING_APPROVAL, Message, Model, ModelReply, RunResult, ToolCall, Usage, shown
@@ -307,9 +307,11 @@ class _Recorder:
         self.on_record = on_record
         self.first = first  # the hash of record 0: the run's name, in its origin
 
-    def append(self, kind: str, payload: Dict[str, Any]) -> str:
+    def append(self, kind: str, payload: Dict[str, Any], texts: Optional[Dict[str, str]] = None) -> str:
+        """Write one record; ``texts`` holds the RFC 8785 text of members already encoded (not encoded again)."""
         prev, seq = self.out.head, self.out.count
-        digest = self.out.append(kind, payload)
+        payload_text = None if texts is None else canonical_text_with(payload, texts, "$.payload", 1)
+        digest = self.out.append(kind, payload, payload_text)
         if not seq:
             self.first = digest
         if self.on_record is not None:
@@ -455,7 +457,8 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
             tokens = estimate_tokens(plan.emitted) if reply.usage is None else reply.usage.input_tokens + reply.usage.output_tokens
             cost, cost_problem = turn_cost(r.price, reply.usage) if r.price is not None else (None, "")
             try:
-                asked_by = record.append("assistant", _turn_payload(plan, reply, spent, tokens, cost, reading))
+                asked_by = record.append("assistant", _turn_payload(plan, reply, spent, tokens, cost, reading),
+                                         {"tool_calls": plan.calls_text()})
             except UnrecordableError as exc:  # only a reply over max_record_bytes
                 return stop("model_error", "model reply is not recordable: %s" % (exc,), reading)
             r.budgets.charge(spent, tokens, r.price is not None, cost, cost_problem)
@@ -550,7 +553,7 @@ async def _run_calls(
             if verdict is not None:
                 result["approval"] = verdict.member()
             try:
-                record.append("tool", result)
+                record.append("tool", result, {"value": text} if ok and text else None)  # the value encoded once, by its snapshot
             except UnrecordableError as exc:  # a result over max_record_bytes
                 ok, value, text = False, "tool %r returned an unrecordable result: %s" % (call.name, exc), ""
                 result = {"step": step, "id": call.id, "name": call.name, "ok": ok, "error": value}
