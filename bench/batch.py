@@ -42,7 +42,7 @@ sys.path.insert(0, ROOT)
 
 from agentloop import ModelReply, ToolCall, ToolRegistry, tool  # noqa: E402
 from agentloop.batch import RunSpec, audit_batch, run_many  # noqa: E402
-from machine import load, machine_speedup  # noqa: E402  (bench/machine.py)
+from bench.machine import load, machine_speedup  # noqa: E402
 
 SLEEP = 0.02
 STEPS = 5
