@@ -438,7 +438,9 @@ def _maybe_long_integer(raw: bytes) -> bool:
     return False
 
 
-_RUNS = bytes(0x30 if 0x30 <= b <= 0x39 else 0x61 if b in b":,[-" else 0x70 if b in b".eE" else 0x62 for b in range(256))
+_RUNS = bytes(
+    0x30 if 0x30 <= b <= 0x39 else 0x61 if b in b":,[-" else 0x70 if b in b".eE" else 0x62 for b in range(256)
+)
 _INTEGER_RUN = b"a" + b"0" * 16
 
 
@@ -617,28 +619,21 @@ def is_canonical_line(
        valid JSON, only when the brackets, strings included, could exceed it:
        :func:`_deeper_than`).
     """
-    if b"\xee" in raw or b"\xef" in raw or b"\xbf\xbe" in raw or b"\xbf\xbf" in raw:
-        return False
-    if _maybe_long_integer(raw):
+    if b"\xee" in raw or b"\xef" in raw or b"\xbf\xbe" in raw or b"\xbf\xbf" in raw or _maybe_long_integer(raw):
         return False
     try:
         written = _c_text(value)
     except (TypeError, ValueError, RecursionError):
         return False
     if floats is None:
-        if written != text:  # canonical only if floats the C encoder wrote in repr layout stand in ECMAScript's
-            if not _float_layout_differs(written.encode("utf-8", "surrogatepass")):
-                return False
-            written = _ecmascript_floats(written)
-            if written != text:
-                return _vetted(text, raw)
-        if _float_layout_differs(raw):  # a float in repr layout, or a needless match in a string
-            return _vetted(text, raw)
+        settled = _layouts_settled(written, text, raw)
+        if settled is not None:
+            return settled
     for before, after in set(floats or ()):
         written = written.replace(before, after)
     if written != text:
         return False
-    return raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH or not _deeper_than(raw, MAX_DEPTH)
+    return _depth_within(raw)
 
 
 def _ecmascript_floats(written: str) -> str:
@@ -680,6 +675,23 @@ def _ecmascript_floats(written: str) -> str:
 
 
 _NUMBER_CHARS = frozenset("0123456789.+-e")
+
+
+def _layouts_settled(written: str, text: str, raw: bytes) -> Optional[bool]:
+    """For a line parsed without a vetter: ``None`` when its floats need no more thought
+    (the comparison with ``written`` decides), else the answer of :func:`is_canonical_line`."""
+    if written != text:  # canonical only if floats the C encoder wrote in repr layout stand in ECMAScript's
+        if not _float_layout_differs(written.encode("utf-8", "surrogatepass")):
+            return False
+        if _ecmascript_floats(written) != text:
+            return _vetted(text, raw)
+    if _float_layout_differs(raw):  # a float in repr layout, or a needless match in a string
+        return _vetted(text, raw)
+    return None if written == text else _depth_within(raw)
+
+
+def _depth_within(raw: bytes) -> bool:
+    return raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH or not _deeper_than(raw, MAX_DEPTH)
 
 
 def _vetted(text: str, raw: bytes) -> bool:

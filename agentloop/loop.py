@@ -73,7 +73,9 @@ from typing import Any, Callable, Coroutine, Dict, Iterable, List, Mapping, Opti
 from .approval import ApprovalRequest, Verdict, closed, judge
 from .budgets import Budgets, Seconds, Spent, budgets_from
 from .calls import DEFAULT_MAX_WORKERS, AsyncRunner, Done, Job, Raised, Runner, SyncRunner, describe, groups, prepare
-from .canonical import MAX_SAFE_INTEGER, canonical_bytes, canonical_text, canonical_text_with, check_string, json_path, snapshot
+from .canonical import (
+    MAX_SAFE_INTEGER, canonical_bytes, canonical_text, canonical_text_with, check_string, json_path, snapshot
+)
 from .errors import DuplicateToolError, RunConfigError, UnrecordableError, WrongTypeError
 from .final import FINAL_RESULT, FinalResult, final_result
 from .messages import AWAITING_APPROVAL, Message, Model, ModelReply, RunResult, ToolCall, Usage, shown
@@ -553,7 +555,8 @@ async def _run_calls(
             if verdict is not None:
                 result["approval"] = verdict.member()
             try:
-                record.append("tool", result, {"value": text} if ok and text else None)  # the value encoded once, by its snapshot
+                # the value was encoded once, by its snapshot: the record is built around that text
+                record.append("tool", result, {"value": text} if ok and text else None)
             except UnrecordableError as exc:  # a result over max_record_bytes
                 ok, value, text = False, "tool %r returned an unrecordable result: %s" % (call.name, exc), ""
                 result = {"step": step, "id": call.id, "name": call.name, "ok": ok, "error": value}

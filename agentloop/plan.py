@@ -74,7 +74,8 @@ class TurnPlan:
 
     def calls_text(self) -> str:
         """The assistant record's ``tool_calls`` as RFC 8785 text, each call's arguments encoded once (by the plan)."""
-        return "[%s]" % (",".join(call.recorded_text("$.payload.tool_calls[%d]" % i) for i, call in enumerate(self.calls)),)
+        texts = [call.recorded_text("$.payload.tool_calls[%d]" % i) for i, call in enumerate(self.calls)]
+        return "[%s]" % (",".join(texts),)
 
     def message(self) -> Message:
         """The assistant message the model sees in later turns."""

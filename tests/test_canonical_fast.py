@@ -166,13 +166,18 @@ class TestFastPath(unittest.TestCase):
         self.assertEqual(caught.exception.path, "$.ok[1].bad")  # paths are still built, on the way to the error
 
 
+def _step(value: float, by: int) -> float:
+    """The double ``by`` units in the last place away from ``value`` (math.nextafter is 3.9+)."""
+    return struct.unpack("<d", struct.pack("<q", struct.unpack("<q", struct.pack("<d", value))[0] + by))[0]
+
+
 def _floats(rng: random.Random) -> List[float]:
     """Doubles from every binary exponent, the decimal thresholds of both layouts, and the edges."""
     values = [0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 0.1 + 0.2, 0.642857142857143,
               9 / 14, 1 / 3, 2 / 3, 0.5, 1.5, 100.25, 2.0**53, 2.0**53 + 2, 123456789012345680.0]
     for power in range(-325, 309):  # every decimal threshold, its neighbours and its integral/halved forms
         base = float("1e%d" % power)
-        values += [base, -base, math.nextafter(base, 0.0), math.nextafter(base, math.inf), base * 1.5, base * 9.999999999999998]
+        values += [base, -base, _step(base, -1), _step(base, 1), base * 1.5, base * 9.999999999999998]
     for exponent in range(-1074, 1024, 3):  # every binary exponent (in steps of 3), random mantissas
         values += [math.ldexp(rng.random() + 0.5, exponent) * rng.choice((1, -1)) for _ in range(2)]
     values += [struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0] for _ in range(3000)]

@@ -76,7 +76,8 @@ def _difference(line: Mapping[str, Any], facts: Mapping[str, Any]) -> str:
 
 
 def differences(pairs: Sequence[Tuple[str, Mapping[str, Any]]]) -> List[str]:
-    """For each ``(path, ledger line)``, why the file is not the run its line describes ("" when it is): a pool's task."""
+    """For each ``(path, ledger line)``, why the file is not the run its line describes
+    ("" when it is): a task of the pool."""
     return [_difference(line, transcript_facts(path)) for path, line in pairs]
 
 

@@ -321,7 +321,8 @@ def run_many(
 
     # 1. expected origins, before anything runs
     registry = load_tools(tools, "tools")
-    batch = _Batch(spec_list, paths, _expected(spec_list, registry, model), (model, tools, out_dir, transfer, max_transfer_bytes), progress)
+    how = (model, tools, out_dir, transfer, max_transfer_bytes)
+    batch = _Batch(spec_list, paths, _expected(spec_list, registry, model), how, progress)
     todo = batch.resumed() if resume else list(range(len(spec_list)))
     if executor is None:
         for index in todo:
@@ -332,7 +333,8 @@ def run_many(
             workers = min(len(broken), max(1, getattr(executor, "_max_workers", None) or os.cpu_count() or 1))
             for index, answer, error in _isolated([(i, batch.job(i)) for i in sorted(broken)], workers):
                 batch.finish(index, answer, error)
-    return _write_ledger(batch.final(), batch_origin(spec_list_hash(spec_list)), manifest_path, checkpoint, key, signer, previous)
+    origin = batch_origin(spec_list_hash(spec_list))
+    return _write_ledger(batch.final(), origin, manifest_path, checkpoint, key, signer, previous)
 
 
 #: How many runs :func:`run_many` keeps submitted to an executor at once (at least four per worker of its pool).
@@ -354,7 +356,9 @@ def _previous_ledger(manifest_path: str, resume: bool) -> Optional[bytes]:
     if not os.path.lexists(manifest_path):
         return None
     if not resume:
-        raise RunConfigError("manifest", "%s already exists (pass resume=True to continue that batch)" % (manifest_path,))
+        raise RunConfigError(
+            "manifest", "%s already exists (pass resume=True to continue that batch)" % (manifest_path,)
+        )
     with open(manifest_path, "rb") as handle:
         previous = handle.read()
     parse_ledger(previous)  # a malformed earlier ledger is refused, not overwritten
@@ -424,7 +428,9 @@ class _Batch:
             for future in done:  # 5. completion order drives only progress; entries land at their index
                 self._collect(future, futures.pop(future), broken)
 
-    def _submit(self, executor: concurrent.futures.Executor, index: int, futures: Dict[Any, int], broken: List[int]) -> None:
+    def _submit(
+        self, executor: concurrent.futures.Executor, index: int, futures: Dict[Any, int], broken: List[int]
+    ) -> None:
         try:
             futures[executor.submit(run_one, self.job(index))] = index
         except concurrent.futures.BrokenExecutor:

@@ -221,9 +221,12 @@ def verify_manifest(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def add_verify_manifest_options(verify: argparse.ArgumentParser) -> None:
-    """``verify``'s batch options: ``--manifest`` and ``--workers`` (also for one transcript; its checkpoint takes ``--trust``/``--require``)."""
+    """``verify``'s batch options: ``--manifest`` and ``--workers`` (also for one transcript);
+    its checkpoint takes ``--trust``/``--require``."""
     verify.add_argument("--manifest", metavar="MANIFEST", help="check the FILEs against a batch ledger (agentloop batch)")
-    verify.add_argument("--workers", type=positive_arg, metavar="N", help="read each FILE (with --manifest: the files) in N processes")
+    verify.add_argument(
+        "--workers", type=positive_arg, metavar="N", help="read each FILE (with --manifest: the files) in N processes"
+    )
 
 
 def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

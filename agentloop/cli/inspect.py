@@ -54,9 +54,9 @@ __all__ = ["add_commands"]
 def _cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
     if args.manifest is not None:  # a batch against its ledger (agentloop.cli.batch)
         return verify_manifest(args, out)
-    if is_anchored(args):
+    if is_anchored(args):  # --checkpoint, --since, --exact, --key-file (agentloop.anchor_cli)
         if args.workers is not None:
-            raise Refused("--workers", "is for a transcript's chain or --manifest; a checkpoint is checked in one pass")  # --checkpoint, --since, --exact, --key-file (agentloop.anchor_cli)
+            raise Refused("--workers", "is for a transcript's chain or --manifest; a checkpoint is checked in one pass")
         return verify_anchored(args, out, report_verdict, fault_json)
     results: List[Dict[str, Any]] = []
     failed = False

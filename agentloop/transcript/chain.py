@@ -13,7 +13,10 @@ from typing import Dict, List, Optional
 from ..canonical import canonical_bytes, is_canonical_line
 from ..errors import UnrecordableError
 
-from .format import FIELDS, FORMAT, Fault, GENESIS, KINDS, _BODY_AT, _FIELD_SET, _HEAD, _LATER_KINDS, _a, _is_hex_hash, _json_type, _short
+from .format import (
+    FIELDS, FORMAT, Fault, GENESIS, KINDS, _BODY_AT, _FIELD_SET, _HEAD, _LATER_KINDS,
+    _a, _is_hex_hash, _json_type, _short,
+)
 from .grammar import Grammar
 
 __all__ = ["Chain"]
@@ -79,7 +82,7 @@ class Chain:
             payload = record["payload"]
             if kind != "task" or not isinstance(payload, dict) or payload.get("format") != FORMAT:
                 return False
-        elif type(kind) is not str or kind not in _LATER_KINDS or self.last_kind == "stop":  # str first: never hash a list
+        elif type(kind) is not str or kind not in _LATER_KINDS or self.last_kind == "stop":  # str first: no list hashed
             return False
         if not _is_hex_hash(stored) or not is_canonical_line(record, text, raw):
             return False
@@ -91,7 +94,9 @@ class Chain:
         self.last_kind = kind
         return True
 
-    def check(self, record: object, line: Optional[int], raw: Optional[bytes], text: Optional[str] = None) -> List[Fault]:
+    def check(
+        self, record: object, line: Optional[int], raw: Optional[bytes], text: Optional[str] = None
+    ) -> List[Fault]:
         """Check one record (and, when ``raw`` is given, its line bytes).
 
         With ``text``, the decoded line, a sound record passes the chain

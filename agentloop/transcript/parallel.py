@@ -163,7 +163,8 @@ def judge_part(path: PathLike, start: int, end: Optional[int], limit: int, max_f
                     part.lines = _count_rest(window, None)[0]  # type: ignore[arg-type]
                     return part
             chain = _guessed_chain(part.guess) if part.guess is not None else Chain()
-            for line, _, found, _ in judge_lines(window, chain, limit, max_faults, max_faults):  # type: ignore[arg-type]
+            judged = judge_lines(window, chain, limit, max_faults, max_faults)  # type: ignore[arg-type]
+            for line, _, found, _ in judged:
                 part.lines = line or part.lines
                 part.faults.extend(found)
                 if not line and found:  # too_many_faults: the part is judged again at the join
@@ -209,7 +210,8 @@ class _Join:
             return
         for fault in kept:
             index = None if fault.index is None else fault.index + base
-            self.faults.append(Fault(index, None if fault.line is None else fault.line + self.lines, fault.kind, fault.detail))
+            line = None if fault.line is None else fault.line + self.lines
+            self.faults.append(Fault(index, line, fault.kind, fault.detail))
         end, intact = part.end, self.state.intact and part.end.intact
         end.index = self.state.index + part.records
         end.intact = intact
@@ -226,7 +228,10 @@ class _Join:
         with open_input(self.path) as handle:
             handle.seek(start)
             window = _Window(handle, None if end is None else end - start)
-            for line, _, found, _ in judge_lines(window, chain, self.limit, self.max_faults, room, self.lines, beyond=beyond):  # type: ignore[arg-type]
+            judged = judge_lines(
+                window, chain, self.limit, self.max_faults, room, self.lines, beyond=beyond  # type: ignore[arg-type]
+            )
+            for line, _, found, _ in judged:
                 self.faults.extend(found)
                 if not line and found:
                     self.stopped = True
