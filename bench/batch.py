@@ -121,7 +121,7 @@ def memory(sizes: List[int], steps: int, threads: int) -> None:
             audit = subprocess.run([sys.executable, "-c", _AUDIT, ROOT, runs, "2"],
                                    stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.split()
             print("%8d %12.1f %16.1f %22.1f %24s" % (size, int(out[1]) / 1e3, int(out[0]) / 1024, wall,
-                                                   "%.1f (pool: %.1f)" % (int(audit[0]) / 1024, int(audit[1]) / 1024)))
+                                                   "%.1f (pool: %s)" % (int(audit[0]) / 1024, "%.1f" % (int(audit[1]) / 1024) if int(audit[1]) else "none")))
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 

@@ -167,7 +167,7 @@ def _peaks(path: str, workers: int) -> str:
     child = subprocess.run([sys.executable, "-c", program, ROOT, path, str(workers)], stdout=subprocess.PIPE,
                            universal_newlines=True, check=True)
     ok, count, own, pool = child.stdout.split()
-    return "%.1f MB (pool processes: %s)" % (int(own) / 1024, "%.1f MB" % (int(pool) / 1024) if workers > 1 else "none")
+    return "%.1f MB (pool processes: %s)" % (int(own) / 1024, "%.1f MB" % (int(pool) / 1024) if int(pool) else "none")
 
 
 def main(argv: List[str]) -> int:
