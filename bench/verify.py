@@ -190,12 +190,14 @@ def main(argv: List[str]) -> int:
         print("python %s on %s, %d cpus, load average %s; %s: %.1f MB, %d records" % (
             platform.python_version(), platform.machine(), os.cpu_count() or 0,
             " ".join("%.2f" % x for x in os.getloadavg()), os.path.basename(path), size, records))
-        for workers in counts:
+        times: Dict[str, List[float]] = {}
+
+        def checked(workers: int) -> None:
             verdict = verify_file(path, workers=workers)
             assert verdict.ok and (not records or verdict.count == records), verdict.faults[:3]
-        times: Dict[str, List[float]] = {}
+
         runs = [("baseline", lambda: baseline(path))] + [
-            ("workers=%d" % n, lambda n=n: verify_file(path, workers=n)) for n in counts]  # type: ignore[misc]
+            ("workers=%d" % n, lambda n=n: checked(n)) for n in counts]  # type: ignore[misc]
         for _ in range(args.repeat):  # interleaved: the load falls on each alike
             for name, fn in runs:
                 times.setdefault(name, []).append(best_of(1, fn))
