@@ -35,7 +35,7 @@ import json
 import marshal
 import math
 import re
-from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 from .errors import UnrecordableError
 
@@ -44,7 +44,8 @@ __all__ = [
     "MAX_SAFE_INTEGER",
     "canonical_bytes",
     "canonical_text",
-    "canonical_text_with",
+    "canonical_text_spliced",
+    "placeholder",
     "check_string",
     "snapshot",
     "describe_integer",
@@ -344,24 +345,38 @@ def canonical_text(value: Any, path: str = "$", depth: int = 0) -> str:
     return "".join(out)
 
 
-def canonical_text_with(value: Mapping[str, Any], texts: Mapping[str, str], path: str = "$", depth: int = 0) -> str:
-    """The RFC 8785 text of the object ``value``, whose members named in ``texts`` are
-    given as their RFC 8785 text (a :func:`snapshot`'s) and are not encoded again.
+def placeholder(number: int) -> str:
+    """The string that stands, in a value given to :func:`canonical_text_spliced`, for its ``number``-th text."""
+    return _PLACEHOLDER % (number,)
 
-    The members are sorted as RFC 8785 section 3.2.3 sorts them; every other
-    member's value is encoded here with :func:`canonical_text` (at ``depth + 1``,
-    its errors naming its place under ``path``).  Each text in ``texts`` must
-    be what :func:`canonical_text` gives for that member: this is how a record
-    is built around values encoded once, not a check of them.
+
+_PLACEHOLDER = "\x00agentloop-encoded-value-%d\x00"
+
+
+def canonical_text_spliced(value: Any, texts: Sequence[str], path: str = "$", depth: int = 0) -> Optional[str]:
+    """The RFC 8785 text of ``value`` with each :func:`placeholder` string in it
+    replaced by its text from ``texts`` (a :func:`snapshot`'s, not encoded again).
+
+    ``value`` is encoded once, with the placeholders (short strings) where the
+    values stand; each placeholder's string token must then occur exactly
+    once, and is replaced by its text.  A string token occurs only where a
+    string equals it, so ``None`` ("not this way") means a value of
+    ``value`` equals a placeholder, or one is missing: the caller encodes the
+    real value instead.  Each text must be what :func:`canonical_text` gives
+    for the value it stands for (at that depth): this is how a record is
+    built around values encoded once, not a check of them.  Errors of
+    ``value``'s own members raise as :func:`canonical_text` raises them.
     """
-    members = []
-    for key in sorted(value, key=_sort_key):
-        if not isinstance(key, str):
-            raise UnrecordableError(path, _key_problem(key))
-        here = json_path(path, key)
-        text = texts[key] if key in texts else canonical_text(value[key], here, depth + 1)
-        members.append(_encode_string(check_string(key, here)) + ":" + text)
-    return "{" + ",".join(members) + "}"
+    text = canonical_text(value, path, depth)
+    tokens = [_encode_string(placeholder(number)) for number in range(len(texts))]
+    places = sorted((text.find(token), number) for number, token in enumerate(tokens))
+    if any(at < 0 or text.count(tokens[number], at + 1) for at, number in places):
+        return None
+    pieces, done = [], 0
+    for at, number in places:
+        pieces += [text[done:at], texts[number]]
+        done = at + len(tokens[number])
+    return "".join(pieces) + text[done:]
 
 
 def snapshot(value: Any, path: str = "$", depth: int = 0) -> Tuple[Any, str]:
@@ -466,18 +481,22 @@ def _float_layout_differs(raw: bytes) -> bool:
     digit before ``e+16`` .. ``e+20`` (two exponent digits); in a string
     these are needless ``True`` answers.
     """
-    if b".0," in raw or b".0]" in raw or b".0}" in raw or raw.endswith(b".0"):
+    if b".0" in raw and (b".0," in raw or b".0]" in raw or b".0}" in raw or raw.endswith(b".0")):
         return True
-    at = raw.find(b"e-0")
+    return (b"e-0" in raw and _exponent_at(raw, b"e-0", ())) or (b"e+" in raw and _exponent_at(raw, b"e+", _PADDED))
+
+
+def _exponent_at(raw: bytes, mark: bytes, exponents: Tuple[bytes, ...]) -> bool:
+    """Whether ``mark`` follows a digit somewhere in ``raw`` (and, with ``exponents``, is
+    followed by one of them, two digits and no third)."""
+    at = raw.find(mark)
     while at > 0:
-        if 0x30 <= raw[at - 1] <= 0x39:
+        after = at + len(mark)
+        if 0x30 <= raw[at - 1] <= 0x39 and (
+            not exponents or raw[after : after + 2] in exponents and not raw[after + 2 : after + 3].isdigit()
+        ):
             return True
-        at = raw.find(b"e-0", at + 3)
-    at = raw.find(b"e+")
-    while at > 0:
-        if 0x30 <= raw[at - 1] <= 0x39 and raw[at + 2 : at + 4] in _PADDED and not raw[at + 4 : at + 5].isdigit():
-            return True
-        at = raw.find(b"e+", at + 2)
+        at = raw.find(mark, after)
     return False
 
 

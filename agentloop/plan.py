@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from .canonical import canonical_text, canonical_text_with, json_path, snapshot
+from .canonical import canonical_text, json_path, placeholder, snapshot
 from .errors import UnrecordableError
 from .messages import Message, ModelReply
 
@@ -52,12 +52,6 @@ class PlannedCall:
             entry["arguments_error"] = self.problem
         return entry
 
-    def recorded_text(self, path: str) -> str:
-        """:meth:`recorded` as RFC 8785 text (``path``: its place in the record), the
-        arguments' text from their snapshot, not encoded again."""
-        texts = {"arguments": self.arguments_text} if self.arguments is not None and self.arguments_text else {}
-        return canonical_text_with(self.recorded(), texts, path, ARGUMENTS_DEPTH - 1)
-
     def shown(self) -> Dict[str, Any]:
         """The call in the assistant message the model sees next."""
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
@@ -72,10 +66,19 @@ class TurnPlan:
     calls: Tuple[PlannedCall, ...]
     emitted: str
 
-    def calls_text(self) -> str:
-        """The assistant record's ``tool_calls`` as RFC 8785 text, each call's arguments encoded once (by the plan)."""
-        texts = [call.recorded_text("$.payload.tool_calls[%d]" % i) for i, call in enumerate(self.calls)]
-        return "[%s]" % (",".join(texts),)
+    def marked_calls(self) -> Tuple[List[Dict[str, Any]], List[str]]:
+        """The assistant record's ``tool_calls`` with each call's recorded arguments replaced by a
+        :func:`~agentloop.canonical.placeholder`, and their texts (from the snapshots): to splice
+        with :func:`~agentloop.canonical.canonical_text_spliced`, each value encoded once."""
+        entries: List[Dict[str, Any]] = []
+        texts: List[str] = []
+        for call in self.calls:
+            entry = call.recorded()
+            if call.arguments is not None and call.arguments_text:
+                entry["arguments"] = placeholder(len(texts))
+                texts.append(call.arguments_text)
+            entries.append(entry)
+        return entries, texts
 
     def message(self) -> Message:
         """The assistant message the model sees in later turns."""
