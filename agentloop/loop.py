@@ -68,13 +68,14 @@ import os
 import time
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Callable, Coroutine, Dict, Iterable, List, Mapping, Optional, Tuple, Union, cast
+from typing import Any, Callable, Coroutine, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from .approval import ApprovalRequest, Verdict, closed, judge
 from .budgets import Budgets, Seconds, Spent, budgets_from
 from .calls import DEFAULT_MAX_WORKERS, AsyncRunner, Done, Job, Raised, Runner, SyncRunner, describe, groups, prepare
 from .canonical import (
-    MAX_SAFE_INTEGER, canonical_bytes, canonical_text, canonical_text_with, check_string, json_path, snapshot
+    MAX_SAFE_INTEGER, canonical_bytes, canonical_text, canonical_text_spliced, check_string, json_path, placeholder,
+    snapshot,
 )
 from .errors import DuplicateToolError, RunConfigError, UnrecordableError, WrongTypeError
 from .final import FINAL_RESULT, FinalResult, final_result
@@ -309,10 +310,13 @@ class _Recorder:
         self.on_record = on_record
         self.first = first  # the hash of record 0: the run's name, in its origin
 
-    def append(self, kind: str, payload: Dict[str, Any], texts: Optional[Dict[str, str]] = None) -> str:
-        """Write one record; ``texts`` holds the RFC 8785 text of members already encoded (not encoded again)."""
+    def append(
+        self, kind: str, payload: Dict[str, Any], marked: Optional[Dict[str, Any]] = None, texts: Sequence[str] = ()
+    ) -> str:
+        """Write one record; ``marked`` is the payload with placeholders where the values of
+        ``texts`` (already encoded) stand: the record is built around them, not encoded again."""
         prev, seq = self.out.head, self.out.count
-        payload_text = None if texts is None else canonical_text_with(payload, texts, "$.payload", 1)
+        payload_text = None if marked is None else canonical_text_spliced(marked, texts, "$.payload", 1)
         digest = self.out.append(kind, payload, payload_text)
         if not seq:
             self.first = digest
@@ -459,8 +463,9 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
             tokens = estimate_tokens(plan.emitted) if reply.usage is None else reply.usage.input_tokens + reply.usage.output_tokens
             cost, cost_problem = turn_cost(r.price, reply.usage) if r.price is not None else (None, "")
             try:
-                asked_by = record.append("assistant", _turn_payload(plan, reply, spent, tokens, cost, reading),
-                                         {"tool_calls": plan.calls_text()})
+                payload = _turn_payload(plan, reply, spent, tokens, cost, reading)
+                calls, texts = plan.marked_calls()  # each call's arguments encoded once, by the plan
+                asked_by = record.append("assistant", payload, dict(payload, tool_calls=calls), texts)
             except UnrecordableError as exc:  # only a reply over max_record_bytes
                 return stop("model_error", "model reply is not recordable: %s" % (exc,), reading)
             r.budgets.charge(spent, tokens, r.price is not None, cost, cost_problem)
@@ -556,7 +561,7 @@ async def _run_calls(
                 result["approval"] = verdict.member()
             try:
                 # the value was encoded once, by its snapshot: the record is built around that text
-                record.append("tool", result, {"value": text} if ok and text else None)
+                record.append("tool", result, dict(result, value=placeholder(0)) if ok and text else None, [text])
             except UnrecordableError as exc:  # a result over max_record_bytes
                 ok, value, text = False, "tool %r returned an unrecordable result: %s" % (call.name, exc), ""
                 result = {"step": step, "id": call.id, "name": call.name, "ok": ok, "error": value}
