@@ -44,6 +44,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from agentloop import TranscriptWriter, verify_file  # noqa: E402
+from bench.machine import machine_speedup  # noqa: E402
 
 WORDS = ["alpha", "beta", "gamma", "delta", "naïve", "café", "Zürich", "東京", "данные", "😀", "ok", "error"]
 
@@ -209,6 +210,8 @@ def main(argv: List[str]) -> int:
             print("%-38s %10.2f %10.1f %10.2f" % ("verify_file, %d worker%s" % (n, "s" * (n > 1)), took, size / took, base / took))
         print("(targets: >= 0.3x with 1 worker, >= 0.5x with 2 workers on 2 cores; load average now %s)" % (
             " ".join("%.2f" % x for x in os.getloadavg()),))
+        print("control: 2 processes / 1 on pure CPU work on this machine now: %.2fx (2.0 on 2 idle cores)" % (
+            machine_speedup(),))
         for n in counts:
             print("peak RSS verifying with %d worker%s: %s (target < 64 MB each)" % (n, "s" * (n > 1), _peaks(path, n)))
     finally:
