@@ -35,7 +35,6 @@ import json
 import marshal
 import math
 import re
-import threading
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 from .errors import UnrecordableError
@@ -45,6 +44,9 @@ __all__ = [
     "MAX_SAFE_INTEGER",
     "canonical_bytes",
     "canonical_text",
+    "canonical_text_spliced",
+    "placeholder",
+    "check_string",
     "snapshot",
     "describe_integer",
     "json_depth",
@@ -131,7 +133,12 @@ def _sort_key(key: str) -> bytes:
     return key.encode("utf-16-be", "surrogatepass")
 
 
-def _check_string(text: str, path: str) -> str:
+def check_string(text: str, path: str = "$") -> str:
+    """``text`` if it is a recordable JSON string (RFC 7493 section 2.1: no lone
+    surrogate, no noncharacter), else :class:`~agentloop.errors.UnrecordableError`
+    naming ``path``: what encoding it would check, without encoding it."""
+    if text.isascii():
+        return text
     match = _NOT_I_JSON.search(text)
     if match is not None:
         point = ord(match.group())
@@ -194,7 +201,7 @@ def _encode(value: Any, path: str, depth: int, out: List[str]) -> None:
     elif value is False:
         out.append("false")
     elif isinstance(value, str):
-        out.append(_encode_string(_check_string(value, path)))
+        out.append(_encode_string(check_string(value, path)))
     elif isinstance(value, int):
         number = int(value)  # an int subclass's own value, checked as written
         if not -MAX_SAFE_INTEGER <= number <= MAX_SAFE_INTEGER:
@@ -221,7 +228,7 @@ def _encode(value: Any, path: str, depth: int, out: List[str]) -> None:
         for key in value:
             if not isinstance(key, str):
                 raise UnrecordableError(path, _key_problem(key))
-            _check_string(key, json_path(path, key))
+            check_string(key, json_path(path, key))
         out.append("{")
         for index, key in enumerate(sorted(value, key=_sort_key)):
             if index:
@@ -264,24 +271,8 @@ _C_ENCODE: Optional[Callable[[Any, int], Sequence[str]]] = (
 )
 
 
-class _Floats(threading.local):
-    """Per thread: whether the last scan met a float in ``repr`` layout that
-    ECMAScript writes otherwise (an exponent, 1e-07, or a trailing .0, 1.0)."""
-
-    other_layout = False
-
-
-_FLOATS = _Floats()
-
-
-def _float_token(token: str) -> float:
-    # Called by the scanner for float tokens only: a line without floats pays nothing.
-    if "e" in token or token.endswith(".0"):
-        _FLOATS.other_layout = True
-    return float(token)
-
-
-_SCAN: Callable[[str, int], Tuple[Any, int]] = getattr(json.JSONDecoder(parse_float=_float_token), "scan_once")
+# The C scanner behind json.loads, without hooks: floats are parsed in C.
+_SCAN: Callable[[str, int], Tuple[Any, int]] = getattr(json.JSONDecoder(), "scan_once")
 
 
 def _c_text(value: Any) -> str:
@@ -304,11 +295,14 @@ def _fast(value: Any, depth: int) -> Optional[Tuple[str, Any]]:
        ``BF BE``/``BF BF`` (no noncharacter U+nFFFE/U+nFFFF): RFC 7493 2.1;
     3. no run of 16 digits outside a fraction (no integer beyond 2**53 - 1);
     4. nesting within what ``depth`` leaves of :data:`MAX_DEPTH`;
-    5. the text parses back (a float in ``repr`` layout that ECMAScript writes
-       otherwise is flagged as it is met) to a value equal to ``value``: so
-       ``value`` was plain JSON (a tuple, a non-string key, a set... compare
-       unequal) and the text is the C encoder's form of the parsed value,
-       which 1-4 and the float layout make the RFC 8785 form.
+    5. no float whose ``repr`` layout ECMAScript writes otherwise
+       (:func:`_float_layout_differs`: the floats that stay here are the
+       ones json.dumps writes as RFC 8785 does, non-integral in
+       1e-4 <= |x| < 1e16, and |x| >= 1e21 or < 1e-9);
+    6. the text parses back to a value equal to ``value``: so ``value`` was
+       plain JSON (a tuple, a non-string key, a set... compare unequal) and
+       the text is the C encoder's form of the parsed value, which 1-5 make
+       the RFC 8785 form.
     """
     if type(value) is not dict and type(value) is not list:
         return None
@@ -323,12 +317,13 @@ def _fast(value: Any, depth: int) -> Optional[Tuple[str, Any]]:
     if _maybe_long_integer(raw):
         return None
     room = MAX_DEPTH - depth
-    if raw.count(b"[") + raw.count(b"{") > room and json_depth(text) > room:
+    if raw.count(b"[") + raw.count(b"{") > room and _deeper_than(raw, room):
         return None
-    _FLOATS.other_layout = False
+    if _float_layout_differs(raw):
+        return None
     try:
         parsed, end = _SCAN(text, 0)
-        same = end == len(text) and not _FLOATS.other_layout and bool(parsed == value)
+        same = end == len(text) and bool(parsed == value)
     except Exception:  # a value whose __eq__ raises
         return None
     return (text, parsed) if same else None
@@ -348,6 +343,40 @@ def canonical_text(value: Any, path: str = "$", depth: int = 0) -> str:
     out: List[str] = []
     _encode(value, path, depth, out)
     return "".join(out)
+
+
+def placeholder(number: int) -> str:
+    """The string that stands, in a value given to :func:`canonical_text_spliced`, for its ``number``-th text."""
+    return _PLACEHOLDER % (number,)
+
+
+_PLACEHOLDER = "\x00agentloop-encoded-value-%d\x00"
+
+
+def canonical_text_spliced(value: Any, texts: Sequence[str], path: str = "$", depth: int = 0) -> Optional[str]:
+    """The RFC 8785 text of ``value`` with each :func:`placeholder` string in it
+    replaced by its text from ``texts`` (a :func:`snapshot`'s, not encoded again).
+
+    ``value`` is encoded once, with the placeholders (short strings) where the
+    values stand; each placeholder's string token must then occur exactly
+    once, and is replaced by its text.  A string token occurs only where a
+    string equals it, so ``None`` ("not this way") means a value of
+    ``value`` equals a placeholder, or one is missing: the caller encodes the
+    real value instead.  Each text must be what :func:`canonical_text` gives
+    for the value it stands for (at that depth): this is how a record is
+    built around values encoded once, not a check of them.  Errors of
+    ``value``'s own members raise as :func:`canonical_text` raises them.
+    """
+    text = canonical_text(value, path, depth)
+    tokens = [_encode_string(placeholder(number)) for number in range(len(texts))]
+    places = sorted((text.find(token), number) for number, token in enumerate(tokens))
+    if any(at < 0 or text.count(tokens[number], at + 1) for at, number in places):
+        return None
+    pieces, done = [], 0
+    for at, number in places:
+        pieces += [text[done:at], texts[number]]
+        done = at + len(tokens[number])
+    return "".join(pieces) + text[done:]
 
 
 def snapshot(value: Any, path: str = "$", depth: int = 0) -> Tuple[Any, str]:
@@ -397,38 +426,117 @@ def canonical_bytes(value: Any, path: str = "$", depth: int = 0) -> bytes:
 # decides with the exact encoder above.  Float tokens are vetted one by one
 # while the line is parsed (:class:`FloatVetter`).
 
-# check_circular=False: a value fresh from json.loads has no cycles.
-_C_ENCODER = json.JSONEncoder(
-    ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False, check_circular=False
-)
-_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
-_SIXTEEN_DIGITS = b"0" * 16
 
 
 def _maybe_long_integer(raw: bytes) -> bool:
-    """Whether ``raw`` holds a run of 16+ digits not in a number's fraction.
+    """Whether ``raw`` may hold an integer token of 16+ digits (beyond 2**53 - 1, perhaps).
 
-    Such a run may be an integer beyond 2**53 - 1 (or digits in a string:
-    then the answer is a needless ``True``).  Fraction digits (after ``.``)
-    are common in floats and harmless.
+    In valid JSON an integer token starts the text or follows ``:``, ``,``,
+    ``[`` or its ``-`` sign, and is not followed by ``.``, ``e`` or ``E``
+    (which make it a float's integer part).  In C: every digit becomes ``0``,
+    those four bytes ``a``, those three ``p``, any other byte ``b``; only a
+    run of 16+ zeros after an ``a`` and not before a ``p`` can be such an
+    integer.  The digits of a fraction (after ``.``: ``0.6428571428571429``),
+    of a float's integer part (``1743944176859259.8``) or of a hex hash
+    (after a letter or ``"``) are not; digits after ``:`` in a string give a
+    needless ``True``.
     """
-    digits = raw.translate(_DIGITS_TO_ZERO)
-    at = digits.find(_SIXTEEN_DIGITS)
+    runs = b"a" + raw.translate(_RUNS)
+    at = runs.find(_INTEGER_RUN)
     while at >= 0:
-        start = at
-        while start and digits[start - 1] == 0x30:
-            start -= 1
-        if not start or digits[start - 1] != 0x2E:  # not after a "."
-            return True
-        end = at + 16
-        while end < len(digits) and digits[end] == 0x30:
+        end = at + len(_INTEGER_RUN)
+        while end < len(runs) and runs[end] == 0x30:
             end += 1
-        at = digits.find(_SIXTEEN_DIGITS, end)
+        if end == len(runs) or runs[end] != 0x70:
+            return True
+        at = runs.find(_INTEGER_RUN, end)
     return False
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+_RUNS = bytes(
+    0x30 if 0x30 <= b <= 0x39 else 0x61 if b in b":,[-" else 0x70 if b in b".eE" else 0x62 for b in range(256)
+)
+_INTEGER_RUN = b"a" + b"0" * 16
+
+
+def _float_layout_differs(raw: bytes) -> bool:
+    """Whether the C encoder's text ``raw`` may hold a float whose ``repr``
+    layout is not its ECMAScript ``Number::toString`` form.
+
+    The C encoder writes a float ``x`` as ``repr(x)``.  Python's ``repr`` and
+    ECMAScript (ECMA-262 7.1.12.1, RFC 8785 section 3.2.2.3) write the same
+    shortest round-trip digits; their layouts differ in exactly these ranges:
+
+    * integral ``x`` below 1e16: ``repr`` ends in ``.0`` (``1.0``, ``-0.0``;
+      ECMAScript ``1``, ``0``);
+    * 1e-9 <= |x| < 1e-4: ``repr`` pads the exponent, ``1e-05``, ``1.5e-07``
+      (ECMAScript ``0.00001``, ``1.5e-7``);
+    * 1e16 <= |x| < 1e21: ``repr`` writes ``1e+16`` .. ``9.9e+20``
+      (ECMAScript fixed notation).
+
+    Everywhere else both write fixed notation (1e-4 <= |x| < 1e16) or the
+    same exponent form (``1e+21``, ``1.5e-10``, ``5e-324``).  So ``True`` when
+    ``raw`` has ``.0`` before ``,``, ``]``, ``}`` or the end (what follows a
+    number in the C encoder's compact text), a digit before ``e-0``, or a
+    digit before ``e+16`` .. ``e+20`` (two exponent digits); in a string
+    these are needless ``True`` answers.
+    """
+    if b".0" in raw and (b".0," in raw or b".0]" in raw or b".0}" in raw or raw.endswith(b".0")):
+        return True
+    return (b"e-0" in raw and _exponent_at(raw, b"e-0", ())) or (b"e+" in raw and _exponent_at(raw, b"e+", _PADDED))
+
+
+def _exponent_at(raw: bytes, mark: bytes, exponents: Tuple[bytes, ...]) -> bool:
+    """Whether ``mark`` follows a digit somewhere in ``raw`` (and, with ``exponents``, is
+    followed by one of them, two digits and no third)."""
+    at = raw.find(mark)
+    while at > 0:
+        after = at + len(mark)
+        if 0x30 <= raw[at - 1] <= 0x39 and (
+            not exponents or raw[after : after + 2] in exponents and not raw[after + 2 : after + 3].isdigit()
+        ):
+            return True
+        at = raw.find(mark, after)
+    return False
+
+
+_PADDED = (b"16", b"17", b"18", b"19", b"20")
+
+
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 _SIGNS = bytes.maketrans(b"[{]}", b"\x01\x01\x02\x02")
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_NOT_SHAPE = bytes(b for b in range(256) if b not in b'[]{}"')
 _STEP = (0, 1, -1)
+
+
+def _deeper_than(raw: bytes, limit: int) -> bool:
+    """Whether the *valid* JSON text ``raw`` (UTF-8) nests deeper than ``limit``, cheaply.
+
+    In valid JSON a backslash occurs only in a string and starts a
+    two-character escape, so removing ``\\\\`` pairs (leftmost first, as a
+    parser reads them) and then ``\\"`` leaves every remaining ``"`` a
+    string's delimiter.  Every other byte but brackets is dropped, the
+    strings (every other piece between quotes) are cut out, and each pass of
+    ``replace("()", "")`` removes the innermost pairs: a text nesting ``d``
+    deep is empty after exactly ``d`` passes.  Every step is one call in C.
+    """
+    if limit < 0:
+        return True
+    shape = raw
+    if b"\\" in shape:
+        shape = shape.replace(b"\\\\", b"").replace(b'\\"', b"")
+    shape = shape.translate(_PARENS, _NOT_SHAPE)
+    if b'"' in shape:
+        shape = b"".join(shape.split(b'"')[::2])
+    for _ in range(limit):
+        if not shape:
+            return False
+        shape = shape.replace(b"()", b"")
+    return bool(shape)
+
+
+_PARENS = bytes.maketrans(b"[{]}", b"(())")
 
 
 def strict_loads(text: Union[str, bytes], **options: Any) -> Any:
@@ -498,38 +606,118 @@ class FloatVetter:
         return float(token)
 
 
-def is_canonical_line(value: Any, text: str, raw: bytes, floats: Sequence[Tuple[str, str]] = ()) -> bool:
+def is_canonical_line(
+    value: Any, text: str, raw: bytes, floats: Optional[Sequence[Tuple[str, str]]] = None
+) -> bool:
     """Whether ``raw`` (the UTF-8 of ``text``) is provably the RFC 8785 form of ``value``.
 
-    ``value`` is what ``json.loads(text)`` returned with a :class:`FloatVetter`
-    hook, whose ``pairs`` (not ``None``: every float token of ``text`` is in
-    RFC 8785 form) are passed as ``floats``.  ``False`` means "not proven
-    here": the caller must decide with :func:`canonical_bytes`.
+    ``value`` is what ``json.loads(text)`` returned.  ``floats``, when given,
+    are the ``pairs`` of a :class:`FloatVetter` that hooked that parse (not
+    ``None``: every float token of ``text`` is in RFC 8785 form).  Without
+    them, the floats were parsed in C: a float in a layout where ``repr`` and
+    ECMAScript agree is written by the C encoder exactly as a canonical line
+    holds it; one in a layout where they differ (:func:`_float_layout_differs`)
+    is put in ECMAScript's layout (:func:`_ecmascript_floats`), and the text
+    must hold no ``repr`` layout; any doubt left (such a layout in a string)
+    is settled by parsing the line again with a vetter.  ``False``
+    means "not proven here": the caller must decide with :func:`canonical_bytes`.
 
     1. no character in U+E000..U+FFFF (UTF-8 lead bytes EE, EF), so code point
        and UTF-16 key order agree, and no U+FDD0..U+FDEF, U+FFFE or U+FFFF;
        and no ``BF BE``/``BF BF`` bytes, the end of every other noncharacter
        U+nFFFE/U+nFFFF (F0-F4 xF BF BE/BF), which RFC 7493 refuses;
     2. no run of 16 digits outside a fraction, so no integer beyond 2**53 - 1;
-    3. nesting within MAX_DEPTH (counted exactly only when the brackets,
-       strings included, could exceed it);
-    4. the C encoder's output (``NaN`` refused), with each float's ``repr``
-       replaced by its vetted token, is exactly ``text``.  The replacements
+    3. the C encoder's output (``NaN`` refused), with each vetted float's
+       ``repr`` replaced by its token, is exactly ``text``.  The replacements
        touch only runs of ``[0-9.e+-]`` holding an ``e`` or a ``.``, never an
        integer, so equality leaves the structure, every string and every
        integer as the C encoder wrote them, which is canonical; and at each
-       float's place stands the line's own token, vetted as RFC 8785.
+       float's place stands either the line's own vetted token or ``repr``
+       in a layout ECMAScript shares;
+    4. nesting within MAX_DEPTH (counted exactly, on what is now known to be
+       valid JSON, only when the brackets, strings included, could exceed it:
+       :func:`_deeper_than`).
     """
-    if b"\xee" in raw or b"\xef" in raw or b"\xbf\xbe" in raw or b"\xbf\xbf" in raw:
-        return False
-    if _maybe_long_integer(raw):
-        return False
-    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and json_depth(text) > MAX_DEPTH:
+    if b"\xee" in raw or b"\xef" in raw or b"\xbf\xbe" in raw or b"\xbf\xbf" in raw or _maybe_long_integer(raw):
         return False
     try:
-        written = _C_ENCODER.encode(value)
+        written = _c_text(value)
     except (TypeError, ValueError, RecursionError):
         return False
-    for before, after in set(floats):
+    if floats is None:
+        settled = _layouts_settled(written, text, raw)
+        if settled is not None:
+            return settled
+    for before, after in set(floats or ()):
         written = written.replace(before, after)
-    return bool(written == text)
+    if written != text:
+        return False
+    return _depth_within(raw)
+
+
+def _ecmascript_floats(written: str) -> str:
+    """The C encoder's text with each float token in a ``repr`` layout that ECMAScript
+    writes otherwise (:func:`_float_layout_differs`) replaced by :func:`format_number` of it.
+
+    Tokens are found from the ``.0``/``e-0``/``e+16`` .. ``e+20`` marks and
+    stretched over the characters a number holds; a mark inside a string is
+    replaced too, which the caller's comparison with the line then refuses
+    (the line, parsed, would not hold that string).
+    """
+    marks = {written.rfind(".0") if written.endswith(".0") else -1}
+    for mark in (".0,", ".0]", ".0}", "e-0", "e+1", "e+2"):
+        at = written.find(mark)
+        while at >= 0:
+            marks.add(at)
+            at = written.find(mark, at + 1)
+    spans = {}
+    for at in marks - {-1}:
+        start = at
+        while start and written[start - 1] in _NUMBER_CHARS:
+            start -= 1
+        end = at + 1
+        while end < len(written) and written[end] in _NUMBER_CHARS:
+            end += 1
+        spans[start] = end
+    pieces, done = [], 0
+    for start in sorted(spans):
+        token = written[start : spans[start]]
+        try:
+            value = float(token)
+        except ValueError:
+            continue
+        if start < done or not math.isfinite(value):
+            continue
+        pieces += [written[done:start], format_number(value)]
+        done = spans[start]
+    return "".join(pieces) + written[done:]
+
+
+_NUMBER_CHARS = frozenset("0123456789.+-e")
+
+
+def _layouts_settled(written: str, text: str, raw: bytes) -> Optional[bool]:
+    """For a line parsed without a vetter: ``None`` when its floats need no more thought
+    (the comparison with ``written`` decides), else the answer of :func:`is_canonical_line`."""
+    if written != text:  # canonical only if floats the C encoder wrote in repr layout stand in ECMAScript's
+        if not _float_layout_differs(written.encode("utf-8", "surrogatepass")):
+            return False
+        if _ecmascript_floats(written) != text:
+            return _vetted(text, raw)
+    if _float_layout_differs(raw):  # a float in repr layout, or a needless match in a string
+        return _vetted(text, raw)
+    return None if written == text else _depth_within(raw)
+
+
+def _depth_within(raw: bytes) -> bool:
+    return raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH or not _deeper_than(raw, MAX_DEPTH)
+
+
+def _vetted(text: str, raw: bytes) -> bool:
+    """:func:`is_canonical_line` for a line parsed again with a :class:`FloatVetter`."""
+    vetter = FloatVetter()
+    try:
+        value = json.loads(text, parse_float=vetter.on_float, parse_constant=vetter.on_constant)
+    except (ValueError, RecursionError):
+        return False
+    return vetter.pairs is not None and is_canonical_line(value, text, raw, vetter.pairs)

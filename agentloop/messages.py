@@ -85,10 +85,11 @@ class ToolCall:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str):
             raise MessageError("ToolCall.name", "must be a str, got %s" % (type(self.name).__name__,))
-        if not isinstance(self.arguments, Mapping):
-            raise MessageError("ToolCall.arguments", "must be a mapping, got %s" % (type(self.arguments).__name__,))
-        if not isinstance(self.arguments, dict):
-            object.__setattr__(self, "arguments", dict(self.arguments))
+        if type(self.arguments) is not dict:  # a plain dict, the common case, skips the ABC check
+            if not isinstance(self.arguments, Mapping):
+                raise MessageError("ToolCall.arguments", "must be a mapping, got %s" % (type(self.arguments).__name__,))
+            if not isinstance(self.arguments, dict):
+                object.__setattr__(self, "arguments", dict(self.arguments))
         if not isinstance(self.id, str):
             raise MessageError("ToolCall.id", "must be a str, got %s" % (type(self.id).__name__,))
         if not isinstance(self.arguments_error, str):
@@ -156,7 +157,8 @@ class ModelReply:
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
             raise MessageError("ModelReply.text", "must be a str, got %s" % (type(self.text).__name__,))
-        if isinstance(self.tool_calls, (str, bytes)) or not isinstance(self.tool_calls, Iterable):
+        plain = type(self.tool_calls) is tuple or type(self.tool_calls) is list  # the common case skips the ABC check
+        if not plain and (isinstance(self.tool_calls, (str, bytes)) or not isinstance(self.tool_calls, Iterable)):
             raise MessageError(
                 "ModelReply.tool_calls", "must be a sequence of ToolCall, got %s" % (type(self.tool_calls).__name__,)
             )

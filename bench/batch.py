@@ -16,12 +16,19 @@
 3. The control for 2: what two processes gain over one on pure CPU work
    (SHA-256 chains) on this machine at that moment -- on a shared machine
    the second core may not be free, and no verifier can beat this figure.
+
+    python3 bench/batch.py --memory [--sizes 1000,10000] [--steps 3]
+
+4. Memory as a batch grows (issue 25): for each size, a fresh process runs
+   :func:`run_many` of that many scripted runs (no sleep, a thread pool of
+   ``--threads``) and another checks them with ``audit_batch(workers=2)``;
+   each reports its peak RSS (``VmHWM``, and its pool's largest process)
+   and the ledger's size, the one thing that must grow with the runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import platform
 import shutil
@@ -35,6 +42,7 @@ sys.path.insert(0, ROOT)
 
 from agentloop import ModelReply, ToolCall, ToolRegistry, tool  # noqa: E402
 from agentloop.batch import RunSpec, audit_batch, run_many  # noqa: E402
+from bench.machine import load, machine_speedup  # noqa: E402
 
 SLEEP = 0.02
 STEPS = 5
@@ -64,41 +72,58 @@ class SlowModel:
         return ModelReply("done")
 
 
-def _burn(rounds: int) -> bytes:
-    digest = b"x"
-    for _ in range(rounds):
-        digest = hashlib.sha256(digest).digest()
-    return digest
-
-
-def machine_speedup(seconds: float = 0.15) -> float:
-    """What 2 processes gain over 1 on pure CPU work on this machine now (2.0 on 2 idle cores): the control."""
-    import concurrent.futures
-
-    rounds = 1000
-    while True:  # calibrate: one share takes about ``seconds``
-        start = time.perf_counter()
-        _burn(rounds)
-        if time.perf_counter() - start > seconds / 4:
-            break
-        rounds *= 2
-    rounds = int(rounds * seconds / max(time.perf_counter() - start, 1e-6))
-    start = time.perf_counter()
-    _burn(rounds)
-    _burn(rounds)
-    one = time.perf_counter() - start
-    with concurrent.futures.ProcessPoolExecutor(1) as pool:
-        start = time.perf_counter()
-        other = pool.submit(_burn, rounds)
-        _burn(rounds)
-        other.result()
-        two = time.perf_counter() - start
-    return one / two
-
-
 def slow_model() -> SlowModel:
     """``__main__:slow_model``"""
     return SlowModel()
+
+
+_PEAK_KIB = ("def peak():\n try:\n  return [int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')][0]\n"
+             " except (OSError, IndexError):\n  import resource; return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n")
+_RUN_MANY = _PEAK_KIB + """
+import concurrent.futures, os, resource, sys
+sys.path[:0] = [sys.argv[1], os.path.join(sys.argv[1], "bench")]
+import batch
+from agentloop.batch import RunSpec, run_many
+batch.SLEEP, batch.STEPS = 0.0, int(sys.argv[4])
+specs = [RunSpec("run-%05d" % i, "task %d" % i, batch.STEPS + 1, 10 ** 9) for i in range(int(sys.argv[3]))]
+with concurrent.futures.ThreadPoolExecutor(int(sys.argv[5])) as pool:
+    result = run_many(specs, model="batch:slow_model", tools="batch:TOOLS", out_dir=sys.argv[2], executor=pool)
+assert result.ok, [e for e in result.entries if not e.ok][:2]
+print(peak(), os.path.getsize(result.manifest))
+"""
+_AUDIT = _PEAK_KIB + """
+import glob, os, resource, sys
+sys.path.insert(0, sys.argv[1])
+from agentloop.batch import audit_batch
+files = sorted(glob.glob(os.path.join(sys.argv[2], "*.jsonl")))
+files = [f for f in files if not f.endswith("manifest.jsonl")]
+audit = audit_batch(files, os.path.join(sys.argv[2], "manifest.jsonl"), workers=int(sys.argv[3]))
+assert audit.ok and len(audit.verified) == len(files)
+print(peak(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def memory(sizes: List[int], steps: int, threads: int) -> None:
+    """4. Peak RSS of run_many and of audit_batch at each size, each in a fresh process."""
+    import subprocess
+
+    print("python %s on %s, %d cpus (load average %s); %d steps a run, %d threads" % (
+        platform.python_version(), platform.machine(), os.cpu_count() or 0, load(), steps, threads))
+    print("%8s %12s %16s %22s %24s" % ("runs", "ledger KB", "run_many peak MB", "run_many s (wall)", "audit_batch(workers=2) MB"))
+    for size in sizes:
+        folder = tempfile.mkdtemp(prefix="agentloop-bench-batch-")
+        try:
+            runs = os.path.join(folder, "runs")
+            start = time.perf_counter()
+            out = subprocess.run([sys.executable, "-c", _RUN_MANY, ROOT, runs, str(size), str(steps), str(threads)],
+                                 stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.split()
+            wall = time.perf_counter() - start
+            audit = subprocess.run([sys.executable, "-c", _AUDIT, ROOT, runs, "2"],
+                                   stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.split()
+            print("%8d %12.1f %16.1f %22.1f %24s" % (size, int(out[1]) / 1e3, int(out[0]) / 1024, wall,
+                                                   "%.1f (pool: %s)" % (int(audit[0]) / 1024, "%.1f" % (int(audit[1]) / 1024) if int(audit[1]) else "none")))
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def main() -> None:
@@ -109,15 +134,19 @@ def main() -> None:
     parser.add_argument("--sleep", type=float, default=0.02)
     parser.add_argument("--threads", type=int, default=32)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--memory", action="store_true", help="4.: peak memory of run_many and audit_batch at --sizes")
+    parser.add_argument("--sizes", default="1000,10000")
     args = parser.parse_args()
+    if args.memory:
+        memory([int(n) for n in args.sizes.split(",")], args.steps, args.threads)
+        return
     SLEEP, STEPS = args.sleep, args.steps
     import concurrent.futures
 
     folder = tempfile.mkdtemp(prefix="agentloop-bench-batch-")
     try:
         print("python %s on %s, %d cpus (load average %s)" % (
-            platform.python_version(), platform.machine(), os.cpu_count() or 0,
-            " ".join("%.2f" % x for x in os.getloadavg())))
+            platform.python_version(), platform.machine(), os.cpu_count() or 0, load()))
         specs = [RunSpec("run-%04d" % i, "task %d" % i, args.steps + 1, 10 ** 9) for i in range(args.runs)]
         ideal = args.runs * args.steps * args.sleep / args.threads
         start = time.perf_counter()

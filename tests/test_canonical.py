@@ -253,3 +253,24 @@ class TestFastProof(unittest.TestCase):
         for text, depth in [("1", 0), ("[]", 1), ("[[],[[]]]", 3), ('[{"a":"[[[["}]', 2), ('["\\"["]', 1)]:
             self.assertEqual(json_depth(text), depth, text)
         self.assertEqual(json_depth("[" * 100_000 + "]" * 100_000), 100_000)
+
+    def test_the_cheap_depth_of_valid_json_is_json_depth(self) -> None:
+        import random
+
+        from agentloop.canonical import _deeper_than, json_depth
+
+        rng = random.Random(64)
+        pieces = ["[", "]", "{", "}", '"', "\\", "\\\\", "a", "é"]
+
+        def value(depth: int) -> object:
+            if depth > 70 or rng.random() < 0.2:
+                return "".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
+            if rng.random() < 0.5:
+                return [value(depth + 1) for _ in range(rng.randint(1, 2))]
+            return {"".join(rng.choice(pieces) for _ in range(3)): value(depth + 1)}
+
+        for _ in range(300):
+            text = json.dumps(value(0), ensure_ascii=False, separators=(",", ":"))
+            depth = json_depth(text)
+            for limit in (depth - 1, depth, 64):
+                self.assertEqual(_deeper_than(text.encode("utf-8"), limit), depth > limit, text)

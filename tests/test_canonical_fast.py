@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import enum
 import json
+import math
+import os
 import random
 import struct
 import unittest
@@ -21,7 +23,7 @@ from collections import OrderedDict
 from typing import Any, List, Optional, Tuple
 
 from agentloop import canonical
-from agentloop.canonical import MAX_DEPTH, _fast, canonical_text, snapshot
+from agentloop.canonical import MAX_DEPTH, _fast, canonical_text, format_number, is_canonical_line, snapshot
 from agentloop.errors import UnrecordableError
 
 SEED = 20260612
@@ -129,11 +131,15 @@ class TestFastPath(unittest.TestCase):
         record = {"kind": "tool", "payload": {"step": 3, "id": "call_3_0", "name": "add", "ok": True, "value": {"sum": 42.5, "t": "é✓"}},
                   "prev": "1acbc9fe52df3169e14e33274d4d910e9141378ee918ab797aff379ba0a844fc", "seq": 5}
         self.assertEqual(self.check(record), (True, True))
-        record["prev"] = "0" * 64  # 16 digits in a row might be an integer beyond 2**53-1: declined, needlessly but safely
+        record["prev"] = "0" * 64  # digits in a hex string follow a letter or a quote: no integer token
+        self.assertEqual(self.check(record), (True, True))
+        record["prev"] = "at:1234567890123456"  # 16 digits after ":" might be an integer beyond 2**53-1: declined, needlessly but safely
+        self.assertEqual(self.check(record), (False, True))
+        record["prev"] = "v1.0, 2.0]"  # looks like a float in repr layout (1.0 for ECMAScript's 1): declined, needlessly
         self.assertEqual(self.check(record), (False, True))
 
     def test_each_difference_from_the_c_encoder_is_declined(self) -> None:
-        for value in ([1.0], [-0.0], [1e-7], [1e21], [2**53], ["\ud800"], ["\ufdd0"], ["\U0001fffe"], [{"\ue000": 1, "\U00010000": 2}],
+        for value in ([1.0], [-0.0], [1e-7], [1e20], [2e-5], [2**53], ["\ud800"], ["\ufdd0"], ["\U0001fffe"], [{"\ue000": 1, "\U00010000": 2}],
                       [(1,)], [{1: 2}], [Color.RED], [Odd(a=1)], [float("nan")], ["x"] * 3 + [{"a": set()}]):
             with self.subTest(value=value):
                 self.assertIsNone(_fast(value, 0))
@@ -158,6 +164,158 @@ class TestFastPath(unittest.TestCase):
         with self.assertRaises(UnrecordableError) as caught:
             snapshot({"ok": [1, {"bad": float("nan")}]})
         self.assertEqual(caught.exception.path, "$.ok[1].bad")  # paths are still built, on the way to the error
+
+
+def _step(value: float, by: int) -> float:
+    """The double ``by`` units in the last place away from ``value`` (math.nextafter is 3.9+)."""
+    return struct.unpack("<d", struct.pack("<q", struct.unpack("<q", struct.pack("<d", value))[0] + by))[0]
+
+
+def _floats(rng: random.Random) -> List[float]:
+    """Doubles from every binary exponent, the decimal thresholds of both layouts, and the edges."""
+    values = [0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 0.1 + 0.2, 0.642857142857143,
+              9 / 14, 1 / 3, 2 / 3, 0.5, 1.5, 100.25, 2.0**53, 2.0**53 + 2, 123456789012345680.0]
+    for power in range(-325, 309):  # every decimal threshold, its neighbours and its integral/halved forms
+        base = float("1e%d" % power)
+        values += [base, -base, _step(base, -1), _step(base, 1), base * 1.5, base * 9.999999999999998]
+    for exponent in range(-1074, 1024, 3):  # every binary exponent (in steps of 3), random mantissas
+        values += [math.ldexp(rng.random() + 0.5, exponent) * rng.choice((1, -1)) for _ in range(2)]
+    values += [struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0] for _ in range(3000)]
+    values += [rng.randrange(-10**6, 10**6) / rng.choice((7, 14, 1000, 3)) for _ in range(1000)]  # scores, means
+    return [v for v in values if math.isfinite(v)]
+
+
+def _layouts_agree(value: float) -> bool:
+    """Where ``repr`` (json.dumps) and ECMAScript write a float alike: fixed notation and not
+    integral (1e-4 <= |x| < 1e16), or an exponent of two or three digits that both write (|x| >= 1e21 or < 1e-9)."""
+    written = repr(value)
+    if "e" not in written:
+        return not written.endswith(".0")
+    exponent = int(written.partition("e")[2])
+    return exponent >= 21 or exponent <= -10
+
+
+class TestSplicing(unittest.TestCase):
+    """canonical_text_spliced, and a record written around a payload's text, give the exact encoder's bytes."""
+
+    def mark(self, value: Any, rng: random.Random, texts: List[str], depth: int) -> Any:
+        """``value`` with some of its values (at any depth) replaced by placeholders, their texts in ``texts``."""
+        if depth and rng.random() < 0.3:
+            try:
+                text = canonical_text(value, "$", depth)
+            except UnrecordableError:
+                return value
+            texts.append(text)
+            return canonical.placeholder(len(texts) - 1)
+        if type(value) is dict:
+            return {k: self.mark(v, rng, texts, depth + 1) for k, v in value.items()}
+        if type(value) is list:
+            return [self.mark(v, rng, texts, depth + 1) for v in value]
+        return value
+
+    def test_placeholders_anywhere_are_replaced_as_the_exact_encoder_would_write_their_values(self) -> None:
+        rng = random.Random(SEED + 3)
+        values = _Values(rng)
+        spliced_count = 0
+        for _ in range(1500):
+            value = {values.string(): values.value(1) for _ in range(rng.randrange(0, 6))}
+            exact = _exact(value, 1)
+            texts: List[str] = []
+            marked = self.mark(value, rng, texts, 1)
+            try:
+                spliced = canonical.canonical_text_spliced(marked, texts, "$", 1)
+            except UnrecordableError:
+                self.assertIsNone(exact)  # an error of the value's own members, as canonical_text raises it
+                continue
+            if spliced is not None:
+                self.assertEqual(spliced, exact, repr(value))
+                spliced_count += bool(texts)
+        self.assertGreater(spliced_count, 200)
+        keys = {"\ue000": 1, "\U00010000": [2.5], "a": "é"}  # UTF-16 order differs from code point order
+        self.assertEqual(canonical.canonical_text_spliced(dict(keys, a=canonical.placeholder(0)), ['"é"']), _exact(keys))
+
+    def test_a_value_equal_to_a_placeholder_is_not_spliced(self) -> None:
+        for marked in ({"a": canonical.placeholder(0), "b": canonical.placeholder(0)}, {"a": 1}, {"a": [canonical.placeholder(0)], "b": canonical.placeholder(0)}):
+            with self.subTest(marked=marked):
+                self.assertIsNone(canonical.canonical_text_spliced(marked, ["1"]))
+
+    def test_a_record_written_around_its_payload_text_has_the_same_bytes(self) -> None:
+        import tempfile
+
+        from agentloop import TranscriptWriter
+
+        payload = {"step": 1, "id": "c", "name": "n", "ok": True, "value": {"score": 9 / 14, "t": "é"}}
+        marked = dict(payload, value=canonical.placeholder(0))
+        text = canonical.canonical_text_spliced(marked, [canonical_text(payload["value"], "$", 2)], "$.payload", 1)
+        with tempfile.TemporaryDirectory() as folder:
+            lines = []
+            for name, given in (("a", None), ("b", text)):
+                path = os.path.join(folder, name)
+                with TranscriptWriter(path) as out:
+                    out.append("tool", payload, given)
+                with open(path, "rb") as handle:
+                    lines.append(handle.read())
+        self.assertEqual(lines[0], lines[1])
+
+
+class TestFloats(unittest.TestCase):
+    """Floats stay on the fast paths exactly where json.dumps writes what RFC 8785 writes."""
+
+    def test_repr_is_the_ecmascript_form_exactly_where_the_layouts_agree(self) -> None:
+        rng = random.Random(SEED)
+        for value in _floats(rng):
+            with self.subTest(value=value):
+                self.assertEqual(repr(value) == format_number(value), _layouts_agree(value))
+
+    def test_the_writer_keeps_exactly_those_floats_on_its_fast_path(self) -> None:
+        rng = random.Random(SEED + 1)
+        fast_count = 0
+        for value in _floats(rng):
+            for holder in ([value], {"k": value, "s": "é"}, [[{"x": value}], "t"]):
+                with self.subTest(value=value, holder=holder):
+                    fast = _fast(holder, 0)
+                    self.assertEqual(fast is not None, _layouts_agree(value))
+                    exact = _exact(holder)
+                    self.assertIsNotNone(exact)
+                    if fast is not None:
+                        fast_count += 1
+                        self.assertEqual(fast[0], exact)
+                        self.assertEqual(fast[1], json.loads(exact or ""))
+                    self.assertEqual(canonical_text(holder), exact)
+        self.assertGreater(fast_count, 3000)
+
+    def test_the_verifier_proves_every_canonical_float_and_no_other_spelling(self) -> None:
+        rng = random.Random(SEED + 2)
+        for value in _floats(rng):
+            exact = canonical_text({"k": [value, "x"]})
+            spellings = {exact, json.dumps({"k": [value, "x"]}, separators=(",", ":"))}
+            for text in spellings:
+                with self.subTest(value=value, text=text):
+                    raw, parsed = text.encode("utf-8"), json.loads(text)
+                    proven = is_canonical_line(parsed, text, raw)
+                    if proven:  # never a wrong proof
+                        self.assertEqual(_exact(parsed), text)
+                    if text == exact and isinstance(parsed["k"][0], float):  # every canonical float proven, fast
+                        self.assertTrue(proven)
+                    # (An integral float written as an integer token of 16+ digits parses as an
+                    # int that may lie beyond 2**53 - 1: declined, and the exact encoder decides.)
+
+    def test_negative_control_without_the_layout_guard_the_fast_paths_lie(self) -> None:
+        # Switch the guard off: the writer then writes repr layouts (1e-05, 1.0) and
+        # the verifier proves them, so the checks above would fail.
+        guard = canonical._float_layout_differs
+        canonical._float_layout_differs = lambda raw: False  # type: ignore[assignment]
+        try:
+            for value, ecmascript in ((1e-05, "0.00001"), (1.0, "1"), (1e16, "10000000000000000"), (-0.0, "0"), (2.5e-08, "2.5e-8")):
+                with self.subTest(value=value):
+                    fast = _fast([value], 0)
+                    self.assertEqual(fast[0] if fast else None, "[%s]" % (repr(value),))
+                    self.assertNotEqual(repr(value), ecmascript)
+                    text = "[%s]" % (repr(value),)
+                    self.assertTrue(is_canonical_line([value], text, text.encode()))
+        finally:
+            canonical._float_layout_differs = guard
+        self.assertIsNone(_fast([1e-05], 0))
 
 
 if __name__ == "__main__":

@@ -133,11 +133,17 @@ class TestRefusedFiles(CliCase):
 
 
 class TestVerifyOptions(CliCase):
-    def test_workers_without_manifest_is_refused_not_ignored(self) -> None:
+    def test_workers_with_a_checkpoint_is_refused_not_ignored(self) -> None:
         self.recover_run()
-        status, out, err = self.cli("verify", self.path(), "--workers", "2")
+        status, out, err = self.cli("verify", self.path(), "--workers", "2", "--checkpoint", self.path())
         self.assertEqual((status, out), (2, ""))
-        self.assertEqual(err, "agentloop verify: error: --workers: is for --manifest (a batch's files); one transcript is read in one pass\n")
+        self.assertEqual(err, "agentloop verify: error: --workers: is for a transcript's chain or --manifest; a checkpoint is checked in one pass\n")
+
+    def test_workers_with_one_transcript_give_its_verdict(self) -> None:
+        self.recover_run()
+        alone = self.cli("verify", self.path(), "--json")
+        self.assertEqual(self.cli("verify", self.path(), "--json", "--workers", "2"), alone)
+        self.assertEqual(alone[0], 0)
 
 
 class TestVisible(unittest.TestCase):

@@ -10,12 +10,12 @@ file whose bytes, chain or tree differ from its line).
 
 from __future__ import annotations
 
-
+import concurrent.futures
 import os
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..batch.executors import process_pool
+from ..processes import process_pool
 from ..errors import AgentloopError
 from ..signing.note import Verifier
 from .facts import difference as _difference, transcript_facts
@@ -60,42 +60,42 @@ class AuditResult:
         return not (self.missing or self.extra or self.repeated or self.altered or self.failed) and not self.checkpoint
 
 
-def facts_of(paths: Sequence[str]) -> List[Dict[str, Any]]:
-    """:func:`~agentloop.batch.facts.transcript_facts` of each path, in order (one task of a pool)."""
-    return [transcript_facts(p) for p in paths]
+def differences(pairs: Sequence[Tuple[str, Mapping[str, Any]]]) -> List[str]:
+    """For each ``(path, ledger line)``, why the file is not the run its line describes
+    ("" when it is): a task of the pool."""
+    return [_difference(line, transcript_facts(path)) for path, line in pairs]
 
 
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
+#: Files per task of :func:`audit_batch`'s pool: small enough to keep each reply and the queue short.
+CHUNK = 64
 
 
-def _facts(paths: Sequence[str], workers: int) -> List[Dict[str, Any]]:
-    """The facts of ``paths`` in ``workers`` processes: this one and ``workers - 1`` others.
+def _differences(pairs: Sequence[Tuple[str, Mapping[str, Any]]], workers: int) -> List[str]:
+    """:func:`differences` of ``pairs`` in ``workers`` processes: this one and ``workers - 1`` others.
 
-    The paths are cut into ``workers`` contiguous slices of about the same
-    number of bytes; this process reads the first while the pool reads the
-    rest, so one worker costs no process and two cost one.
+    The pairs go out in chunks of :data:`CHUNK`, at most two per pool
+    process at a time, and this process judges a chunk whenever the pool has
+    its share: so one worker costs no process, two cost one, and what is in
+    flight (and in memory) does not grow with the number of files.
     """
-    if workers <= 1 or len(paths) < 2:
-        return facts_of(paths)
-    sizes = [_size(p) + 256 for p in paths]  # 256: the cost of a file beyond its bytes
-    slices: List[List[str]] = []
-    total, start, acc = sum(sizes), 0, 0
-    for index, size in enumerate(sizes):
-        acc += size
-        if acc * workers >= total * (len(slices) + 1) and len(slices) < workers - 1:
-            slices.append(list(paths[start:index + 1]))
-            start = index + 1
-    slices.append(list(paths[start:]))
-    with process_pool(len(slices) - 1, fork_if_alone=True) as pool:
-        futures = [pool.submit(facts_of, part) for part in slices[1:]]
-        out = facts_of(slices[0])
-        for future in futures:
-            out.extend(future.result())
-    return out
+    if workers <= 1 or len(pairs) <= CHUNK:
+        return differences(pairs)
+    chunks = [pairs[at : at + CHUNK] for at in range(0, len(pairs), CHUNK)]
+    results: List[List[str]] = [[] for _ in chunks]
+    following = iter(range(len(chunks)))
+    with process_pool(workers - 1, fork_if_alone=True) as pool:
+        pending: Dict["concurrent.futures.Future[List[str]]", int] = {}
+        for index in following:
+            if len(pending) < 2 * (workers - 1):
+                pending[pool.submit(differences, chunks[index])] = index
+                continue
+            results[index] = differences(chunks[index])
+            done, _ = concurrent.futures.wait(pending, timeout=0)
+            for future in done:
+                results[pending.pop(future)] = future.result()
+        for future in concurrent.futures.as_completed(pending):
+            results[pending[future]] = future.result()
+    return [why for chunk in results for why in chunk]
 
 
 def audit_batch(
@@ -114,8 +114,9 @@ def audit_batch(
     2. with ``checkpoint``: it parses, covers exactly the manifest and,
        with ``key``/``verifiers``, is signed by them;
     3. the files (the manifest itself and the checkpoint skipped, so
-       ``runs/*.jsonl`` can be passed) are read in ``workers`` processes;
-    4. each is compared with its line: missing, extra, repeated, altered.
+       ``runs/*.jsonl`` can be passed) are read in ``workers`` processes,
+       a few dozen at a time, and each compared there with its line;
+    4. missing, extra, repeated and altered files are named.
 
     A manifest or checkpoint that cannot be read or parsed raises
     (``OSError``, :class:`~agentloop.errors.MalformedManifestError`,
@@ -151,12 +152,10 @@ def audit_batch(
     ok_lines = {line["name"]: line for line in lines if line["status"] == "ok"}
     extra.extend(path for name, path in by_name.items() if name not in ok_lines)
     present = [name for name in ok_lines if name in by_name]
-    facts = dict(zip(present, _facts([by_name[name] for name in present], workers)))
     # 4.
     altered = []
     verified = []
-    for name in present:
-        why = _difference(ok_lines[name], facts[name])
+    for name, why in zip(present, _differences([(by_name[name], ok_lines[name]) for name in present], workers)):
         if why:
             altered.append((name, why))
         else:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import binascii
 import concurrent.futures
+import itertools
 import json
 
 import os
@@ -33,7 +34,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from ..batch.executors import process_pool
+from ..processes import process_pool
 from ..errors import LedgerMismatchError, RunConfigError
 from ..models.spec import model_from_spec
 from ..signing.note import Signer
@@ -339,7 +340,10 @@ def run_many(
     ``progress(entry, done, total)`` is called in completion order.
 
     Misuse raises :class:`~agentloop.errors.RunConfigError` before anything
-    runs; run failures are entries, never exceptions.
+    runs; run failures are entries, never exceptions.  At most
+    :data:`IN_FLIGHT` runs (or four per worker of a larger pool) are
+    submitted at a time, each job built as it is submitted, so memory grows
+    with the runs only by their entries (the ledger).
     """
     spec_list = _check_arguments(specs, model, tools, out_dir, transfer, max_transfer_bytes)
     if key is not None:
@@ -348,87 +352,152 @@ def run_many(
         raise RunConfigError("key/signer", "given without checkpoint=: nothing would be signed")
     os.makedirs(out_dir, exist_ok=True)
     manifest_path = manifest if manifest is not None else os.path.join(out_dir, "manifest.jsonl")
-    paths = [transcript_path(out_dir, spec.name) for spec in spec_list]
-    taken = {os.path.abspath(p): p for p in paths}
-    for parameter, other in (("manifest", manifest_path), ("checkpoint", checkpoint)):
-        if other is not None and os.path.abspath(other) in taken:
-            raise RunConfigError(parameter, "%s is also a run's transcript" % (other,))
-    previous: Optional[bytes] = None
-    if os.path.lexists(manifest_path):
-        if not resume:
-            raise RunConfigError("manifest", "%s already exists (pass resume=True to continue that batch)" % (manifest_path,))
-        with open(manifest_path, "rb") as handle:
-            previous = handle.read()
+    paths = _paths(spec_list, out_dir, manifest_path, checkpoint)
+    previous = _previous_ledger(manifest_path, resume)
 
-    # 1. expected origins, before anything runs
+    # 1. expected origins, before anything runs; an earlier ledger checked against its files
     registry = load_tools(tools, "tools")
     origins = _expected(spec_list, registry, model)
     origin = batch_origin(spec_list_hash(spec_list))
     certified, earlier_note = _earlier(previous, spec_list, paths, origins, origin, checkpoint, key, signer)
-
-    entries: List[Optional[RunEntry]] = [None] * len(spec_list)
-    done = 0
-
-    def settle(index: int, entry: RunEntry) -> None:
-        nonlocal done
-        entries[index] = entry
-        done += 1
-        if progress is not None:
-            progress(entry, done, len(spec_list))
-
-    todo: List[int] = []
-    for index, spec in enumerate(spec_list):
-        kept = _kept(spec, origins[index], paths[index], resume, certified)
-        if kept is not None:
-            settle(index, kept)
-        else:
-            todo.append(index)
-    jobs = {i: make_job(spec_list[i], model, tools, out_dir, transfer, max_transfer_bytes) for i in todo}
-
-    def finish(index: int, reply: Optional[str], error: Optional[BaseException]) -> None:
-        spec, path = spec_list[index], paths[index]
-        if error is not None:
-            settle(index, _failure(spec, origins[index], path, error))
-        else:
-            settle(index, _receive(spec, origins[index], path, reply, max_transfer_bytes))
-
-    broken: List[int] = []
+    how = (model, tools, out_dir, transfer, max_transfer_bytes)
+    batch = _Batch(spec_list, paths, origins, how, progress)
+    todo = batch.kept(resume, certified)
     if executor is None:
         for index in todo:
-            try:
-                reply = run_one(jobs[index])
-            except Exception as exc:
-                finish(index, None, exc)
-            else:
-                finish(index, reply, None)
+            batch.run_here(index)
     else:
-        futures: Dict["concurrent.futures.Future[str]", int] = {}
-        for index in todo:
-            try:
-                futures[executor.submit(run_one, jobs[index])] = index
-            except concurrent.futures.BrokenExecutor:
-                broken.append(index)
-            except Exception as exc:
-                finish(index, None, exc)
-        # 5. completion order drives only progress; entries land at their index
-        for future in concurrent.futures.as_completed(futures):
-            index = futures[future]
-            try:
-                error = future.exception()
-            except concurrent.futures.CancelledError as exc:  # cancelled by someone else: a failure like any other
-                error = exc
-            if isinstance(error, concurrent.futures.BrokenExecutor):
-                broken.append(index)  # 4. maybe this run, maybe another that shared the pool
-            elif error is not None:
-                finish(index, None, error)
-            else:
-                finish(index, future.result(), None)
-    if broken:
-        workers = min(len(broken), max(1, getattr(executor, "_max_workers", None) or os.cpu_count() or 1))
-        for index, answer, error in _isolated([(i, jobs[i]) for i in sorted(broken)], workers):
-            finish(index, answer, error)
+        broken = batch.run_on(executor, todo)
+        if broken:  # 4.
+            workers = min(len(broken), max(1, getattr(executor, "_max_workers", None) or os.cpu_count() or 1))
+            for index, answer, error in _isolated([(i, batch.job(i)) for i in sorted(broken)], workers):
+                batch.finish(index, answer, error)
+    return _write_ledger(batch.final(), origin, manifest_path, checkpoint, key, signer, previous, certified,
+                         earlier_note)
 
-    final = [entry for entry in entries if entry is not None]  # every index was settled exactly once
+
+#: How many runs :func:`run_many` keeps submitted to an executor at once (at least four per worker of its pool).
+IN_FLIGHT = 256
+
+
+def _paths(spec_list: Sequence[RunSpec], out_dir: str, manifest_path: str, checkpoint: Optional[str]) -> List[str]:
+    """Each spec's transcript path; the manifest and checkpoint may not be one of them."""
+    paths = [transcript_path(out_dir, spec.name) for spec in spec_list]
+    taken = {os.path.abspath(p) for p in paths}
+    for parameter, other in (("manifest", manifest_path), ("checkpoint", checkpoint)):
+        if other is not None and os.path.abspath(other) in taken:
+            raise RunConfigError(parameter, "%s is also a run's transcript" % (other,))
+    return paths
+
+
+def _previous_ledger(manifest_path: str, resume: bool) -> Optional[bytes]:
+    """The ledger an earlier attempt left (``resume=True`` only; refused if malformed), else ``None``."""
+    if not os.path.lexists(manifest_path):
+        return None
+    if not resume:
+        raise RunConfigError(
+            "manifest", "%s already exists (pass resume=True to continue that batch)" % (manifest_path,)
+        )
+    with open(manifest_path, "rb") as handle:
+        previous = handle.read()
+    parse_ledger(previous)  # a malformed earlier ledger is refused, not overwritten
+    return previous
+
+
+class _Batch:
+    """The runs of one :func:`run_many` call: their entries, settled in spec order (5.)."""
+
+    def __init__(
+        self, spec_list: List[RunSpec], paths: List[str], origins: List[str], how: Tuple[str, str, str, str, int],
+        progress: Optional[Progress],
+    ) -> None:
+        self.spec_list, self.paths, self.origins, self.how, self.progress = spec_list, paths, origins, how, progress
+        self.entries: List[Optional[RunEntry]] = [None] * len(spec_list)
+        self.done = 0
+
+    def job(self, index: int) -> str:
+        model, tools, out_dir, transfer, max_bytes = self.how
+        return make_job(self.spec_list[index], model, tools, out_dir, transfer, max_bytes)
+
+    def settle(self, index: int, entry: RunEntry) -> None:
+        self.entries[index] = entry
+        self.done += 1
+        if self.progress is not None:
+            self.progress(entry, self.done, len(self.spec_list))
+
+    def kept(self, resume: bool, certified: Dict[str, Dict[str, Any]]) -> List[int]:
+        """Settle each run kept as it is (:func:`_kept`); return the others, to run."""
+        todo: List[int] = []
+        for index, spec in enumerate(self.spec_list):
+            entry = _kept(spec, self.origins[index], self.paths[index], resume, certified)
+            if entry is not None:
+                self.settle(index, entry)
+            else:
+                todo.append(index)
+        return todo
+
+    def finish(self, index: int, reply: Optional[str], error: Optional[BaseException]) -> None:
+        spec, origin, path = self.spec_list[index], self.origins[index], self.paths[index]
+        if error is not None:
+            self.settle(index, _failure(spec, origin, path, error))
+        else:
+            self.settle(index, _receive(spec, origin, path, reply, self.how[4]))
+
+    def run_here(self, index: int) -> None:
+        try:
+            reply = run_one(self.job(index))
+        except Exception as exc:
+            self.finish(index, None, exc)
+        else:
+            self.finish(index, reply, None)
+
+    def run_on(self, executor: concurrent.futures.Executor, todo: List[int]) -> List[int]:
+        """Run ``todo`` on ``executor``, a window at a time; return the runs a broken pool took down."""
+        window = max(IN_FLIGHT, 4 * (getattr(executor, "_max_workers", None) or 1))
+        waiting = iter(todo)
+        futures: Dict["concurrent.futures.Future[str]", int] = {}
+        broken: List[int] = []
+        while True:
+            for index in itertools.islice(waiting, window - len(futures)):
+                self._submit(executor, index, futures, broken)
+            if not futures:
+                return broken
+            done, _ = concurrent.futures.wait(futures, return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in done:  # 5. completion order drives only progress; entries land at their index
+                self._collect(future, futures.pop(future), broken)
+
+    def _submit(
+        self, executor: concurrent.futures.Executor, index: int, futures: Dict[Any, int], broken: List[int]
+    ) -> None:
+        try:
+            futures[executor.submit(run_one, self.job(index))] = index
+        except concurrent.futures.BrokenExecutor:
+            broken.append(index)
+        except Exception as exc:
+            self.finish(index, None, exc)
+
+    def _collect(self, future: "concurrent.futures.Future[str]", index: int, broken: List[int]) -> None:
+        try:
+            error = future.exception()
+        except concurrent.futures.CancelledError as exc:  # cancelled by someone else: a failure like any other
+            error = exc
+        if isinstance(error, concurrent.futures.BrokenExecutor):
+            broken.append(index)  # 4. maybe this run, maybe another that shared the pool
+        elif error is not None:
+            self.finish(index, None, error)
+        else:
+            self.finish(index, future.result(), None)
+
+    def final(self) -> List[RunEntry]:
+        return [entry for entry in self.entries if entry is not None]  # every index was settled exactly once
+
+
+def _write_ledger(
+    final: List[RunEntry], origin: str, manifest_path: str, checkpoint: Optional[str], key: Optional[bytes],
+    signer: Optional[Signer], previous: Optional[bytes], certified: Dict[str, Dict[str, Any]],
+    earlier_note: Optional[ManifestCheckpoint],
+) -> BatchResult:
+    """The ledger (the earlier one grown: :func:`_grown`), checked to extend the earlier checkpoint, then written."""
     data = _grown(previous, final, certified)
     made = make_checkpoint(origin, data, key, () if signer is None else (signer,))
     check_extends(earlier_note, made, data)

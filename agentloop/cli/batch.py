@@ -35,7 +35,7 @@ from typing import Any, Callable, Dict, Optional, TextIO, Tuple
 from ..batch.audit import AuditResult, audit_batch
 from ..batch.driver import BatchResult, RunEntry, run_many
 from ..batch.spec import read_specs
-from ..batch.executors import process_pool
+from ..processes import process_pool
 from ..errors import LedgerMismatchError, RunConfigError
 from ..signing.keys import read_signer_key
 from ..signing.note import Ed25519Signer, Signer

@@ -56,13 +56,13 @@ def _cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
         from .batch import verify_manifest  # only here: verifying one transcript imports no batch code
 
         return verify_manifest(args, out)
-    if args.workers is not None:
-        raise Refused("--workers", "is for --manifest (a batch's files); one transcript is read in one pass")
     if args.trust and args.checkpoint is None and args.since is None and args.key_file is None and args.key_env is None:
         from .approval import verify_decisions  # only here: --trust alone checks the approval decisions' notes
 
         return verify_decisions(args, out)
     if is_anchored(args):  # --checkpoint, --since, --exact, --key-file (agentloop.cli.anchor)
+        if args.workers is not None:
+            raise Refused("--workers", "is for a transcript's chain or --manifest; a checkpoint is checked in one pass")
         return verify_anchored(args, out)
     results: List[Dict[str, Any]] = []
     failed = False
@@ -71,7 +71,7 @@ def _cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
     for path in args.files:
         result = verify_file(
             path, expect_count=args.expect_count, expect_head=args.expect_head,
-            max_faults=args.max_faults, require_complete=args.complete,
+            max_faults=args.max_faults, require_complete=args.complete, workers=args.workers or 1,
         )
         failed = failed or not result.ok
         if args.json:
@@ -171,11 +171,12 @@ def _max_faults_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _manifest_options(verify: argparse.ArgumentParser) -> None:
-    """``verify``'s batch options: ``--manifest`` and ``--workers`` (its checkpoint takes ``--trust``/``--require``)."""
+    """``verify``'s batch options: ``--manifest`` and ``--workers`` (also for one transcript);
+    its checkpoint takes ``--trust``/``--require``."""
     verify.add_argument("--manifest", metavar="MANIFEST",
                         help="check the FILEs against a batch ledger (agentloop batch)")
     verify.add_argument("--workers", type=positive_arg, metavar="N",
-                        help="with --manifest: read the files in N processes")
+                        help="read each FILE (with --manifest: the files) in N processes")
 
 
 def add_commands(sub: Commands) -> None:

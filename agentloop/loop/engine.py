@@ -67,12 +67,12 @@ import json
 import os
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Callable, Coroutine, Dict, Iterable, List, Optional, Tuple, Union, cast
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Dict, Iterable, List, Optional, Sequence, Tuple, Union, cast
 
 from .approval import ApprovalRequest, Verdict, approval_policy, closed, judge, seal_closed
 from .budgets import Seconds, Spent
 from .calls import DEFAULT_MAX_WORKERS, AsyncRunner, Done, Job, Raised, Runner, SyncRunner, describe, groups, prepare
-from ..canonical import MAX_SAFE_INTEGER, canonical_text, json_path
+from ..canonical import MAX_SAFE_INTEGER, canonical_text, canonical_text_spliced, check_string, json_path, placeholder
 from ..errors import UnrecordableError
 from .final import FINAL_RESULT
 from ..messages import AWAITING_APPROVAL, Message, Model, ModelReply, RunEnd, RunResult, StopReason, ToolCall, Usage, shown
@@ -149,11 +149,10 @@ def _usage_problem(usage: object) -> str:
 
 def _unrecordable(reply: ModelReply) -> str:
     """Why the reply's strings cannot be recorded, naming the first such place ("" when they can)."""
-    strings = [reply.text]
-    for call in reply.tool_calls:
-        strings += (call.name, call.id, call.arguments_error)
-    try:
-        canonical_text(strings)  # all at once (the fast path); on a failure, again one by one to name the place
+    try:  # checked, not encoded (the record encodes them once); on a failure, again one by one to name the place
+        check_string(reply.text)
+        for call in reply.tool_calls:
+            check_string(call.name), check_string(call.id), check_string(call.arguments_error)
     except UnrecordableError:
         try:
             canonical_text(reply.text, "$.text")
@@ -174,9 +173,14 @@ class _Recorder:
         self.on_record = on_record
         self.first = first  # the hash of record 0: the run's name, in its origin
 
-    def append(self, kind: str, payload: Dict[str, Any]) -> str:
+    def append(
+        self, kind: str, payload: Dict[str, Any], marked: Optional[Dict[str, Any]] = None, texts: Sequence[str] = ()
+    ) -> str:
+        """Write one record; ``marked`` is the payload with placeholders where the values of
+        ``texts`` (already encoded) stand: the record is built around them, not encoded again."""
         prev, seq = self.out.head, self.out.count
-        digest = self.out.append(kind, payload)
+        payload_text = None if marked is None else canonical_text_spliced(marked, texts, "$.payload", 1)
+        digest = self.out.append(kind, payload, payload_text)
         if not seq:
             self.first = digest
         if self.on_record is not None:
@@ -353,7 +357,9 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
             tokens = estimate_tokens(plan.emitted) if reply.usage is None else reply.usage.input_tokens + reply.usage.output_tokens
             cost, cost_problem = turn_cost(r.price, reply.usage) if r.price is not None else (None, "")
             try:
-                asked_by = record.append("assistant", _turn_payload(plan, reply, spent, tokens, cost, reading))
+                payload = _turn_payload(plan, reply, spent, tokens, cost, reading)
+                calls, texts = plan.marked_calls()  # each call's arguments encoded once, by the plan
+                asked_by = record.append("assistant", payload, dict(payload, tool_calls=calls), texts)
             except UnrecordableError as exc:  # only a reply over max_record_bytes
                 return stop("model_error", "model reply is not recordable: %s" % (exc,), reading)
             r.budgets.charge(spent, tokens, r.price is not None, cost, cost_problem)
@@ -471,7 +477,8 @@ async def _run_calls(
             result["value" if ok else "error"] = value if ok else _bounded(value)
             _decided(result, verdict, gate)
             try:
-                record.append("tool", result)
+                # the value was encoded once, by its snapshot: the record is built around that text
+                record.append("tool", result, dict(result, value=placeholder(0)) if ok and text else None, [text])
             except UnrecordableError as exc:  # a result over max_record_bytes
                 ok, value, text = False, "tool %r returned an unrecordable result: %s" % (call.name, exc), ""
                 result = {"step": step, "id": call.id, "name": call.name, "ok": ok, "error": value}

@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..canonical import canonical_text, json_path, snapshot
+from ..canonical import canonical_text, json_path, placeholder, snapshot
 from ..errors import UnrecordableError
 from ..messages import Message, ModelReply
 
@@ -65,6 +65,20 @@ class TurnPlan:
     text: str
     calls: Tuple[PlannedCall, ...]
     emitted: str
+
+    def marked_calls(self) -> Tuple[List[Dict[str, Any]], List[str]]:
+        """The assistant record's ``tool_calls`` with each call's recorded arguments replaced by a
+        :func:`~agentloop.canonical.placeholder`, and their texts (from the snapshots): to splice
+        with :func:`~agentloop.canonical.canonical_text_spliced`, each value encoded once."""
+        entries: List[Dict[str, Any]] = []
+        texts: List[str] = []
+        for call in self.calls:
+            entry = call.recorded()
+            if call.arguments is not None and call.arguments_text:
+                entry["arguments"] = placeholder(len(texts))
+                texts.append(call.arguments_text)
+            entries.append(entry)
+        return entries, texts
 
     def message(self) -> Message:
         """The assistant message the model sees in later turns."""

@@ -117,6 +117,44 @@ def _first(*problems: str) -> str:
     return next((p for p in problems if p), "")
 
 
+def _usage_problem(usage: object, tokens: int) -> str:
+    """An assistant record's ``usage`` (when an object): two counts adding up to ``tokens``."""
+    if not isinstance(usage, dict):
+        return ""
+    problem = _first(
+        _member("payload.usage", usage, "input_tokens", _COUNT),
+        _member("payload.usage", usage, "output_tokens", _COUNT),
+    )
+    if problem:
+        return problem
+    if usage["input_tokens"] + usage["output_tokens"] != tokens:
+        return "payload.tokens is %s, expected %d (usage input_tokens plus output_tokens)" % (
+            _shown(tokens), usage["input_tokens"] + usage["output_tokens"])
+    return ""
+
+
+def _call_problem(where: str, call: object) -> str:
+    """One entry of an assistant record's ``tool_calls``."""
+    if not isinstance(call, dict):
+        return "%s is %s, expected an object" % (where, _a(_json_type(call)))
+    problem = _first(
+        _member(where, call, "id", "a string"),
+        _member(where, call, "name", "a string"),
+    )
+    if problem:
+        return problem
+    if "arguments" not in call:
+        return "%s has no 'arguments'" % (where,)
+    arguments = call["arguments"]
+    if arguments is None:
+        return _member(where, call, "arguments_error", "a string")
+    if not isinstance(arguments, dict):
+        return "%s.arguments is %s, expected an object or null" % (where, _shown(arguments))
+    if "arguments_error" in call:
+        return "%s has an 'arguments_error' beside its arguments" % (where,)
+    return ""
+
+
 class Grammar:
     """The payload checks of one transcript, record by record, in O(1) state
     (plus the calls of the current turn, which one record bounds)."""
@@ -195,20 +233,7 @@ class Grammar:
         return ""
 
     def _assistant(self, payload: Mapping[str, Any]) -> str:
-        waiting = len(self.step_calls) - self.answered
-        previous, total = self.steps, self.tokens
-        self.steps += 1
-        self.step_calls, self.answered = [], 0
-        calls = payload.get("tool_calls")
-        if isinstance(calls, list):
-            self.step_calls = [
-                (c.get("id"), c.get("name")) if isinstance(c, dict) else (None, None) for c in calls
-            ]
-        tokens, running = payload.get("tokens"), payload.get("total_tokens")
-        if isinstance(running, int) and _is_count(running):
-            self.tokens = running
-        elif isinstance(tokens, int) and _is_count(tokens):
-            self.tokens = total + tokens
+        waiting, previous, total = self._tally(payload)
         if waiting > 0:
             return "an assistant record while %d call(s) of step %d await their tool records" % (waiting, previous)
         problem = _first(
@@ -229,39 +254,28 @@ class Grammar:
         if running != total + tokens:
             return "payload.total_tokens is %s, expected %d (the previous total %d plus tokens %d)" % (
                 _shown(running), total + tokens, total, tokens)
-        usage = payload.get("usage")
-        if isinstance(usage, dict):
-            problem = _first(
-                _member("payload.usage", usage, "input_tokens", _COUNT),
-                _member("payload.usage", usage, "output_tokens", _COUNT),
-            )
-            if problem:
-                return problem
-            if usage["input_tokens"] + usage["output_tokens"] != tokens:
-                return "payload.tokens is %s, expected %d (usage input_tokens plus output_tokens)" % (
-                    _shown(tokens), usage["input_tokens"] + usage["output_tokens"])
+        problem = _usage_problem(payload.get("usage"), tokens)
         for position, call in enumerate(payload["tool_calls"]):
-            where = "payload.tool_calls[%d]" % (position,)
-            if not isinstance(call, dict):
-                return "%s is %s, expected an object" % (where, _a(_json_type(call)))
-            problem = _first(
-                _member(where, call, "id", "a string"),
-                _member(where, call, "name", "a string"),
-            )
-            if problem:
-                return problem
-            if "arguments" not in call:
-                return "%s has no 'arguments'" % (where,)
-            arguments = call["arguments"]
-            if arguments is None:
-                problem = _member(where, call, "arguments_error", "a string")
-            elif not isinstance(arguments, dict):
-                problem = "%s.arguments is %s, expected an object or null" % (where, _shown(arguments))
-            elif "arguments_error" in call:
-                problem = "%s has an 'arguments_error' beside its arguments" % (where,)
-            if problem:
-                return problem
-        return ""
+            problem = problem or _call_problem("payload.tool_calls[%d]" % (position,), call)
+        return problem
+
+    def _tally(self, payload: Mapping[str, Any]) -> Tuple[int, int, int]:
+        """Count an assistant record, whatever it holds: ``(calls still awaited, steps and tokens before it)``."""
+        waiting = len(self.step_calls) - self.answered
+        previous, total = self.steps, self.tokens
+        self.steps += 1
+        self.step_calls, self.answered = [], 0
+        calls = payload.get("tool_calls")
+        if isinstance(calls, list):
+            self.step_calls = [
+                (c.get("id"), c.get("name")) if isinstance(c, dict) else (None, None) for c in calls
+            ]
+        tokens, running = payload.get("tokens"), payload.get("total_tokens")
+        if isinstance(running, int) and _is_count(running):
+            self.tokens = running
+        elif isinstance(tokens, int) and _is_count(tokens):
+            self.tokens = total + tokens
+        return waiting, previous, total
 
     def _tool(self, payload: Mapping[str, Any]) -> str:
         if self.answered >= len(self.step_calls):

@@ -24,209 +24,17 @@ socket is ``unreadable`` at once, and a FIFO without a writer never blocks.
 
 from __future__ import annotations
 
-import hashlib
-import json
-from typing import BinaryIO, Callable, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import BinaryIO, Callable, Iterable, Iterator, List, Optional, Tuple
 
-from ..canonical import FloatVetter, canonical_bytes, is_canonical_line, json_depth, parse_int
-from ..errors import BadArgumentError, UnrecordableError
+from ..errors import BadArgumentError
 
+from .chain import Chain
 from .durable import open_input
-from .format import FIELDS, FORMAT, Fault, FaultKind, GENESIS, KINDS, MAX_FAULTS, MAX_LINE_BYTES, PARSE_DEPTH, PathLike, VerifyResult, _BODY_AT, _FIELD_SET, _HEAD, _LATER_KINDS, _a, _is_hex_hash, _json_type, _short
-from .grammar import Grammar
+from .format import MAX_FAULTS, MAX_LINE_BYTES, Fault, PathLike, VerifyResult, _a, _short
+from .parallel import verify_parts
+from .scan import _check_max_faults, _count_rest, _parse_line, _read_lines, scan
 
-class Chain:
-    """The per-record checks, shared by :func:`verify_records` and :func:`verify_file`.
-
-    It keeps O(1) state: the expected ``seq``, the expected ``prev``, the
-    last record seen and the run's tallies for the payload grammar
-    (:class:`~agentloop.transcript.grammar.Grammar`), so verification
-    streams in flat memory.  Every value it tests comes from an untrusted
-    file and may be of any JSON type: it is compared, never hashed (a list
-    as ``kind`` once made a set lookup raise ``TypeError``).
-    """
-
-    def __init__(self) -> None:
-        self.index = 0
-        self.expected_seq = 0
-        self.expected_prev: Optional[str] = GENESIS
-        self.head: Optional[str] = None
-        self.last_kind: object = None
-        self.grammar = Grammar()
-        # The grammar is judged while every record so far passed the chain
-        # checks: in a tampered chain a payload proves nothing, and one
-        # rewritten kind would otherwise echo as a fault at every later record.
-        self.intact = True
-        # Set by scan when it stops judging past max_faults: what it left unread.
-        self.unexamined_lines = 0
-        self.unexamined_bytes = 0
-
-    def _payload(self, index: int, line: Optional[int], kind: str, payload: object) -> List[Fault]:
-        """``[bad_payload]`` when the payload breaks the agentloop/1 grammar, else ``[]``."""
-        if not self.intact:
-            return []
-        problem = self.grammar.problem(kind, payload)
-        return [Fault(index, line, "bad_payload", problem)] if problem else []
-
-    def _kind_problem(self, index: int, kind: object) -> str:
-        if self.last_kind == "stop":
-            return "a %s record after the stop record" % (_short(kind),)
-        if kind not in KINDS:
-            return "kind %s is not one of task, assistant, tool, stop" % (_short(kind),)
-        if kind == "task" and index != 0:
-            return "a second task record"
-        return ""
-
-    def _sound(self, record: object, text: str, raw: bytes, floats: List[Tuple[str, str]]) -> bool:
-        """The common case, cheaply: a record with no fault at all.
-
-        True only if every check of :meth:`check` would pass; then the state
-        advances exactly as :meth:`check` would advance it.  The line is
-        proven canonical by :func:`~agentloop.canonical.is_canonical_line`,
-        so the hashed bytes are the line minus its ``"hash"`` member.
-        """
-        if type(record) is not dict or record.keys() != _FIELD_SET:
-            return False
-        seq, stored = record["seq"], record["hash"]
-        if type(seq) is not int or seq != self.expected_seq or record["prev"] != self.expected_prev:
-            return False
-        kind = record["kind"]
-        if self.index == 0:
-            payload = record["payload"]
-            if kind != "task" or not isinstance(payload, dict) or payload.get("format") != FORMAT:
-                return False
-        elif type(kind) is not str or kind not in _LATER_KINDS or self.last_kind == "stop":  # str first: never hash a list
-            return False
-        if not _is_hex_hash(stored) or not is_canonical_line(record, text, raw, floats):
-            return False
-        if hashlib.sha256(b"{" + raw[_BODY_AT:]).hexdigest() != stored:
-            return False
-        self.index += 1
-        self.expected_seq = seq + 1
-        self.expected_prev = self.head = stored
-        self.last_kind = kind
-        return True
-
-    def check(
-        self,
-        record: object,
-        line: Optional[int],
-        raw: Optional[bytes],
-        text: Optional[str] = None,
-        floats: Optional[List[Tuple[str, str]]] = None,
-    ) -> List[Fault]:
-        """Check one record (and, when ``raw`` is given, its line bytes).
-
-        With ``text``, the decoded line, and ``floats``, its vetted float
-        tokens (:class:`~agentloop.canonical.FloatVetter`), a sound record
-        passes the chain checks by :meth:`_sound` alone.
-        Anything else, and every record from :func:`verify_records`, goes
-        through the full checks, which name every fault:
-
-        1. the record is an object with exactly the five members;
-        2. record 0 is an ``agentloop/1`` task record;
-        3. ``seq`` is the expected position;
-        4. ``prev`` is the previous record's ``hash``;
-        5. the record is encodable, and its line is its RFC 8785 form;
-        6. ``hash`` is the SHA-256 of the record without ``hash``;
-        7. while every record so far (this one included) passed checks
-           1-6, a record's payload is of the agentloop/1 grammar
-           (:mod:`~agentloop.transcript.grammar`; ``bad_payload``).
-        """
-        if text is not None and raw is not None and floats is not None and self._sound(record, text, raw, floats):
-            return self._payload(self.index - 1, line, record["kind"], record["payload"])  # type: ignore[index]
-        index = self.index
-        self.index += 1
-        faults: List[Fault] = []
-
-        def fault(kind: FaultKind, detail: str) -> None:
-            faults.append(Fault(index, line, kind, detail))
-
-        # 1. shape
-        if not isinstance(record, dict):
-            fault("not_an_object", "record is %s, not an object" % (_a(_json_type(record)),))
-            self.intact = False
-            self.expected_seq += 1
-            self.expected_prev = None
-            self.head = None
-            self.last_kind = None
-            return faults
-        missing = [name for name in FIELDS if name not in record]
-        if missing:
-            fault("missing_fields", "missing %s" % (", ".join(repr(m) for m in missing),))
-        extra = sorted(_short(key) for key in record if key not in FIELDS)
-        if extra:
-            fault("unexpected_fields", "unexpected %s" % (", ".join(extra),))
-
-        # 2. format marker
-        if index == 0:
-            payload = record.get("payload")
-            fmt = payload.get("format") if isinstance(payload, dict) else None
-            if record.get("kind") != "task" or fmt != FORMAT:
-                fault(
-                    "unknown_format",
-                    "record 0 must be a 'task' record with payload.format %r, got kind %s, format %s"
-                    % (FORMAT, _short(record.get("kind")), _short(fmt)),
-                )
-
-        # 2b. kind grammar: task only first, nothing after a stop
-        kind = record.get("kind")
-        kind_known = False
-        if "kind" in record:
-            problem = self._kind_problem(index, kind)
-            if problem:
-                fault("unexpected_kind", problem)
-            else:
-                kind_known = True
-
-        # 3. seq
-        seq = record.get("seq")
-        if "seq" in record:
-            if isinstance(seq, bool) or not isinstance(seq, int) or seq != self.expected_seq:
-                fault("seq_gap", "seq is %s, expected %d" % (_short(seq), self.expected_seq))
-        self.expected_seq = seq + 1 if isinstance(seq, int) and not isinstance(seq, bool) else self.expected_seq + 1
-
-        # 4. prev
-        prev = record.get("prev")
-        if "prev" in record and self.expected_prev is not None and prev != self.expected_prev:
-            fault("prev_mismatch", "prev is %s, expected %s" % (_short(prev), _short(self.expected_prev)))
-
-        # 5. encodable, canonical
-        stored = record.get("hash")
-        computed: Optional[str] = None
-        rest = {name: record[name] for name in FIELDS[1:] if name in record}
-        try:
-            body = canonical_bytes(rest)
-        except UnrecordableError as exc:
-            fault("unserialisable_payload", str(exc))
-        else:
-            computed = hashlib.sha256(body).hexdigest()
-            if raw is not None and not missing and not extra and _is_hex_hash(stored):
-                expected_line = _HEAD + str(stored).encode("ascii") + b'",' + body[1:]
-                if raw != expected_line:
-                    fault("not_canonical", _first_difference(raw, expected_line))
-
-        # 6. hash
-        if "hash" in record and computed is not None and stored != computed:
-            fault("hash_mismatch", "stored %s, computed %s" % (_short(stored), _short(computed)))
-
-        self.expected_prev = stored if _is_hex_hash(stored) else computed
-        self.head = stored if isinstance(stored, str) else None
-        self.last_kind = kind
-
-        # 7. payload grammar, in a chain intact so far
-        self.intact = self.intact and not faults
-        if kind_known and "payload" in record:
-            faults.extend(self._payload(index, line, str(kind), record["payload"]))
-        return faults
-
-
-def _first_difference(raw: bytes, expected: bytes) -> str:
-    at = next(
-        (i for i, (a, b) in enumerate(zip(raw, expected)) if a != b),
-        min(len(raw), len(expected)),
-    )
-    return "line is not the RFC 8785 form of its record: first difference at byte %d" % (at,)
+__all__ = ["Chain", "scan", "iter_file", "verify_file", "verify_records"]
 
 
 def verify_records(records: Iterable[object]) -> List[Fault]:
@@ -258,178 +66,6 @@ def verify_records(records: Iterable[object]) -> List[Fault]:
             chain.index = index + 1
             chain.expected_prev = None
             faults.append(Fault(index, None, "unserialisable_payload", "inspecting the record raised %s" % (type(exc).__name__,)))
-
-
-class _Tapped:
-    """A binary file whose ``readline`` also hands every byte it returns to ``tap``."""
-
-    def __init__(self, handle: BinaryIO, tap: Callable[[bytes], None]) -> None:
-        self._handle = handle
-        self._tap = tap
-
-    def readline(self, size: int = -1) -> bytes:
-        data = self._handle.readline(size)
-        if data:
-            self._tap(data)
-        return data
-
-
-def _read_lines(handle: "Union[BinaryIO, _Tapped]", limit: int) -> Iterator[Tuple[bytes, bool]]:
-    """Yield ``(line, whole)`` with memory bounded by ``limit``.
-
-    A line longer than ``limit`` bytes is yielded as its first ``limit``
-    bytes with ``whole=False``, once the rest of it has been read and dropped
-    in ``limit``-sized pieces: at each ``yield`` the file stands at the start
-    of the next line, so a caller may stop and read on by itself.
-    """
-    while True:
-        raw = handle.readline(limit + 1)
-        if not raw:
-            return
-        if len(raw) <= limit or raw.endswith(b"\n") and len(raw) == limit + 1:
-            yield raw, True
-            continue
-        piece = raw
-        while not piece.endswith(b"\n"):
-            piece = handle.readline(limit)
-            if not piece:
-                break
-        yield raw[:limit], False
-
-
-_REST_CHUNK = 1 << 20
-
-
-def _count_rest(handle: BinaryIO, on_bytes: Optional[Callable[[bytes], None]]) -> Tuple[int, int]:
-    """``(lines, bytes)`` left in ``handle`` from where it stands: read in 1 MiB
-    chunks and counted with ``bytes.count``, in C, never judged; a last line
-    without its newline counts as a line."""
-    lines = size = 0
-    last = b"\n"
-    while True:
-        chunk = handle.read(_REST_CHUNK)
-        if not chunk:
-            break
-        if on_bytes is not None:
-            on_bytes(chunk)
-        lines += chunk.count(b"\n")
-        size += len(chunk)
-        last = chunk[-1:]
-    return lines + (last != b"\n"), size
-
-
-def _check_max_faults(max_faults: object) -> int:
-    if isinstance(max_faults, bool) or not isinstance(max_faults, int) or max_faults < 1:
-        raise BadArgumentError("max_faults", "must be an int of at least 1, got %r" % (max_faults,))
-    return max_faults
-
-
-class _NotJson(ValueError):
-    """A token Python's parser takes and JSON has not: ``NaN``, ``Infinity``, ``-Infinity``."""
-
-
-def _no_constant(token: str) -> object:
-    raise _NotJson("%s is not a JSON number (RFC 8259 section 6)" % (token,))
-
-
-def _loads(text: str) -> object:
-    return json.loads(text, parse_constant=_no_constant)
-
-
-def _parse_line(
-    number: int, raw: bytes, whole: bool = True, loads: Callable[[str], object] = _loads
-) -> Tuple[object, Optional[Fault], str]:
-    """``(record, None, text)`` for a complete JSON line, else ``(None, bad_json fault, "")``.
-
-    The same on every Python 3.8-3.13: integers too long for ``int()`` parse
-    (as :class:`~agentloop.canonical.UnparsedInteger`), and nesting beyond
-    :data:`PARSE_DEPTH` is refused before the parser's own limit is met.
-    """
-    if not whole:
-        return None, Fault(None, number, "bad_json", "line longer than %d bytes, not read" % (len(raw),)), ""
-    if not raw.endswith(b"\n"):
-        return None, Fault(None, number, "bad_json", "torn line: no terminating newline"), ""
-    try:
-        text = raw[:-1].decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return None, Fault(None, number, "bad_json", "invalid UTF-8 at byte %d" % (exc.start,)), ""
-    if raw.count(b"[") + raw.count(b"{") > PARSE_DEPTH and json_depth(text) > PARSE_DEPTH:
-        return None, Fault(None, number, "bad_json", "nesting deeper than %d levels" % (PARSE_DEPTH,)), ""
-    try:  # NaN, Infinity, -Infinity are not JSON (RFC 8259 section 6): _NotJson, so bad_json, not a record
-        try:
-            return loads(text), None, text
-        except ValueError:
-            return json.loads(text, parse_int=parse_int, parse_constant=_no_constant), None, text
-    except RecursionError:
-        return None, Fault(None, number, "bad_json", "nesting too deep to parse"), ""
-    except ValueError as exc:
-        return None, Fault(None, number, "bad_json", "not JSON: %s" % (exc,)), ""
-
-
-def scan(
-    path: PathLike,
-    limit: int = MAX_LINE_BYTES,
-    on_record: Optional[Callable[[bytes], None]] = None,
-    on_bytes: Optional[Callable[[bytes], None]] = None,
-    max_faults: int = MAX_FAULTS,
-) -> Iterator[Tuple[int, object, List[Fault], "Chain"]]:
-    """Read a transcript once, yielding ``(line, record, faults, chain)`` per line.
-
-    ``record`` is ``None`` for a line that is not a record (its ``bad_json``
-    fault is in ``faults``).  An ``OSError`` (the file cannot be opened or
-    read, or is not a regular file or a pipe:
-    :func:`~agentloop.transcript.durable.open_input`) becomes one
-    ``unreadable`` fault, yielded with line ``0`` and record ``None``; so
-    does, at the end, a ``no_records`` fault for a file that holds no record.
-
-    At most ``max_faults`` faults are yielded for the lines.  When a line
-    brings more, its first ones up to ``max_faults`` are yielded, then one
-    ``too_many_faults`` fault (line ``0``, record ``None``), and the rest of
-    the file is not judged: its lines and bytes are only counted
-    (``chain.unexamined_lines``/``unexamined_bytes``), so that a hostile file
-    costs no more than a valid one.  ``on_record``, if given, is
-    called with each record's line bytes (without ``\\n``) before it is yielded;
-    ``on_bytes``, if given, with every byte read from the file, in order, as it
-    is read (the bytes of a line too long to judge included), so one pass can
-    also hash or show the file.
-    """
-    room = _check_max_faults(max_faults)
-    chain = Chain()
-    vetter = FloatVetter()
-    loads = json.JSONDecoder(parse_float=vetter.on_float, parse_constant=_no_constant).decode
-    line = 0
-    try:
-        with open_input(path) as handle:
-            for raw, whole in _read_lines(handle if on_bytes is None else _Tapped(handle, on_bytes), limit):
-                line += 1
-                vetter.reset()
-                record, bad, text = _parse_line(line, raw, whole, loads)
-                if bad is not None:
-                    record, found = None, [bad]
-                else:
-                    body = raw[:-1]
-                    if on_record is not None:
-                        on_record(body)
-                    found = chain.check(record, line, body, text, vetter.pairs)
-                if len(found) <= room:
-                    room -= len(found)
-                    yield line, record, found, chain
-                    continue
-                # More than max_faults: keep the first ones, count the rest of the file.
-                yield line, record, found[:room], chain
-                lines, size = _count_rest(handle, on_bytes)
-                chain.unexamined_lines, chain.unexamined_bytes = lines, size
-                detail = "more than %d faults: stopped judging after line %d; %d more line(s) (%d bytes) not examined" % (
-                    max_faults, line, lines, size)
-                yield 0, None, [Fault(None, None, "too_many_faults", detail)], chain
-                return
-    except OSError as exc:
-        reason = "%s: %s" % (type(exc).__name__, exc.strerror or exc)
-        yield 0, None, [Fault(None, line or None, "unreadable", reason)], chain
-        return
-    if not chain.index:
-        what = "the file is empty" if not line else "none of its %d line(s) is a record" % (line,)
-        yield 0, None, [Fault(None, None, "no_records", "it holds no record, so no run: %s" % (what,))], chain
 
 
 def iter_file(
@@ -476,6 +112,7 @@ def verify_file(
     on_bytes: Optional[Callable[[bytes], None]] = None,
     max_faults: int = MAX_FAULTS,
     require_complete: bool = False,
+    workers: int = 1,
 ) -> VerifyResult:
     """Verify a transcript file, streaming it in flat memory.
 
@@ -506,13 +143,49 @@ def verify_file(
     ``unreadable`` fault at line 0), and ``on_bytes`` every byte read (see
     :func:`scan`): a listing or a page built so shows exactly the bytes the
     verdict judged, read once (a pipe works).
+
+    With ``workers`` above 1, a regular file is cut at line boundaries and
+    its parts judged in that many processes (this one and ``workers - 1``
+    others), then joined in order (:mod:`~agentloop.transcript.parallel`):
+    the verdict, every fault, its index, line and detail are those of one
+    pass.  A file too small to cut (under
+    :data:`~agentloop.transcript.parallel.MIN_PART_BYTES` a part), a pipe,
+    and a call with ``on_line`` or ``on_bytes`` (which see every line in
+    order) are read in one pass.
     """
+    room = _check_max_faults(max_faults)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise BadArgumentError("workers", "must be an int of at least 1, got %r" % (workers,))
+    judged = None
+    if workers > 1 and on_line is None and on_bytes is None:
+        judged = verify_parts(path, workers, max_line_bytes, room)
+    if judged is None:
+        chain, faults = _one_pass(path, max_line_bytes, on_line, on_bytes, room)
+    else:
+        chain, faults, _ = judged
+    return _verdict(chain, faults, expect_count, expect_head, require_complete)
+
+
+def _one_pass(
+    path: PathLike,
+    limit: int,
+    on_line: Optional[Callable[[int, object, List[Fault]], None]],
+    on_bytes: Optional[Callable[[bytes], None]],
+    max_faults: int,
+) -> Tuple[Chain, List[Fault]]:
     chain = Chain()
     faults: List[Fault] = []
-    for line, record, found, chain in scan(path, max_line_bytes, on_bytes=on_bytes, max_faults=max_faults):
+    for line, record, found, chain in scan(path, limit, on_bytes=on_bytes, max_faults=max_faults):
         faults.extend(found)
         if on_line is not None:
             on_line(line, record, found)
+    return chain, faults
+
+
+def _verdict(
+    chain: Chain, faults: List[Fault], expect_count: Optional[int], expect_head: Optional[str], require_complete: bool
+) -> VerifyResult:
+    """The file's verdict from the state its last line left and its faults: the expectations checked."""
     head = chain.head if chain.index else None
     last = faults[-1].kind if faults else ""
     judged = last != "too_many_faults"  # else count, head and complete describe a part only

@@ -8,7 +8,7 @@ import json
 import os
 from typing import Any, Mapping, Optional, Sequence, Tuple
 
-from ..canonical import canonical_bytes
+from ..canonical import canonical_bytes, canonical_text
 from .checkpoint import Checkpoint, SignerArg, check_key, check_signers, sign_checkpoint
 from .durable import check_output, fsync_directory, lock_exclusive, write_atomic
 from ..errors import RunConfigError, TranscriptClosedError, TranscriptEmptyError, TranscriptExistsError, UnrecordableError, WrongTypeError
@@ -16,11 +16,18 @@ from .merkle import CompactRange
 
 from .format import GENESIS, MAX_RECORD_BYTES, MAX_RECORD_BYTES_LIMIT, PathLike, _HEAD, _a
 
-def record_line(kind: str, payload: Mapping[str, Any], prev: str, seq: int) -> Tuple[str, bytes]:
+def record_line(
+    kind: str, payload: Mapping[str, Any], prev: str, seq: int, payload_text: Optional[str] = None
+) -> Tuple[str, bytes]:
     """A record's hash and its line, newline included (``docs/format.md`` sections 2 and 4): the
-    RFC 8785 bytes of ``{kind, payload, prev, seq}`` with ``"hash"`` put first.  Raises
-    :class:`~agentloop.errors.UnrecordableError` for a payload that cannot be recorded."""
-    body = canonical_bytes({"kind": kind, "payload": payload, "prev": prev, "seq": seq})
+    RFC 8785 bytes of ``{kind, payload, prev, seq}`` with ``"hash"`` put first.  ``payload_text``,
+    when the caller has it, is the payload's RFC 8785 text, spliced in rather than encoded again.
+    Raises :class:`~agentloop.errors.UnrecordableError` for a payload that cannot be recorded."""
+    if payload_text is not None:  # RFC 8785 section 3.2.3: kind < payload < prev < seq
+        body = ("{\"kind\":%s,\"payload\":%s,\"prev\":\"%s\",\"seq\":%d}" % (
+            canonical_text(kind, "$.kind"), payload_text, prev, seq)).encode("utf-8")
+    else:
+        body = canonical_bytes({"kind": kind, "payload": payload, "prev": prev, "seq": seq})
     digest = hashlib.sha256(body).hexdigest()
     return digest, _HEAD + digest.encode("ascii") + b'",' + body[1:] + b"\n"
 
@@ -195,11 +202,17 @@ class TranscriptWriter:
         """The hash of the last record written (64 zeros before the first)."""
         return self._head
 
-    def append(self, kind: str, payload: Mapping[str, Any]) -> str:
-        """Encode and write one record; return its hash."""
+    def append(self, kind: str, payload: Mapping[str, Any], payload_text: Optional[str] = None) -> str:
+        """Encode and write one record; return its hash.
+
+        ``payload_text``, when given, is the payload's RFC 8785 text already
+        made (``canonical_text(payload, "$.payload", 1)``, e.g. by
+        :func:`~agentloop.canonical.canonical_text_with` around values encoded
+        once): the record is built around it, its other members encoded here.
+        """
         if self._fd is None:
             raise TranscriptClosedError(self.path)
-        digest, raw = record_line(kind, payload, self._head, self._seq)
+        digest, raw = record_line(kind, payload, self._head, self._seq, payload_text)
         line = memoryview(raw)
         if len(line) > self._limit:
             raise UnrecordableError(
