@@ -28,7 +28,7 @@ is so a ``bad_payload`` at that record, with no key needed.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, Mapping, Tuple
 
 __all__ = ["Gates"]
 
@@ -51,6 +51,12 @@ class Gates:
         self.outcomes = outcomes
         self.signer = signer
         self.known = known  # False until a task record that breaks no rule says what is gated
+
+    def key(self) -> Tuple[bool, bool, bool, Tuple[Tuple[str, str], ...]]:
+        """The gates as a value to compare (a part of a file judged apart must have seen these:
+        :mod:`agentloop.transcript.parallel`)."""
+        rules = tuple(sorted((name, json.dumps(rule, sort_keys=True)) for name, rule in self.rules.items()))
+        return self.known, self.outcomes, self.signer, rules
 
     @classmethod
     def unknown(cls) -> "Gates":

@@ -13,10 +13,12 @@ processes (this one and ``workers - 1`` others):
 2. Part 0 is judged from the start of the file, as one pass would.  Every
    other part is judged from a state read off its first record, the
    *guess*: that record's ``seq`` and ``prev`` are expected, at least one
-   record came before, the record before was not a ``stop`` record, and the
+   record came before, the record before was not a ``stop`` record, the
    payload grammar (:class:`~agentloop.transcript.grammar.Grammar`) stands
    at ``step - 1`` assistant records, ``total_tokens - tokens`` tokens and no
-   call awaiting its result.  A part reports its faults (indexes counted
+   call awaiting its result, and the rules record 0 sets for ``tool``
+   records (:class:`~agentloop.transcript.gates.Gates`) are those of the
+   file's first line, judged as one pass judges it.  A part reports its faults (indexes counted
    from its first record, lines from its first line), its line and record
    counts and the state it ends in.
 3. The parts are joined in order.  A part's guess is compared with the
@@ -38,6 +40,7 @@ line, and returns at most ``max_faults`` faults and a few counters.
 from __future__ import annotations
 
 import copy
+import io
 import os
 import stat
 from dataclasses import dataclass, field
@@ -48,6 +51,7 @@ from ..processes import process_pool
 from .chain import Chain
 from .durable import open_input
 from .format import Fault, PathLike
+from .gates import Gates
 from .scan import _count_rest, _parse_line, judge_lines, no_records
 
 __all__ = ["verify_parts", "SEARCH_BYTES", "MIN_PART_BYTES"]
@@ -69,6 +73,7 @@ class _Guess:
     prev: str
     steps: int
     tokens: int
+    gates: Gates
 
 
 @dataclass
@@ -126,7 +131,15 @@ def _cuts(path: PathLike, size: int, workers: int) -> List[int]:
     return starts
 
 
-def _guess(raw: bytes) -> Optional[_Guess]:
+def _gates(first: bytes, limit: int, max_faults: int) -> Gates:
+    """The gates the file's first line sets, judged by the one-pass code (unknown unless it is a sound task record)."""
+    chain = Chain()
+    for _ in judge_lines(io.BytesIO(first), chain, limit, max_faults, max_faults):
+        pass
+    return chain.grammar.gates
+
+
+def _guess(raw: bytes, gates: Gates) -> Optional[_Guess]:
     """The state to judge a part from, read off its first line; ``None`` when it cannot be read."""
     record, bad, _ = _parse_line(1, raw)
     if bad is not None or not isinstance(record, dict):
@@ -137,7 +150,7 @@ def _guess(raw: bytes) -> Optional[_Guess]:
     step, tokens, total = payload.get("step"), payload.get("tokens"), payload.get("total_tokens")
     if type(step) is not int or type(tokens) is not int or type(total) is not int or step < 1:
         return None
-    return _Guess(seq, prev, step - 1, total - tokens)
+    return _Guess(seq, prev, step - 1, total - tokens, gates)
 
 
 def _guessed_chain(guess: _Guess) -> Chain:
@@ -146,6 +159,7 @@ def _guessed_chain(guess: _Guess) -> Chain:
     chain.expected_seq, chain.expected_prev, chain.head = guess.seq, guess.prev, guess.prev
     chain.last_kind = "assistant"  # anything but "stop"
     chain.grammar.steps, chain.grammar.tokens = guess.steps, guess.tokens
+    chain.grammar.gates = guess.gates
     return chain
 
 
@@ -154,10 +168,11 @@ def judge_part(path: PathLike, start: int, end: Optional[int], limit: int, max_f
     part = _Part()
     try:
         with open_input(path) as handle:
-            handle.seek(start)
             window = _Window(handle, None if end is None else end - start)
             if start:
-                part.guess = _guess(handle.readline(limit + 1))
+                gates = _gates(handle.readline(limit + 1), limit, max_faults)  # the file's first line
+                handle.seek(start)
+                part.guess = _guess(handle.readline(limit + 1), gates)
                 handle.seek(start)
                 if part.guess is None:
                     part.lines = _count_rest(window, None)[0]  # type: ignore[arg-type]
@@ -185,7 +200,8 @@ def _agrees(state: Chain, guess: Optional[_Guess]) -> bool:
         return False
     grammar = state.grammar
     waiting = len(grammar.step_calls) - grammar.answered
-    return not state.intact or (grammar.steps == guess.steps and grammar.tokens == guess.tokens and waiting == 0)
+    same = grammar.steps == guess.steps and grammar.tokens == guess.tokens and grammar.gates.key() == guess.gates.key()
+    return not state.intact or (same and waiting == 0)
 
 
 class _Join:

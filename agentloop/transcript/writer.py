@@ -207,7 +207,7 @@ class TranscriptWriter:
 
         ``payload_text``, when given, is the payload's RFC 8785 text already
         made (``canonical_text(payload, "$.payload", 1)``, e.g. by
-        :func:`~agentloop.canonical.canonical_text_with` around values encoded
+        :func:`~agentloop.canonical.canonical_text_spliced` around values encoded
         once): the record is built around it, its other members encoded here.
         """
         if self._fd is None:
