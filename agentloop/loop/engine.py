@@ -76,7 +76,8 @@ from .calls import DEFAULT_MAX_WORKERS, AsyncRunner, Done, Job, Raised, Runner, 
 from ..canonical import MAX_SAFE_INTEGER, canonical_bytes, canonical_text, json_path, snapshot
 from ..errors import DuplicateToolError, RunConfigError, UnrecordableError, WrongTypeError
 from .final import FINAL_RESULT, FinalResult, final_result
-from ..messages import AWAITING_APPROVAL, Message, Model, ModelReply, RunResult, ToolCall, Usage, shown
+from ..messages import (AWAITING_APPROVAL, PROVIDER_DATA_DEPTH, Message, Model, ModelReply, RunResult, ToolCall, Usage,
+                        provider_data_problem, shown)
 from .plan import RECORD_OVERHEAD, PlannedCall, TurnPlan, plan_turn
 from .prices import add, amount_text, turn_cost
 from ..tools.registry import Tool, ToolRegistry, tool_sources
@@ -132,11 +133,17 @@ def _reply_problem(reply: object) -> str:
             return "model reply tool_calls[%d] has an arguments_error that is not a str" % (position,)
     usage = reply.usage
     if usage is not None:
-        counts = [getattr(usage, name, None) for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")]
+        counts = [getattr(usage, name, None) for name in
+                  ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")]
         if not isinstance(usage, Usage) or not all(type(n) is int and 0 <= n <= MAX_SAFE_INTEGER for n in counts):
             return "model reply usage is %s, not a Usage of two ints from 0 to 2**53-1" % (type(usage).__name__,)
         if usage.cache_read_tokens + usage.cache_write_tokens > usage.input_tokens:
             return "model reply usage has more cache tokens than input_tokens"
+        if usage.reasoning_tokens > usage.output_tokens:
+            return "model reply usage has more reasoning tokens than output_tokens"
+    problem = _data_problem(getattr(reply, "provider_data", None))
+    if problem:
+        return "model reply provider_data %s" % (problem,)
     strings = [reply.text]
     for call in reply.tool_calls:
         strings += (call.name, call.id, call.arguments_error)
@@ -152,6 +159,19 @@ def _reply_problem(reply: object) -> str:
         except UnrecordableError as exc:
             return "model reply is not recordable: %s" % (exc,)
     return ""
+
+
+def _data_problem(data: object) -> str:
+    """Why a reply's ``provider_data`` cannot be recorded and given back ("" when it can, or is ``None``)."""
+    if data is None:
+        return ""
+    problem = provider_data_problem(data)
+    if not problem:
+        try:
+            canonical_text(data, "$.provider_data", PROVIDER_DATA_DEPTH)
+        except UnrecordableError as exc:
+            problem = "is not recordable: %s" % (exc,)
+    return problem
 
 
 def _model_info(model: object) -> Optional[Dict[str, Any]]:
@@ -363,6 +383,8 @@ def _turn_payload(plan: TurnPlan, reply: ModelReply, spent: Spent, tokens: int, 
         payload["usage"] = reply.usage.recorded()
     if reply.truncated:
         payload["truncated"] = True
+    if plan.provider_data is not None:
+        payload["provider_data"] = plan.provider_data
     if cost is not None and spent.cost is not None:
         payload["cost"], payload["total_cost"] = amount_text(cost), amount_text(add(spent.cost, cost))
     if reading is not None:
