@@ -17,7 +17,9 @@ say (``docs/format.md``, section 2).  A record that breaks it is one
   ``arguments_error`` string); ``tokens`` an integer >= 0 and
   ``total_tokens`` the previous total plus ``tokens``; ``usage``, when
   present, ``{input_tokens, output_tokens}`` (integers >= 0) adding up to
-  ``tokens``; ``truncated``, when present, a boolean.  It may not come while
+  ``tokens``; ``truncated``, when present, a boolean; ``provider_data``,
+  when present, an object whose ``api`` is a string and ``items`` an array
+  of objects (the items themselves are the provider's: not checked).  It may not come while
   calls of the previous turn still await their ``tool`` records.
 * ``tool`` -- answers the next call of the last assistant record: ``step``
   is that record's, ``id`` and ``name`` are the call's; ``ok`` a boolean,
@@ -113,6 +115,23 @@ def _first(*problems: str) -> str:
     return next((p for p in problems if p), "")
 
 
+def _provider_data(data: object) -> str:
+    """Why an assistant record's ``provider_data`` (an object, when present) is not ``{"api": string,
+    "items": [object, ...]}``, or ``""``; the items themselves are the provider's and not checked."""
+    if not isinstance(data, dict):
+        return ""
+    problem = _first(
+        _member("payload.provider_data", data, "api", "a string"),
+        _member("payload.provider_data", data, "items", "an array"),
+    )
+    if problem:
+        return problem
+    for position, item in enumerate(data["items"]):
+        if not isinstance(item, dict):
+            return "payload.provider_data.items[%d] is %s, expected an object" % (position, _a(_json_type(item)))
+    return ""
+
+
 class Grammar:
     """The payload checks of one transcript, record by record, in O(1) state
     (plus the calls of the current turn, which one record bounds)."""
@@ -205,6 +224,7 @@ class Grammar:
             _member("payload", payload, "total_tokens", _COUNT),
             _member("payload", payload, "usage", "an object", optional=True),
             _member("payload", payload, "truncated", "a boolean", optional=True),
+            _member("payload", payload, "provider_data", "an object", optional=True),
         )
         if problem:
             return problem
@@ -247,7 +267,7 @@ class Grammar:
                 problem = "%s has an 'arguments_error' beside its arguments" % (where,)
             if problem:
                 return problem
-        return ""
+        return _provider_data(payload.get("provider_data"))
 
     def _tool(self, payload: Mapping[str, Any]) -> str:
         if self.answered >= len(self.step_calls):
