@@ -2,12 +2,12 @@
 
 Its parts: the tool and registry (``registry``), tools from typed Python
 functions (``typed``, with docstrings read by ``docstrings``) and tool
-definitions in the OpenAI and Anthropic request shapes (``providers``).
+definitions in the OpenAI (Chat Completions, Responses) and Anthropic request shapes (``providers``).
 """
 
 from __future__ import annotations
 
-from .providers import anthropic_tool, is_openai_strict, openai_strict_problems, openai_tool
+from .providers import anthropic_tool, is_openai_strict, openai_strict_problems, openai_tool, responses_tool
 from .registry import MANIFEST_STYLES, Tool, ToolRegistry, tool
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "tool",
     "MANIFEST_STYLES",
     "openai_tool",
+    "responses_tool",
     "anthropic_tool",
     "openai_strict_problems",
     "is_openai_strict",
