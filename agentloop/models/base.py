@@ -37,7 +37,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..canonical import canonical_bytes, strict_loads
 from ..errors import ModelConfigError, ModelResponseError, NotPicklableError, UnrecordableError
 from ..messages import Message, ModelReply, ToolCall, Usage
-from ..tools.providers import anthropic_tool, openai_tool
+from ..tools.providers import anthropic_tool, openai_tool, responses_tool
 from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport, Notice, RetryPolicy, endpoint_host, holds_secret, redact
 
 __all__ = [
@@ -341,16 +341,17 @@ def scrub_reply(reply: ModelReply, secrets: Sequence[str], provider: str, host: 
             for i, call in enumerate(reply.tool_calls)
         ]
         text = _scrub(reply.text, hidden, "$.text")
+        data = _scrub(reply.provider_data, hidden, "$.provider_data")
     except ValueError as exc:
         raise ModelResponseError(
             provider, host, str(exc), "the reply holds the API key (or a secret header) in an escaped form; refused, not recorded"
         ) from None
-    return ModelReply(text, calls, reply.usage, reply.truncated)
+    return ModelReply(text, calls, reply.usage, reply.truncated, data)
 
 
 class ToolShapes:
     """The loop's manifest (its entries as plain dicts) as one provider's
-    ``tools`` array, ``style="openai"`` or ``"anthropic"`` (see
+    ``tools`` array, ``style="openai"``, ``"responses"`` or ``"anthropic"`` (see
     :mod:`agentloop.tools.providers`); converted once per distinct manifest."""
 
     def __init__(self, style: str) -> None:
@@ -361,7 +362,7 @@ class ToolShapes:
     def __call__(self, manifest: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
         key = canonical_bytes(manifest)
         if key != self._key or not manifest:
-            shape = openai_tool if self.style == "openai" else anthropic_tool
+            shape = {"openai": openai_tool, "responses": responses_tool}.get(self.style, anthropic_tool)
             try:
                 self._tools = [shape(entry) for entry in manifest]
             except (KeyError, TypeError) as exc:
@@ -399,6 +400,7 @@ def usage_from(
     cache_write: Sequence[str] = (),
     cache_included: bool = False,
     read: Optional[Reader] = None,
+    reasoning: str = "",
 ) -> Optional[Usage]:
     """``answer["usage"]`` as a :class:`~agentloop.Usage`; ``None`` when absent, null, or without either count.
 
@@ -409,6 +411,8 @@ def usage_from(
     whole prompt: when the provider counts cached tokens apart from
     ``input_key`` (Anthropic), they are added to it; when its input count
     already includes them (``cache_included``, OpenAI), they are not.
+    ``reasoning`` is the path to the count of reasoning tokens (part of the
+    output; absent or null is 0).
 
     A usage the provider sent that cannot be read (a count that is not a
     non-negative integer, more cached tokens than the prompt, a count beyond
@@ -447,14 +451,17 @@ def usage_from(
     raw = [count(input_key, None), count(output_key, None)]
     reads = [count(k, 0) for k in cache_read]
     writes = [count(k, 0) for k in cache_write]
-    if None in raw + reads + writes:
+    thought = [count(reasoning, 0)] if reasoning else [0]
+    if None in raw + reads + writes + thought:
         return None
     read_tokens, written = sum(n or 0 for n in reads), sum(n or 0 for n in writes)
     prompt = (raw[0] or 0) if cache_included else (raw[0] or 0) + read_tokens + written
     if read_tokens + written > prompt:
         return bad("$.usage", "%d cached tokens is more than the prompt's %d" % (read_tokens + written, prompt))
+    if (thought[0] or 0) > (raw[1] or 0):
+        return bad("$.usage." + reasoning, "%d reasoning tokens is more than the output's %d" % (thought[0] or 0, raw[1] or 0))
     try:
-        return Usage(prompt, raw[1] or 0, cache_read_tokens=read_tokens, cache_write_tokens=written)
+        return Usage(prompt, raw[1] or 0, cache_read_tokens=read_tokens, cache_write_tokens=written, reasoning_tokens=thought[0] or 0)
     except (TypeError, ValueError):  # beyond 2**53-1
         return bad("$.usage", "a token count beyond 2**53-1")
 
