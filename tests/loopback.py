@@ -1,10 +1,11 @@
-"""A stand-in for the OpenAI Chat Completions and Anthropic Messages APIs on
-127.0.0.1, for the tests and the README's walk-through.  Stdlib only.
+"""A stand-in for the OpenAI Chat Completions and Responses APIs and the
+Anthropic Messages API on 127.0.0.1, for the tests and the README's
+walk-through.  Stdlib only.
 
     python3 -m tests.loopback [--port 8765]
 
-serves both APIs (``/v1/chat/completions`` and ``/v1/messages``) until
-Ctrl-C.  Its default model is deterministic: when the request offers a tool
+serves the three APIs (``/v1/chat/completions``, ``/v1/responses`` and
+``/v1/messages``) until Ctrl-C.  Its default model is deterministic: when the request offers a tool
 ``add`` and the conversation has no tool result yet, it asks for
 ``add(a=40, b=2)``; once the results are in, it answers with a text quoting
 them.  Tests instead give a script of canned answers (status, headers, body,
@@ -21,11 +22,12 @@ pages): a chat completion ``{"id", "object": "chat.completion", "model",
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 __all__ = [
     "Canned",
@@ -35,6 +37,10 @@ __all__ = [
     "openai_error",
     "anthropic_reply",
     "anthropic_error",
+    "responses_reply",
+    "responses_problem",
+    "anthropic_problem",
+    "sealed",
 ]
 
 HOST = "127.0.0.1"  # never any other address
@@ -61,6 +67,10 @@ class Seen:
     headers: Dict[str, str]
     raw: bytes
     body: Any
+
+
+#: A script entry that answers from the request it is given: a Canned, or a JSON body.
+Answer = Callable[[Seen], Union[Canned, Dict[str, Any]]]
 
 
 def openai_reply(
@@ -109,9 +119,16 @@ def anthropic_reply(
     usage: Optional[Dict[str, Any]] = None,
     stop_reason: Optional[str] = None,
     model: str = "claude-test",
+    thinking: Optional[str] = None,
+    redacted: Optional[str] = None,
 ) -> Dict[str, Any]:
-    """A message; ``calls`` are ``(id, name, input object)``."""
+    """A message; ``calls`` are ``(id, name, input object)``; ``thinking`` puts a thinking block first
+    (signed: :func:`sealed`), ``redacted`` a redacted_thinking block after it."""
     content: List[Dict[str, Any]] = []
+    if thinking is not None:
+        content.append({"type": "thinking", "thinking": thinking, "signature": sealed(thinking)})
+    if redacted is not None:
+        content.append({"type": "redacted_thinking", "data": redacted})
     if text is not None:
         content.append({"type": "text", "text": text})
     content.extend({"type": "tool_use", "id": cid, "name": name, "input": value} for cid, name, value in calls)
@@ -127,6 +144,94 @@ def anthropic_reply(
     }
 
 
+def sealed(text: str) -> str:
+    """The stand-in's "encryption" of reasoning and its thinking signatures: a digest of the text, so
+    that a block sent back changed is caught, as the real APIs catch it."""
+    return "sealed:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def responses_reply(
+    text: Optional[str] = None,
+    calls: Sequence[Tuple[str, str, str]] = (),
+    *,
+    reasoning: Optional[str] = None,
+    usage: Optional[Tuple[int, int]] = (11, 7),
+    cached: int = 0,
+    reasoning_tokens: int = 0,
+    refusal: Optional[str] = None,
+    status: str = "completed",
+    incomplete: Optional[str] = None,
+    model: str = "gpt-test",
+    serial: int = 1,
+) -> Dict[str, Any]:
+    """A Responses API ``Response``; ``calls`` are ``(call_id, name, arguments as a JSON string)``;
+    ``reasoning``, a summary text, puts a reasoning item first, with an ``encrypted_content``."""
+    output: List[Dict[str, Any]] = []
+    if reasoning is not None:
+        item_id = "rs_loopback_%d" % (serial,)
+        output.append({"id": item_id, "type": "reasoning", "summary": [{"type": "summary_text", "text": reasoning}],
+                       "encrypted_content": sealed(item_id + reasoning)})
+    parts: List[Dict[str, Any]] = []
+    if text is not None:
+        parts.append({"type": "output_text", "text": text, "annotations": []})
+    if refusal is not None:
+        parts.append({"type": "refusal", "refusal": refusal})
+    if parts:
+        output.append({"id": "msg_loopback_%d" % (serial,), "type": "message", "role": "assistant", "status": "completed",
+                       "content": parts})
+    for position, (cid, name, arguments) in enumerate(calls):
+        output.append({"id": "fc_loopback_%d_%d" % (serial, position), "type": "function_call", "call_id": cid, "name": name,
+                       "arguments": arguments, "status": "completed"})
+    body: Dict[str, Any] = {
+        "id": "resp_loopback_%d" % (serial,), "object": "response", "created_at": 1700000000, "status": status, "error": None,
+        "incomplete_details": None if incomplete is None else {"reason": incomplete}, "instructions": None, "model": model,
+        "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "temperature": 1.0, "top_p": 1.0,
+    }
+    if usage is not None:
+        body["usage"] = {"input_tokens": usage[0], "input_tokens_details": {"cached_tokens": cached},
+                         "output_tokens": usage[1], "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
+                         "total_tokens": usage[0] + usage[1]}
+    return body
+
+
+def responses_problem(body: Any) -> str:
+    """What the real Responses API would refuse in a request's ``input`` (``""`` when nothing): a
+    reasoning item whose ``encrypted_content`` was changed, or one not followed by the item that followed it."""
+    items = body.get("input") if isinstance(body, dict) else None
+    for position, item in enumerate(items if isinstance(items, list) else []):
+        if not isinstance(item, dict) or item.get("type") != "reasoning":
+            continue
+        summary = "".join(part.get("text", "") for part in item.get("summary") or [] if isinstance(part, dict))
+        if item.get("encrypted_content") != sealed(str(item.get("id")) + summary):
+            return "Could not decrypt the provided encrypted_content. Ensure the value is unmodified."
+        following = items[position + 1] if position + 1 < len(items) else {}
+        if not isinstance(following, dict) or not str(following.get("id", "")).startswith(("msg_", "fc_")):
+            return "Item '%s' of type 'reasoning' was provided without its required following item." % (item.get("id"),)
+    return ""
+
+
+def anthropic_problem(body: Any) -> str:
+    """What the real Messages API would refuse (``""`` when nothing): a thinking block whose signature does not
+    match its text, or, with thinking enabled, a last assistant turn with tool_use that does not start with thinking."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    assistant = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"] if isinstance(messages, list) else []
+    for message in assistant:
+        for block in message.get("content") if isinstance(message.get("content"), list) else []:
+            if isinstance(block, dict) and block.get("type") == "thinking" and block.get("signature") != sealed(str(block.get("thinking"))):
+                return "messages: Invalid `signature` in `thinking` block"
+    thinking = body.get("thinking") if isinstance(body, dict) else None
+    if not (isinstance(thinking, dict) and thinking.get("type") == "enabled") or not assistant:
+        return ""
+    content = assistant[-1].get("content")
+    blocks = content if isinstance(content, list) else [{"type": "text"}]
+    uses_tools = any(isinstance(b, dict) and b.get("type") == "tool_use" for b in blocks)
+    first = blocks[0].get("type") if blocks and isinstance(blocks[0], dict) else None
+    if uses_tools and first not in ("thinking", "redacted_thinking"):
+        return ("messages: Expected `thinking` or `redacted_thinking`, but found `%s`. When `thinking` is enabled, a final "
+                "`assistant` message must start with a thinking block." % (first,))
+    return ""
+
+
 def anthropic_error(status: int, kind: str, message: str, headers: Optional[Dict[str, str]] = None) -> Canned:
     """An error answer in the Messages API shape."""
     return Canned({"type": "error", "error": {"type": kind, "message": message}}, status, headers or {})
@@ -139,6 +244,8 @@ def _default_answer(path: str, body: Any) -> Dict[str, Any]:
     messages = body.get("messages") or []
     tools = body.get("tools") or []
     last = messages[-1] if messages else {}
+    if path.endswith("/responses"):
+        return _default_responses(body)
     if path.endswith("/chat/completions"):
         names = [t.get("function", {}).get("name") for t in tools]
         results = [m.get("content") for m in messages if m.get("role") == "tool"]
@@ -150,11 +257,42 @@ def _default_answer(path: str, body: Any) -> Dict[str, Any]:
     names = [t.get("name") for t in tools]
     content = last.get("content")
     results = [b.get("content") for b in content if b.get("type") == "tool_result"] if isinstance(content, list) else []
+    thinks = isinstance(body.get("thinking"), dict) and body["thinking"].get("type") == "enabled"
     if results:
-        return anthropic_reply("The tools said: %s." % ("; ".join(str(r) for r in results),))
+        return anthropic_reply("The tools said: %s." % ("; ".join(str(r) for r in results),),
+                               thinking="The results are in: quote them." if thinks else None)
     if "add" in names:
-        return anthropic_reply("Let me add them.", [("toolu_add_1", "add", {"a": 40, "b": 2})])
+        return anthropic_reply("Let me add them.", [("toolu_add_1", "add", {"a": 40, "b": 2})],
+                               thinking="40 and 2: the add tool." if thinks else None)
     return anthropic_reply("I have no tool to use.")
+
+
+def _default_responses(body: Dict[str, Any]) -> Dict[str, Any]:
+    """The deterministic model on the Responses API: it reasons (a reasoning item) before each answer."""
+    items = [i for i in body.get("input") or [] if isinstance(i, dict)]
+    names = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+    results = [i.get("output") for i in items if i.get("type") == "function_call_output"]
+    turn = 1 + sum(1 for i in items if i.get("role") == "assistant" or i.get("type") in ("message", "function_call"))
+    if results:
+        return responses_reply("The tools said: %s." % ("; ".join(str(r) for r in results),), reasoning="Quote the results.",
+                               reasoning_tokens=3, serial=turn)
+    if "add" in names:
+        return responses_reply(None, [("call_add_1", "add", '{"a": 40, "b": 2}')], reasoning="Use add.", reasoning_tokens=4,
+                               serial=turn)
+    return responses_reply("I have no tool to use.", serial=turn)
+
+
+def _refusal(seen: Seen) -> Optional[Canned]:
+    """The 400 the real API answers to a conversation it cannot continue, or ``None``."""
+    if seen.path.endswith("/responses"):
+        problem = responses_problem(seen.body)
+        if problem:
+            return Canned({"error": {"message": problem, "type": "invalid_request_error", "param": "input", "code": None}}, 400)
+    if seen.path.endswith("/messages"):
+        problem = anthropic_problem(seen.body)
+        if problem:
+            return anthropic_error(400, "invalid_request_error", problem)
+    return None
 
 
 class _Server(ThreadingHTTPServer):
@@ -206,8 +344,8 @@ class _Handler(BaseHTTPRequestHandler):
 class LoopbackServer:
     """The server, on an ephemeral port of 127.0.0.1 unless ``port`` is given; a context manager."""
 
-    def __init__(self, script: Sequence[Union[Canned, Dict[str, Any]]] = (), port: int = 0) -> None:
-        self.script: List[Canned] = [c if isinstance(c, Canned) else Canned(c) for c in script]
+    def __init__(self, script: Sequence[Union[Canned, Dict[str, Any], "Answer"]] = (), port: int = 0) -> None:
+        self.script: List[Union[Canned, Answer]] = [c if isinstance(c, Canned) or callable(c) else Canned(c) for c in script]
         self.requests: List[Seen] = []
         self.release = threading.Event()
         self._lock = threading.Lock()
@@ -229,11 +367,18 @@ class LoopbackServer:
         return self.url + "/v1"
 
     def _next(self, seen: Seen) -> Canned:
+        refused = _refusal(seen)  # what the real API refuses, it refuses whatever the script says
         with self._lock:
             self.requests.append(seen)
-            if self.script:
-                return self.script.pop(0)
-        return Canned(_default_answer(seen.path, seen.body))
+            if refused is not None:
+                return refused
+            entry = self.script.pop(0) if self.script else None
+        if entry is None:
+            return Canned(_default_answer(seen.path, seen.body))
+        if isinstance(entry, Canned):
+            return entry
+        answer = entry(seen)  # an answer that depends on the request
+        return answer if isinstance(answer, Canned) else Canned(answer)
 
     def start(self) -> "LoopbackServer":
         self._thread.start()

@@ -47,6 +47,7 @@ from ..models.http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from ..loop.resume import RESUMED_CLOCK, read_pending, resume
 from ..tools.loader import load_tools
 from ..transcript.checkpoint import load_key
+from .modelopts import add_model_options, model_options
 from .output import (
     EXIT_BUDGET,
     EXIT_FAULT,
@@ -242,7 +243,8 @@ def _resume(args: argparse.Namespace, out: TextIO) -> int:
     decisions = {} if args.decisions is None else _decisions_file(args.decisions)
     tools = load_tools(args.tools)
     model = model_from_spec(args.model, base_url=args.base_url, model_name=args.model_name,
-                            max_output_tokens=args.max_output_tokens, timeout=args.timeout, max_retries=args.max_retries)
+                            max_output_tokens=args.max_output_tokens, timeout=args.timeout, max_retries=args.max_retries,
+                            **model_options(args))
     if args.checkpoint is None and (args.key_file is not None or args.key_env is not None):
         raise RunConfigError("--key-file/--key-env", "needs --checkpoint")
     key = load_key(args.key_file, args.key_env) if args.key_file is not None or args.key_env is not None else None
@@ -302,6 +304,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     again.add_argument("--base-url", metavar="URL")
     again.add_argument("--tools", required=True, metavar="MODULE:REGISTRY")
     again.add_argument("--max-output-tokens", type=count_arg, metavar="N", help="anthropic: max_tokens per reply (default %d)" % DEFAULT_MAX_TOKENS)
+    add_model_options(again)  # --thinking, --cache, --prompt-cache-key: as the run had them
     again.add_argument("--timeout", type=seconds_arg, default=DEFAULT_TIMEOUT, metavar="SECONDS")
     again.add_argument("--max-retries", type=count_arg, default=DEFAULT_MAX_RETRIES, metavar="N")
     again.add_argument("--rerun-unrecorded", action="store_true",

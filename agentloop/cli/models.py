@@ -45,6 +45,7 @@ from ..models.spec import model_from_spec
 from ..tools.loader import load_tools
 from .approval import add_approve_options, approver_from_args, report_pause
 from .keys import add_sign_options, load_signers
+from .modelopts import add_model_options, model_options
 from .output import (
     EXIT_BUDGET,
     EXIT_FAULT,
@@ -187,6 +188,7 @@ def _run_with(args: argparse.Namespace, out: TextIO, tools: Any, signers: List[A
         max_output_tokens=args.max_output_tokens,
         timeout=args.timeout,
         max_retries=args.max_retries,
+        **model_options(args),
     )
     transport = getattr(model, "transport", None)
     if isinstance(transport, HttpTransport) and transport.on_retry is None:  # never a silent wait
@@ -289,7 +291,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
         "4 a tool raised SystemExit or the output could not be written, 130 Ctrl-C (the transcript stays a verifiable prefix). "
         "Keys: OPENAI_API_KEY / ANTHROPIC_API_KEY (required for the official endpoints only).",
     )
-    command.add_argument("--model", required=True, metavar="SPEC", help="openai:MODEL, anthropic:MODEL, or an OpenAI-compatible base URL (up to /v1)")
+    command.add_argument("--model", required=True, metavar="SPEC",
+                         help="openai:MODEL, openai-responses:MODEL, anthropic:MODEL, or an OpenAI-compatible base URL (up to /v1)")
     command.add_argument("--model-name", metavar="NAME", help="the model name, with a URL --model")
     command.add_argument("--base-url", metavar="URL", help="another base URL for openai: (up to /v1) or anthropic: (without /v1)")
     command.add_argument("--tools", metavar="MODULE:REGISTRY", help="the local tools, e.g. demo:demo_tools")
@@ -308,7 +311,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     command.add_argument("--max-seconds", type=_budget_seconds, metavar="SECONDS", help="stop (time_budget) before a turn once SECONDS have passed")
     command.add_argument("--tell-budgets", action="store_true", help="show the model what remains of each budget before each turn")
     command.add_argument("--tool-timeout", type=seconds_arg, metavar="SECONDS", help="a tool call past SECONDS fails as data (default: none)")
-    command.add_argument("--max-output-tokens", type=count_arg, metavar="N", help="anthropic: max_tokens per reply (default %d)" % DEFAULT_MAX_TOKENS)
+    command.add_argument("--max-output-tokens", type=count_arg, metavar="N",
+                         help="anthropic: max_tokens per reply (default %d); openai-responses: max_output_tokens" % DEFAULT_MAX_TOKENS)
+    add_model_options(command)
     command.add_argument("--timeout", type=seconds_arg, default=DEFAULT_TIMEOUT, metavar="SECONDS", help="per request (default %g)" % DEFAULT_TIMEOUT)
     command.add_argument("--max-retries", type=count_arg, default=DEFAULT_MAX_RETRIES, metavar="N", help="default %d" % DEFAULT_MAX_RETRIES)
     command.add_argument("-o", "--output", required=True, metavar="OUT.jsonl", help="the transcript to write")
