@@ -416,7 +416,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Connection", "close")
             self.end_headers()
             self.close_connection = True
-            self.wfile.write(b": keep-alive\r\n\r\n")
+            # 2025-11-25 "Sending Messages" 6: a priming event, an id and empty data (as the TypeScript SDK sends it)
+            self.wfile.write(b"id: prime-1\nretry: 1000\ndata: \n\n: keep-alive\r\n\r\n")
             self.wfile.write(b"event: message\ndata: " + json.dumps({"jsonrpc": "2.0", "method": "notifications/progress",
                              "params": {"progressToken": 1, "progress": 0}}).encode() + b"\n\n")
             self.wfile.flush()

@@ -21,7 +21,6 @@ from agentloop.errors import AgentloopError, MCPConfigError, MCPError, MCPNameCo
 from agentloop.mcp import MCPHttp, MCPStdio, MCPTool, agentloop_name, combine_tools, describe, import_schema
 from agentloop.mcp.jsonrpc import Malformed, Notification, Request, Response, parse
 from agentloop.mcp.schemas import HeaderParam, Refused
-from agentloop.mcp.sse import EventStream
 from agentloop.mcp.http import header_value
 from tests import mcp_server
 from tests.mcp_server import LONG_NAME, PICK, TOOLS, serve_http
@@ -185,11 +184,6 @@ class TestWire(unittest.TestCase):
                     parse(data)
                 self.assertEqual(str(caught.exception), reason)
 
-    def test_event_stream(self) -> None:
-        stream = EventStream()
-        self.assertEqual(stream.feed(b": keep-alive\r\n\r\ndata: {\"a\":\r"), [])
-        self.assertEqual(stream.feed(b"\ndata: 1}\r\n\r\nevent: message\ndata:x\n"), ['{"a":\n1}'])
-        self.assertEqual(stream.feed(b"\n"), ["x"])
 
 
 class StdioCase(unittest.TestCase):

@@ -12,9 +12,10 @@ managers whose ``.tools(prefix="", include=None)`` returns ordinary
 
 Revisions 2026-07-28 (stateless, ``server/discover``) and 2025-11-25
 (``initialize``; servers answering 2025-06-18 or 2025-03-26 accepted).  Its
-parts: JSON-RPC messages (``jsonrpc``), SSE parsing (``sse``), tool names
+parts: JSON-RPC messages (``jsonrpc``), tool names
 (``names``), the schema import policy (``schemas``), the protocol
-(``client``) and the two transports (``stdio``, ``http``).
+(``client``) and the two transports (``stdio``, ``http``); SSE parsing is
+:mod:`agentloop.wire.sse`.
 """
 
 from __future__ import annotations

@@ -3,9 +3,13 @@
 MCP 2026-07-28 "Streamable HTTP" (and 2025-11-25 "Transports: Streamable
 HTTP"): every JSON-RPC message is its own HTTP POST to the one MCP endpoint,
 with ``Accept: application/json, text/event-stream``; the server answers a
-request with one JSON object or with an SSE stream (:mod:`.sse`) carrying
-notifications and then the response -- the client supports both
-("Sending Messages" 6).  A notification gets ``202 Accepted``.
+request with one JSON object or with an SSE stream (:mod:`agentloop.wire.sse`)
+carrying notifications and then the response -- the client supports both
+("Sending Messages" 6).  On a stream, events whose data is empty or white
+space carry no message and are skipped: 2025-11-25 "Sending Messages" 6 has
+the server open the stream with such a "priming" event (an id and an empty
+``data``), which the SSE parser dispatches with empty data; an event of a
+type other than ``message`` is skipped too.  A notification gets ``202 Accepted``.
 
 Per revision:
 
@@ -46,6 +50,7 @@ import urllib.parse
 from typing import Any, Dict, List, Mapping, Optional, Union
 
 from ..errors import MCPConfigError
+from ..wire.sse import EventStreamParser
 from .client import MODERN, MCPClient, Origin, Failed, RpcFailed
 from .jsonrpc import (
     METHOD_NOT_FOUND,
@@ -59,7 +64,6 @@ from .jsonrpc import (
     request,
     short,
 )
-from .sse import EventStream
 
 __all__ = ["MCPHttp", "header_value", "MAX_BODY"]
 
@@ -285,7 +289,7 @@ class MCPHttp(MCPClient):
 
     def _stream(self, conn: http.client.HTTPConnection, response: http.client.HTTPResponse, deadline: float,
                 want: Union[int, str], method: str) -> Dict[str, Any]:
-        events = EventStream()
+        events = EventStreamParser()
         total = 0
         while True:
             self._left(conn, deadline)
@@ -295,9 +299,11 @@ class MCPHttp(MCPClient):
             total += len(chunk)
             if total > MAX_BODY:
                 raise Failed("the SSE stream is longer than %d bytes" % (MAX_BODY,), "malformed")
-            for data in events.feed(chunk):
+            for event in events.feed(chunk):
+                if event.type != "message" or not event.data.strip():
+                    continue  # the priming event (an id, empty data), or an event type MCP does not send
                 try:
-                    message = parse(data)
+                    message = parse(event.data)
                 except Malformed as exc:
                     raise Failed("sent a malformed message: %s" % (exc,), "malformed") from None
                 if isinstance(message, Response):
