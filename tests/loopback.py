@@ -24,10 +24,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import socket
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+from .loopback_streams import events_for, sse
 
 __all__ = [
     "Canned",
@@ -49,13 +52,25 @@ HOST = "127.0.0.1"  # never any other address
 @dataclass(frozen=True)
 class Canned:
     """One scripted answer: ``body`` is JSON (a dict) or raw bytes; ``delay`` seconds before answering;
-    ``drip`` seconds between single bytes of the body (a server that keeps a request alive)."""
+    ``drip`` seconds between single bytes of the body (a server that keeps a request alive).
+
+    Streams: a 200 answer with a JSON body goes as the API's server-sent events
+    (:mod:`tests.loopback_streams`) when the request asks for a stream, unless ``stream=False``;
+    ``events`` sends these raw events instead; ``gap`` seconds pass between two events; ``cut``
+    drops the connection after that many events.  ``hangup`` closes the connection after the answer
+    without saying so (a server closing an idle keep-alive connection)."""
 
     body: Union[Dict[str, Any], bytes] = b""
     status: int = 200
     headers: Dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     drip: float = 0.0
+    stream: Optional[bool] = None
+    events: Optional[List[bytes]] = None
+    gap: float = 0.0
+    cut: Optional[int] = None
+    hangup: bool = False
+    drop: bool = False
 
 
 @dataclass(frozen=True)
@@ -306,9 +321,34 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+    protocol_version = "HTTP/1.1"  # keep-alive, as the real APIs
+    timeout = 60  # an idle connection's thread ends after this
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.owner._opened(self.connection)
+
+    def _stream(self, canned: Canned, events: List[bytes]) -> None:
+        """The events as a chunked ``text/event-stream`` body, one chunk each."""
+        owner = self.server.owner
+        self.send_response(canned.status)
+        for name, value in dict({"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache",
+                                 "Transfer-Encoding": "chunked"}, **canned.headers).items():
+            self.send_header(name, value)
+        self.end_headers()
+        for count, event in enumerate(events):
+            if canned.cut is not None and count >= canned.cut:
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            if count and canned.gap and owner.release.wait(canned.gap):
+                break
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
 
     def do_POST(self) -> None:
         owner = self.server.owner
@@ -322,6 +362,22 @@ class _Handler(BaseHTTPRequestHandler):
         canned = owner._next(seen)
         if canned.delay:
             owner.release.wait(canned.delay)  # released at stop(), so teardown never waits
+        events = canned.events
+        streamed = isinstance(body, dict) and body.get("stream") is True and canned.stream is not False
+        if events is None and streamed and canned.status == 200 and isinstance(canned.body, dict):
+            events = [sse(name, data) for name, data in events_for(self.path, canned.body)]
+        if canned.drop:
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if canned.hangup:
+            self.close_connection = True  # after this answer, with no Connection: close said
+        if events is not None:
+            try:
+                self._stream(canned, events)
+            except OSError:
+                self.close_connection = True
+            return
         payload = canned.body if isinstance(canned.body, bytes) else json.dumps(canned.body).encode("utf-8")
         try:
             self.send_response(canned.status)
@@ -338,7 +394,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if owner.release.wait(canned.drip):
                     break
         except OSError:  # the client gave up (a timeout test)
-            pass
+            self.close_connection = True
 
 
 class LoopbackServer:
@@ -349,6 +405,9 @@ class LoopbackServer:
         self.requests: List[Seen] = []
         self.release = threading.Event()
         self._lock = threading.Lock()
+        #: How many TCP connections clients opened to the server.
+        self.connections = 0
+        self._sockets: List[socket.socket] = []
         self._server = _Server(port, self)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
@@ -380,6 +439,11 @@ class LoopbackServer:
         answer = entry(seen)  # an answer that depends on the request
         return answer if isinstance(answer, Canned) else Canned(answer)
 
+    def _opened(self, sock: socket.socket) -> None:
+        with self._lock:
+            self.connections += 1
+            self._sockets.append(sock)
+
     def start(self) -> "LoopbackServer":
         self._thread.start()
         return self
@@ -388,6 +452,13 @@ class LoopbackServer:
         self.release.set()
         self._server.shutdown()
         self._server.server_close()
+        with self._lock:
+            sockets = list(self._sockets)
+        for sock in sockets:  # the kept-alive connections' threads end
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         self._thread.join(timeout=5)
 
     def __enter__(self) -> "LoopbackServer":

@@ -84,12 +84,13 @@ interpreted), server tools, cache lifetimes other than the default (pass
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ..errors import ModelConfigError
 from ..messages import Message, ModelReply, ToolCall
 from .base import Adapter, Endpoint, Reader, join_url, system_prompt, usage_from
 from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport, Notice
+from .streaming import MessagesCollector
 
 __all__ = ["AnthropicMessages", "DEFAULT_BASE_URL", "API_VERSION", "DEFAULT_MAX_TOKENS", "API", "messages_api_messages",
            "messages_api_reply"]
@@ -146,6 +147,8 @@ class AnthropicMessages(Adapter):
         on_retry: Optional[Notice] = None,
         thinking: Optional[Mapping[str, Any]] = None,
         cache: bool = False,
+        stream: bool = False,
+        on_text: Optional[Callable[[str], None]] = None,
     ) -> None:
         if isinstance(model, str) and model and (
             isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= 2**31
@@ -160,6 +163,7 @@ class AnthropicMessages(Adapter):
             official_host=_OFFICIAL_HOST, reserved=_RESERVED, style="anthropic",
         )
         self._take(end)
+        self._streaming(stream, on_text)
         self.max_tokens = max_tokens
         if thinking is not None:
             self.params["thinking"] = _thinking(thinking, max_tokens)
@@ -215,13 +219,7 @@ class AnthropicMessages(Adapter):
         return body
 
     def __call__(self, messages: List[Message], manifest: List[Dict[str, Any]]) -> ModelReply:
-        answer = self.transport.post_json(
-            self.url,
-            self.headers(),
-            self.request_body(messages, manifest),
-            provider=self.provider,
-            secrets=self._secrets,
-        )
+        answer = self._post(self.request_body(messages, manifest), MessagesCollector)
         return self._reply(messages_api_reply(answer, self.provider, self.host))
 
 

@@ -38,7 +38,9 @@ from ..canonical import canonical_bytes, strict_loads
 from ..errors import ModelConfigError, ModelResponseError, NotPicklableError, UnrecordableError
 from ..messages import Message, ModelReply, ToolCall, Usage
 from ..tools.providers import anthropic_tool, openai_tool, responses_tool
-from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport, Notice, RetryPolicy, endpoint_host, holds_secret, redact
+from .http import (DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, Collector, HttpTransport, Notice, RetryPolicy, endpoint_host,
+                   holds_secret, redact)
+from .streaming import TextRelay
 
 __all__ = [
     "base_url_from",
@@ -259,12 +261,21 @@ def _reread_key(key_env: Optional[str], required: bool) -> str:
 
 
 class Adapter:
-    """What :class:`~agentloop.models.OpenAIChat` and
-    :class:`~agentloop.models.AnthropicMessages` share besides their
-    :class:`Endpoint`: keyless pickling, the scrubbed reply, ``acall``."""
+    """What the adapters share besides their :class:`Endpoint`: keyless pickling,
+    the scrubbed reply, streaming, ``acall``.
+
+    ``stream=True`` asks the API for a stream of server-sent events
+    (:mod:`agentloop.models.streaming`), rebuilt into the reply the request
+    would have got unstreamed, so that the turn is recorded the same bytes;
+    ``on_text``, when given, is called with the reply's text as it arrives
+    (the key redacted; not pickled).  Neither is recorded: how a reply
+    travelled changes nothing in the transcript.
+    """
 
     provider = ""
     host = ""
+    stream = False
+    on_text: Optional[Callable[[str], None]] = None
     _key = ""
     _key_env: Optional[str] = None
     _required = False
@@ -276,8 +287,40 @@ class Adapter:
         self.transport, self._tools, self._secrets = end.transport, end.tools, end.secrets
         self._key_env, self._required = end.key_env, end.required
 
+    def _streaming(self, stream: object, on_text: object) -> None:
+        if not isinstance(stream, bool):
+            raise ModelConfigError("stream", "must be True or False, got %s" % (type(stream).__name__,))
+        if on_text is not None and not callable(on_text):
+            raise ModelConfigError("on_text", "must be None or a callable taking each piece of text")
+        self.stream, self.on_text = stream, on_text
+
+    @property
+    def url(self) -> str:
+        """The endpoint requests go to."""
+        raise NotImplementedError
+
+    def headers(self) -> Dict[str, str]:
+        """The request headers (with the key: do not print them)."""
+        raise NotImplementedError
+
+    def _post(self, body: Dict[str, Any], collector: Callable[[str, str, TextRelay], Collector],
+              stream_body: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+        """The answer to ``body``: posted as it is, or, with ``stream``, with ``stream_body``'s
+        members added and read through ``collector`` (the API's answer either way)."""
+        if not self.stream:
+            return self.transport.post_json(self.url, self.headers(), body, provider=self.provider, secrets=self._secrets)
+        headers = {k: v for k, v in self.headers().items() if k.lower() != "accept"}
+        headers["Accept"] = "text/event-stream"
+        relay = TextRelay(self.on_text, self._secrets)
+        return self.transport.post_stream(
+            self.url, headers, dict(body, **(stream_body or {"stream": True})), lambda: collector(self.provider, self.host, relay),
+            provider=self.provider, secrets=self._secrets,
+        )
+
     def __getstate__(self) -> Dict[str, Any]:
-        return _keyless_state(self.__dict__, type(self).__name__, self._key_env, self._secrets, "_key", "_secrets")
+        state = _keyless_state(self.__dict__, type(self).__name__, self._key_env, self._secrets, "_key", "_secrets")
+        state.pop("on_text", None)
+        return state
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
         self.__dict__.update(state)

@@ -60,20 +60,21 @@ but not interpreted), ``n > 1``.  The Responses API is
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ..canonical import canonical_text
 from ..errors import ModelConfigError
 from ..messages import Message, ModelReply, ToolCall
 from .base import Adapter, Endpoint, Reader, join_url, read_arguments, system_prompt, usage_from
 from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport, Notice
+from .streaming import ChatCollector
 
 __all__ = ["OpenAIChat", "DEFAULT_BASE_URL", "cache_key_params"]
 
 #: The official endpoint's base URL (the SDK's default).
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _OFFICIAL_HOST = "api.openai.com"
-_RESERVED = ("model", "messages", "tools", "stream")
+_RESERVED = ("model", "messages", "tools", "stream", "stream_options")
 
 
 def cache_key_params(params: Optional[Mapping[str, Any]], prompt_cache_key: Optional[str]) -> Optional[Mapping[str, Any]]:
@@ -120,6 +121,8 @@ class OpenAIChat(Adapter):
         max_retries: int = DEFAULT_MAX_RETRIES,
         transport: Optional[HttpTransport] = None,
         on_retry: Optional[Notice] = None,
+        stream: bool = False,
+        on_text: Optional[Callable[[str], None]] = None,
     ) -> None:
         end = Endpoint(
             model, base_url=base_url, api_key=api_key, system=system, params=cache_key_params(params, prompt_cache_key), headers=headers,
@@ -128,6 +131,7 @@ class OpenAIChat(Adapter):
             official_host=_OFFICIAL_HOST, reserved=_RESERVED, style="openai",
         )
         self._take(end)
+        self._streaming(stream, on_text)
 
     def __repr__(self) -> str:  # never the key
         return "OpenAIChat(%r, base_url=%r)" % (self.model, self.base_url)
@@ -164,13 +168,8 @@ class OpenAIChat(Adapter):
         return body
 
     def __call__(self, messages: List[Message], manifest: List[Dict[str, Any]]) -> ModelReply:
-        answer = self.transport.post_json(
-            self.url,
-            self.headers(),
-            self.request_body(messages, manifest),
-            provider=self.provider,
-            secrets=self._secrets,
-        )
+        answer = self._post(self.request_body(messages, manifest), ChatCollector,
+                            {"stream": True, "stream_options": {"include_usage": True}})
         return self._reply(chat_reply(answer, self.provider, self.host))
 
 

@@ -63,7 +63,7 @@ the state), images and files in the input, background responses.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ..canonical import canonical_text
 from ..errors import ModelConfigError
@@ -71,6 +71,7 @@ from ..messages import Message, ModelReply, ToolCall
 from .base import Adapter, Endpoint, Reader, join_url, read_arguments, system_prompt, usage_from
 from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport, Notice
 from .openai import DEFAULT_BASE_URL, cache_key_params
+from .streaming import ResponsesCollector
 
 __all__ = ["OpenAIResponses", "API", "responses_input", "responses_reply"]
 
@@ -108,6 +109,8 @@ class OpenAIResponses(Adapter):
         max_retries: int = DEFAULT_MAX_RETRIES,
         transport: Optional[HttpTransport] = None,
         on_retry: Optional[Notice] = None,
+        stream: bool = False,
+        on_text: Optional[Callable[[str], None]] = None,
     ) -> None:
         if not isinstance(store, bool):
             raise ModelConfigError("store", "must be True or False, got %s" % (type(store).__name__,))
@@ -118,6 +121,7 @@ class OpenAIResponses(Adapter):
             official_host=_OFFICIAL_HOST, reserved=_RESERVED, style="responses",
         )
         self._take(end)
+        self._streaming(stream, on_text)
         self.store = store
 
     def __repr__(self) -> str:  # never the key
@@ -163,9 +167,7 @@ class OpenAIResponses(Adapter):
         return body
 
     def __call__(self, messages: List[Message], manifest: List[Dict[str, Any]]) -> ModelReply:
-        answer = self.transport.post_json(
-            self.url, self.headers(), self.request_body(messages, manifest), provider=self.provider, secrets=self._secrets
-        )
+        answer = self._post(self.request_body(messages, manifest), ResponsesCollector)
         return self._reply(responses_reply(answer, self.provider, self.host))
 
 
