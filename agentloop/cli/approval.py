@@ -47,7 +47,7 @@ from ..models.http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from ..loop.resume import RESUMED_CLOCK, read_pending, resume
 from ..tools.loader import load_tools
 from ..transcript.checkpoint import load_key
-from .modelopts import add_model_options, model_options
+from .modelopts import add_model_options, live_text, model_options
 from .output import (
     EXIT_BUDGET,
     EXIT_FAULT,
@@ -242,9 +242,10 @@ def _resume(args: argparse.Namespace, out: TextIO) -> int:
         check_output(args.checkpoint, args.overwrite)
     decisions = {} if args.decisions is None else _decisions_file(args.decisions)
     tools = load_tools(args.tools)
+    live = live_text(args)
     model = model_from_spec(args.model, base_url=args.base_url, model_name=args.model_name,
                             max_output_tokens=args.max_output_tokens, timeout=args.timeout, max_retries=args.max_retries,
-                            **model_options(args))
+                            **model_options(args, live))
     if args.checkpoint is None and (args.key_file is not None or args.key_env is not None):
         raise RunConfigError("--key-file/--key-env", "needs --checkpoint")
     key = load_key(args.key_file, args.key_env) if args.key_file is not None or args.key_env is not None else None
@@ -252,7 +253,8 @@ def _resume(args: argparse.Namespace, out: TextIO) -> int:
     try:
         result = resume(args.file, model, tools, decisions=decisions, approver=approver, rerun_unrecorded=args.rerun_unrecorded,
                         anchor=args.anchor, checkpoint=args.checkpoint, key=key, overwrite=args.overwrite,
-                        on_record=lambda record: emit(out, format_record(record)), clock=RESUMED_CLOCK)
+                        on_record=(lambda record: emit(out, format_record(record))) if live is None
+                        else live.before(lambda record: emit(out, format_record(record))), clock=RESUMED_CLOCK)
     except KeyboardInterrupt:
         _left(args.file, "interrupted (Ctrl-C)")
         return EXIT_INTERRUPTED

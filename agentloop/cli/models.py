@@ -45,7 +45,7 @@ from ..models.spec import model_from_spec
 from ..tools.loader import load_tools
 from .approval import add_approve_options, approver_from_args, report_pause
 from .keys import add_sign_options, load_signers
-from .modelopts import add_model_options, model_options
+from .modelopts import add_model_options, live_text, model_options
 from .output import (
     EXIT_BUDGET,
     EXIT_FAULT,
@@ -181,6 +181,7 @@ def _mcp_clients(specs: List[str]) -> List[MCPClient]:
 
 
 def _run_with(args: argparse.Namespace, out: TextIO, tools: Any, signers: List[Any]) -> int:
+    live = live_text(args)  # --stream: each reply's text on stderr as it comes
     model = model_from_spec(  # the system prompt goes to run(), which records it and passes it on
         args.model,
         base_url=args.base_url,
@@ -188,11 +189,14 @@ def _run_with(args: argparse.Namespace, out: TextIO, tools: Any, signers: List[A
         max_output_tokens=args.max_output_tokens,
         timeout=args.timeout,
         max_retries=args.max_retries,
-        **model_options(args),
+        **model_options(args, live),
     )
     transport = getattr(model, "transport", None)
     if isinstance(transport, HttpTransport) and transport.on_retry is None:  # never a silent wait
         transport.on_retry = lambda text: note("agentloop run: waiting to retry: %s" % (text,))
+        if live is not None:
+            transport.on_retry = live.before(transport.on_retry)
+    printed: Callable[[Any], Any] = lambda record: emit(out, format_record(record))  # each record, live, as written
     prices = None if args.prices is None else _read_prices(args.prices)
     if args.checkpoint is None and (args.key_file is not None or args.key_env is not None):
         raise RunConfigError("--key-file/--key-env", "needs --checkpoint")
@@ -213,7 +217,7 @@ def _run_with(args: argparse.Namespace, out: TextIO, tools: Any, signers: List[A
         key=key,
         signer=signers or None,
         system=args.system,
-        on_record=lambda record: emit(out, format_record(record)),  # each record, live, as written
+        on_record=printed if live is None else live.before(printed),
         max_tool_calls=args.max_tool_calls,
         max_cost=args.max_cost,
         prices=prices,

@@ -9,7 +9,7 @@ boundary.  Keys come from the resolving process's environment.
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import Any, Callable, Dict, Optional
 
 from ..errors import RunConfigError
 from ..messages import Model
@@ -66,6 +66,8 @@ def model_from_spec(
     thinking: Optional[int] = None,
     cache: bool = False,
     prompt_cache_key: Optional[str] = None,
+    stream: bool = False,
+    on_text: Optional[Callable[[str], None]] = None,
 ) -> Model:
     """A model from its reference.
 
@@ -74,9 +76,11 @@ def model_from_spec(
     (with ``model_name``) -> an adapter; ``MODULE:FACTORY`` (any module but
     those) -> ``FACTORY()``, called anew on every resolution.  ``thinking``
     (a budget of tokens) and ``cache`` go with ``anthropic:`` only,
-    ``prompt_cache_key`` with the OpenAI ones.  Raises
-    :class:`~agentloop.errors.RunConfigError`.
+    ``prompt_cache_key`` with the OpenAI ones.  ``stream`` and ``on_text``
+    go to every adapter (a factory's model streams or not as it likes).
+    Raises :class:`~agentloop.errors.RunConfigError`.
     """
+    live: Dict[str, Any] = {"stream": stream, "on_text": on_text}
     if spec.startswith(("http://", "https://")):
         if base_url is not None:
             raise RunConfigError("--base-url", "the model is already a URL")
@@ -86,7 +90,7 @@ def model_from_spec(
         # A bare URL is someone else's server: never send it $OPENAI_API_KEY
         # (use openai:NAME --base-url URL to send that key on purpose).
         return OpenAIChat(model_name, base_url=spec, api_key="", system=system, timeout=timeout, max_retries=max_retries,
-                          prompt_cache_key=prompt_cache_key)
+                          prompt_cache_key=prompt_cache_key, **live)
     provider, sep, name = spec.partition(":")
     if sep and name and provider and provider not in _PROVIDERS:
         options = (base_url, model_name, max_output_tokens, system, thinking, prompt_cache_key) != (None,) * 6 or cache
@@ -101,11 +105,11 @@ def model_from_spec(
     _check_options(provider, max_output_tokens, thinking, cache, prompt_cache_key)
     if provider == "openai":
         return OpenAIChat(name, base_url=base_url, system=system, timeout=timeout, max_retries=max_retries,
-                          prompt_cache_key=prompt_cache_key)
+                          prompt_cache_key=prompt_cache_key, **live)
     if provider == "openai-responses":
         params = None if max_output_tokens is None else {"max_output_tokens": max_output_tokens}
         return OpenAIResponses(name, base_url=base_url, system=system, timeout=timeout, max_retries=max_retries,
-                               params=params, prompt_cache_key=prompt_cache_key)
+                               params=params, prompt_cache_key=prompt_cache_key, **live)
     return AnthropicMessages(
         name,
         base_url=base_url,
@@ -115,4 +119,5 @@ def model_from_spec(
         max_retries=max_retries,
         thinking=None if thinking is None else {"type": "enabled", "budget_tokens": thinking},
         cache=cache,
+        **live,
     )

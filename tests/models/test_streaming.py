@@ -4,9 +4,14 @@ runs past its deadline or cannot be read is a model error, never a half reply, a
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import io
 import json
+import os
+import sys
 from typing import Any, Callable, Dict, List, Tuple
+from unittest import mock
 
 from agentloop import Approve, resume, run, verify_file
 from agentloop.models import AnthropicMessages, HttpTransport, ModelConnectionError, ModelResponseError, OpenAIChat, OpenAIResponses, replay
@@ -180,3 +185,37 @@ class TestTextRelay(StreamCase):
         self.assertEqual(reply.text, "echo: [redacted] done")
         self.assertEqual("".join(shown), "echo: [redacted] done")
         self.assertNotIn("sk-test", json.dumps(shown))
+
+
+class TestCommandLine(StreamCase):
+    def test_run_stream_shows_the_text_on_stderr_escaped_and_writes_the_same_transcript(self) -> None:
+        self.server = self.serve(openai_reply("Let me\tadd \x1b[31mthem.", [("c1", "add", '{"a": 40, "b": 2}')]),
+                                 openai_reply("It is 42.\nDone."),
+                                 openai_reply("Let me\tadd \x1b[31mthem.", [("c1", "add", '{"a": 40, "b": 2}')]),
+                                 openai_reply("It is 42.\nDone."))
+        argv = ["run", "--model", "openai:gpt-test", "--base-url", self.server.openai_url, "--tools", "demo:demo_tools",
+                "--task", "What is 40 + 2?", "--max-steps", "4", "--max-tokens", "2000"]
+        with mock.patch.dict(os.environ, {"OPENAI_API_KEY": ""}):
+            status, out, err = self.cli(*argv, "--stream", "-o", self.path("s.jsonl"))
+            self.assertEqual(status, 0, err)
+            self.assertEqual(err, "Let me\tadd \\u001b[31mthem.\nIt is 42.\nDone.\n")
+            status, plain_out, plain_err = self.cli(*argv, "--no-stream", "-o", self.path("p.jsonl"))
+        self.assertEqual((status, plain_err), (0, ""))
+        self.assertEqual(out.replace("s.jsonl", "p.jsonl"), plain_out)
+        self.assertEqual(read_lines(self.path("s.jsonl")), read_lines(self.path("p.jsonl")))
+        self.assertEqual([seen.body.get("stream") for seen in self.server.requests], [True, True, None, None])
+
+    def test_stream_is_on_by_default_only_when_stderr_is_a_terminal(self) -> None:
+        from agentloop.cli.modelopts import live_text
+
+        class Terminal(io.StringIO):
+            def isatty(self) -> bool:
+                return True
+
+        args = argparse.Namespace(stream=None)
+        with mock.patch.object(sys, "stderr", Terminal()):
+            self.assertIsNotNone(live_text(args))
+            self.assertIsNone(live_text(argparse.Namespace(stream=False)))
+        with mock.patch.object(sys, "stderr", io.StringIO()):
+            self.assertIsNone(live_text(args))
+            self.assertIsNotNone(live_text(argparse.Namespace(stream=True)))
