@@ -25,6 +25,7 @@ import argparse
 import hashlib
 import json
 import socket
+import ssl
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -44,6 +45,7 @@ __all__ = [
     "responses_problem",
     "anthropic_problem",
     "sealed",
+    "PromptCache",
 ]
 
 HOST = "127.0.0.1"  # never any other address
@@ -247,6 +249,55 @@ def anthropic_problem(body: Any) -> str:
     return ""
 
 
+class PromptCache:
+    """The stand-in's prompt cache for the Messages API, after "Prompt caching" (Anthropic docs):
+    the prompt is the tools, the system blocks and the messages' content blocks, in that order; a
+    ``cache_control`` breakpoint writes the prefix up to it (when it is at least ``minimum`` tokens);
+    a request reads the longest cached prefix ending at a breakpoint or at one of the 20 blocks before
+    it.  A token is 4 characters of the blocks' compact JSON (without their ``cache_control``).
+    :meth:`usage` gives a reply's ``usage`` for a request and writes what its breakpoints cache."""
+
+    LOOKBACK = 20
+
+    def __init__(self, minimum: int = 1024) -> None:
+        self.minimum = minimum
+        self.cached: Dict[str, int] = {}
+
+    @staticmethod
+    def blocks(body: Dict[str, Any]) -> List[Dict[str, Any]]:
+        system = body.get("system")
+        found: List[Dict[str, Any]] = list(body.get("tools") or [])
+        found += [{"type": "text", "text": system}] if isinstance(system, str) else list(system or [])
+        for message in body.get("messages") or []:
+            content = message.get("content")
+            found += [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+        return found
+
+    def usage(self, body: Dict[str, Any], output_tokens: int) -> Dict[str, int]:
+        blocks = self.blocks(body)
+        sizes, digests, total, state = [], [], 0, hashlib.sha256()
+        for block in blocks:
+            plain = json.dumps({k: v for k, v in block.items() if k != "cache_control"}, sort_keys=True, separators=(",", ":"))
+            total += len(plain) // 4
+            state.update(plain.encode("utf-8"))
+            sizes.append(total)
+            digests.append(state.hexdigest())
+        marks = [i for i, block in enumerate(blocks) if "cache_control" in block]
+        read = 0
+        for mark in marks:
+            for at in range(mark, max(-1, mark - self.LOOKBACK - 1), -1):
+                if digests[at] in self.cached:
+                    read = max(read, sizes[at])
+                    break
+        written = 0
+        for mark in marks:
+            if sizes[mark] >= self.minimum and digests[mark] not in self.cached:
+                self.cached[digests[mark]] = sizes[mark]
+                written = max(written, sizes[mark] - read)
+        return {"input_tokens": total - read - written, "cache_creation_input_tokens": written,
+                "cache_read_input_tokens": read, "output_tokens": output_tokens}
+
+
 def anthropic_error(status: int, kind: str, message: str, headers: Optional[Dict[str, str]] = None) -> Canned:
     """An error answer in the Messages API shape."""
     return Canned({"type": "error", "error": {"type": kind, "message": message}}, status, headers or {})
@@ -323,6 +374,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"  # keep-alive, as the real APIs
     timeout = 60  # an idle connection's thread ends after this
+    disable_nagle_algorithm = True  # the body is not held back behind the headers' unacknowledged segment
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
@@ -400,7 +452,8 @@ class _Handler(BaseHTTPRequestHandler):
 class LoopbackServer:
     """The server, on an ephemeral port of 127.0.0.1 unless ``port`` is given; a context manager."""
 
-    def __init__(self, script: Sequence[Union[Canned, Dict[str, Any], "Answer"]] = (), port: int = 0) -> None:
+    def __init__(self, script: Sequence[Union[Canned, Dict[str, Any], "Answer"]] = (), port: int = 0,
+                 tls: Optional[Tuple[str, str]] = None) -> None:
         self.script: List[Union[Canned, Answer]] = [c if isinstance(c, Canned) or callable(c) else Canned(c) for c in script]
         self.requests: List[Seen] = []
         self.release = threading.Event()
@@ -409,6 +462,12 @@ class LoopbackServer:
         self.connections = 0
         self._sockets: List[socket.socket] = []
         self._server = _Server(port, self)
+        self.scheme = "http"
+        if tls is not None:  # (certificate file, key file): HTTPS, for the benchmark of kept connections
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+            self.scheme = "https"
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
@@ -418,7 +477,7 @@ class LoopbackServer:
     @property
     def url(self) -> str:
         """``http://127.0.0.1:PORT``: the Anthropic base URL (without ``/v1``)."""
-        return "http://%s:%d" % (HOST, self.port)
+        return "%s://%s:%d" % (self.scheme, HOST, self.port)
 
     @property
     def openai_url(self) -> str:

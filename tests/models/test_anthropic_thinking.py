@@ -15,7 +15,7 @@ from agentloop.models import AnthropicMessages, ModelAPIError, ModelConfigError,
 from agentloop.models.anthropic import messages_api_reply
 
 from ..helpers import read_lines, read_records
-from ..loopback import anthropic_reply, sealed
+from ..loopback import PromptCache, anthropic_reply, sealed
 from ..modelcase import LoopbackCase, some_tools
 
 THINKING = {"type": "enabled", "budget_tokens": 2048}
@@ -126,6 +126,21 @@ class TestCache(ThinkingCase):
         marks = json.dumps(second).count('"cache_control"')
         self.assertEqual(marks, 3)  # of the API's limit of 4
         self.assertEqual(read_records(self.path())[0]["payload"]["model"]["cache"], True)
+
+    def test_a_cached_run_records_and_prices_what_the_stand_in_reads_and_writes(self) -> None:
+        store = PromptCache(minimum=0)
+        replies = [lambda seen: anthropic_reply("One.", [("t1", "add", {"a": 1, "b": 2})], usage=store.usage(seen.body, 5)),
+                   lambda seen: anthropic_reply("Two.", usage=store.usage(seen.body, 5))]
+        self.server = self.serve(*replies)
+        prices = {"claude-test": {"input": "3", "cache_write": "3.75", "cache_read": "0.30", "output": "15"}}
+        result = run("Add 1 and 2.", self.model(cache=True), some_tools("add"), transcript=self.path(), max_steps=4,
+                     max_tokens=100_000, system="S" * 400, prices=prices)
+        first, second = (r["payload"]["usage"] for r in read_records(self.path()) if r["kind"] == "assistant")
+        self.assertEqual((first.get("cache_read_tokens"), first["cache_write_tokens"] > 100), (None, True))
+        self.assertEqual(second["cache_read_tokens"], first["cache_write_tokens"])  # the first turn's prompt, read back
+        self.assertGreater(second["cache_write_tokens"], 0)  # and the new turn written
+        self.assertEqual(result.stop_reason, "no_tool_calls")
+        self.assertIsNotNone(result.cost)
 
     def test_without_cache_the_requests_are_unchanged(self) -> None:
         self.server = self.serve()
