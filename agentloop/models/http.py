@@ -74,8 +74,11 @@ from __future__ import annotations
 import base64
 import datetime
 import email.utils
+import heapq
 import http.client
+import itertools
 import json
+import os
 import random
 import re
 import socket
@@ -249,18 +252,55 @@ class _Unreachable(Exception):
     """Internal: the request got no HTTP answer (its text is already redacted)."""
 
 
+class _Watchdog:
+    """One daemon thread per process that fires the deadlines of every request in it, earliest first
+    (a thread per request -- ``threading.Timer`` -- cost more than a kept-alive request itself).
+    Started when first needed, and again in a forked child, which inherits no thread."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._heap: List[Tuple[float, int, "_Deadline"]] = []
+        self._count = itertools.count()
+        self._pid = 0
+
+    def watch(self, deadline: "_Deadline", seconds: float) -> None:
+        with self._cond:
+            if self._pid != os.getpid():  # first use, or a forked child: the thread is not running here
+                self._pid, self._heap = os.getpid(), []
+                threading.Thread(target=self._run, name="agentloop-deadlines", daemon=True).start()
+            heapq.heappush(self._heap, (time.monotonic() + max(seconds, 0.0), next(self._count), deadline))
+            self._cond.notify()
+
+    def _run(self) -> None:
+        pid = os.getpid()
+        while True:
+            due: List[_Deadline] = []
+            with self._cond:
+                if self._pid != pid:
+                    return
+                while self._heap and (self._heap[0][2].done or self._heap[0][0] <= time.monotonic()):
+                    entry = heapq.heappop(self._heap)[2]
+                    if not entry.done:
+                        due.append(entry)
+                if not due:
+                    self._cond.wait(None if not self._heap else self._heap[0][0] - time.monotonic())
+            for entry in due:
+                entry.fire()
+
+
+_WATCHDOG = _Watchdog()
+
+
 class _Deadline:
     """A watchdog for one request: when ``seconds`` run out before :meth:`finish`,
     every socket registered is shut down, so a blocked read returns at once."""
 
     def __init__(self, seconds: float) -> None:
         self.expired = False
-        self._done = False
+        self.done = False
         self._sockets: List[socket.socket] = []
         self._lock = threading.Lock()
-        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
-        self._timer.daemon = True
-        self._timer.start()
+        _WATCHDOG.watch(self, seconds)
 
     def register(self, sock: socket.socket) -> None:
         with self._lock:
@@ -276,9 +316,10 @@ class _Deadline:
         except (OSError, ValueError):
             pass
 
-    def _fire(self) -> None:
+    def fire(self) -> None:
+        """The time is up (the watchdog's call): shut every socket registered, and any registered later."""
         with self._lock:
-            if self._done:
+            if self.done:
                 return
             self.expired = True
             sockets = list(self._sockets)
@@ -286,10 +327,9 @@ class _Deadline:
             self._shut(sock)
 
     def finish(self) -> bool:
-        """Stop the watchdog; whether it had fired (then the answer is incomplete)."""
+        """Stop watching; whether it had fired (then the answer is incomplete)."""
         with self._lock:
-            self._done = True
-        self._timer.cancel()
+            self.done = True
         return self.expired
 
 
