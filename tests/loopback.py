@@ -205,7 +205,7 @@ def responses_reply(
         "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "temperature": 1.0, "top_p": 1.0,
     }
     if usage is not None:
-        body["usage"] = {"input_tokens": usage[0], "input_tokens_details": {"cached_tokens": cached},
+        body["usage"] = {"input_tokens": usage[0], "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
                          "output_tokens": usage[1], "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
                          "total_tokens": usage[0] + usage[1]}
     return body
@@ -417,7 +417,11 @@ class _Handler(BaseHTTPRequestHandler):
         events = canned.events
         streamed = isinstance(body, dict) and body.get("stream") is True and canned.stream is not False
         if events is None and streamed and canned.status == 200 and isinstance(canned.body, dict):
-            events = [sse(name, data) for name, data in events_for(self.path, canned.body)]
+            sent = events_for(self.path, canned.body)
+            owner.answers.append((self.path, "events", sent))
+            events = [sse(name, data) for name, data in sent]
+        elif events is None and canned.status == 200 and isinstance(canned.body, dict):
+            owner.answers.append((self.path, "json", canned.body))
         if canned.drop:
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
@@ -460,6 +464,8 @@ class LoopbackServer:
         self._lock = threading.Lock()
         #: How many TCP connections clients opened to the server.
         self.connections = 0
+        #: Each 200 answer with a JSON body sent: ``(path, "json", body)`` or ``(path, "events", [(name, data)])``.
+        self.answers: List[Tuple[str, str, Any]] = []
         self._sockets: List[socket.socket] = []
         self._server = _Server(port, self)
         self.scheme = "http"

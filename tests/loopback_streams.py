@@ -112,8 +112,7 @@ def _item_events(emit: Any, index: int, item: Dict[str, Any]) -> None:
     elif kind == "function_call":
         for piece in _pieces(item["arguments"]):
             emit("response.function_call_arguments.delta", item_id=item["id"], output_index=index, delta=piece)
-        emit("response.function_call_arguments.done", item_id=item["id"], output_index=index, arguments=item["arguments"],
-             name=item["name"])
+        emit("response.function_call_arguments.done", item_id=item["id"], output_index=index, arguments=item["arguments"])
     elif kind == "reasoning":
         for summary_index, part in enumerate(item.get("summary") or []):
             for piece in _pieces(part["text"]):
