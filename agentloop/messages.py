@@ -168,6 +168,19 @@ def provider_data_problem(value: object) -> str:
     return ""
 
 
+def _provider_data_copy(value: object) -> Dict[str, Any]:
+    """A plain-JSON copy of a reply's ``provider_data``, or :class:`MessageError` saying why there is none."""
+    try:
+        data, _ = snapshot(value, "ModelReply.provider_data", PROVIDER_DATA_DEPTH)
+    except UnrecordableError as exc:
+        raise MessageError("ModelReply.provider_data", "is not recordable: %s" % (exc,)) from None
+    problem = provider_data_problem(data)
+    if problem:
+        raise MessageError("ModelReply.provider_data", problem)
+    copied: Dict[str, Any] = data
+    return copied
+
+
 @dataclass(frozen=True)
 class ModelReply:
     """What the model said in one turn: its text, the tools it asks for,
@@ -210,14 +223,7 @@ class ModelReply:
         if not isinstance(self.truncated, bool):
             raise MessageError("ModelReply.truncated", "must be True or False, got %s" % (type(self.truncated).__name__,))
         if self.provider_data is not None:
-            try:
-                data, _ = snapshot(self.provider_data, "ModelReply.provider_data", PROVIDER_DATA_DEPTH)
-            except UnrecordableError as exc:
-                raise MessageError("ModelReply.provider_data", "is not recordable: %s" % (exc,)) from None
-            problem = provider_data_problem(data)
-            if problem:
-                raise MessageError("ModelReply.provider_data", problem)
-            object.__setattr__(self, "provider_data", data)
+            object.__setattr__(self, "provider_data", _provider_data_copy(self.provider_data))
 
 
 #: A model: any callable ``(messages, manifest) -> ModelReply``.  :func:`agentloop.run_async`

@@ -15,7 +15,7 @@ import argparse
 import sys
 from typing import Any, Callable, Dict, Optional
 
-from .output import count_arg, visible
+from .output import count_arg, live
 
 __all__ = ["add_model_options", "model_options", "live_text", "LiveText"]
 
@@ -29,12 +29,12 @@ class LiveText:
         self.open = False
 
     def __call__(self, text: str) -> None:
-        self._write(visible(text, lines=True))
+        live(text)
         self.open = not text.endswith("\n")
 
     def end(self) -> None:
         if self.open:
-            self._write("\n")
+            live("\n")
             self.open = False
 
     def before(self, then: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -44,14 +44,6 @@ class LiveText:
             return then(value)
         return ended
 
-    @staticmethod
-    def _write(text: str) -> None:
-        try:
-            if sys.stderr is not None:
-                sys.stderr.write(text)
-                sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
 
 
 def add_model_options(command: argparse.ArgumentParser) -> None:

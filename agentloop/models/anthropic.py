@@ -268,6 +268,24 @@ def _recorded_content(message: Message) -> Optional[List[Dict[str, Any]]]:
     return None
 
 
+def _assistant_content(message: Message) -> Any:
+    """An assistant turn's content: its recorded blocks (thinking blocks with their signatures: back
+    exactly as they came), else a plain string (no calls), else its text block and ``tool_use`` blocks."""
+    recorded = _recorded_content(message)
+    if recorded is not None:
+        return recorded
+    calls = message.get("tool_calls") or []
+    if not calls:
+        return message["content"]
+    blocks: List[Dict[str, Any]] = []
+    if message["content"].strip():
+        blocks.append({"type": "text", "text": message["content"]})
+    for call in calls:
+        arguments = call["arguments"] if call["arguments"] is not None else {}
+        blocks.append({"type": "tool_use", "id": call["id"], "name": call["name"], "input": arguments})
+    return blocks
+
+
 def messages_api_messages(messages: List[Message]) -> List[Dict[str, Any]]:
     """agentloop's messages in Messages API shape: the results of a turn become one user message."""
     out: List[Dict[str, Any]] = []
@@ -280,21 +298,7 @@ def messages_api_messages(messages: List[Message]) -> List[Dict[str, Any]]:
         if role == "user":
             out.append({"role": "user", "content": message["content"]})
         elif role == "assistant":
-            calls = message.get("tool_calls") or []
-            recorded = _recorded_content(message)
-            if recorded is not None:  # thinking blocks with their signatures: back exactly as they came
-                out.append({"role": "assistant", "content": recorded})
-                continue
-            if not calls:
-                out.append({"role": "assistant", "content": message["content"]})
-                continue
-            blocks: List[Dict[str, Any]] = []
-            if message["content"].strip():
-                blocks.append({"type": "text", "text": message["content"]})
-            for call in calls:
-                arguments = call["arguments"] if call["arguments"] is not None else {}
-                blocks.append({"type": "tool_use", "id": call["id"], "name": call["name"], "input": arguments})
-            out.append({"role": "assistant", "content": blocks})
+            out.append({"role": "assistant", "content": _assistant_content(message)})
         elif role == "tool":
             result: Dict[str, Any] = {"type": "tool_result", "tool_use_id": message["tool_call_id"], "content": message["content"]}
             if not message["ok"]:

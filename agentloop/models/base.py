@@ -478,18 +478,7 @@ def usage_from(
         return None  # {} or {"total_tokens": ...} from some compatible servers: no count, as if absent
 
     def count(path: str, default: Optional[int]) -> Optional[int]:
-        value: Any = usage
-        for part in path.split("."):
-            value = value.get(part) if isinstance(value, dict) else None
-        if value is None and default is not None:
-            return default
-        if isinstance(value, float) and value.is_integer():  # 100000.0 from some compatible servers
-            value = int(value)
-        if type(value) is not int or value < 0:
-            bad("$.usage." + path, "expected a token count (an integer >= 0), got %s" % (
-                "nothing" if value is None else json.dumps(value) if isinstance(value, (int, float, str)) else type(value).__name__,))
-            return None
-        return value
+        return _token_count(usage, path, default, bad)
 
     raw = [count(input_key, None), count(output_key, None)]
     reads = [count(k, 0) for k in cache_read]
@@ -507,6 +496,23 @@ def usage_from(
         return Usage(prompt, raw[1] or 0, cache_read_tokens=read_tokens, cache_write_tokens=written, reasoning_tokens=thought[0] or 0)
     except (TypeError, ValueError):  # beyond 2**53-1
         return bad("$.usage", "a token count beyond 2**53-1")
+
+
+def _token_count(usage: Mapping[str, Any], path: str, default: Optional[int], bad: Callable[[str, str], Any]) -> Optional[int]:
+    """The count at the dotted ``path`` of ``usage``: an integer >= 0 (an integral float taken as one),
+    ``default`` when absent or null (if there is one), else ``bad(place, reason)`` and ``None``."""
+    value: Any = usage
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    if value is None and default is not None:
+        return default
+    if isinstance(value, float) and value.is_integer():  # 100000.0 from some compatible servers
+        value = int(value)
+    if type(value) is not int or value < 0:
+        bad("$.usage." + path, "expected a token count (an integer >= 0), got %s" % (
+            "nothing" if value is None else json.dumps(value) if isinstance(value, (int, float, str)) else type(value).__name__,))
+        return None
+    return value
 
 
 def _quoted(text: str) -> str:

@@ -473,30 +473,25 @@ class HttpTransport:
         """One try, connect to last byte within ``seconds``: a 2xx answer read by ``success``, or another
         status with its (bounded) body; :class:`_Unreachable` when no answer came."""
         deadline = _Deadline(seconds)
-        exchange: Optional[Exchange] = None
+        held: List[Exchange] = []
         try:
             exchange = self.pool.exchange("POST", url, headers, data, seconds, deadline.register)
+            held.append(exchange)
             if 200 <= exchange.status < 300:
                 outcome = _Outcome(exchange.status, exchange.headers, b"", success(exchange, deadline, seconds))
             else:
                 outcome = _Outcome(exchange.status, exchange.headers, exchange.response.read(_ERROR_BODY_BYTES + 1)[:_ERROR_BODY_BYTES])
             exchange.release(reusable=not deadline.expired)
         except AgentloopError:  # a body that is not the API's, a stream cut short: no try again
-            if exchange is not None:
-                exchange.release(reusable=False)
             raise
         except (OSError, http.client.HTTPException, ValueError) as exc:
-            if exchange is not None:
-                exchange.release(reusable=False)
             if deadline.finish():
                 raise _Unreachable(self._late(seconds)) from None
             raise _Unreachable(redact(self._why(exc, seconds), secrets)) from None
-        except BaseException:  # KeyboardInterrupt...: the connection is not in step
-            if exchange is not None:
-                exchange.release(reusable=False)
-            raise
         finally:
             deadline.finish()
+            for exchange in held:  # after a failure (KeyboardInterrupt too) the connection is not in step: closed
+                exchange.release(reusable=False)  # (a released exchange ignores this)
         if deadline.expired:  # cut short by the watchdog: whatever came is incomplete
             raise _Unreachable(self._late(seconds))
         return outcome
@@ -577,19 +572,7 @@ class HttpTransport:
             return ModelConnectionError(provider, host, redact("the stream was cut short after %d event(s): %s" % (events, why), secrets))
 
         while True:
-            left = seconds - (self.monotonic() - start)
-            sock = exchange.sock
-            try:
-                if left <= 0 or deadline.expired:
-                    raise socket.timeout("deadline")
-                if sock is not None:
-                    sock.settimeout(max(0.001, min(self.idle_timeout, left)))
-                chunk = exchange.response.read1(65536)
-            except (socket.timeout, TimeoutError):
-                late = deadline.expired or self.monotonic() - start >= seconds - 0.001
-                raise cut(self._late(seconds) if late else "no event within the idle_timeout of %g s" % (self.idle_timeout,)) from None
-            except (OSError, http.client.HTTPException, ValueError) as exc:
-                raise cut(self._late(seconds) if deadline.expired else self._why(exc, seconds)) from None
+            chunk = self._chunk(exchange, deadline, seconds, start, cut)
             if not chunk:
                 if collector.done:
                     return _scrubbed(collector.result(), secrets)
@@ -600,6 +583,23 @@ class HttpTransport:
             for event in parser.feed(chunk):
                 events += 1
                 collector.feed(event)
+
+    def _chunk(self, exchange: Exchange, deadline: _Deadline, seconds: float, start: float,
+               cut: Callable[[str], ModelConnectionError]) -> bytes:
+        """The next bytes of a stream (``b""`` at its end), within the idle gap and what is left of the deadline."""
+        left = seconds - (self.monotonic() - start)
+        sock = exchange.sock
+        try:
+            if left <= 0 or deadline.expired:
+                raise socket.timeout("deadline")
+            if sock is not None:
+                sock.settimeout(max(0.001, min(self.idle_timeout, left)))
+            return exchange.response.read1(65536)
+        except (socket.timeout, TimeoutError):
+            late = deadline.expired or self.monotonic() - start >= seconds - 0.001
+            raise cut(self._late(seconds) if late else "no event within the idle_timeout of %g s" % (self.idle_timeout,)) from None
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            raise cut(self._late(seconds) if deadline.expired else self._why(exc, seconds)) from None
 
     def _post(self, url: str, headers: Mapping[str, str], body: Mapping[str, Any], provider: str, hidden: Tuple[str, ...],
               success: "_Success") -> Dict[str, Any]:

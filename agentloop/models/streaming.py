@@ -212,8 +212,8 @@ class ResponsesCollector(_Collector):
     def take(self, event: Event) -> None:
         data = self.data(event)
         kind = data.get("type")
-        if kind == "error":
-            raise self.error(data)
+        if kind == "error":  # {"type": "error", "code", "message", "param"}
+            raise self.error({"code": data.get("code"), "message": data.get("message")})
         if kind == "response.output_text.delta":
             self.relay(_text(data.get("delta")))
         elif kind in self._LAST:

@@ -245,13 +245,7 @@ class ConnectionPool:
         request goes on before anything is sent (a deadline's watchdog registers it).  Raises
         ``OSError`` / ``http.client.HTTPException`` as :mod:`http.client` does (module docstring, 3)."""
         origin = self.origin(url)
-        parts = urllib.parse.urlsplit(url)
-        target = url if origin[3] and origin[0] == "http" else urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
-        sent = dict(headers)
-        if origin[3] and origin[0] == "http" and origin[5]:
-            sent["Proxy-Authorization"] = origin[5]
-        if not self.keep_alive:
-            sent["Connection"] = "close"
+        target, sent = self._request_line(origin, url, headers)
         conn = self._take(origin) if self.keep_alive else None
         reused = conn is not None
         if conn is not None:
@@ -273,6 +267,18 @@ class ConnectionPool:
             conn.close()
             raise
         return Exchange(self, origin, conn, response, reused)
+
+    def _request_line(self, origin: Origin, url: str, headers: Mapping[str, str]) -> Tuple[str, Dict[str, str]]:
+        """The request target (the absolute URL through an ``http`` proxy, else the path and query) and the headers."""
+        proxied = bool(origin[3]) and origin[0] == "http"
+        parts = urllib.parse.urlsplit(url)
+        target = url if proxied else urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
+        sent = dict(headers)
+        if proxied and origin[5]:
+            sent["Proxy-Authorization"] = origin[5]
+        if not self.keep_alive:
+            sent["Connection"] = "close"
+        return target, sent
 
     @staticmethod
     def _send(conn: http.client.HTTPConnection, method: str, target: str, headers: Mapping[str, str], body: bytes,

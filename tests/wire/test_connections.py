@@ -146,3 +146,28 @@ class TestServerSide(LoopbackCase):
     def test_the_stand_in_counts_connections(self) -> None:
         with LoopbackServer() as server:
             self.assertEqual(server.connections, 0)
+
+
+class TestEdges(PoolCase):
+    def test_a_kept_connection_that_cannot_be_checked_counts_as_closed(self) -> None:
+        import http.client
+        import socket
+
+        conn = http.client.HTTPConnection("127.0.0.1", 9)
+        self.assertTrue(connections._dropped(conn))  # never opened
+        conn.sock = socket.socket()
+        conn.sock.close()  # select cannot take a closed descriptor
+        self.assertTrue(connections._dropped(conn))
+
+    def test_an_https_origin_through_a_proxy_is_a_tunnel_with_its_credentials(self) -> None:
+        pool = ConnectionPool()
+        origin = ("https", "api.example.invalid", 443, "proxy.example", 3128, "Basic dTpw")
+        conn = pool._open(origin, 5)
+        self.addCleanup(conn.close)
+        self.assertEqual((conn.host, conn.port), ("proxy.example", 3128))
+        self.assertEqual((conn._tunnel_host, conn._tunnel_port), ("api.example.invalid", 443))  # type: ignore[attr-defined]
+        self.assertEqual(conn._tunnel_headers, {"Proxy-Authorization": "Basic dTpw"})  # type: ignore[attr-defined]
+        self.assertEqual(repr(pool), "ConnectionPool(keep_alive=True, opened=1)")
+        with mock.patch.dict(os.environ, {"https_proxy": "http://u:p@proxy.example:3128", "HTTPS_PROXY": "http://u:p@proxy.example:3128",
+                                          "no_proxy": "", "NO_PROXY": ""}):
+            self.assertEqual(ConnectionPool.origin("https://api.example.invalid/v1"), origin)
