@@ -131,19 +131,9 @@ def _reply_problem(reply: object) -> str:
             return "model reply tool_calls[%d] has a name, id or arguments of the wrong type" % (position,)
         if not isinstance(call.arguments_error, str):
             return "model reply tool_calls[%d] has an arguments_error that is not a str" % (position,)
-    usage = reply.usage
-    if usage is not None:
-        counts = [getattr(usage, name, None) for name in
-                  ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")]
-        if not isinstance(usage, Usage) or not all(type(n) is int and 0 <= n <= MAX_SAFE_INTEGER for n in counts):
-            return "model reply usage is %s, not a Usage of two ints from 0 to 2**53-1" % (type(usage).__name__,)
-        if usage.cache_read_tokens + usage.cache_write_tokens > usage.input_tokens:
-            return "model reply usage has more cache tokens than input_tokens"
-        if usage.reasoning_tokens > usage.output_tokens:
-            return "model reply usage has more reasoning tokens than output_tokens"
-    problem = _data_problem(getattr(reply, "provider_data", None))
+    problem = _usage_problem(reply.usage) or _data_problem(getattr(reply, "provider_data", None))
     if problem:
-        return "model reply provider_data %s" % (problem,)
+        return problem
     strings = [reply.text]
     for call in reply.tool_calls:
         strings += (call.name, call.id, call.arguments_error)
@@ -161,6 +151,21 @@ def _reply_problem(reply: object) -> str:
     return ""
 
 
+def _usage_problem(usage: object) -> str:
+    """Why a reply's ``usage`` cannot be counted ("" when it can, or is ``None``)."""
+    if usage is None:
+        return ""
+    counts = [getattr(usage, name, None) for name in
+              ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")]
+    if not isinstance(usage, Usage) or not all(type(n) is int and 0 <= n <= MAX_SAFE_INTEGER for n in counts):
+        return "model reply usage is %s, not a Usage of two ints from 0 to 2**53-1" % (type(usage).__name__,)
+    if usage.cache_read_tokens + usage.cache_write_tokens > usage.input_tokens:
+        return "model reply usage has more cache tokens than input_tokens"
+    if usage.reasoning_tokens > usage.output_tokens:
+        return "model reply usage has more reasoning tokens than output_tokens"
+    return ""
+
+
 def _data_problem(data: object) -> str:
     """Why a reply's ``provider_data`` cannot be recorded and given back ("" when it can, or is ``None``)."""
     if data is None:
@@ -171,7 +176,7 @@ def _data_problem(data: object) -> str:
             canonical_text(data, "$.provider_data", PROVIDER_DATA_DEPTH)
         except UnrecordableError as exc:
             problem = "is not recordable: %s" % (exc,)
-    return problem
+    return "model reply provider_data %s" % (problem,) if problem else ""
 
 
 def _model_info(model: object) -> Optional[Dict[str, Any]]:
