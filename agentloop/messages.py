@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 import json
 from typing import Any, Callable, Dict, Iterable, List, Literal, Mapping, Optional, Sequence, Tuple, Union, get_args
 
-from .canonical import MAX_SAFE_INTEGER, describe_integer
-from .errors import MessageError
+from .canonical import MAX_SAFE_INTEGER, describe_integer, snapshot
+from .errors import MessageError, UnrecordableError
 
 def shown(value: object) -> str:
     if isinstance(value, (bool, float)) or value is None:
@@ -25,7 +25,10 @@ def shown(value: object) -> str:
     return "a %s" % (type(value).__name__,)
 
 
-__all__ = ["STOP_REASONS", "StopReason", "RunEnd", "AWAITING_APPROVAL", "APPROVAL_DECISIONS", "Message", "ToolCall", "Usage", "ModelReply", "Model", "RunResult"]
+__all__ = [
+    "STOP_REASONS", "StopReason", "RunEnd", "AWAITING_APPROVAL", "APPROVAL_DECISIONS", "Message", "ToolCall", "Usage",
+    "ModelReply", "Model", "RunResult", "provider_data_problem",
+]
 
 #: The closed set of reasons a run stops for (their precedence: :mod:`agentloop.loop.engine`),
 #: as a type; :data:`STOP_REASONS` is the same set as a tuple.
@@ -58,7 +61,8 @@ APPROVAL_DECISIONS = ("approve", "deny", "modify", "terminate")
 #: * ``{"role": "system", "content": system}`` (first, only when ``run(system=...)`` is given)
 #: * ``{"role": "user", "content": task}``
 #: * ``{"role": "assistant", "content": text, "tool_calls": [{"id", "name", "arguments"}]}``
-#:   (``arguments`` is ``None`` when the model sent arguments that cannot be recorded)
+#:   (``arguments`` is ``None`` when the model sent arguments that cannot be recorded),
+#:   plus ``"provider_data"`` when the reply carried some (:attr:`ModelReply.provider_data`)
 #: * ``{"role": "tool", "tool_call_id": id, "name": name, "ok": bool, "content": str}``
 #:   (``content`` is the RFC 8785 JSON text of the value when ``ok``, else the error)
 Message = Dict[str, Any]
@@ -112,15 +116,21 @@ class Usage:
     exceed it); the assistant record holds each only when it is not 0.  Only
     the cost (``run(prices=...)``) tells them apart: they are priced at
     ``cache_read`` / ``cache_write`` and the rest of the input at ``input``.
+
+    ``reasoning_tokens`` says how many of the ``output_tokens`` the model
+    spent thinking (OpenAI ``output_tokens_details.reasoning_tokens``,
+    Anthropic ``output_tokens_details.thinking_tokens``): part of
+    ``output_tokens`` and priced as output; recorded only when not 0.
     """
 
     input_tokens: int
     output_tokens: int
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
+        for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SAFE_INTEGER:
                 raise MessageError("Usage." + name, "must be an int from 0 to 2**53-1, got %s" % (shown(value),))
@@ -129,15 +139,52 @@ class Usage:
                 "Usage.cache_read_tokens + cache_write_tokens", "(%d + %d) exceed input_tokens %d (they are part of it)"
                 % (self.cache_read_tokens, self.cache_write_tokens, self.input_tokens)
             )
+        if self.reasoning_tokens > self.output_tokens:
+            raise MessageError("Usage.reasoning_tokens", "%d exceeds output_tokens %d (it is part of it)"
+                               % (self.reasoning_tokens, self.output_tokens))
 
     def recorded(self) -> Dict[str, int]:
-        """The assistant record's ``usage`` member: the two counts, and the cache counts that are not 0."""
+        """The assistant record's ``usage`` member: the two counts, and the cache and reasoning counts that are not 0."""
         shape = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
         if self.cache_read_tokens:
             shape["cache_read_tokens"] = self.cache_read_tokens
         if self.cache_write_tokens:
             shape["cache_write_tokens"] = self.cache_write_tokens
+        if self.reasoning_tokens:
+            shape["reasoning_tokens"] = self.reasoning_tokens
         return shape
+
+
+#: How deep ``provider_data`` sits in its record (record > payload > provider_data).
+PROVIDER_DATA_DEPTH = 2
+
+
+def provider_data_problem(value: object) -> str:
+    """Why ``value`` cannot be a reply's ``provider_data`` ("" when it can): it must be
+    ``{"api": str, "items": [object, ...]}`` and nothing else, plain JSON that can be recorded."""
+    if not isinstance(value, dict):
+        return "must be a dict {\"api\": str, \"items\": [...]}, got %s" % (type(value).__name__,)
+    if set(value) != {"api", "items"}:
+        return "must have exactly the keys 'api' and 'items', got %s" % (", ".join(repr(k) for k in sorted(map(str, value))) or "none",)
+    if not isinstance(value["api"], str) or not value["api"]:
+        return "['api'] must be a non-empty str naming the provider's API"
+    items = value["items"]
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        return "['items'] must be a list of dicts (the provider's own items, as it sent them)"
+    return ""
+
+
+def _provider_data_copy(value: object) -> Dict[str, Any]:
+    """A plain-JSON copy of a reply's ``provider_data``, or :class:`MessageError` saying why there is none."""
+    try:
+        data, _ = snapshot(value, "ModelReply.provider_data", PROVIDER_DATA_DEPTH)
+    except UnrecordableError as exc:
+        raise MessageError("ModelReply.provider_data", "is not recordable: %s" % (exc,)) from None
+    problem = provider_data_problem(data)
+    if problem:
+        raise MessageError("ModelReply.provider_data", problem)
+    copied: Dict[str, Any] = data
+    return copied
 
 
 @dataclass(frozen=True)
@@ -147,12 +194,23 @@ class ModelReply:
     provider cut the reply short at its output limit (``truncated``: OpenAI
     ``finish_reason: "length"``, Anthropic ``stop_reason: "max_tokens"``).
     A truncated reply is recorded with ``"truncated": true`` in its assistant
-    record (the member is absent otherwise)."""
+    record (the member is absent otherwise).
+
+    ``provider_data`` is what the provider needs back to continue the
+    conversation and the loop cannot rebuild from the text and the calls
+    (OpenAI Responses reasoning items with their ``encrypted_content``,
+    Anthropic ``thinking`` blocks with their signatures):
+    ``{"api": name, "items": [the provider's items, as sent]}``.  The loop
+    never reads it: it records it as the assistant record's
+    ``provider_data`` member and gives it back, unchanged, in the assistant
+    message of every later turn (``docs/format.md``); a copy is taken when
+    the reply is built."""
 
     text: str = ""
     tool_calls: Sequence[ToolCall] = ()
     usage: Optional[Usage] = None
     truncated: bool = False
+    provider_data: Optional[Mapping[str, Any]] = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
@@ -171,6 +229,8 @@ class ModelReply:
             raise MessageError("ModelReply.usage", "must be a Usage or None, got %s" % (type(self.usage).__name__,))
         if not isinstance(self.truncated, bool):
             raise MessageError("ModelReply.truncated", "must be True or False, got %s" % (type(self.truncated).__name__,))
+        if self.provider_data is not None:
+            object.__setattr__(self, "provider_data", _provider_data_copy(self.provider_data))
 
 
 #: A model: any callable ``(messages, manifest) -> ModelReply``.  :func:`agentloop.run_async`

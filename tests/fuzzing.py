@@ -283,6 +283,10 @@ GRAMMAR_TYPES: Dict[Tuple[str, Path], set] = {
     ("assistant", ("payload", "usage", "input_tokens")): _COUNT,
     ("assistant", ("payload", "usage", "output_tokens")): _COUNT,
     ("assistant", ("payload", "truncated")): _BOOL,
+    ("assistant", ("payload", "provider_data")): _OBJECT,
+    ("assistant", ("payload", "provider_data", "api")): _STRING,
+    ("assistant", ("payload", "provider_data", "items")): _ARRAY,
+    ("assistant", ("payload", "provider_data", "items", "*")): _OBJECT,
     ("tool", ("payload", "step")): _COUNT,
     ("tool", ("payload", "id")): _STRING,
     ("tool", ("payload", "name")): _STRING,
@@ -369,11 +373,12 @@ class _Described:
 
 def rich_transcript(folder: str) -> bytes:
     """A run that holds every optional member: model, max_record_bytes, usage,
-    truncated, arguments_error, a failed and a succeeding tool, a sentinel stop."""
+    truncated, provider_data, arguments_error, a failed and a succeeding tool, a sentinel stop."""
     tools = [Tool("echo", "Echo.", {"type": "object", "properties": {"text": {"type": "string"}}}, lambda **kw: kw)]
     model = _Described([
         ModelReply("one", [ToolCall("echo", {"text": "a"}), ToolCall("echo", {}, "", "not JSON")], Usage(3, 4)),
-        ModelReply("two", [ToolCall("nope", {"x": [1, {"y": None}]})], truncated=True),
+        ModelReply("two", [ToolCall("nope", {"x": [1, {"y": None}]})], truncated=True,
+                   provider_data={"api": "anthropic-messages", "items": [{"type": "thinking", "thinking": "t", "signature": "s"}]}),
         ModelReply("DONE"),
     ])
     path = os.path.join(folder, "rich.jsonl")

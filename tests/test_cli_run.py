@@ -148,9 +148,9 @@ class TestModelReferences(RunCase):
             (("--model", "http://127.0.0.1:9/v1", "--base-url", "http://127.0.0.1:9/v1", "--model-name", "m"),
              "--base-url: the model is already a URL"),
             (("--model", "openai:gpt", "--model-name", "m"), "--model-name: only goes with a URL --model"),
-            (("--model", "openai:gpt", "--max-output-tokens", "5"), "--max-output-tokens: only goes with anthropic: models"),
-            (("--model", "gpt-4"), '--model: must be openai:MODEL, anthropic:MODEL, an http(s):// base URL or MODULE:FACTORY, got "gpt-4"'),
-            (("--model", "openai:"), '--model: must be openai:MODEL, anthropic:MODEL, an http(s):// base URL or MODULE:FACTORY, got "openai:"'),
+            (("--model", "openai:gpt", "--max-output-tokens", "5"), "--max-output-tokens: only goes with anthropic: and openai-responses: models"),
+            (("--model", "gpt-4"), '--model: must be openai:MODEL, openai-responses:MODEL, anthropic:MODEL, an http(s):// base URL or MODULE:FACTORY, got "gpt-4"'),
+            (("--model", "openai:"), '--model: must be openai:MODEL, openai-responses:MODEL, anthropic:MODEL, an http(s):// base URL or MODULE:FACTORY, got "openai:"'),
         ]:
             with self.subTest(argv):
                 status, out, err = self.cli("run", *argv, "--task", "t", "--max-steps", "1", "--max-tokens", "9", "-o", self.path())

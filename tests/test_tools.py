@@ -204,7 +204,7 @@ class TestRegistry(unittest.TestCase):
     def test_an_unknown_style_is_refused(self) -> None:
         with self.assertRaises(ValueError) as caught:
             ToolRegistry().manifest("gemini")
-        self.assertEqual(str(caught.exception), "unknown manifest style 'gemini' (have: agentloop, openai, anthropic)")
+        self.assertEqual(str(caught.exception), "unknown manifest style 'gemini' (have: agentloop, openai, responses, anthropic)")
 
     def test_a_duplicate_name_is_refused(self) -> None:
         registry = ToolRegistry([Tool("add", "a", SCHEMA, noop)])

@@ -59,6 +59,7 @@ from ..transcript.checkpoint import load_key
 from ..transcript.verify import iter_file, verify_file
 from .keys import load_trusted
 from .terminate import Terminated, on_termination
+from .modelopts import add_model_options, live_text, model_options
 from .output import (
     Commands,
     EXIT_BUDGET,
@@ -336,8 +337,10 @@ def _resume(args: argparse.Namespace, out: TextIO) -> int:
         check_output(args.checkpoint, args.overwrite)
     decisions = {} if args.decisions is None else _decisions_file(args.decisions)
     tools = load_tools(args.tools)
+    live = live_text(args)
     model = model_from_spec(args.model, base_url=args.base_url, model_name=args.model_name,
-                            max_output_tokens=args.max_output_tokens, timeout=args.timeout, max_retries=args.max_retries)
+                            max_output_tokens=args.max_output_tokens, timeout=args.timeout, max_retries=args.max_retries,
+                            **model_options(args, live))
     if args.checkpoint is None and (args.key_file is not None or args.key_env is not None):
         raise RunConfigError("--key-file/--key-env", "needs --checkpoint")
     key = load_key(args.key_file, args.key_env) if args.key_file is not None or args.key_env is not None else None
@@ -347,7 +350,8 @@ def _resume(args: argparse.Namespace, out: TextIO) -> int:
             result = resume(args.file, model, tools, decisions=decisions, approver=approver,
                             rerun_unrecorded=args.rerun_unrecorded, anchor=args.anchor, checkpoint=args.checkpoint,
                             key=key, overwrite=args.overwrite, clock=RESUMED_CLOCK,
-                            on_record=lambda record: emit(out, format_record(record)))
+                            on_record=(lambda record: emit(out, format_record(record))) if live is None
+                            else live.before(lambda record: emit(out, format_record(record))))
     except (KeyboardInterrupt, Terminated) as ended:  # Ctrl-C, SIGTERM, SIGHUP: said, with what the file holds
         _left(args.file, "terminated (%s)" % (ended.name,) if isinstance(ended, Terminated) else "interrupted (Ctrl-C)")
         return ended.status if isinstance(ended, Terminated) else EXIT_INTERRUPTED
@@ -399,6 +403,7 @@ def add_commands(sub: Commands) -> None:
     again.add_argument("--base-url", metavar="URL")
     again.add_argument("--tools", required=True, metavar="MODULE:REGISTRY")
     again.add_argument("--max-output-tokens", type=count_arg, metavar="N", help="anthropic: max_tokens per reply (default %d)" % DEFAULT_MAX_TOKENS)
+    add_model_options(again)  # --thinking, --cache, --prompt-cache-key: as the run had them
     again.add_argument("--timeout", type=seconds_arg, default=DEFAULT_TIMEOUT, metavar="SECONDS")
     again.add_argument("--max-retries", type=count_arg, default=DEFAULT_MAX_RETRIES, metavar="N")
     again.add_argument("--rerun-unrecorded", action="store_true",

@@ -49,6 +49,7 @@ from .approval import add_approve_options, approver_from_args, report_pause
 from .mcp_options import KEYS, ServerSpec, build_client, parse_servers
 from .keys import add_sign_options, load_signers
 from .terminate import Terminated, on_termination
+from .modelopts import add_model_options, live_text, model_options
 from .output import (
     Commands,
     EXIT_BUDGET,
@@ -196,6 +197,7 @@ def _combine(local: List[Tool], groups: List[List[Tool]]) -> List[Tool]:
 
 
 def _run_with(args: argparse.Namespace, out: TextIO, tools: Any, signers: List[Any]) -> int:
+    live = live_text(args)  # --stream: each reply's text on stderr as it comes
     model = model_from_spec(  # the system prompt goes to run(), which records it and passes it on
         args.model,
         base_url=args.base_url,
@@ -203,10 +205,14 @@ def _run_with(args: argparse.Namespace, out: TextIO, tools: Any, signers: List[A
         max_output_tokens=args.max_output_tokens,
         timeout=args.timeout,
         max_retries=args.max_retries,
+        **model_options(args, live),
     )
     transport = getattr(model, "transport", None)
     if isinstance(transport, HttpTransport) and transport.on_retry is None:  # never a silent wait
         transport.on_retry = lambda text: note("agentloop run: waiting to retry: %s" % (text,))
+        if live is not None:
+            transport.on_retry = live.before(transport.on_retry)
+    printed: Callable[[Any], Any] = lambda record: emit(out, format_record(record))  # each record, live, as written
     prices = None if args.prices is None else _read_prices(args.prices)
     if args.checkpoint is None and (args.key_file is not None or args.key_env is not None):
         raise RunConfigError("--key-file/--key-env", "needs --checkpoint")
@@ -227,7 +233,7 @@ def _run_with(args: argparse.Namespace, out: TextIO, tools: Any, signers: List[A
         key=key,
         signer=signers or None,
         system=args.system,
-        on_record=lambda record: emit(out, format_record(record)),  # each record, live, as written
+        on_record=printed if live is None else live.before(printed),
         max_tool_calls=args.max_tool_calls,
         max_cost=args.max_cost,
         prices=prices,
@@ -315,7 +321,8 @@ def add_commands(sub: Commands) -> None:
         "4 a tool raised SystemExit or the output could not be written, 130 Ctrl-C (the transcript stays a verifiable prefix). "
         "Keys: OPENAI_API_KEY / ANTHROPIC_API_KEY (required for the official endpoints only).",
     )
-    command.add_argument("--model", required=True, metavar="SPEC", help="openai:MODEL, anthropic:MODEL, or an OpenAI-compatible base URL (up to /v1)")
+    command.add_argument("--model", required=True, metavar="SPEC",
+                         help="openai:MODEL, openai-responses:MODEL, anthropic:MODEL, or an OpenAI-compatible base URL (up to /v1)")
     command.add_argument("--model-name", metavar="NAME", help="the model name, with a URL --model")
     command.add_argument("--base-url", metavar="URL", help="another base URL for openai: (up to /v1) or anthropic: (without /v1)")
     command.add_argument("--tools", metavar="MODULE:REGISTRY", help="the local tools, e.g. demo:demo_tools")
@@ -339,7 +346,9 @@ def add_commands(sub: Commands) -> None:
     command.add_argument("--max-seconds", type=_budget_seconds, metavar="SECONDS", help="stop (time_budget) before a turn once SECONDS have passed")
     command.add_argument("--tell-budgets", action="store_true", help="show the model what remains of each budget before each turn")
     command.add_argument("--tool-timeout", type=seconds_arg, metavar="SECONDS", help="a tool call past SECONDS fails as data (default: none)")
-    command.add_argument("--max-output-tokens", type=count_arg, metavar="N", help="anthropic: max_tokens per reply (default %d)" % DEFAULT_MAX_TOKENS)
+    command.add_argument("--max-output-tokens", type=count_arg, metavar="N",
+                         help="anthropic: max_tokens per reply (default %d); openai-responses: max_output_tokens" % DEFAULT_MAX_TOKENS)
+    add_model_options(command)
     command.add_argument("--timeout", type=seconds_arg, default=DEFAULT_TIMEOUT, metavar="SECONDS", help="per request (default %g)" % DEFAULT_TIMEOUT)
     command.add_argument("--max-retries", type=count_arg, default=DEFAULT_MAX_RETRIES, metavar="N", help="default %d" % DEFAULT_MAX_RETRIES)
     command.add_argument("-o", "--output", required=True, metavar="OUT.jsonl", help="the transcript to write")

@@ -42,7 +42,7 @@ from ..transcript.verify import verify_file
 
 __all__ = [
     "Commands", "Paint", "Refused", "visible", "quote", "field", "as_dict", "as_list", "format_record", "fault_json",
-    "plain", "ansi", "painter", "emit", "complain", "cli_message", "check_input", "check_output",
+    "plain", "ansi", "painter", "emit", "live", "complain", "cli_message", "check_input", "check_output",
     "report_verdict", "tone", "same_file", "hash_arg", "count_arg", "positive_arg", "seconds_arg",
     "EXIT_OK", "EXIT_FAULT", "EXIT_USAGE", "EXIT_BUDGET", "EXIT_UNFINISHED", "EXIT_INTERNAL",
     "EXIT_INTERRUPTED", "EXIT_PIPE",
@@ -263,6 +263,17 @@ def note(text: str) -> None:
         if sys.stderr is not None:
             emit(sys.stderr, text)
     except (OSError, Refused):
+        pass
+
+
+def live(text: str) -> None:
+    """``text`` on stderr as it is, :func:`visible` (newlines and tabs kept), with no line end added and
+    flushed at once (a streamed reply's text as it arrives); never raising, like :func:`note`."""
+    try:
+        if sys.stderr is not None:
+            sys.stderr.write(visible(text, lines=True))
+            sys.stderr.flush()
+    except (OSError, ValueError):
         pass
 
 

@@ -75,7 +75,10 @@ from .calls import DEFAULT_MAX_WORKERS, AsyncRunner, Done, Job, Raised, Runner, 
 from ..canonical import MAX_SAFE_INTEGER, canonical_text, canonical_text_spliced, check_string, json_path, placeholder
 from ..errors import UnrecordableError
 from .final import FINAL_RESULT
-from ..messages import AWAITING_APPROVAL, Message, Model, ModelReply, RunEnd, RunResult, StopReason, ToolCall, Usage, shown
+from ..messages import (
+    AWAITING_APPROVAL, PROVIDER_DATA_DEPTH, Message, Model, ModelReply, RunEnd, RunResult, StopReason, ToolCall, Usage,
+    provider_data_problem, shown,
+)
 from .options import Approver, OnRecord, RunOptions, RunOverrides
 from .plan import RECORD_OVERHEAD, PlannedCall, TurnPlan, plan_turn
 from .prices import add, amount_text, turn_cost
@@ -121,7 +124,12 @@ def _reply_problem(reply: object) -> str:
         return "model reply text is %s, not a str" % (type(reply.text).__name__,)
     if not isinstance(reply.tool_calls, tuple):
         return "model reply tool_calls is %s, not a tuple" % (type(reply.tool_calls).__name__,)
-    return _calls_problem(reply.tool_calls) or _usage_problem(reply.usage) or _unrecordable(reply)
+    return (
+        _calls_problem(reply.tool_calls)
+        or _usage_problem(reply.usage)
+        or _data_problem(getattr(reply, "provider_data", None))
+        or _unrecordable(reply)
+    )
 
 
 def _calls_problem(calls: Tuple[object, ...]) -> str:
@@ -136,15 +144,31 @@ def _calls_problem(calls: Tuple[object, ...]) -> str:
 
 
 def _usage_problem(usage: object) -> str:
+    """Why a reply's ``usage`` cannot be counted ("" when it can, or is ``None``)."""
     if usage is None:
         return ""
-    names = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-    counts = [getattr(usage, name, None) for name in names]
+    counts = [getattr(usage, name, None) for name in
+              ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")]
     if not isinstance(usage, Usage) or not all(type(n) is int and 0 <= n <= MAX_SAFE_INTEGER for n in counts):
         return "model reply usage is %s, not a Usage of two ints from 0 to 2**53-1" % (type(usage).__name__,)
     if usage.cache_read_tokens + usage.cache_write_tokens > usage.input_tokens:
         return "model reply usage has more cache tokens than input_tokens"
+    if usage.reasoning_tokens > usage.output_tokens:
+        return "model reply usage has more reasoning tokens than output_tokens"
     return ""
+
+
+def _data_problem(data: object) -> str:
+    """Why a reply's ``provider_data`` cannot be recorded and given back ("" when it can, or is ``None``)."""
+    if data is None:
+        return ""
+    problem = provider_data_problem(data)
+    if not problem:
+        try:
+            canonical_text(data, "$.provider_data", PROVIDER_DATA_DEPTH)
+        except UnrecordableError as exc:
+            problem = "is not recordable: %s" % (exc,)
+    return "model reply provider_data %s" % (problem,) if problem else ""
 
 
 def _unrecordable(reply: ModelReply) -> str:
@@ -233,6 +257,8 @@ def _turn_payload(plan: TurnPlan, reply: ModelReply, spent: Spent, tokens: int, 
         payload["usage"] = reply.usage.recorded()
     if reply.truncated:
         payload["truncated"] = True
+    if plan.provider_data is not None:
+        payload["provider_data"] = plan.provider_data
     if cost is not None and spent.cost is not None:
         payload["cost"], payload["total_cost"] = amount_text(cost), amount_text(add(spent.cost, cost))
     if reading is not None:

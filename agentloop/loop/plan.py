@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..canonical import canonical_text, json_path, placeholder, snapshot
 from ..errors import UnrecordableError
-from ..messages import Message, ModelReply
+from ..messages import PROVIDER_DATA_DEPTH, Message, ModelReply
 
 __all__ = ["PlannedCall", "TurnPlan", "plan_turn", "plan_from_record", "ARGUMENTS_DEPTH", "RECORD_OVERHEAD"]
 
@@ -60,11 +60,13 @@ class PlannedCall:
 @dataclass(frozen=True)
 class TurnPlan:
     """A reply's calls in the model's order, and the text the token estimate counts
-    (the reply's text, each call's name and its arguments' canonical JSON)."""
+    (the reply's text, each call's name and its arguments' canonical JSON); and the
+    reply's ``provider_data`` (a plain-JSON copy), given back to the model unread."""
 
     text: str
     calls: Tuple[PlannedCall, ...]
     emitted: str
+    provider_data: Optional[Dict[str, Any]] = None
 
     def marked_calls(self) -> Tuple[List[Dict[str, Any]], List[str]]:
         """The assistant record's ``tool_calls`` with each call's recorded arguments replaced by a
@@ -82,7 +84,10 @@ class TurnPlan:
 
     def message(self) -> Message:
         """The assistant message the model sees in later turns."""
-        return {"role": "assistant", "content": self.text, "tool_calls": [call.shown() for call in self.calls]}
+        message: Message = {"role": "assistant", "content": self.text, "tool_calls": [call.shown() for call in self.calls]}
+        if self.provider_data is not None:
+            message["provider_data"] = self.provider_data
+        return message
 
 
 def plan_turn(reply: ModelReply, step: int, max_record_bytes: int) -> TurnPlan:
@@ -96,6 +101,10 @@ def plan_turn(reply: ModelReply, step: int, max_record_bytes: int) -> TurnPlan:
     emitted = [reply.text]
     seen = set()
     room = max_record_bytes - len(reply.text.encode("utf-8")) - RECORD_OVERHEAD
+    data = getattr(reply, "provider_data", None)
+    if data is not None:  # plain JSON already (ModelReply, and the loop's check, saw to it)
+        data, text = snapshot(data, "$.provider_data", PROVIDER_DATA_DEPTH)
+        room -= len(text.encode("utf-8"))
     for position, call in enumerate(reply.tool_calls):
         call_id = call.id or "call_%d_%d" % (step, position)
         problem = "call id %s is used twice in this turn" % (json.dumps(call_id),) if call_id in seen else ""
@@ -108,7 +117,7 @@ def plan_turn(reply: ModelReply, step: int, max_record_bytes: int) -> TurnPlan:
             room -= len(text.encode("utf-8")) + len(call.name) + len(call_id)
             emitted.append(call.name + text)
         calls.append(PlannedCall(call_id, call.name, arguments, problem, text))
-    return TurnPlan(reply.text, tuple(calls), "".join(emitted))
+    return TurnPlan(reply.text, tuple(calls), "".join(emitted), data)
 
 
 def plan_from_record(payload: Dict[str, Any]) -> TurnPlan:
@@ -127,7 +136,7 @@ def plan_from_record(payload: Dict[str, Any]) -> TurnPlan:
             calls.append(PlannedCall(call_id, name, None, call.get("arguments_error", "")))  # recorded as the problem
         else:
             calls.append(PlannedCall(call_id, name, arguments, problem, canonical_text(arguments)))
-    return TurnPlan(payload["text"], tuple(calls), "")
+    return TurnPlan(payload["text"], tuple(calls), "", payload.get("provider_data"))
 
 
 def _read_arguments(

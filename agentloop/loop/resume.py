@@ -104,8 +104,7 @@ def _read(path: PathLike) -> _State:
             spent.tool_calls += len(payload["tool_calls"])
             if "total_cost" in payload:
                 spent.cost = Decimal(payload["total_cost"])
-            calls = [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in payload["tool_calls"]]
-            messages.append({"role": "assistant", "content": payload["text"], "tool_calls": calls})
+            messages.append(plan_from_record(payload).message())
         elif kind == "tool":
             answered += 1
             ok = payload["ok"]

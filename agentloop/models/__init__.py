@@ -2,6 +2,8 @@
 
 * :class:`OpenAIChat` -- the OpenAI Chat Completions API, and every
   OpenAI-compatible server through ``base_url``;
+* :class:`OpenAIResponses` -- the OpenAI Responses API (reasoning items
+  carried from turn to turn);
 * :class:`AnthropicMessages` -- the Anthropic Messages API;
 * :class:`ReplayModel` -- the replies of a recorded run, checked against the
   conversation, and :func:`replay`, which re-runs a transcript and compares;
@@ -25,10 +27,12 @@ from ..errors import (
 from .anthropic import AnthropicMessages
 from .http import HttpTransport, RetryPolicy
 from .openai import OpenAIChat
+from .responses import OpenAIResponses
 from .replay import Difference, ReplayModel, ReplayResult, first_difference, replay
 
 __all__ = [
     "OpenAIChat",
+    "OpenAIResponses",
     "AnthropicMessages",
     "ReplayModel",
     "ReplayResult",

@@ -32,17 +32,40 @@ and "Errors" (https://docs.anthropic.com/en/api/errors):
   ``overloaded_error`` among the retried 5xx
   (:func:`agentloop.models.http.provider_message`).
 
+Extended thinking ("Building with extended thinking",
+https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking):
+``thinking={"type": "enabled", "budget_tokens": N}`` is sent as the body's
+``thinking``; the reply then starts with ``thinking`` blocks (``thinking``
+text and a ``signature``) or ``redacted_thinking`` blocks (``data``), which
+must go back unchanged in the assistant turn before the tool results, or the
+API refuses the next turn.  A reply holding one gets ``provider_data``
+``{"api": "anthropic-messages", "items": <its content blocks>}``, recorded
+in the assistant record; every later request sends that turn's content as
+it came (the blocks, signatures and all, then the text and ``tool_use``
+blocks).
+
+Prompt caching ("Prompt caching",
+https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching):
+``cache=True`` puts ``"cache_control": {"type": "ephemeral"}`` breakpoints
+on the last tool, on the system prompt (sent as one text block) and on the
+last block of the newest message -- three of the four the API allows.  The
+prefix up to the newest message is then written to the cache, and the next
+turn, whose prefix it is, reads it (the API looks back for the previous
+breakpoint); the counts come back as ``cache_creation_input_tokens`` and
+``cache_read_input_tokens`` and are recorded and priced as before.
+
 Mapping choices, documented where they are made:
 
 * the reply's text is its ``text`` blocks joined as they are (citations can
   split one text into several blocks); other block types (``thinking``,
-  server tools) are not asked for and are skipped;
+  server tools) do not add to the text;
 * a text block that is empty or blank is not sent back (the API refuses
   them); an assistant turn without tool calls is sent as a plain string;
 * a ``tool_use`` whose ``input`` is not an object becomes the call's
   ``arguments_error`` (the call fails as data); sent back, it is ``{}``;
 * ``usage``: input is ``input_tokens`` plus both cache counts (the API
-  reports cached input apart), output is ``output_tokens``;
+  reports cached input apart), output is ``output_tokens``, of which
+  ``output_tokens_details.thinking_tokens`` are reasoning;
 * ``stop_reason: "refusal"`` (or an empty reply) is a turn with whatever
   text came and no tool calls: the run ends on ``no_tool_calls``;
 * ``stop_reason: "max_tokens"`` sets ``ModelReply.truncated``, recorded as
@@ -52,22 +75,31 @@ Mapping choices, documented where they are made:
   body's ``system`` field;
 * a query in ``base_url`` is kept after the appended ``/v1/messages``.
 
-Not covered yet: streaming, images and documents, extended thinking (whose
-blocks would have to be sent back with tool results), prompt caching
-controls, ``tool_choice`` / ``disable_parallel_tool_use`` (passable through
-``params`` but not interpreted), server tools, and the Batches API.
+Not covered yet: images and documents, ``tool_choice`` /
+``disable_parallel_tool_use`` (passable through ``params`` but not
+interpreted), server tools, cache lifetimes other than the default (pass
+``params``), and the Batches API.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional
+import json
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ..errors import ModelConfigError
 from ..messages import Message, ModelReply, ToolCall
 from .base import Adapter, Endpoint, Reader, join_url, system_prompt, usage_from
 from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport, Notice
+from .streaming import MessagesCollector
 
-__all__ = ["AnthropicMessages", "DEFAULT_BASE_URL", "API_VERSION", "DEFAULT_MAX_TOKENS"]
+__all__ = ["AnthropicMessages", "DEFAULT_BASE_URL", "API_VERSION", "DEFAULT_MAX_TOKENS", "API", "messages_api_messages",
+           "messages_api_reply"]
+
+#: ``provider_data["api"]`` of this adapter's replies.
+API = "anthropic-messages"
+#: The blocks that make a reply's content worth recording whole (they must go back unchanged).
+_OPAQUE = ("thinking", "redacted_thinking")
+_EPHEMERAL = {"type": "ephemeral"}
 
 #: The official endpoint's base URL (the SDK's default).
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -76,7 +108,7 @@ API_VERSION = "2023-06-01"
 #: ``max_tokens`` (the reply's length limit, required by the API) when not given.
 DEFAULT_MAX_TOKENS = 4096
 _OFFICIAL_HOST = "api.anthropic.com"
-_RESERVED = ("model", "messages", "tools", "max_tokens", "system", "stream")
+_RESERVED = ("model", "messages", "tools", "max_tokens", "system", "stream", "thinking")
 
 
 class AnthropicMessages(Adapter):
@@ -90,6 +122,11 @@ class AnthropicMessages(Adapter):
     extra request headers (values of 8 characters or more are redacted like the key).
     ``max_tokens``, ``system`` and ``params`` are recorded in the task record
     through :meth:`model_info`; the key and the headers never are.
+    ``thinking`` (``{"type": "enabled", "budget_tokens": N}``, N from 1024
+    and below ``max_tokens``; or another type the API knows) turns on
+    extended thinking and is recorded among ``params``; ``cache=True`` places
+    prompt-cache breakpoints (the module docstring) and is recorded as
+    ``"cache": true``.
     """
 
     provider = "anthropic"
@@ -108,11 +145,17 @@ class AnthropicMessages(Adapter):
         max_retries: int = DEFAULT_MAX_RETRIES,
         transport: Optional[HttpTransport] = None,
         on_retry: Optional[Notice] = None,
+        thinking: Optional[Mapping[str, Any]] = None,
+        cache: bool = False,
+        stream: bool = False,
+        on_text: Optional[Callable[[str], None]] = None,
     ) -> None:
         if isinstance(model, str) and model and (
             isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= 2**31
         ):
             raise ModelConfigError("max_tokens", "must be a positive int, got %r" % (max_tokens,))
+        if not isinstance(cache, bool):
+            raise ModelConfigError("cache", "must be True or False, got %s" % (type(cache).__name__,))
         end = Endpoint(
             model, base_url=base_url, api_key=api_key, system=system, params=params, headers=headers,
             timeout=timeout, max_retries=max_retries, transport=transport, on_retry=on_retry,
@@ -120,7 +163,11 @@ class AnthropicMessages(Adapter):
             official_host=_OFFICIAL_HOST, reserved=_RESERVED, style="anthropic",
         )
         self._take(end)
+        self._streaming(stream, on_text)
         self.max_tokens = max_tokens
+        if thinking is not None:
+            self.params["thinking"] = _thinking(thinking, max_tokens)
+        self.cache = cache
 
     def __repr__(self) -> str:  # never the key
         return "AnthropicMessages(%r, base_url=%r)" % (self.model, self.base_url)
@@ -140,6 +187,8 @@ class AnthropicMessages(Adapter):
         }
         if self.system is not None:
             info["system"] = self.system
+        if self.cache:
+            info["cache"] = True
         return info
 
     def headers(self) -> Dict[str, str]:
@@ -165,17 +214,76 @@ class AnthropicMessages(Adapter):
         if tools:
             body["tools"] = tools
         body.update(self.params)
+        if self.cache:
+            _breakpoints(body)
         return body
 
     def __call__(self, messages: List[Message], manifest: List[Dict[str, Any]]) -> ModelReply:
-        answer = self.transport.post_json(
-            self.url,
-            self.headers(),
-            self.request_body(messages, manifest),
-            provider=self.provider,
-            secrets=self._secrets,
-        )
+        answer = self._post(self.request_body(messages, manifest), MessagesCollector)
         return self._reply(messages_api_reply(answer, self.provider, self.host))
+
+
+def _thinking(value: object, max_tokens: int) -> Dict[str, Any]:
+    """The ``thinking`` body parameter, checked: ``enabled`` needs ``budget_tokens`` from 1024 and below ``max_tokens``."""
+    if not isinstance(value, Mapping) or not isinstance(value.get("type"), str):
+        raise ModelConfigError("thinking", 'must be a mapping like {"type": "enabled", "budget_tokens": 2048}')
+    if value["type"] == "enabled":
+        budget = value.get("budget_tokens")
+        if isinstance(budget, bool) or not isinstance(budget, int) or not 1024 <= budget < max_tokens:
+            raise ModelConfigError("thinking", "budget_tokens must be an int from 1024 and below max_tokens %d, got %r"
+                                   % (max_tokens, budget))
+    try:
+        checked: Dict[str, Any] = json.loads(json.dumps(dict(value), allow_nan=False))
+    except (TypeError, ValueError):
+        raise ModelConfigError("thinking", "must hold plain JSON values") from None
+    return checked
+
+
+def _marked(block: Dict[str, Any]) -> Dict[str, Any]:
+    return dict(block, cache_control=dict(_EPHEMERAL))
+
+
+def _breakpoints(body: Dict[str, Any]) -> None:
+    """``cache=True``: a cache breakpoint on the last tool, on the system prompt and on the newest message's last block."""
+    tools = body.get("tools")
+    if tools:
+        tools[-1] = _marked(tools[-1])
+    if isinstance(body.get("system"), str):
+        body["system"] = [_marked({"type": "text", "text": body["system"]})]
+    messages = body["messages"]
+    if messages:
+        content = messages[-1]["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+        if blocks:
+            blocks[-1] = _marked(blocks[-1])
+            messages[-1] = dict(messages[-1], content=blocks)
+
+
+def _recorded_content(message: Message) -> Optional[List[Dict[str, Any]]]:
+    """The content blocks an assistant message carries as this API's ``provider_data`` (a copy), or ``None``."""
+    data = message.get("provider_data")
+    if isinstance(data, dict) and data.get("api") == API and isinstance(data.get("items"), list):
+        copied: List[Dict[str, Any]] = json.loads(json.dumps(data["items"]))
+        return copied
+    return None
+
+
+def _assistant_content(message: Message) -> Any:
+    """An assistant turn's content: its recorded blocks (thinking blocks with their signatures: back
+    exactly as they came), else a plain string (no calls), else its text block and ``tool_use`` blocks."""
+    recorded = _recorded_content(message)
+    if recorded is not None:
+        return recorded
+    calls = message.get("tool_calls") or []
+    if not calls:
+        return message["content"]
+    blocks: List[Dict[str, Any]] = []
+    if message["content"].strip():
+        blocks.append({"type": "text", "text": message["content"]})
+    for call in calls:
+        arguments = call["arguments"] if call["arguments"] is not None else {}
+        blocks.append({"type": "tool_use", "id": call["id"], "name": call["name"], "input": arguments})
+    return blocks
 
 
 def messages_api_messages(messages: List[Message]) -> List[Dict[str, Any]]:
@@ -190,17 +298,7 @@ def messages_api_messages(messages: List[Message]) -> List[Dict[str, Any]]:
         if role == "user":
             out.append({"role": "user", "content": message["content"]})
         elif role == "assistant":
-            calls = message.get("tool_calls") or []
-            if not calls:
-                out.append({"role": "assistant", "content": message["content"]})
-                continue
-            blocks: List[Dict[str, Any]] = []
-            if message["content"].strip():
-                blocks.append({"type": "text", "text": message["content"]})
-            for call in calls:
-                arguments = call["arguments"] if call["arguments"] is not None else {}
-                blocks.append({"type": "tool_use", "id": call["id"], "name": call["name"], "input": arguments})
-            out.append({"role": "assistant", "content": blocks})
+            out.append({"role": "assistant", "content": _assistant_content(message)})
         elif role == "tool":
             result: Dict[str, Any] = {"type": "tool_result", "tool_use_id": message["tool_call_id"], "content": message["content"]}
             if not message["ok"]:
@@ -219,6 +317,7 @@ def messages_api_reply(answer: Mapping[str, Any], provider: str = "anthropic", h
     blocks = read.get(answer, "content", "$", list)
     texts: List[str] = []
     calls: List[ToolCall] = []
+    opaque = False
     for position, block in enumerate(blocks):
         at = "$.content[%d]" % (position,)
         if not isinstance(block, dict):
@@ -235,8 +334,12 @@ def messages_api_reply(answer: Mapping[str, Any], provider: str = "anthropic", h
             else:
                 kind_name = "null" if arguments is None else "an array" if isinstance(arguments, list) else type(arguments).__name__
                 calls.append(ToolCall(name, {}, call_id, "tool_use input must be a JSON object, got %s" % (kind_name,)))
+        elif kind in _OPAQUE:
+            opaque = True
     usage = usage_from(
-        answer, "input_tokens", "output_tokens", ("cache_read_input_tokens",), ("cache_creation_input_tokens",), read=read
+        answer, "input_tokens", "output_tokens", ("cache_read_input_tokens",), ("cache_creation_input_tokens",), read=read,
+        reasoning="output_tokens_details.thinking_tokens",
     )
+    data = {"api": API, "items": list(blocks)} if opaque else None
     # stop_reason "max_tokens": the reply was cut at max_tokens.
-    return ModelReply("".join(texts), calls, usage, answer.get("stop_reason") == "max_tokens")
+    return ModelReply("".join(texts), calls, usage, answer.get("stop_reason") == "max_tokens", data)

@@ -37,8 +37,10 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..canonical import canonical_bytes, strict_loads
 from ..errors import ModelConfigError, ModelResponseError, NotPicklableError, UnrecordableError
 from ..messages import Message, ModelReply, ToolCall, Usage
-from ..tools.providers import anthropic_tool, openai_tool
-from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport, Notice, RetryPolicy, endpoint_host, holds_secret, redact
+from ..tools.providers import anthropic_tool, openai_tool, responses_tool
+from .http import (DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, Collector, HttpTransport, Notice, RetryPolicy, endpoint_host,
+                   holds_secret, redact)
+from .streaming import TextRelay
 
 __all__ = [
     "base_url_from",
@@ -259,12 +261,21 @@ def _reread_key(key_env: Optional[str], required: bool) -> str:
 
 
 class Adapter:
-    """What :class:`~agentloop.models.OpenAIChat` and
-    :class:`~agentloop.models.AnthropicMessages` share besides their
-    :class:`Endpoint`: keyless pickling, the scrubbed reply, ``acall``."""
+    """What the adapters share besides their :class:`Endpoint`: keyless pickling,
+    the scrubbed reply, streaming, ``acall``.
+
+    ``stream=True`` asks the API for a stream of server-sent events
+    (:mod:`agentloop.models.streaming`), rebuilt into the reply the request
+    would have got unstreamed, so that the turn is recorded the same bytes;
+    ``on_text``, when given, is called with the reply's text as it arrives
+    (the key redacted; not pickled).  Neither is recorded: how a reply
+    travelled changes nothing in the transcript.
+    """
 
     provider = ""
     host = ""
+    stream = False
+    on_text: Optional[Callable[[str], None]] = None
     _key = ""
     _key_env: Optional[str] = None
     _required = False
@@ -276,8 +287,40 @@ class Adapter:
         self.transport, self._tools, self._secrets = end.transport, end.tools, end.secrets
         self._key_env, self._required = end.key_env, end.required
 
+    def _streaming(self, stream: object, on_text: object) -> None:
+        if not isinstance(stream, bool):
+            raise ModelConfigError("stream", "must be True or False, got %s" % (type(stream).__name__,))
+        if on_text is not None and not callable(on_text):
+            raise ModelConfigError("on_text", "must be None or a callable taking each piece of text")
+        self.stream, self.on_text = stream, on_text
+
+    @property
+    def url(self) -> str:
+        """The endpoint requests go to."""
+        raise NotImplementedError
+
+    def headers(self) -> Dict[str, str]:
+        """The request headers (with the key: do not print them)."""
+        raise NotImplementedError
+
+    def _post(self, body: Dict[str, Any], collector: Callable[[str, str, TextRelay], Collector],
+              stream_body: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+        """The answer to ``body``: posted as it is, or, with ``stream``, with ``stream_body``'s
+        members added and read through ``collector`` (the API's answer either way)."""
+        if not self.stream:
+            return self.transport.post_json(self.url, self.headers(), body, provider=self.provider, secrets=self._secrets)
+        headers = {k: v for k, v in self.headers().items() if k.lower() != "accept"}
+        headers["Accept"] = "text/event-stream"
+        relay = TextRelay(self.on_text, self._secrets)
+        return self.transport.post_stream(
+            self.url, headers, dict(body, **(stream_body or {"stream": True})), lambda: collector(self.provider, self.host, relay),
+            provider=self.provider, secrets=self._secrets,
+        )
+
     def __getstate__(self) -> Dict[str, Any]:
-        return _keyless_state(self.__dict__, type(self).__name__, self._key_env, self._secrets, "_key", "_secrets")
+        state = _keyless_state(self.__dict__, type(self).__name__, self._key_env, self._secrets, "_key", "_secrets")
+        state.pop("on_text", None)
+        return state
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -341,16 +384,17 @@ def scrub_reply(reply: ModelReply, secrets: Sequence[str], provider: str, host: 
             for i, call in enumerate(reply.tool_calls)
         ]
         text = _scrub(reply.text, hidden, "$.text")
+        data = _scrub(reply.provider_data, hidden, "$.provider_data")
     except ValueError as exc:
         raise ModelResponseError(
             provider, host, str(exc), "the reply holds the API key (or a secret header) in an escaped form; refused, not recorded"
         ) from None
-    return ModelReply(text, calls, reply.usage, reply.truncated)
+    return ModelReply(text, calls, reply.usage, reply.truncated, data)
 
 
 class ToolShapes:
     """The loop's manifest (its entries as plain dicts) as one provider's
-    ``tools`` array, ``style="openai"`` or ``"anthropic"`` (see
+    ``tools`` array, ``style="openai"``, ``"responses"`` or ``"anthropic"`` (see
     :mod:`agentloop.tools.providers`); converted once per distinct manifest."""
 
     def __init__(self, style: str) -> None:
@@ -361,7 +405,7 @@ class ToolShapes:
     def __call__(self, manifest: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
         key = canonical_bytes(manifest)
         if key != self._key or not manifest:
-            shape = openai_tool if self.style == "openai" else anthropic_tool
+            shape = {"openai": openai_tool, "responses": responses_tool}.get(self.style, anthropic_tool)
             try:
                 self._tools = [shape(entry) for entry in manifest]
             except (KeyError, TypeError) as exc:
@@ -399,6 +443,7 @@ def usage_from(
     cache_write: Sequence[str] = (),
     cache_included: bool = False,
     read: Optional[Reader] = None,
+    reasoning: str = "",
 ) -> Optional[Usage]:
     """``answer["usage"]`` as a :class:`~agentloop.Usage`; ``None`` when absent, null, or without either count.
 
@@ -409,6 +454,8 @@ def usage_from(
     whole prompt: when the provider counts cached tokens apart from
     ``input_key`` (Anthropic), they are added to it; when its input count
     already includes them (``cache_included``, OpenAI), they are not.
+    ``reasoning`` is the path to the count of reasoning tokens (part of the
+    output; absent or null is 0).
 
     A usage the provider sent that cannot be read (a count that is not a
     non-negative integer, more cached tokens than the prompt, a count beyond
@@ -431,32 +478,41 @@ def usage_from(
         return None  # {} or {"total_tokens": ...} from some compatible servers: no count, as if absent
 
     def count(path: str, default: Optional[int]) -> Optional[int]:
-        value: Any = usage
-        for part in path.split("."):
-            value = value.get(part) if isinstance(value, dict) else None
-        if value is None and default is not None:
-            return default
-        if isinstance(value, float) and value.is_integer():  # 100000.0 from some compatible servers
-            value = int(value)
-        if type(value) is not int or value < 0:
-            bad("$.usage." + path, "expected a token count (an integer >= 0), got %s" % (
-                "nothing" if value is None else json.dumps(value) if isinstance(value, (int, float, str)) else type(value).__name__,))
-            return None
-        return value
+        return _token_count(usage, path, default, bad)
 
     raw = [count(input_key, None), count(output_key, None)]
     reads = [count(k, 0) for k in cache_read]
     writes = [count(k, 0) for k in cache_write]
-    if None in raw + reads + writes:
+    thought = [count(reasoning, 0)] if reasoning else [0]
+    if None in raw + reads + writes + thought:
         return None
     read_tokens, written = sum(n or 0 for n in reads), sum(n or 0 for n in writes)
     prompt = (raw[0] or 0) if cache_included else (raw[0] or 0) + read_tokens + written
     if read_tokens + written > prompt:
         return bad("$.usage", "%d cached tokens is more than the prompt's %d" % (read_tokens + written, prompt))
+    if (thought[0] or 0) > (raw[1] or 0):
+        return bad("$.usage." + reasoning, "%d reasoning tokens is more than the output's %d" % (thought[0] or 0, raw[1] or 0))
     try:
-        return Usage(prompt, raw[1] or 0, cache_read_tokens=read_tokens, cache_write_tokens=written)
+        return Usage(prompt, raw[1] or 0, cache_read_tokens=read_tokens, cache_write_tokens=written, reasoning_tokens=thought[0] or 0)
     except (TypeError, ValueError):  # beyond 2**53-1
         return bad("$.usage", "a token count beyond 2**53-1")
+
+
+def _token_count(usage: Mapping[str, Any], path: str, default: Optional[int], bad: Callable[[str, str], Any]) -> Optional[int]:
+    """The count at the dotted ``path`` of ``usage``: an integer >= 0 (an integral float taken as one),
+    ``default`` when absent or null (if there is one), else ``bad(place, reason)`` and ``None``."""
+    value: Any = usage
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    if value is None and default is not None:
+        return default
+    if isinstance(value, float) and value.is_integer():  # 100000.0 from some compatible servers
+        value = int(value)
+    if type(value) is not int or value < 0:
+        bad("$.usage." + path, "expected a token count (an integer >= 0), got %s" % (
+            "nothing" if value is None else json.dumps(value) if isinstance(value, (int, float, str)) else type(value).__name__,))
+        return None
+    return value
 
 
 def _quoted(text: str) -> str:

@@ -52,27 +52,43 @@ Mapping choices, documented where they are made:
 * ``base_url`` may carry a query (``?api-version=...``, as Azure wants): it is
   kept after the appended ``/chat/completions``.
 
-Not covered yet: streaming, images and other content parts, audio,
+Not covered yet: images and other content parts, audio,
 ``parallel_tool_calls`` and ``tool_choice`` (passable through ``params``
-but not interpreted), ``n > 1``, and the Responses API.
+but not interpreted), ``n > 1``.  The Responses API is
+:class:`~agentloop.models.OpenAIResponses`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ..canonical import canonical_text
 from ..errors import ModelConfigError
 from ..messages import Message, ModelReply, ToolCall
 from .base import Adapter, Endpoint, Reader, join_url, read_arguments, system_prompt, usage_from
 from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport, Notice
+from .streaming import ChatCollector
 
-__all__ = ["OpenAIChat", "DEFAULT_BASE_URL"]
+__all__ = ["OpenAIChat", "DEFAULT_BASE_URL", "cache_key_params"]
 
 #: The official endpoint's base URL (the SDK's default).
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _OFFICIAL_HOST = "api.openai.com"
-_RESERVED = ("model", "messages", "tools", "stream")
+_RESERVED = ("model", "messages", "tools", "stream", "stream_options")
+
+
+def cache_key_params(params: Optional[Mapping[str, Any]], prompt_cache_key: Optional[str]) -> Optional[Mapping[str, Any]]:
+    """``params`` with ``prompt_cache_key`` added when given (OpenAI routes requests that share
+    one to the same prompt cache): a body parameter, passed through and recorded with ``params``."""
+    if prompt_cache_key is None:
+        return params
+    if not isinstance(prompt_cache_key, str) or not prompt_cache_key:
+        raise ModelConfigError("prompt_cache_key", "must be a non-empty str, got %s" % (type(prompt_cache_key).__name__,))
+    if isinstance(params, Mapping) and "prompt_cache_key" in params:
+        raise ModelConfigError("prompt_cache_key", "is also in params: give it once")
+    if params is not None and not isinstance(params, Mapping):
+        return params  # Endpoint refuses it, naming params
+    return dict(params or {}, prompt_cache_key=prompt_cache_key)
 
 
 class OpenAIChat(Adapter):
@@ -86,6 +102,7 @@ class OpenAIChat(Adapter):
     are extra request headers (values of 8 characters or more are redacted like the key).
     Both ``system`` and ``params`` are recorded in the task record through
     :meth:`model_info`; the key and the headers never are.
+    ``prompt_cache_key`` is added to ``params`` (:func:`cache_key_params`).
     """
 
     provider = "openai"
@@ -99,18 +116,22 @@ class OpenAIChat(Adapter):
         system: Optional[str] = None,
         params: Optional[Mapping[str, Any]] = None,
         headers: Optional[Mapping[str, str]] = None,
+        prompt_cache_key: Optional[str] = None,
         timeout: float = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
         transport: Optional[HttpTransport] = None,
         on_retry: Optional[Notice] = None,
+        stream: bool = False,
+        on_text: Optional[Callable[[str], None]] = None,
     ) -> None:
         end = Endpoint(
-            model, base_url=base_url, api_key=api_key, system=system, params=params, headers=headers,
+            model, base_url=base_url, api_key=api_key, system=system, params=cache_key_params(params, prompt_cache_key), headers=headers,
             timeout=timeout, max_retries=max_retries, transport=transport, on_retry=on_retry,
             base_url_env="OPENAI_BASE_URL", default_base_url=DEFAULT_BASE_URL, api_key_env="OPENAI_API_KEY",
             official_host=_OFFICIAL_HOST, reserved=_RESERVED, style="openai",
         )
         self._take(end)
+        self._streaming(stream, on_text)
 
     def __repr__(self) -> str:  # never the key
         return "OpenAIChat(%r, base_url=%r)" % (self.model, self.base_url)
@@ -147,13 +168,8 @@ class OpenAIChat(Adapter):
         return body
 
     def __call__(self, messages: List[Message], manifest: List[Dict[str, Any]]) -> ModelReply:
-        answer = self.transport.post_json(
-            self.url,
-            self.headers(),
-            self.request_body(messages, manifest),
-            provider=self.provider,
-            secrets=self._secrets,
-        )
+        answer = self._post(self.request_body(messages, manifest), ChatCollector,
+                            {"stream": True, "stream_options": {"include_usage": True}})
         return self._reply(chat_reply(answer, self.provider, self.host))
 
 

@@ -39,6 +39,7 @@ from ..loop.budgets import BUDGET_NOTE_PREFIX
 from ..loop.calls import is_async_callable
 from ..loop.engine import MAX_ERROR_CHARS, run
 from ..loop.options import RunOptions
+from ..loop.plan import plan_from_record
 from ..messages import Message, ModelReply, RunResult, ToolCall, Usage
 from ..tools.registry import Tool, ToolRegistry, ToolServer
 from ..transcript.format import PathLike
@@ -199,9 +200,11 @@ def _reply(payload: Dict[str, Any]) -> ModelReply:
         payload["text"],
         calls,
         None if usage is None else Usage(
-            usage["input_tokens"], usage["output_tokens"], usage.get("cache_read_tokens", 0), usage.get("cache_write_tokens", 0)
+            usage["input_tokens"], usage["output_tokens"], usage.get("cache_read_tokens", 0), usage.get("cache_write_tokens", 0),
+            usage.get("reasoning_tokens", 0),
         ),
         truncated=payload.get("truncated") is True,
+        provider_data=payload.get("provider_data"),
     )
 
 
@@ -321,8 +324,7 @@ class ReplayModel:
             kind, payload = record["kind"], record["payload"]
             if kind == "assistant":
                 steps.append(_Step(list(messages), _reply(payload)))
-                calls = [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in payload["tool_calls"]]
-                messages.append({"role": "assistant", "content": payload["text"], "tool_calls": calls})
+                messages.append(plan_from_record(payload).message())
             elif kind == "tool":
                 ok = payload["ok"]
                 content = canonical_text(payload["value"]) if ok is True else payload["error"]

@@ -12,6 +12,12 @@ Shapes followed (the request bodies' ``tools`` arrays):
   ``strict`` is set to ``True`` exactly when :func:`openai_strict_problems`
   finds nothing, so the manifest never asks for strict mode on a schema the
   API would reject.
+* OpenAI Responses, ``POST /v1/responses``, parameter ``tools`` (API
+  reference, "Create a model response", ``FunctionTool``): the same members
+  without the nesting::
+
+      {"type": "function", "name": ..., "description": ..., "parameters": {...}, "strict": bool}
+
 * Anthropic Messages, ``POST /v1/messages``, parameter ``tools`` (API
   reference, and the "Tool use" guide,
   https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use)::
@@ -56,7 +62,7 @@ from typing import Any, Dict, List, Mapping, Tuple
 from ..canonical import json_path
 from ..errors import SchemaError, WrongTypeError
 
-__all__ = ["openai_tool", "anthropic_tool", "openai_strict_problems", "is_openai_strict"]
+__all__ = ["openai_tool", "responses_tool", "anthropic_tool", "openai_strict_problems", "is_openai_strict"]
 
 _STRICT_KEYWORDS = frozenset(
     (
@@ -111,6 +117,14 @@ def openai_tool(entry: Mapping[str, Any]) -> Dict[str, Any]:
             "strict": not openai_strict_problems(parameters),
         },
     }
+
+
+def responses_tool(entry: Mapping[str, Any]) -> Dict[str, Any]:
+    """A manifest entry as an OpenAI Responses API ``tools`` entry: the Chat
+    Completions function's members one level up, ``{"type": "function", "name",
+    "description", "parameters", "strict"}`` (the API reference's ``FunctionTool``)."""
+    shape = openai_tool(entry)
+    return dict({"type": "function"}, **shape["function"])
 
 
 def anthropic_tool(entry: Mapping[str, Any]) -> Dict[str, Any]:

@@ -55,7 +55,7 @@ from ..errors import (
 )
 from ..schema.validator import Validator, check_schema, compile_schema, validate
 from .context import CallContext, context_parameter
-from .providers import anthropic_tool, openai_tool
+from .providers import anthropic_tool, openai_tool, responses_tool
 from .typed import function_spec
 
 #: How deep a tool's schema sits in the task record (record > payload > tools >
@@ -68,7 +68,7 @@ __all__ = ["Tool", "ToolRegistry", "tool", "MANIFEST_STYLES", "validate", "check
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 
 #: The shapes :meth:`ToolRegistry.manifest` can return.
-MANIFEST_STYLES = ("agentloop", "openai", "anthropic")
+MANIFEST_STYLES = ("agentloop", "openai", "responses", "anthropic")
 
 Converter = Callable[[Dict[str, Any]], Dict[str, Any]]
 #: ``requires_approval=``: always (``True``), never (``False``), or a predicate over the validated arguments.
@@ -347,6 +347,8 @@ class ToolRegistry:
           ``{"name", "description", "parameters"}``;
         * ``"openai"``: Chat Completions ``tools`` entries,
           ``{"type": "function", "function": {"name", "description", "parameters", "strict"}}``;
+        * ``"responses"``: OpenAI Responses API ``tools`` entries,
+          ``{"type": "function", "name", "description", "parameters", "strict"}``;
         * ``"anthropic"``: Messages API ``tools`` entries, ``{"name", "description", "input_schema"}``.
 
         See :mod:`agentloop.tools.providers` for the documentation followed.
@@ -356,6 +358,8 @@ class ToolRegistry:
             return entries
         if style == "openai":
             return [openai_tool(entry) for entry in entries]
+        if style == "responses":
+            return [responses_tool(entry) for entry in entries]
         if style == "anthropic":
             return [anthropic_tool(entry) for entry in entries]
         raise UnknownChoiceError("manifest style", style, MANIFEST_STYLES)

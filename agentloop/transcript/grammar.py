@@ -20,7 +20,9 @@ say (``docs/format.md``, section 2).  A record that breaks it is one
   ``arguments_error`` string); ``tokens`` an integer >= 0 and
   ``total_tokens`` the previous total plus ``tokens``; ``usage``, when
   present, ``{input_tokens, output_tokens}`` (integers >= 0) adding up to
-  ``tokens``; ``truncated``, when present, ``true``.  It may not come while
+  ``tokens``; ``truncated``, when present, ``true``; ``provider_data``,
+  when present, an object whose ``api`` is a string and ``items`` an array
+  of objects (the items themselves are the provider's: not checked).  It may not come while
   calls of the previous turn still await their ``tool`` records.
 * ``tool`` -- answers the next call of the last assistant record: ``step``
   is that record's, ``id`` and ``name`` are the call's; ``ok`` a boolean,
@@ -130,6 +132,22 @@ def _usage_problem(usage: object, tokens: int) -> str:
     if usage["input_tokens"] + usage["output_tokens"] != tokens:
         return "payload.tokens is %s, expected %d (usage input_tokens plus output_tokens)" % (
             _shown(tokens), usage["input_tokens"] + usage["output_tokens"])
+    return ""
+
+def _provider_data(data: object) -> str:
+    """Why an assistant record's ``provider_data`` (an object, when present) is not ``{"api": string,
+    "items": [object, ...]}``, or ``""``; the items themselves are the provider's and not checked."""
+    if not isinstance(data, dict):
+        return ""
+    problem = _first(
+        _member("payload.provider_data", data, "api", "a string"),
+        _member("payload.provider_data", data, "items", "an array"),
+    )
+    if problem:
+        return problem
+    for position, item in enumerate(data["items"]):
+        if not isinstance(item, dict):
+            return "payload.provider_data.items[%d] is %s, expected an object" % (position, _a(_json_type(item)))
     return ""
 
 
@@ -244,6 +262,7 @@ class Grammar:
             _member("payload", payload, "total_tokens", _COUNT),
             _member("payload", payload, "usage", "an object", optional=True),
             _member("payload", payload, "truncated", "true", optional=True),
+            _member("payload", payload, "provider_data", "an object", optional=True),
         )
         if problem:
             return problem
@@ -257,7 +276,7 @@ class Grammar:
         problem = _usage_problem(payload.get("usage"), tokens)
         for position, call in enumerate(payload["tool_calls"]):
             problem = problem or _call_problem("payload.tool_calls[%d]" % (position,), call)
-        return problem
+        return problem or _provider_data(payload.get("provider_data"))
 
     def _tally(self, payload: Mapping[str, Any]) -> Tuple[int, int, int]:
         """Count an assistant record, whatever it holds: ``(calls still awaited, steps and tokens before it)``."""

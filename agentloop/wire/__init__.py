@@ -5,10 +5,13 @@ A low layer: its modules import only the standard library and
 
 * :mod:`.sse` -- Server-Sent Events (``text/event-stream``), parsed
   incrementally as WHATWG HTML "Interpreting an event stream" says.
+* :mod:`.connections` -- HTTP/1.1 keep-alive connections, one per thread
+  and origin, reused across requests; when a request may be sent again.
 """
 
 from __future__ import annotations
 
+from .connections import ConnectionPool, Exchange
 from .sse import Event, EventStreamParser, iter_events
 
-__all__ = ["Event", "EventStreamParser", "iter_events"]
+__all__ = ["Event", "EventStreamParser", "iter_events", "ConnectionPool", "Exchange"]

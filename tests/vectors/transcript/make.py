@@ -143,6 +143,25 @@ def members_run(path: str) -> None:
         prices=MEMBERS_PRICES, max_seconds=60, clock=lambda: next(readings), tool_timeout=30, tell_budgets=True)
 
 
+#: The provider_data of provider_data_run's first reply: Anthropic extended thinking with a tool call.
+PROVIDER_DATA = {"api": "anthropic-messages", "items": [
+    {"type": "thinking", "thinking": "Add 40 and 2 with the tool.", "signature": "RXhhbXBsZSBzaWduYXR1cmU="},
+    {"type": "redacted_thinking", "data": "RXhhbXBsZSByZWRhY3RlZA=="},
+    {"type": "text", "text": "Adding."},
+    {"type": "tool_use", "id": "toolu_01", "name": "add", "input": {"a": 40, "b": 2}},
+]}
+
+
+def provider_data_run(path: str) -> None:
+    """valid_provider_data.jsonl: an assistant record with provider_data and usage.reasoning_tokens."""
+    model = ScriptedModel([
+        ModelReply("Adding.", [ToolCall("add", {"a": 40, "b": 2}, id="toolu_01")], usage=Usage(500, 90, reasoning_tokens=60),
+                   provider_data=PROVIDER_DATA),
+        ModelReply("40 + 2 = 42.", usage=Usage(620, 12)),
+    ])
+    run("What is 40 + 2?", model, [add_tool()], transcript=path, max_steps=4, max_tokens=10000)
+
+
 def clock_run(path: str) -> None:
     """valid_time_budget.jsonl: max_seconds of 2; readings 0 (start), 0.5 (turn 1), 2.5 (a time_budget stop)."""
     readings = iter((0, 0.5, 2.5))
@@ -311,10 +330,12 @@ def build(out: str) -> List[str]:
         clock_run(os.path.join(scratch, "clock.jsonl"))
         gated_run(os.path.join(scratch, "gated.jsonl"))
         gated = read(os.path.join(scratch, "gated.jsonl"))
+        provider_data_run(os.path.join(scratch, "provider_data.jsonl"))
         valid = read(os.path.join(scratch, "valid.jsonl"))
         canonical = read(os.path.join(scratch, "canonical.jsonl"))
         members = read(os.path.join(scratch, "members.jsonl"))
         clocked = read(os.path.join(scratch, "clock.jsonl"))
+        provided = read(os.path.join(scratch, "provider_data.jsonl"))
     finally:
         shutil.rmtree(scratch, True)
     assert len(valid) == 5 and len(members) == 5 and len(clocked) == 4
@@ -334,6 +355,9 @@ def build(out: str) -> List[str]:
     v.add("valid_time_budget", "A run with max_seconds 2 whose clock reads 0 at the start, 0.5 before turn 1 and 2.5 "
           "before turn 2: a time_budget stop record carrying the reading (clock 2.5) that stopped it.",
           clocked, records=4, complete=True, faults=[])
+    v.add("valid_provider_data", "A complete run whose first assistant record holds provider_data (Anthropic thinking "
+          "and redacted_thinking blocks with their signature, then the text and tool_use blocks, as the provider sent them) "
+          "and usage with reasoning_tokens; the second has neither.", provided, records=5, complete=True, faults=[])
     v.add("valid_incomplete", "The first 3 records of valid.jsonl: a valid chain with no stop record "
           "(complete is false; a chain cannot show its missing tail).", valid[:3], records=3, complete=False, faults=[])
 
@@ -443,6 +467,13 @@ def build(out: str) -> List[str]:
     v.add("bad_payload_unanswered", "The tool record deleted and seq, prev and hash recomputed after it (a forger's "
           "whole work): the chain is intact, but the assistant record of step 2 comes while step 1's call awaits "
           "its tool record.", lines, records=4, complete=True, faults=[fault("bad_payload", 2, 3)])
+
+    record = parse(provided[1])
+    record["payload"]["provider_data"]["items"][1] = "redacted"
+    lines = rechain(provided[:1] + [seal(record)] + provided[2:], 2)
+    v.add("bad_payload_provider_data", "valid_provider_data with the second of its provider_data items rewritten to the "
+          "string \"redacted\" and every hash recomputed: the items must be objects.",
+          lines, records=5, complete=True, faults=[fault("bad_payload", 1, 2)])
 
     record = parse(valid[2])
     record["payload"]["value"]["sum"] = 43

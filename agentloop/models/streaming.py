@@ -1,0 +1,322 @@
+"""Streamed answers of the three APIs, rebuilt into the body the same request gets unstreamed.
+
+Each collector takes a stream's server-sent events one at a time
+(:meth:`~agentloop.models.http.HttpTransport.post_stream` feeds them) and,
+once the API's last event has come, gives back the object the adapter reads
+as it reads an unstreamed answer -- so a streamed turn is recorded exactly
+as the same reply unstreamed would be.  Text is passed to ``on_text`` as it
+arrives (the key redacted: :class:`TextRelay`).  Shapes followed:
+
+* OpenAI Chat Completions ("Streaming", and the SDK's
+  ``ChatCompletionChunk``): ``data:`` chunks ``{"choices": [{"index",
+  "delta": {"role", "content", "refusal", "tool_calls": [{"index", "id",
+  "type", "function": {"name", "arguments"}}]}, "finish_reason"}]}``, the
+  pieces of each call's ``arguments`` to be joined; with
+  ``stream_options.include_usage`` a last chunk with ``usage`` and no
+  choices; then ``data: [DONE]``, the end.
+* OpenAI Responses (the SDK's ``ResponseStreamEvent``): typed events
+  (``response.created``, ``response.output_item.added``,
+  ``response.output_text.delta``, ``response.function_call_arguments.delta``,
+  ...), ending with ``response.completed`` (or ``response.incomplete``,
+  ``response.failed``), which carries the whole ``Response``; an ``error``
+  event is an error.
+* Anthropic Messages ("Streaming Messages", the SDK's
+  ``RawMessageStreamEvent``): ``message_start`` (the message, its content
+  empty, its usage so far), per block ``content_block_start`` /
+  ``content_block_delta`` (``text_delta``, ``input_json_delta`` whose
+  ``partial_json`` pieces join into the ``tool_use`` input,
+  ``thinking_delta``, ``signature_delta``, ``citations_delta``) /
+  ``content_block_stop``, ``message_delta`` (``stop_reason``,
+  ``stop_sequence``, the final usage counts), ``message_stop``, the end;
+  ``ping`` events carry nothing; an ``error`` event is an error.
+
+An event that cannot be read is a :class:`~agentloop.errors.ModelResponseError`
+naming it (``$stream[3]: ...``); events after the last one are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Dict, Iterable, List, Optional
+
+from ..canonical import strict_loads
+from ..errors import ModelResponseError
+from ..wire.sse import Event
+from .http import holds_secret, redact, redact_whole
+
+__all__ = ["TextRelay", "ChatCollector", "ResponsesCollector", "MessagesCollector"]
+
+OnText = Callable[[str], None]
+
+
+class TextRelay:
+    """``on_text`` with the key kept out.  Every whole occurrence of a secret (as it is or in base64)
+    is replaced as text comes in, and the last characters, where one may be still arriving (twice the
+    longest secret's length), are held back; :meth:`flush`, at the end of the stream, redacts what is
+    held as :func:`~agentloop.models.http.redact` does and passes it on.  A piece that still holds a
+    secret behind an escape is withheld.  Without secrets, text is passed on at once."""
+
+    def __init__(self, on_text: Optional[OnText], secrets: Iterable[str] = ()) -> None:
+        self.on_text = on_text
+        self.secrets = tuple(s for s in secrets if s)
+        self._hold = 2 * max((len(s) for s in self.secrets), default=0)
+        self._pending = ""
+
+    def __call__(self, text: str) -> None:
+        if self.on_text is None or not text:
+            return
+        self._pending = redact_whole(self._pending + text, self.secrets)
+        cut = len(self._pending) - self._hold
+        if cut > 0:
+            self._pass(self._pending[:cut])
+            self._pending = self._pending[cut:]
+
+    def flush(self) -> None:
+        if self._pending:
+            self._pass(redact(self._pending, self.secrets))
+            self._pending = ""
+
+    def _pass(self, text: str) -> None:
+        if holds_secret(text, self.secrets):
+            text = "[withheld]"
+        assert self.on_text is not None
+        self.on_text(text)
+
+
+class _Collector:
+    """What the three collectors share: the provider and host for errors, the event count, the text relay."""
+
+    def __init__(self, provider: str, host: str, relay: TextRelay) -> None:
+        self.provider, self.host, self.relay = provider, host, relay
+        self.done = False
+        self.count = 0
+
+    def fail(self, reason: str) -> ModelResponseError:
+        return ModelResponseError(self.provider, self.host, "$stream[%d]" % (self.count - 1,), reason)
+
+    def data(self, event: Event) -> Dict[str, Any]:
+        """The event's data as a JSON object."""
+        try:
+            value = strict_loads(event.data)  # a repeated member or NaN: refused, as in a whole reply
+        except (ValueError, RecursionError):
+            raise self.fail("the event's data is not JSON: %s" % (json.dumps(event.data[:200]),)) from None
+        if not isinstance(value, dict):
+            raise self.fail("the event's data is not a JSON object")
+        return value
+
+    def feed(self, event: Event) -> None:
+        if self.done:
+            return
+        self.count += 1
+        self.take(event)
+        if self.done:
+            self.relay.flush()
+
+    def take(self, event: Event) -> None:
+        raise NotImplementedError
+
+    def error(self, error: object) -> ModelResponseError:
+        """An ``error`` the stream reported, in the words of the API's error object."""
+        if isinstance(error, dict):
+            kind = "/".join(str(error[k]) for k in ("type", "code") if isinstance(error.get(k), str) and error.get(k))
+            message = str(error.get("message", ""))[:500]
+            return self.fail("the stream reported an error: %s%s" % (kind + ": " if kind else "", message))
+        return self.fail("the stream reported an error")
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+class ChatCollector(_Collector):
+    """Chat Completions chunks -> a ``chat.completion`` body (module docstring)."""
+
+    def __init__(self, provider: str, host: str, relay: TextRelay) -> None:
+        super().__init__(provider, host, relay)
+        self.content: Optional[str] = None
+        self.refusal: Optional[str] = None
+        self.calls: List[Dict[str, Any]] = []
+        self.finish: Optional[str] = None
+        self.usage: Optional[Dict[str, Any]] = None
+        self.head: Dict[str, Any] = {}
+
+    def take(self, event: Event) -> None:
+        if event.data.strip() == "[DONE]":
+            self.done = True
+            return
+        chunk = self.data(event)
+        if "error" in chunk:
+            raise self.error(chunk["error"])
+        for key in ("id", "model", "created"):
+            self.head.setdefault(key, chunk.get(key))
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = chunk["usage"]
+        choices = chunk.get("choices")
+        if not isinstance(choices, list):
+            raise self.fail("expected a list of choices")
+        for choice in choices:
+            if isinstance(choice, dict) and choice.get("index", 0) == 0:
+                self._choice(choice)
+
+    def _choice(self, choice: Dict[str, Any]) -> None:
+        if isinstance(choice.get("finish_reason"), str):
+            self.finish = choice["finish_reason"]
+        delta = choice.get("delta")
+        if not isinstance(delta, dict):
+            return
+        if isinstance(delta.get("content"), str):
+            self.content = (self.content or "") + delta["content"]
+            self.relay(delta["content"])
+        if isinstance(delta.get("refusal"), str):
+            self.refusal = (self.refusal or "") + delta["refusal"]
+        for piece in delta.get("tool_calls") or []:
+            self._call(piece)
+
+    def _call(self, piece: object) -> None:
+        if not isinstance(piece, dict) or isinstance(piece.get("index"), bool) or not isinstance(piece.get("index"), int):
+            raise self.fail("a tool_calls delta without an integer index")
+        index = piece["index"]
+        if not 0 <= index <= len(self.calls):
+            raise self.fail("a tool_calls delta for index %d before index %d" % (index, len(self.calls)))
+        if index == len(self.calls):
+            self.calls.append({"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+        call = self.calls[index]
+        if isinstance(piece.get("id"), str):
+            call["id"] = piece["id"]
+        if isinstance(piece.get("type"), str):
+            call["type"] = piece["type"]
+        function = piece.get("function")
+        if isinstance(function, dict):
+            call["function"]["name"] += _text(function.get("name"))
+            call["function"]["arguments"] += _text(function.get("arguments"))
+
+    def result(self) -> Dict[str, Any]:
+        message: Dict[str, Any] = {"role": "assistant", "content": self.content, "refusal": self.refusal}
+        if self.calls:
+            message["tool_calls"] = self.calls
+        body: Dict[str, Any] = dict(self.head, object="chat.completion",
+                                    choices=[{"index": 0, "message": message, "finish_reason": self.finish}])
+        if self.usage is not None:
+            body["usage"] = self.usage
+        return body
+
+
+class ResponsesCollector(_Collector):
+    """Responses API events -> the ``Response`` of its last event (module docstring)."""
+
+    _LAST = ("response.completed", "response.incomplete", "response.failed")
+
+    def __init__(self, provider: str, host: str, relay: TextRelay) -> None:
+        super().__init__(provider, host, relay)
+        self.response: Dict[str, Any] = {}
+
+    def take(self, event: Event) -> None:
+        data = self.data(event)
+        kind = data.get("type")
+        if kind == "error":  # {"type": "error", "code", "message", "param"}
+            raise self.error({"code": data.get("code"), "message": data.get("message")})
+        if kind == "response.output_text.delta":
+            self.relay(_text(data.get("delta")))
+        elif kind in self._LAST:
+            response = data.get("response")
+            if not isinstance(response, dict):
+                raise self.fail("%s without a response object" % (kind,))
+            self.response = response
+            self.done = True
+
+    def result(self) -> Dict[str, Any]:
+        return self.response
+
+
+class MessagesCollector(_Collector):
+    """Messages API events -> a ``message`` body (module docstring)."""
+
+    def __init__(self, provider: str, host: str, relay: TextRelay) -> None:
+        super().__init__(provider, host, relay)
+        self.message: Dict[str, Any] = {}
+        self.blocks: List[Dict[str, Any]] = []
+        self.json: Dict[int, List[str]] = {}
+
+    def take(self, event: Event) -> None:
+        data = self.data(event)
+        kind = data.get("type")
+        if kind == "message_start":
+            message = data.get("message")
+            if not isinstance(message, dict):
+                raise self.fail("message_start without a message")
+            self.message = dict(message)
+        elif kind == "content_block_start":
+            self._start(data)
+        elif kind == "content_block_delta":
+            self._delta(self._block(data), data.get("delta"))
+        elif kind == "content_block_stop":
+            self._stop(data)
+        elif kind == "message_delta":
+            self._message_delta(data)
+        elif kind == "message_stop":
+            self.done = True
+        elif kind == "error":
+            raise self.error(data.get("error"))
+
+    def _index(self, data: Dict[str, Any]) -> int:
+        index = data.get("index")
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index <= len(self.blocks):
+            raise self.fail("a content block index that is not the next one: %s" % (json.dumps(index),))
+        return index
+
+    def _block(self, data: Dict[str, Any]) -> Dict[str, Any]:
+        index = self._index(data)
+        if index == len(self.blocks):
+            raise self.fail("a delta for content block %d, which has not started" % (index,))
+        return self.blocks[index]
+
+    def _start(self, data: Dict[str, Any]) -> None:
+        if self._index(data) != len(self.blocks):
+            raise self.fail("content block %s started twice" % (data.get("index"),))
+        block = data.get("content_block")
+        if not isinstance(block, dict):
+            raise self.fail("content_block_start without a content_block")
+        self.blocks.append(dict(block))
+        if block.get("type") == "tool_use":
+            self.json[len(self.blocks) - 1] = []
+
+    def _delta(self, block: Dict[str, Any], delta: object) -> None:
+        if not isinstance(delta, dict):
+            raise self.fail("content_block_delta without a delta")
+        kind = delta.get("type")
+        if kind == "text_delta":
+            block["text"] = _text(block.get("text")) + _text(delta.get("text"))
+            self.relay(_text(delta.get("text")))
+        elif kind == "input_json_delta":
+            self.json.setdefault(self.blocks.index(block), []).append(_text(delta.get("partial_json")))
+        elif kind == "thinking_delta":
+            block["thinking"] = _text(block.get("thinking")) + _text(delta.get("thinking"))
+        elif kind == "signature_delta":
+            block["signature"] = _text(block.get("signature")) + _text(delta.get("signature"))
+        elif kind == "citations_delta":
+            block["citations"] = list(block.get("citations") or []) + [delta.get("citation")]
+
+    def _stop(self, data: Dict[str, Any]) -> None:
+        index = self._index(data)
+        pieces = self.json.pop(index, None)
+        if pieces is not None:
+            text = "".join(pieces)
+            try:
+                self.blocks[index]["input"] = json.loads(text) if text.strip() else {}
+            except (ValueError, RecursionError):
+                self.blocks[index]["input"] = text  # read as the unstreamed reply's: a call whose input is no object
+
+    def _message_delta(self, data: Dict[str, Any]) -> None:
+        delta = data.get("delta")
+        if isinstance(delta, dict):
+            for key in ("stop_reason", "stop_sequence"):
+                if key in delta:
+                    self.message[key] = delta[key]
+        usage = data.get("usage")
+        if isinstance(usage, dict):
+            merged = dict(self.message.get("usage") or {})
+            merged.update({k: v for k, v in usage.items() if v is not None})
+            self.message["usage"] = merged
+
+    def result(self) -> Dict[str, Any]:
+        return dict(self.message, content=self.blocks)
