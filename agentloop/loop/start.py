@@ -56,11 +56,9 @@ class _Run:
     model_name: str
     started: Optional[Seconds]
     approver: Optional[Approver]
-
-    @property
-    def manifest(self) -> List[Dict[str, Any]]:
-        """The tools as the model sees them (and record 0 holds them)."""
-        return list(self.task_payload["tools"])
+    #: The tools as the model sees them, from the registry (record 0 holds the same, its keys in RFC 8785
+    #: order: a resumed run's recorded payload must not change what the model is sent).
+    manifest: List[Dict[str, Any]]
 
     @property
     def have(self) -> str:
@@ -212,6 +210,7 @@ def prepare_run(
         model_name,
         started,
         opts.approver,
+        fixed.registry.manifest(),
     )
 
 
