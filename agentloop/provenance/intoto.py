@@ -313,16 +313,29 @@ def _check_ledger(predicate: Mapping[str, Any], where: str) -> Tuple[Dict[str, A
     return ledger, runs, data
 
 
+def _subject_of(run: Mapping[str, Any]) -> Tuple[str, str]:
+    """The subject :func:`attest_batch` writes for an ``ok`` run: its transcript's file name and SHA-256."""
+    return (os.path.basename(transcript_path("", str(run["name"]))), str(run["sha256"]))
+
+
+def _run_of(path: str, sha256: str, ok_runs: Sequence[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
+    """The ``ok`` run whose transcript ``path`` is: by SHA-256, and by file name among runs with the same bytes."""
+    same = [run for run in ok_runs if run["sha256"] == sha256]
+    named = [run for run in same if _subject_of(run)[0] == os.path.basename(path)]
+    return (named or same or [None])[0]
+
+
 def _check_batch_predicate(attestation: Attestation, files: Sequence[str], manifest: Optional[bytes]) -> FilesChecked:
     where = "attestation line %d" % (attestation.line,)
     ledger, runs, data = _check_ledger(attestation.predicate, where)
-    ok_runs = {run["sha256"]: run for run in runs if run.get("status") == "ok"}
-    if sorted(sha for _, sha in attestation.subjects) != sorted(ok_runs):
+    ok_runs = [run for run in runs if run.get("status") == "ok"]
+    # one subject per ok run, name and digest: two runs may have the very same bytes (the same task, replayed)
+    if sorted(attestation.subjects) != sorted(_subject_of(run) for run in ok_runs):
         raise ProvenanceError(where + " subject", "the subjects are not the ok runs of its predicate")
     checked: List[Tuple[str, str]] = []
     for path in files:
         facts = checked_facts(path, "checked")
-        run = ok_runs.get(facts["sha256"])
+        run = _run_of(path, facts["sha256"], ok_runs)
         if run is None:
             raise ProvenanceError(path, "its SHA-256 %s... is no subject of the attestation" % (facts["sha256"][:16],))
         expected = dict(ok_line(run["name"], facts), **run_fields(facts))
@@ -336,7 +349,7 @@ def _check_batch_predicate(attestation: Attestation, files: Sequence[str], manif
             "is not the attested ledger of %d runs with root %s..." % (len(runs), str(ledger.get("root"))[:16]),
         )
     given = {name for _, name in checked}
-    unchecked = tuple(run["name"] for run in ok_runs.values() if run["name"] not in given)
+    unchecked = tuple(run["name"] for run in ok_runs if run["name"] not in given)
     return FilesChecked(tuple(checked), unchecked, dict(ledger), manifest is not None)
 
 
