@@ -44,7 +44,7 @@ import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from ..batch.audit import run_name
-from ..batch.ledger import parse_ledger
+from ..batch.ledger import ledger_root, parse_ledger
 from ..batch.spec import read_specs
 from ..errors import BadSignatureError, MalformedManifestError, ProofError, ProvenanceError
 from ..provenance.intoto import (
@@ -319,8 +319,11 @@ def _verify_statement(args: argparse.Namespace, out: TextIO, verifiers: List[Ed2
     return EXIT_OK
 
 
-def _ledger_line(path: str, name: Optional[str]) -> Tuple[Dict[str, Any], str]:
-    """The ledger line a receipt's FILE stands for: a manifest's line ``name``, or rebuilt from a transcript."""
+def _ledger_line(path: str, name: Optional[str]) -> Tuple[Dict[str, Any], str, Optional[bytes]]:
+    """The ledger line a receipt's FILE stands for, and the manifest it is read from (``None`` for a transcript).
+
+    FILE is a manifest (its line ``name``) or a run's transcript (its line rebuilt from it).
+    """
     try:
         with open(path, "rb") as handle:
             head = handle.readline(4096)
@@ -333,25 +336,33 @@ def _ledger_line(path: str, name: Optional[str]) -> Tuple[Dict[str, Any], str]:
     if isinstance(first, dict) and "status" in first and "hash" not in first:  # a ledger line, not a record
         if name is None:
             raise Refused("--name", "names the run whose line of the manifest %s the receipt proves" % (path,))
+        data = _read(path)
         try:
-            lines = parse_ledger(_read(path))
+            lines = parse_ledger(data)
         except MalformedManifestError as exc:
             raise ProvenanceError(path, str(exc)) from None
         for line in lines:
             if line["name"] == name:
-                return line, name
+                return line, name, data
         raise ProvenanceError(path, "holds no run named %s" % (json.dumps(name),))
     run = run_name(path) if name is None else name
-    return ok_line(run, checked_facts(path, "checked")), run
+    return ok_line(run, checked_facts(path, "checked")), run, None
 
 
 def _verify_receipt(args: argparse.Namespace, out: TextIO, verifiers: List[Ed25519Verifier]) -> int:
     path = args.files[0]
     check_input(path, pipe=False)
     data = _read(args.receipt)
-    line, name = _ledger_line(path, args.name)
+    line, name, ledger = _ledger_line(path, args.name)
     checked = check_receipt(data, line, verifiers, args.issuer)
     _require(args, (checked.signer,), args.receipt)
+    if ledger is not None and (checked.size, checked.root) != (ledger.count(b"\n"), ledger_root(ledger)):
+        # the same line may be in another batch's ledger: a receipt checked against a manifest must be of that one
+        raise ProvenanceError(
+            "receipt",
+            "proves the line in a ledger of %d runs with root %s..., not in %s (%d runs, root %s...)"
+            % (checked.size, checked.root[:16], path, ledger.count(b"\n"), ledger_root(ledger)[:16]),
+        )
     emit(
         out,
         "%s: ok, run %s (%s) is entry %d of the ledger of %d runs with root %s; signed by %s, issuer %s"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import shutil
 from typing import List, Tuple
@@ -495,3 +496,40 @@ class TestMoreCases(CliCase):
         self.assertEqual(status, 1)
         self.assertIn("solo/manifest.jsonl: FAILED: manifest: a ledger of one line has an empty inclusion path", out)
         self.assertFalse(os.path.exists("solo/a.receipt.cose"))
+
+
+class TestReceiptOfAnotherBatch(CliCase):
+    def test_a_manifest_is_checked_against_the_ledger_its_receipt_proves(self) -> None:
+        """Run "b" is the same in two batches, so its line is too: each batch's receipt proves its own ledger."""
+        tasks = {
+            "one.jsonl": ["a", "b"],
+            "two.jsonl": ["x", "b", "y"],
+        }
+        steps = {"a": 4, "b": 1, "x": 3, "y": 2}
+        for name, runs in tasks.items():
+            with open(name, "w", encoding="utf-8") as handle:
+                for run in runs:
+                    task = "three" if run == "b" else "one"
+                    handle.write(json.dumps({"name": run, "task": task, "max_steps": steps[run], "max_tokens": 1000}))
+                    handle.write("\n")
+            status, _, err = self.cli(
+                "batch", name, "--model", "tests.batch_models:factory", "--tools", "tests.batch_models:tools",
+                "--out", name[:-6], "--receipts", "op.key", UNSAFE,
+            )
+            self.assertEqual((status, err), (0, ""))
+        with open("one/manifest.jsonl", "rb") as one, open("two/manifest.jsonl", "rb") as two:
+            (line,) = [l for l in one.read().splitlines() if b'"name":"b"' in l]
+            self.assertIn(line + b"\n", two.read())  # the premise: the very same line in both ledgers
+        verify = ["verify", "one/manifest.jsonl", "--trust", "op.pub", "--name", "b", "--receipt"]
+        self.assertEqual(self.cli(*verify, "one/b.receipt.cose")[0], 0)
+        status, out, _ = self.cli(*verify, "two/b.receipt.cose")
+        self.assertEqual(status, 1)
+        self.assertRegex(
+            out,
+            r"^two/b.receipt.cose: FAILED: receipt: proves the line in a ledger of 3 runs with root "
+            r"[0-9a-f]{16}\.\.\., not in one/manifest.jsonl \(2 runs, root [0-9a-f]{16}\.\.\.\)\n$",
+        )
+        # Against the transcript, the receipt says which ledger it proves the line in, and that is true.
+        status, out, _ = self.cli("verify", "one/b.jsonl", "--receipt", "two/b.receipt.cose", "--trust", "op.pub")
+        self.assertEqual(status, 0)
+        self.assertIn("is entry 1 of the ledger of 3 runs", out)
