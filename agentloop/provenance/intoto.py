@@ -322,7 +322,8 @@ def _run_of(path: str, sha256: str, ok_runs: Sequence[Mapping[str, Any]]) -> Opt
     """The ``ok`` run whose transcript ``path`` is: by SHA-256, and by file name among runs with the same bytes."""
     same = [run for run in ok_runs if run["sha256"] == sha256]
     named = [run for run in same if _subject_of(run)[0] == os.path.basename(path)]
-    return (named or same or [None])[0]
+    found = named or same
+    return found[0] if found else None
 
 
 def _check_batch_predicate(attestation: Attestation, files: Sequence[str], manifest: Optional[bytes]) -> FilesChecked:
