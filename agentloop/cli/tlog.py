@@ -27,6 +27,7 @@ exits 0.
 from __future__ import annotations
 
 import argparse
+import http.client
 import os
 import signal
 import sys
@@ -35,7 +36,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from types import FrameType
-from typing import Callable, Optional, Sequence, TextIO, Tuple
+from typing import Callable, Optional, Sequence, TextIO, Tuple, Union
 
 from ..batch.ledger import parse_manifest_checkpoint
 from ..errors import BadSignatureError, MalformedCheckpointError, MalformedManifestError, MalformedNoteError, ProofError
@@ -368,6 +369,26 @@ def _cosigned(checkpoint: Note, response: bytes, trusted: Sequence[Verifier], re
     return Note(checkpoint.text, tuple(kept) + verified.verified)
 
 
+def _exchange(url: str, body: bytes) -> Union[str, bytes]:
+    """POST ``body``: the 200 answer's body, or why there is none (unreachable, not HTTP, refused), in one line."""
+    try:
+        status, answer = _post(url, body)
+    except (OSError, ValueError) as exc:
+        return "the witness cannot be reached: %s" % (getattr(exc, "reason", None) or exc,)
+    except http.client.HTTPException as exc:  # a bad status line, a header too long: not an HTTP answer
+        what = "%s: %s" % (type(exc).__name__, str(exc)[:200]) if str(exc) else type(exc).__name__
+        return "the witness's answer is not HTTP (%s)" % (what,)
+    if status == 409:
+        held = answer.decode("ascii", "replace").strip()[:24]
+        return (
+            "409: the witness holds size %s for this log; make the request from it "
+            "(agentloop witness-request OLD NEW --transcript FILE)" % (held,)
+        )
+    if status != 200:
+        return "%d: %s" % (status, answer.decode("utf-8", "replace").strip()[:300])
+    return answer
+
+
 def _cmd_submit(args: argparse.Namespace, out: TextIO) -> int:
     trusted = load_trusted(args)
     if not trusted:
@@ -383,20 +404,9 @@ def _cmd_submit(args: argparse.Namespace, out: TextIO) -> int:
         request = parse_add_checkpoint_request(body)
     except MalformedNoteError as exc:
         return _failed(args.request, str(exc), out)
-    try:
-        status, answer = _post(args.url, body)
-    except (OSError, ValueError) as exc:
-        return _failed(args.request, "the witness cannot be reached: %s" % (getattr(exc, "reason", None) or exc,), out)
-    if status == 409:
-        held = answer.decode("ascii", "replace").strip()[:24]
-        return _failed(
-            args.request,
-            "409: the witness holds size %s for this log; make the request from it "
-            "(agentloop witness-request OLD NEW --transcript FILE)" % (held,),
-            out,
-        )
-    if status != 200:
-        return _failed(args.request, "%d: %s" % (status, answer.decode("utf-8", "replace").strip()[:300]), out)
+    answer = _exchange(args.url, body)
+    if isinstance(answer, str):
+        return _failed(args.request, answer, out)
     try:
         cosigned = _cosigned(request.checkpoint, answer, trusted, args.require)
     except MalformedNoteError as exc:

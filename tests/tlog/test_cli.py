@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -596,6 +597,32 @@ class TestLiveWitness(CliCase):
         )
         self.assertEqual(status, 2)
         self.assertIn("must be an http:// or https:// URL", err)
+
+    def test_a_witness_that_does_not_answer_in_http(self) -> None:
+        """A bad status line, a header over http.client's limit: one FAILED line, exit 1 (it was exit 70)."""
+        for answer, words in (
+            (b"GARBAGE\r\n\r\n", "the witness's answer is not HTTP (BadStatusLine: "),
+            (b"HTTP/1.1 200 OK\r\nX: " + b"a" * 70000 + b"\r\n\r\n", "the witness's answer is not HTTP (LineTooLong"),
+        ):
+            listener = socket.socket()
+            self.addCleanup(listener.close)
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(1)
+
+            def answer_once(listener: socket.socket = listener, answer: bytes = answer) -> None:
+                conn, _ = listener.accept()
+                with conn:
+                    conn.recv(1 << 16)
+                    conn.sendall(answer)
+
+            thread = threading.Thread(target=answer_once, daemon=True)
+            thread.start()
+            url = "http://127.0.0.1:%d/add-checkpoint" % (listener.getsockname()[1],)
+            status, out, err = self.cli("witness", "submit", url, "add-checkpoint-0.txt", "--trust", "witness.pub")
+            thread.join(10)
+            self.assertEqual((status, err), (1, ""))
+            self.assertIn("add-checkpoint-0.txt: FAILED: " + words, out)
+            self.assertEqual(out.count("\n"), 1)
 
 
 if __name__ == "__main__":
