@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -382,6 +383,82 @@ class TestServer(unittest.TestCase):
         self.assertEqual(self.request("POST", "/w/add-checkpoint", headers=(("Transfer-Encoding", "chunked"),))[0], 411)
         self.assertEqual(self.request("POST", "/w/add-checkpoint", headers=(("Content-Length", "99999999"),))[0], 413)
         self.assertEqual(self.request("POST", "/w/add-checkpoint", b"old 0\n")[0], 400)
+        self.assertEqual(self.request("POST", "/w/add-checkpoint", headers=(("Content-Length", "-1"),))[:2],
+                         (400, "text/plain; charset=utf-8"))
+
+
+class TestSlowAndRudeClients(unittest.TestCase):
+    """A client that trickles its request, many that hold connections, one that resets: none holds the witness."""
+
+    def serve(self, timeout: float, connections: int) -> int:
+        self.lines: List[str] = []
+        witness = Witness(witness_signer(), WitnessPolicy(tuple(trusted()[:1])), None, clock=lambda: TIME)
+        server, thread = start_server(witness, "127.0.0.1", 0, "", self.lines.append, timeout, connections)
+        self.addCleanup(thread.join, 5)
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        return int(server.server_address[1])
+
+    def connect(self, port: int) -> socket.socket:
+        conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.addCleanup(conn.close)
+        return conn
+
+    def test_a_trickled_request_is_cut_off_after_the_request_time(self) -> None:
+        port = self.serve(timeout=1.0, connections=8)
+        conn = self.connect(port)
+        body = vector("add-checkpoint-0.txt")
+        conn.sendall(b"POST /add-checkpoint HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % (len(body),))
+        start = time.monotonic()
+        closed = False
+        for byte in body[:40]:  # a byte every 0.2 s: never idle for the socket's timeout, slower than any request
+            try:
+                conn.sendall(bytes([byte]))
+            except OSError:
+                closed = True
+                break
+            time.sleep(0.2)
+            if time.monotonic() - start > 6:
+                break
+        if not closed:
+            conn.settimeout(5)
+            try:
+                closed = conn.recv(100) == b""
+            except socket.timeout:
+                closed = False
+            except OSError:  # reset
+                closed = True
+        self.assertTrue(closed, "the trickling client still holds its connection")
+        self.assertLess(time.monotonic() - start, 6)
+
+    def test_at_most_so_many_connections_are_served_at_once(self) -> None:
+        port = self.serve(timeout=30.0, connections=2)
+        held = [self.connect(port) for _ in range(2)]
+        time.sleep(0.3)  # both are being served (waiting for their request line)
+        third = self.connect(port)
+        third.settimeout(5)
+        self.assertEqual(third.recv(100), b"")  # closed unread
+        self.assertTrue(any("refused: 2 connections are open" in line for line in self.lines), self.lines)
+        for conn in held:
+            conn.close()
+        time.sleep(0.3)
+        status = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        self.addCleanup(status.close)
+        status.request("GET", "/%s/checkpoint" % ("0" * 64,))
+        self.assertEqual(status.getresponse().status, 404)  # the slots are free again
+
+    def test_a_client_that_resets_the_connection_is_one_line_not_a_traceback(self) -> None:
+        port = self.serve(timeout=30.0, connections=8)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            for _ in range(3):
+                conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                conn.sendall(b"GET /%s/checkpoint HTTP/1.1\r\n\r\n" % (b"0" * 64,) * 500)
+                conn.close()  # reset, with 499 answers still to write
+            time.sleep(1)
+        self.assertEqual(err.getvalue(), "")
+        self.assertTrue(any("connection failed: " in line for line in self.lines), self.lines)
 
 
 class TestWitnessRequestFromASize(CliCase):
