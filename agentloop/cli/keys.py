@@ -46,10 +46,11 @@ checkpoint); 70, 130, 141 as for every command.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import time
-from typing import Any, List, Sequence, TextIO, Union
+from typing import Any, List, Optional, Sequence, TextIO, Tuple, Union
 
 from ..errors import BadSignatureError, MalformedCheckpointError, ProofError
 from ..signing.backend import cryptography_available
@@ -57,7 +58,7 @@ from ..signing.cosignature import CosignatureSigner, verifier_from_key
 from ..signing.keys import ALG_COSIGNATURE_V1, ALG_ED25519, generate_key, read_signer_key, read_verifier_key, write_signer_key, write_verifier_key
 from ..signing.note import Ed25519Signer, Verifier
 from ..signing.witness import build_add_checkpoint_request
-from ..tlog.witness import Held, WitnessState, load_state, save_state
+from ..tlog.witness import Held, WitnessState, load_state, save_state, state_lock
 from ..transcript.anchor import verify_checkpoint
 from ..transcript.checkpoint import ORIGIN_PREFIX, Checkpoint, read_checkpoint, sign_checkpoint, verify_signatures
 from ..transcript.durable import write_atomic
@@ -209,6 +210,25 @@ def _failed(name: str, reason: str, out: TextIO) -> int:
     return 1
 
 
+def _extends(args: argparse.Namespace, ckpt: Checkpoint, seen: Optional[Held]) -> Tuple[bool, str]:
+    """Step 3 of :func:`_cmd_cosign`: ``(True, how ckpt extends what was cosigned)`` or ``(False, why not)``."""
+    if seen is None or seen.size == 0:
+        result = verify_checkpoint(args.transcript, ckpt)
+        if not result.ok:
+            first = result.faults[0]
+            return False, "the transcript %s does not give it: %s: %s" % (args.transcript, first.kind, first.detail)
+        return True, "the first checkpoint of this log the witness sees"
+    old = Checkpoint(ckpt.first, seen.size, seen.root.hex(), seen.head_hash() or "")
+    if ckpt.size < old.size:
+        why = "it covers %d records, fewer than the %d this witness cosigned before: a rollback"
+        return False, why % (ckpt.size, old.size)
+    try:
+        check_consistency(old, ckpt, prove_consistency(args.transcript, old.size, ckpt.size))
+    except ProofError as exc:
+        return False, "not consistent with the %d records this witness cosigned before: %s" % (old.size, exc)
+    return True, "consistent with the %d records cosigned before" % (old.size,)
+
+
 def _cmd_cosign(args: argparse.Namespace, out: TextIO) -> int:
     """Steps: 1. keys; 2. the checkpoint and the log's signatures; 3. consistency; 4. cosign, write, remember."""
     if args.ckpt is None or args.transcript is None:
@@ -219,9 +239,10 @@ def _cmd_cosign(args: argparse.Namespace, out: TextIO) -> int:
     trusted = load_trusted(args)
     if not trusted:
         raise Refused("--trust", "a witness needs the log's public key (repeatable)")
-    state = _read_state(args.state) if args.state is not None else {}
-    if args.state is not None and not os.path.isdir(os.path.dirname(os.path.abspath(args.state))):
-        raise Refused(args.state, "its folder does not exist")
+    if args.state is not None:
+        _read_state(args.state)  # a state file it cannot use is refused before any work
+        if not os.path.isdir(os.path.dirname(os.path.abspath(args.state))):
+            raise Refused(args.state, "its folder does not exist")
     target = args.ckpt if args.output is None else args.output
     if target != "-" and target != args.ckpt:
         check_output(target, args.overwrite)
@@ -238,40 +259,26 @@ def _cmd_cosign(args: argparse.Namespace, out: TextIO) -> int:
         signers = verify_signatures(ckpt, trusted, args.require)
     except BadSignatureError as exc:
         return _failed(args.ckpt, "bad_signature: %s" % (exc.reason,), out)
-    # 3.
-    seen = state.get(ckpt.origin)
-    if seen is None or seen.size == 0:
-        result = verify_checkpoint(args.transcript, ckpt)
-        if not result.ok:
-            first = result.faults[0]
-            return _failed(args.ckpt, "the transcript %s does not give it: %s: %s" % (args.transcript, first.kind, first.detail), out)
-        history = "the first checkpoint of this log the witness sees"
-    else:
-        old = Checkpoint(ckpt.first, seen.size, seen.root.hex(), seen.head_hash() or "")
-        if ckpt.size < old.size:
-            return _failed(args.ckpt, "it covers %d records, fewer than the %d this witness cosigned before: a rollback" % (ckpt.size, old.size), out)
-        try:
-            check_consistency(old, ckpt, prove_consistency(args.transcript, old.size, ckpt.size))
-        except ProofError as exc:
-            return _failed(args.ckpt, "not consistent with the %d records this witness cosigned before: %s" % (old.size, exc), out)
-        history = "consistent with the %d records cosigned before" % (old.size,)
-    # 4.
-    stamp = int(time.time()) if args.time is None else args.time
-    cosigned = sign_checkpoint(ckpt, signers=[CosignatureSigner(witness, stamp, unsafe)])
-    data = cosigned.to_bytes()
-    if args.state is not None:  # persisted before it is given out (C2SP tlog-witness, add-checkpoint)
-        state[ckpt.origin] = Held(ckpt.size, bytes.fromhex(ckpt.root), data)
-        save_state(args.state, state)
+    # 3. and 4. under the state file's lock, from the state as it is now (a witness serve may share the file)
+    with state_lock(args.state) if args.state is not None else contextlib.nullcontext():
+        state = _read_state(args.state) if args.state is not None else {}
+        extends, history = _extends(args, ckpt, state.get(ckpt.origin))
+        if not extends:
+            return _failed(args.ckpt, history, out)
+        stamp = int(time.time()) if args.time is None else args.time
+        data = sign_checkpoint(ckpt, signers=[CosignatureSigner(witness, stamp, unsafe)]).to_bytes()
+        if args.state is not None:  # persisted before it is given out (C2SP tlog-witness, add-checkpoint)
+            state[ckpt.origin] = Held(ckpt.size, bytes.fromhex(ckpt.root), data)
+            save_state(args.state, state)
     if target == "-":
         emit(out, data.decode("utf-8"), lines=True, end="")
-    else:
-        try:
-            write_atomic(target, data)
-        except OSError as exc:
-            raise Refused(target, "cannot write it: %s" % (exc.strerror or exc,)) from None
-    if target != "-":
-        emit(out, "%s: cosigned by %s at time %d: %d records, signed by %s, %s"
-             % (target, witness.name, stamp, ckpt.size, signer_names(signers), history))
+        return 0
+    try:
+        write_atomic(target, data)
+    except OSError as exc:
+        raise Refused(target, "cannot write it: %s" % (exc.strerror or exc,)) from None
+    emit(out, "%s: cosigned by %s at time %d: %d records, signed by %s, %s"
+         % (target, witness.name, stamp, ckpt.size, signer_names(signers), history))
     return 0
 
 
