@@ -301,6 +301,34 @@ def _from_size(args: argparse.Namespace, new: Checkpoint, old_size: int) -> Unio
     return [bytes.fromhex(node) for node in made.proof]
 
 
+def _old_and_proof(args: argparse.Namespace, new: Checkpoint, out: TextIO) -> Union[int, Tuple[int, List[bytes]]]:
+    """OLD's size and the consistency proof from it to NEW; or the exit status of a failure, printed."""
+    if args.old.isascii() and args.old.isdigit():  # a size: 0, or what a witness's 409 answer says it holds
+        old_size = int(args.old)
+        made_from = _from_size(args, new, old_size) if old_size else []
+        if isinstance(made_from, str):
+            return _failed(args.new, made_from, out)
+        return old_size, made_from
+    if args.transcript is None:
+        raise Refused("--transcript", "is needed to compute the consistency proof from %s" % (args.old,))
+    check_input(args.old, pipe=False)
+    check_input(args.transcript, pipe=False)
+    try:
+        old = read_checkpoint(args.old)
+    except MalformedCheckpointError as exc:
+        return _failed(args.old, "anchor_malformed: %s" % (exc,), out)
+    except OSError as exc:
+        raise Refused(args.old, "cannot read it: %s" % (exc.strerror or exc,)) from None
+    try:
+        if new.size < old.size:
+            raise ProofError("the new checkpoint covers %d records, fewer than the old one's %d: a rollback" % (new.size, old.size))
+        made = prove_consistency(args.transcript, old.size, new.size)
+        check_consistency(old, new, made)
+    except ProofError as exc:
+        return _failed(args.new, str(exc), out)
+    return old.size, [bytes.fromhex(node) for node in made.proof]
+
+
 def _cmd_witness_request(args: argparse.Namespace, out: TextIO) -> int:
     check_input(args.new, pipe=False)
     try:
@@ -311,34 +339,10 @@ def _cmd_witness_request(args: argparse.Namespace, out: TextIO) -> int:
         raise Refused(args.new, "cannot read it: %s" % (exc.strerror or exc,)) from None
     if not new.signatures:
         raise Refused(args.new, "is not signed: a witness verifies the log's signature (agentloop checkpoint --sign KEY)")
-    proof: List[bytes] = []
-    if args.old.isascii() and args.old.isdigit():  # a size: 0, or what a witness's 409 answer says it holds
-        old_size = int(args.old)
-        made_from = _from_size(args, new, old_size) if old_size else []
-        if isinstance(made_from, str):
-            return _failed(args.new, made_from, out)
-        proof = made_from
-    else:
-        if args.transcript is None:
-            raise Refused("--transcript", "is needed to compute the consistency proof from %s" % (args.old,))
-        check_input(args.old, pipe=False)
-        check_input(args.transcript, pipe=False)
-        try:
-            old = read_checkpoint(args.old)
-        except MalformedCheckpointError as exc:
-            return _failed(args.old, "anchor_malformed: %s" % (exc,), out)
-        except OSError as exc:
-            raise Refused(args.old, "cannot read it: %s" % (exc.strerror or exc,)) from None
-        try:
-            if new.size < old.size:
-                raise ProofError("the new checkpoint covers %d records, fewer than the old one's %d: a rollback" % (new.size, old.size))
-            made = prove_consistency(args.transcript, old.size, new.size)
-            check_consistency(old, new, made)
-        except ProofError as exc:
-            return _failed(args.new, str(exc), out)
-        old_size = old.size
-        proof = [bytes.fromhex(node) for node in made.proof]
-    body = build_add_checkpoint_request(old_size, proof, new.to_bytes())
+    found = _old_and_proof(args, new, out)
+    if isinstance(found, int):
+        return found
+    body = build_add_checkpoint_request(found[0], found[1], new.to_bytes())
     emit(out, body.decode("utf-8"), lines=True, end="")
     return 0
 
