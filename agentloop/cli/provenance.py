@@ -58,7 +58,7 @@ from ..provenance.intoto import (
 )
 from ..provenance.receipts import check_receipt, issue_receipts, receipt_name
 from ..provenance.runs import checked_facts, ok_line
-from ..provenance.scitt import check_statement, make_statement
+from ..provenance.scitt import check_issuer, check_statement, make_statement
 from ..provenance.scitt import default_name as statement_name
 from ..signing.keys import ALG_ED25519
 from ..signing.note import Ed25519Signer, Ed25519Verifier
@@ -111,6 +111,14 @@ def _verifiers(args: argparse.Namespace) -> List[Ed25519Verifier]:
             )
         keys.append(verifier)
     return keys
+
+
+def _issuer(args: argparse.Namespace, signer: Ed25519Signer) -> str:
+    """``--issuer``, or the key's name; one that no statement or receipt can carry is a usage error, before any work."""
+    try:
+        return check_issuer(signer.name if args.issuer is None else args.issuer)
+    except ProvenanceError as exc:
+        raise Refused("--issuer", exc.reason) from None
 
 
 def _require(args: argparse.Namespace, signers: Sequence[str], what: str) -> None:
@@ -172,7 +180,7 @@ def _cmd_statement(args: argparse.Namespace, out: TextIO) -> int:
     check_input(args.file, pipe=False)
     target = _target(args, statement_name(args.file), allow_stdout=False)
     signer = _signer(args, args.key, "--key")
-    issuer = signer.name if args.issuer is None else args.issuer
+    issuer = _issuer(args, signer)
     try:
         data = make_statement(args.file, signer, issuer)
     except ProvenanceError as exc:
@@ -459,7 +467,7 @@ def _after_batch(args: argparse.Namespace, out: TextIO, signers: Dict[str, Ed255
             status = _failed(manifest, exc, out)
     if "receipts" in signers:
         signer = signers["receipts"]
-        issuer = signer.name if args.issuer is None else args.issuer
+        issuer = _issuer(args, signer)
         try:
             made = issue_receipts(read_small(manifest, _MAX_READ), signer, issuer)
         except ProvenanceError as exc:
@@ -489,6 +497,8 @@ def _batch_wrapper(original: Handler) -> Handler:
             for option, path in (("attest", args.attest), ("receipts", args.receipts))
             if path is not None
         }
+        if "receipts" in signers:
+            _issuer(args, signers["receipts"])  # refused now, not after the batch has run
         status = original(args, out)
         if not os.path.exists(os.path.join(args.out, "manifest.jsonl")):
             return status

@@ -533,3 +533,27 @@ class TestReceiptOfAnotherBatch(CliCase):
         status, out, _ = self.cli("verify", "one/b.jsonl", "--receipt", "two/b.receipt.cose", "--trust", "op.pub")
         self.assertEqual(status, 0)
         self.assertIn("is entry 1 of the ledger of 3 runs", out)
+
+
+class TestIssuerRefusedBeforeAnyWork(CliCase):
+    def test_an_issuer_no_statement_or_receipt_can_carry_is_a_usage_error(self) -> None:
+        long = "i" * 8193
+        for issuer in ("", long):
+            with self.subTest(issuer=issuer[:10]):
+                status, out, err = self.cli("statement", "run.jsonl", "--key", "op.key", "--issuer", issuer, UNSAFE)
+                self.assertEqual((status, out), (2, ""))
+                self.assertEqual(
+                    err,
+                    "agentloop statement: error: --issuer: must be text of 1 to 8192 characters (RFC 9943 section 6)\n",
+                )
+                self.assertFalse(os.path.exists("run.statement.cose"))
+        with open("tasks.jsonl", "w", encoding="utf-8") as handle:
+            handle.write('{"name": "a", "task": "one", "max_steps": 4, "max_tokens": 1000}\n')
+            handle.write('{"name": "b", "task": "three", "max_steps": 1, "max_tokens": 1000}\n')
+        status, out, err = self.cli(
+            "batch", "tasks.jsonl", "--model", "tests.batch_models:factory", "--tools", "tests.batch_models:tools",
+            "--out", "out", "--receipts", "op.key", "--issuer", "", UNSAFE,
+        )
+        self.assertEqual((status, out), (2, ""))
+        self.assertIn("--issuer: must be text of 1 to 8192 characters", err)
+        self.assertFalse(os.path.exists("out"))  # refused before the first run, not after the batch
