@@ -33,7 +33,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, TextIO
 
 from ..transcript.anchor import AnchoredResult, checkpoint_of, verify_checkpoint
 from ..transcript.checkpoint import Checkpoint, load_key, read_checkpoint, verify_signatures
-from ..transcript.durable import lock_shared, write_atomic
+from ..transcript.durable import lock_shared
 from ..errors import BadSignatureError, MalformedCheckpointError, ProofError, RepairRefusedError, SigningKeyError
 from ..transcript.proofs import (
     ConsistencyProof,
@@ -48,7 +48,7 @@ from ..transcript.repair import repair
 from ..report import CheckpointStatus
 from ..transcript.format import Fault, VerifyResult
 from .keys import add_sign_options, add_trust_options, load_signers, load_trusted, signer_names
-from .output import Refused, check_input, check_output, complain, count_arg, emit, positive_arg, same_file
+from .output import Refused, check_input, check_output, complain, count_arg, emit, positive_arg, same_file, write_file
 
 __all__ = [
     "add_commands",
@@ -226,7 +226,7 @@ def _cmd_checkpoint(args: argparse.Namespace, out: TextIO, report: Reporter) -> 
     if target == "-":
         emit(out, ckpt.to_bytes().decode("utf-8"), lines=True, end="")
         return 0
-    _write(target, ckpt.to_bytes())
+    write_file(target, ckpt.to_bytes())
     emit(out, "%s: ok, %d records, head %s" % (args.file, ckpt.size, ckpt.head))
     how = "signed" if key is not None else "unsigned"
     if signers:
@@ -236,14 +236,6 @@ def _cmd_checkpoint(args: argparse.Namespace, out: TextIO, report: Reporter) -> 
 
 
 # --- prove, check-proof, consistency -------------------------------------------------
-
-
-def _write(path: str, data: bytes) -> None:
-    """Replace ``path`` atomically; an ``OSError`` is a :class:`Refused` naming it."""
-    try:
-        write_atomic(path, data)
-    except OSError as exc:
-        raise Refused(path, "cannot write it: %s" % (exc.strerror or exc,)) from None
 
 
 def _cmd_prove(args: argparse.Namespace, out: TextIO, report: Reporter) -> int:
@@ -267,7 +259,7 @@ def _cmd_prove(args: argparse.Namespace, out: TextIO, report: Reporter) -> int:
     if args.output is None or args.output == "-":
         emit(out, text, lines=True, end="")
     else:
-        _write(args.output, text.encode("utf-8"))
+        write_file(args.output, text.encode("utf-8"))
         emit(out, "proof: %s" % (args.output,))
     return 0
 

@@ -61,9 +61,8 @@ from ..signing.witness import build_add_checkpoint_request
 from ..tlog.witness import Held, WitnessState, load_state, save_state, state_lock
 from ..transcript.anchor import verify_checkpoint
 from ..transcript.checkpoint import ORIGIN_PREFIX, Checkpoint, read_checkpoint, sign_checkpoint, verify_signatures
-from ..transcript.durable import write_atomic
 from ..transcript.proofs import check_consistency, prove_consistency
-from .output import Refused, check_input, check_output, emit
+from .output import Refused, check_input, check_output, emit, write_file
 
 __all__ = [
     "NO_SIGNER",
@@ -273,10 +272,7 @@ def _cmd_cosign(args: argparse.Namespace, out: TextIO) -> int:
     if target == "-":
         emit(out, data.decode("utf-8"), lines=True, end="")
         return 0
-    try:
-        write_atomic(target, data)
-    except OSError as exc:
-        raise Refused(target, "cannot write it: %s" % (exc.strerror or exc,)) from None
+    write_file(target, data)
     emit(out, "%s: cosigned by %s at time %d: %d records, signed by %s, %s"
          % (target, witness.name, stamp, ckpt.size, signer_names(signers), history))
     return 0

@@ -63,7 +63,7 @@ from ..provenance.scitt import default_name as statement_name
 from ..signing.keys import ALG_ED25519
 from ..signing.note import Ed25519Signer, Ed25519Verifier
 from ..transcript.anchor import verify_checkpoint
-from ..transcript.durable import read_small, write_atomic
+from ..transcript.durable import read_small
 from .keys import _can_sign, _signer_key, add_unsafe_option, load_trusted
 from .output import (
     EXIT_BUDGET,
@@ -76,6 +76,7 @@ from .output import (
     note,
     report_verdict,
     same_file,
+    write_file,
 )
 
 __all__ = ["add_commands"]
@@ -127,13 +128,6 @@ def _require(args: argparse.Namespace, signers: Sequence[str], what: str) -> Non
         raise BadSignatureError("%s is not signed by %s (--require)" % (what, ", ".join(missing)))
 
 
-def _write(path: str, data: bytes) -> None:
-    try:
-        write_atomic(path, data)
-    except OSError as exc:
-        raise Refused(path, "cannot write it: %s" % (exc.strerror or exc,)) from None
-
-
 def _failed(name: str, exc: Exception, out: TextIO) -> int:
     reason = "bad_signature: %s" % (exc.reason,) if isinstance(exc, BadSignatureError) else str(exc)
     emit(out, "%s: FAILED: %s" % (name, reason))
@@ -166,7 +160,7 @@ def _cmd_attest(args: argparse.Namespace, out: TextIO) -> int:
     if target == "-":
         emit(out, line.decode("utf-8").rstrip("\n"))
         return EXIT_OK
-    _write(target, line)
+    write_file(target, line)
     kind = "batch" if args.batch else "run"
     emit(
         out,
@@ -185,7 +179,7 @@ def _cmd_statement(args: argparse.Namespace, out: TextIO) -> int:
         data = make_statement(args.file, signer, issuer)
     except ProvenanceError as exc:
         return _failed(args.file, exc, out)
-    _write(target, data)
+    write_file(target, data)
     emit(
         out,
         "%s: signed statement: %s (COSE_Sign1, EdDSA, issuer %s, signed by %s)"
@@ -433,7 +427,7 @@ def _run_wrapper(original: Handler) -> Handler:
         except ProvenanceError as exc:
             _failed(args.output, exc, out)
             return status if status != EXIT_OK else EXIT_FAULT
-        _write(target, line)
+        write_file(target, line)
         emit(out, "attestation: %s (in-toto Statement v1, DSSE, signed by %s)" % (target, signer.name))
         return status
 
@@ -457,7 +451,7 @@ def _after_batch(args: argparse.Namespace, out: TextIO, signers: Dict[str, Ed255
     status = EXIT_OK
     if "attest" in signers:
         try:
-            _write(attestation, attest_batch(manifest, [signers["attest"]]))
+            write_file(attestation, attest_batch(manifest, [signers["attest"]]))
             emit(
                 out,
                 "attestation: %s (in-toto Statement v1 of the batch, DSSE, signed by %s)"
@@ -473,7 +467,7 @@ def _after_batch(args: argparse.Namespace, out: TextIO, signers: Dict[str, Ed255
         except ProvenanceError as exc:
             return _failed(manifest, exc, out)
         for name, receipt in made:
-            _write(receipt_name(args.out, name), receipt)
+            write_file(receipt_name(args.out, name), receipt)
         emit(
             out,
             "receipts: %d in %s (NAME.receipt.cose: COSE receipts of inclusion, RFC9162_SHA256, "

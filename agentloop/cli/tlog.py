@@ -49,7 +49,7 @@ from ..tlog.proof import MAX_TLOG_PROOF_BYTES, TlogProof, is_tlog_proof, parse_t
 from ..tlog.server import MAX_BODY_BYTES, start_server
 from ..tlog.witness import Witness, WitnessPolicy, is_agentloop_origin
 from ..transcript.checkpoint import read_checkpoint
-from ..transcript.durable import read_small, write_atomic
+from ..transcript.durable import read_small
 from ..transcript.format import MAX_LINE_BYTES
 from .keys import (
     _can_sign,
@@ -61,7 +61,7 @@ from .keys import (
     signer_names,
 )
 from .anchor import _key, default_checkpoint_path
-from .output import Refused, check_input, check_output, emit, note
+from .output import Refused, check_input, check_output, emit, note, write_file
 
 __all__ = [
     "add_prove_options",
@@ -103,10 +103,7 @@ def _write(target: str, data: bytes, out: TextIO) -> None:
     if target == "-":
         emit(out, data.decode("utf-8"), lines=True, end="")
         return
-    try:
-        write_atomic(target, data)
-    except OSError as exc:
-        raise Refused(target, "cannot write it: %s" % (exc.strerror or exc,)) from None
+    write_file(target, data)
 
 
 # --- prove --bundle ---------------------------------------------------------------------------
