@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import Any, Callable, Dict, Optional, Sequence, TextIO
 
 from ..transcript.anchor import AnchoredResult, checkpoint_of, verify_checkpoint
@@ -294,7 +295,7 @@ def _proof_failure(name: str, exc: Exception, out: TextIO) -> int:
 
 
 def _cmd_check_proof(args: argparse.Namespace, out: TextIO, report: Reporter) -> int:
-    if args.checkpoint is None:
+    if args.checkpoint is None and os.path.lexists(args.proof):  # a missing PROOF is reported as such, below
         return _usage("check-proof", "the argument --checkpoint is required (a tlog-proof alone carries its own)")
     key = _key(args)
     trusted = load_trusted(args)

@@ -181,6 +181,10 @@ class TestCheckProof(CliCase):
         status, _, err = self.cli("check-proof", "run.checkpoint")
         self.assertEqual(status, 2)
         self.assertIn("the argument --checkpoint is required", err)
+        status, out, err = self.cli("check-proof", "@missing.tlog-proof", "--trust", "log.pub")  # not a usage error
+        self.assertEqual((status, err), (1, ""))
+        missing = self.path("missing.tlog-proof")
+        self.assertEqual(out, "%s: FAILED: cannot read %s: No such file or directory\n" % (missing, missing))
 
 
 class TestCosignRequest(CliCase):
