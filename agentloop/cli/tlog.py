@@ -209,16 +209,16 @@ def check_tlog_proof(args: argparse.Namespace, out: TextIO, key: Optional[bytes]
         raise Refused(
             "--trust", "a tlog-proof is checked against the log's keys: give --trust VKEY (or --key-file/--key-env)"
         )
-    leaf: Optional[bytes] = None
-    if args.leaf is not None:
-        leaf = _read(args.leaf, MAX_LINE_BYTES + 1, "entry")
-        leaf = leaf[:-1] if leaf.endswith(b"\n") else leaf
+    leaf = _read(args.leaf, MAX_LINE_BYTES + 1, "entry") if args.leaf is not None else None
     data = _read(args.proof, MAX_TLOG_PROOF_BYTES, "tlog-proof")
     try:
         proof = parse_tlog_proof(data)
-        wrong = _origin_ok(args.origin, proof.tree_head().origin)
+        origin = proof.tree_head().origin
+        wrong = _origin_ok(args.origin, origin)
         if wrong is not None:
             raise ProofError(wrong)
+        if leaf is not None and is_agentloop_origin(origin) and leaf.endswith(b"\n"):
+            leaf = leaf[:-1]  # a record or ledger line as a file; another log's entry may end in a newline
         proved = verify_tlog_proof(proof, trusted, leaf=leaf, require=args.require, origin=args.origin, key=key)
         what = check_agentloop_leaf(proved, proof.checkpoint.to_bytes())
     except BadSignatureError as exc:

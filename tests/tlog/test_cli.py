@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import http.client
@@ -21,13 +22,15 @@ import unittest
 from typing import List, Tuple
 
 from agentloop.cli import main
+from agentloop.signing.note import sign_note
 from agentloop.signing.keys import ALG_COSIGNATURE_V1, encode_signer_key
+from agentloop.tlog.proof import TlogProof
 from agentloop.tlog.server import start_server
 from agentloop.tlog.witness import Witness, WitnessPolicy
 from agentloop.transcript.checkpoint import parse_checkpoint
 
 from .make_vectors import LOG_NAME, WITNESS_NAME, seed
-from .support import TIME, trusted, vector, vector_path, witness_signer
+from .support import TIME, log_signer, trusted, vector, vector_path, witness_signer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 UNSAFE = "--unsafe-pure-python-signer"
@@ -143,6 +146,24 @@ class TestCheckProof(CliCase):
         with open(self.path("leaf"), "wb") as handle:
             handle.write(line)
         self.assertEqual(self.cli("check-proof", "record-1.tlog-proof", "--trust", "log.pub", "--leaf", "leaf")[0], 0)
+
+    def test_another_logs_entry_is_its_bytes_as_they_are(self) -> None:
+        """Go's sumdb records end in a newline: for a log not agentloop's, --leaf is not trimmed."""
+        entries = [b"golang.org/x/text v0.3.0 h1:...\ngolang.org/x/text v0.3.0/go.mod h1:...\n", b"second\n"]
+        leaves = [hashlib.sha256(b"\x00" + entry).digest() for entry in entries]
+        root = hashlib.sha256(b"\x01" + leaves[0] + leaves[1]).digest()
+        checkpoint = sign_note("example.com/sumdb\n2\n%s\n" % (base64.b64encode(root).decode(),), log_signer())
+        with open(self.path("sumdb.tlog-proof"), "wb") as handle:
+            handle.write(TlogProof(0, (leaves[1],), checkpoint).to_bytes())
+        with open(self.path("entry"), "wb") as handle:
+            handle.write(entries[0])
+        argv = ("check-proof", "sumdb.tlog-proof", "--trust", "log.pub", "--origin", "example.com/sumdb", "--leaf")
+        status, out, _ = self.cli(*argv, "entry")
+        self.assertEqual(status, 0, out)
+        self.assertIn("ok, entry 0 is entry 0 of the 2 of 'example.com/sumdb'", out)
+        with open(self.path("entry"), "wb") as handle:
+            handle.write(entries[0][:-1])
+        self.assertEqual(self.cli(*argv, "entry")[0], 1)
 
     def test_failures_exit_1_naming_what_failed(self) -> None:
         origin = parse_checkpoint(self.read("run.checkpoint")).origin
