@@ -57,7 +57,7 @@ from ..provenance.intoto import (
     read_bundle,
 )
 from ..provenance.receipts import check_receipt, issue_receipts, receipt_name
-from ..provenance.runs import checked_facts, ok_line
+from ..provenance.runs import checked_batch, checked_facts, ok_line
 from ..provenance.scitt import check_issuer, check_statement, make_statement
 from ..provenance.scitt import default_name as statement_name
 from ..signing.keys import ALG_ED25519
@@ -462,8 +462,8 @@ def _after_batch(args: argparse.Namespace, out: TextIO, signers: Dict[str, Ed255
     if "receipts" in signers:
         signer = signers["receipts"]
         issuer = _issuer(args, signer)
-        try:
-            made = issue_receipts(read_small(manifest, _MAX_READ), signer, issuer)
+        try:  # the ledger as checked (checkpoint, transcripts): nothing is signed that was not
+            made = issue_receipts(checked_batch(manifest, "given a receipt").data, signer, issuer)
         except ProvenanceError as exc:
             return _failed(manifest, exc, out)
         for name, receipt in made:

@@ -39,20 +39,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..batch.ledger import (
-    check_manifest_checkpoint,
-    ledger_bytes,
-    ledger_root,
-    parse_ledger,
-    parse_manifest_checkpoint,
-)
+from ..batch.ledger import ledger_bytes, ledger_root, parse_ledger
 from ..batch.worker import transcript_path
 from ..canonical import canonical_bytes
-from ..errors import AgentloopError, MalformedCheckpointError, MalformedManifestError, ProofError, ProvenanceError
+from ..errors import AgentloopError, ProvenanceError
 from ..signing.note import Ed25519Verifier, Signer
-from ..transcript.durable import read_small
 from .dsse import Envelope, envelope_line, parse_envelope, sign_envelope, verify_envelope
-from .runs import checked_facts, differing, ok_line, run_fields
+from .runs import checked_batch, checked_facts, differing, ok_line, run_fields
 
 __all__ = [
     "STATEMENT_TYPE",
@@ -77,8 +70,6 @@ PAYLOAD_TYPE = "application/vnd.in-toto+json"
 RUN_PREDICATE = "https://agentloop.dev/attestation/run/v1"
 #: agentloop's predicate type for a batch.
 BATCH_PREDICATE = "https://agentloop.dev/attestation/batch/v1"
-#: The longest bundle, manifest or checkpoint read here, in bytes.
-MAX_READ_BYTES = 64 << 20
 _LEDGER_KEYS = ("head", "name", "origin", "records", "root", "sha256", "status", "stop", "error", "reason")
 
 
@@ -106,57 +97,27 @@ def attest_run(path: str, signers: Sequence[Signer]) -> bytes:
 # --- a batch ---------------------------------------------------------------------------------
 
 
-def _read(path: str, what: str) -> bytes:
-    try:
-        return read_small(path, MAX_READ_BYTES)
-    except OSError as exc:
-        raise ProvenanceError("%s %s" % (what, path), "cannot be read: %s" % (exc.strerror or exc,)) from None
-
-
-def _batch_origin(manifest: str, data: bytes) -> str:
-    """The batch's origin, from the checkpoint beside the manifest, checked against it."""
-    stem = manifest[: -len(".jsonl")] if manifest.endswith(".jsonl") else manifest
-    path = stem + ".checkpoint"
-    try:
-        checkpoint = parse_manifest_checkpoint(_read(path, "the ledger's checkpoint"))
-        check_manifest_checkpoint(checkpoint, data)
-    except (MalformedCheckpointError, ProofError) as exc:
-        raise ProvenanceError("the ledger's checkpoint %s" % (path,), str(exc)) from None
-    return checkpoint.origin
-
-
 def attest_batch(manifest: str, signers: Sequence[Signer]) -> bytes:
     """The bundle line attesting the batch whose ledger is ``manifest`` (transcripts beside it).
 
-    1. the ledger parses and its checkpoint (``manifest.checkpoint``) is its
-       tree head; the checkpoint names the batch;
-    2. every ``ok`` run's transcript verifies and is the one its line
-       describes (bytes, chain, tree, stop);
+    1. and 2. the ledger matches its checkpoint, and every ``ok`` run's
+       transcript verifies and is the one its line describes
+       (:func:`~.runs.checked_batch`);
     3. at least one run is ``ok`` (a Statement needs a subject);
     4. the Statement, signed.
     """
-    # 1.
-    data = _read(manifest, "manifest")
-    try:
-        lines = parse_ledger(data)
-    except MalformedManifestError as exc:
-        raise ProvenanceError("manifest %s" % (manifest,), str(exc)) from None
-    origin = _batch_origin(manifest, data)
-    # 2.
+    # 1. and 2.
+    batch = checked_batch(manifest)
     folder = os.path.dirname(manifest)
     runs: List[Dict[str, Any]] = []
     subjects: List[Dict[str, Any]] = []
-    for line in lines:
-        if line["status"] != "ok":
+    for line in batch.lines:
+        facts = batch.facts.get(line["name"]) if line["status"] == "ok" else None
+        if facts is None:
             runs.append(dict(line))
             continue
-        path = transcript_path(folder, line["name"])
-        facts = checked_facts(path)
-        key = differing(line, ok_line(line["name"], facts))
-        if key:
-            raise ProvenanceError(path, "is not the transcript its ledger line describes: its %s differs" % (key,))
         runs.append(dict(line, **run_fields(facts)))
-        subjects.append(_subject(os.path.basename(path), facts["sha256"]))
+        subjects.append(_subject(os.path.basename(transcript_path(folder, line["name"])), facts["sha256"]))
     # 3.
     if not subjects:
         raise ProvenanceError(
@@ -165,7 +126,7 @@ def attest_batch(manifest: str, signers: Sequence[Signer]) -> bytes:
     # 4.
     predicate = {
         "format": "agentloop-manifest/1",
-        "ledger": {"origin": origin, "size": len(lines), "root": ledger_root(data)},
+        "ledger": {"origin": batch.origin, "size": len(batch.lines), "root": ledger_root(batch.data)},
         "runs": runs,
     }
     return envelope_line(sign_envelope(PAYLOAD_TYPE, _statement(subjects, BATCH_PREDICATE, predicate), signers))

@@ -7,7 +7,8 @@ import io
 import json
 import os
 import shutil
-from typing import List, Tuple
+from typing import Any, List, Tuple
+from unittest import mock
 
 from agentloop.cli import main
 
@@ -557,3 +558,29 @@ class TestIssuerRefusedBeforeAnyWork(CliCase):
         self.assertEqual((status, out), (2, ""))
         self.assertIn("--issuer: must be text of 1 to 8192 characters", err)
         self.assertFalse(os.path.exists("out"))  # refused before the first run, not after the batch
+
+
+class TestReceiptsSignOnlyWhatWasChecked(CliCase):
+    def test_a_transcript_changed_after_the_batch_wrote_its_line_gets_no_receipt(self) -> None:
+        """The ledger and the transcripts are checked before receipts are signed, as an attestation's are."""
+        from agentloop.cli import batch as batch_cli
+
+        real = batch_cli._cmd_batch
+
+        def batch_then_change_a(args: Any, out: Any) -> int:
+            status = real(args, out)
+            with open(os.path.join(args.out, "a.jsonl"), "ab") as handle:
+                handle.write(b"{}\n")  # the transcript no longer verifies, and is not what its line says
+            return status
+
+        with open("tasks.jsonl", "w", encoding="utf-8") as handle:
+            handle.write('{"name": "a", "task": "one", "max_steps": 4, "max_tokens": 1000}\n')
+            handle.write('{"name": "b", "task": "three", "max_steps": 1, "max_tokens": 1000}\n')
+        with mock.patch.object(batch_cli, "_cmd_batch", batch_then_change_a):
+            status, out, err = self.cli(
+                "batch", "tasks.jsonl", "--model", "tests.batch_models:factory", "--tools", "tests.batch_models:tools",
+                "--out", "out", "--receipts", "op.key", UNSAFE,
+            )
+        self.assertEqual(status, 1, (out, err))
+        self.assertIn("out/manifest.jsonl: FAILED: out/a.jsonl: does not verify", out)
+        self.assertEqual(sorted(n for n in os.listdir("out") if n.endswith(".cose")), [])
