@@ -10,6 +10,7 @@ import shutil
 from typing import Any, List, Tuple
 from unittest import mock
 
+from agentloop.cli import batch as batch_cli
 from agentloop.cli import main
 
 from ..helpers import TempDir
@@ -563,8 +564,6 @@ class TestIssuerRefusedBeforeAnyWork(CliCase):
 class TestReceiptsSignOnlyWhatWasChecked(CliCase):
     def test_a_transcript_changed_after_the_batch_wrote_its_line_gets_no_receipt(self) -> None:
         """The ledger and the transcripts are checked before receipts are signed, as an attestation's are."""
-        from agentloop.cli import batch as batch_cli
-
         real = batch_cli._cmd_batch
 
         def batch_then_change_a(args: Any, out: Any) -> int:
