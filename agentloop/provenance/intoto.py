@@ -269,7 +269,8 @@ def _check_ledger(predicate: Mapping[str, Any], where: str) -> Tuple[Dict[str, A
         parse_ledger(data)
     except (AgentloopError, KeyError, TypeError) as exc:
         raise ProvenanceError(where + " predicate.runs", "are not ledger lines: %s" % (exc,)) from None
-    if ledger.get("size") != len(runs) or ledger.get("root") != ledger_root(data):
+    expected = {"size": len(runs), "root": ledger_root(data)}
+    if differing({"size": ledger.get("size"), "root": ledger.get("root")}, expected):  # as JSON: true is not 1
         raise ProvenanceError(where + " predicate.ledger", "its size and root are not those of its runs' ledger lines")
     return ledger, runs, data
 

@@ -538,11 +538,16 @@ class TestBatchWithFailures(TestBatch):
             return read_back
 
         good = json.loads(json.dumps(attestation.predicate))
+        one_root = naive_root(self.ledger.splitlines()[:1]).hex()  # the ledger of run "a" alone
         cases = [
             (forged(dict(good, format="x")), "a batch predicate holds format, ledger and a non-empty runs array"),
             (forged(dict(good, runs=[1])), "predicate.runs: every run is an object"),
             (forged(dict(good, runs=[{"name": "a"}])), "predicate.runs: are not ledger lines"),
             (forged(good, subjects[:1]), "subject: the subjects are not the ok runs of its predicate"),
+            (
+                forged(dict(good, runs=good["runs"][:1], ledger=dict(good["ledger"], size=True, root=one_root))),
+                "predicate.ledger: its size and root are not those of its runs",  # true is not 1 in JSON
+            ),
             (
                 forged(dict(good, runs=[dict(good["runs"][0], model={"model": "another"})] + good["runs"][1:])),
                 'run "a" has another model',
