@@ -317,7 +317,8 @@ def _old_and_proof(args: argparse.Namespace, new: Checkpoint, out: TextIO) -> Un
         raise Refused(args.old, "cannot read it: %s" % (exc.strerror or exc,)) from None
     try:
         if new.size < old.size:
-            raise ProofError("the new checkpoint covers %d records, fewer than the old one's %d: a rollback" % (new.size, old.size))
+            why = "the new checkpoint covers %d records, fewer than the old one's %d: a rollback"
+            raise ProofError(why % (new.size, old.size))
         made = prove_consistency(args.transcript, old.size, new.size)
         check_consistency(old, new, made)
     except ProofError as exc:

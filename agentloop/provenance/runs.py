@@ -142,7 +142,7 @@ def _batch_origin(manifest: str, data: bytes) -> str:
 
 @dataclass(frozen=True)
 class CheckedBatch:
-    """A batch ledger that matches its checkpoint, and the facts of each ``ok`` run's transcript, which matches its line.
+    """A batch ledger that matches its checkpoint, and the facts of each ``ok`` transcript, which matches its line.
 
     ``data`` the ledger's bytes, ``lines`` its lines, ``origin`` its
     checkpoint's origin, ``facts`` per ``ok`` run's name.

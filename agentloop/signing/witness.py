@@ -150,7 +150,8 @@ def _proof_lines(data: bytes, pos: int) -> Tuple[List[bytes], int]:
         except (UnicodeDecodeError, ValueError):
             raise MalformedNoteError(number, "a consistency proof line must be canonical base64", _WHAT) from None
         if len(node) != HASH_SIZE:
-            raise MalformedNoteError(number, "a consistency proof line is a %d-byte hash, not %d" % (HASH_SIZE, len(node)), _WHAT)
+            why = "a consistency proof line is a %d-byte hash, not %d" % (HASH_SIZE, len(node))
+            raise MalformedNoteError(number, why, _WHAT)
         proof.append(node)
         number += 1
 
