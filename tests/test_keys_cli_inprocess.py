@@ -22,6 +22,7 @@ from unittest import mock
 
 from agentloop.cli import main
 from agentloop.signing.backend import CRYPTOGRAPHY_MODULE
+from agentloop.tlog.witness import state_lock
 from agentloop.transcript.checkpoint import read_checkpoint
 
 from . import test_keys_cli as base
@@ -105,6 +106,18 @@ class TestWitnessRefusals(InProcess, base.SignedRun):
                 self.assertEqual(err, "agentloop cosign: error: w.state: %s\n" % (reason,))
                 self.assertEqual(self.read("t.checkpoint"), before)
 
+    def test_a_state_file_another_witness_is_using_is_waited_for(self) -> None:
+        """witness serve holds the state file's lock while it checks and cosigns: cosign waits, then gives up."""
+        before = self.read("t.checkpoint")
+        with mock.patch("agentloop.tlog.witness.LOCK_SECONDS", 0.2), state_lock(self.path("w.state")):
+            status, out, err = self.cli("cosign", "t.checkpoint", "--state", "w.state", *self.witness)
+        self.assertEqual((status, out), (2, ""))
+        self.assertEqual(err, "agentloop cosign: error: w.state: is locked by another witness process for over 0.2 s\n")
+        self.assertEqual(self.read("t.checkpoint"), before)
+        self.assertFalse(os.path.exists(self.path("w.state")))
+        status, _, _ = self.cli("cosign", "t.checkpoint", "--state", "w.state", *self.witness)
+        self.assertEqual(status, 0)
+
     def test_a_state_file_that_is_a_folder_or_in_a_missing_folder_is_refused(self) -> None:
         os.mkdir(self.path("dir.state"))
         status, _, err = self.cli("cosign", "t.checkpoint", "--state", "dir.state", *self.witness)
@@ -125,7 +138,11 @@ class TestWitnessRefusals(InProcess, base.SignedRun):
         status, out, err = self.cli("cosign", "t.checkpoint", "--state", long, "-o", "-", *self.witness)
         self.assertEqual(status, 2)
         self.assertEqual(out, "")  # nothing is given out before the state is written (C2SP tlog-witness)
-        self.assertEqual(err, "agentloop cosign: error: %s: cannot write the witness state: File name too long\n" % (long,))
+        self.assertEqual(
+            err,
+            "agentloop cosign: error: %s: cannot write the witness state (nor its .lock file beside it): "
+            "File name too long\n" % (long,),
+        )
         status, out, err = self.cli("cosign", "t.checkpoint", "-o", long, *self.witness)
         self.assertEqual((status, out), (2, ""))
         self.assertEqual(err, "agentloop cosign: error: %s: cannot write it: File name too long\n" % (long,))

@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import Any, Dict, Optional, Sequence, TextIO
 
 from ..transcript.anchor import AnchoredResult, checkpoint_of, verify_checkpoint
 from ..transcript.checkpoint import Checkpoint, load_key, read_checkpoint, verify_signatures
-from ..transcript.durable import lock_shared, write_atomic
+from ..transcript.durable import lock_shared
 from ..errors import (
     BadSignatureError,
     MalformedCheckpointError,
@@ -66,6 +67,7 @@ from .output import (
     positive_arg,
     report_verdict,
     same_file,
+    write_file,
 )
 
 __all__ = [
@@ -240,7 +242,7 @@ def _cmd_checkpoint(args: argparse.Namespace, out: TextIO) -> int:
     if target == "-":
         emit(out, ckpt.to_bytes().decode("utf-8"), lines=True, end="")
         return 0
-    _write(target, ckpt.to_bytes())
+    write_file(target, ckpt.to_bytes())
     emit(out, "%s: ok, %d records, head %s" % (args.file, ckpt.size, ckpt.head))
     how = "signed" if key is not None else "unsigned"
     if signers:
@@ -250,14 +252,6 @@ def _cmd_checkpoint(args: argparse.Namespace, out: TextIO) -> int:
 
 
 # --- prove, check-proof, consistency -------------------------------------------------
-
-
-def _write(path: str, data: bytes) -> None:
-    """Replace ``path`` atomically; an ``OSError`` is a :class:`Refused` naming it."""
-    try:
-        write_atomic(path, data)
-    except OSError as exc:
-        raise Refused(path, "cannot write it: %s" % (exc.strerror or exc,)) from None
 
 
 def _cmd_prove(args: argparse.Namespace, out: TextIO) -> int:
@@ -281,7 +275,7 @@ def _cmd_prove(args: argparse.Namespace, out: TextIO) -> int:
     if args.output is None or args.output == "-":
         emit(out, text, lines=True, end="")
     else:
-        _write(args.output, text.encode("utf-8"))
+        write_file(args.output, text.encode("utf-8"))
         emit(out, "proof: %s" % (args.output,))
     return 0
 
@@ -316,7 +310,7 @@ def _proof_failure(name: str, exc: Exception, out: TextIO) -> int:
 
 
 def _cmd_check_proof(args: argparse.Namespace, out: TextIO) -> int:
-    if args.checkpoint is None:
+    if args.checkpoint is None and os.path.lexists(args.proof):  # a missing PROOF is reported as such, below
         return _usage("check-proof", "the argument --checkpoint is required (a tlog-proof alone carries its own)")
     key = _key(args)
     trusted = load_trusted(args)

@@ -46,6 +46,7 @@ checkpoint); 70, 130, 141 as for every command.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import stat
@@ -60,12 +61,12 @@ from ..signing.note import Ed25519Signer, Verifier
 from ..signing.witness import build_add_checkpoint_request
 from ..transcript.anchor import verify_checkpoint
 from ..transcript.checkpoint import ORIGIN_PREFIX, Checkpoint, read_checkpoint, sign_checkpoint, verify_signatures
-from ..transcript.durable import file_type, write_atomic
+from ..transcript.durable import file_type
 from ..transcript.proofs import check_consistency, prove_consistency
-from .output import Commands, Refused, check_input, check_output, emit
+from .output import Commands, Refused, check_input, check_output, emit, write_file
 
 if TYPE_CHECKING:
-    from ..tlog.witness import WitnessState
+    from ..tlog.witness import Held, WitnessState
 
 __all__ = [
     "NO_SIGNER",
@@ -221,6 +222,25 @@ def _failed(name: str, reason: str, out: TextIO) -> int:
     return 1
 
 
+def _extends(args: argparse.Namespace, ckpt: Checkpoint, seen: "Optional[Held]") -> Tuple[bool, str]:
+    """Step 3 of :func:`_cmd_cosign`: ``(True, how ckpt extends what was cosigned)`` or ``(False, why not)``."""
+    if seen is None or seen.size == 0:
+        result = verify_checkpoint(args.transcript, ckpt)
+        if not result.ok:
+            first = result.faults[0]
+            return False, "the transcript %s does not give it: %s: %s" % (args.transcript, first.kind, first.detail)
+        return True, "the first checkpoint of this log the witness sees"
+    old = Checkpoint(ckpt.first, seen.size, seen.root.hex(), seen.head_hash() or "")
+    if ckpt.size < old.size:
+        why = "it covers %d records, fewer than the %d this witness cosigned before: a rollback"
+        return False, why % (ckpt.size, old.size)
+    try:
+        check_consistency(old, ckpt, prove_consistency(args.transcript, old.size, ckpt.size))
+    except ProofError as exc:
+        return False, "not consistent with the %d records this witness cosigned before: %s" % (old.size, exc)
+    return True, "consistent with the %d records cosigned before" % (old.size,)
+
+
 def _cmd_cosign(args: argparse.Namespace, out: TextIO) -> int:
     """Steps: 1. keys; 2. the checkpoint and the log's signatures; 3. consistency; 4. cosign, write, remember."""
     if args.ckpt is None or args.transcript is None:
@@ -231,9 +251,10 @@ def _cmd_cosign(args: argparse.Namespace, out: TextIO) -> int:
     trusted = load_trusted(args)
     if not trusted:
         raise Refused("--trust", "a witness needs the log's public key (repeatable)")
-    state = _read_state(args.state) if args.state is not None else {}
-    if args.state is not None and not os.path.isdir(os.path.dirname(os.path.abspath(args.state))):
-        raise Refused(args.state, "its folder does not exist")
+    if args.state is not None:
+        _read_state(args.state)  # a state file it cannot use is refused before any work
+        if not os.path.isdir(os.path.dirname(os.path.abspath(args.state))):
+            raise Refused(args.state, "its folder does not exist")
     target = args.ckpt if args.output is None else args.output
     if target != "-" and target != args.ckpt:
         check_output(target, args.overwrite)
@@ -250,42 +271,25 @@ def _cmd_cosign(args: argparse.Namespace, out: TextIO) -> int:
         signers = verify_signatures(ckpt, trusted, args.require)
     except BadSignatureError as exc:
         return _failed(args.ckpt, "bad_signature: %s" % (exc.reason,), out)
-    # 3.
-    seen = state.get(ckpt.origin)
-    if seen is None or seen.size == 0:
-        result = verify_checkpoint(args.transcript, ckpt)
-        if not result.ok:
-            first = result.faults[0]
-            return _failed(args.ckpt, "the transcript %s does not give it: %s: %s" % (args.transcript, first.kind, first.detail), out)
-        history = "the first checkpoint of this log the witness sees"
-    else:
-        old = Checkpoint(ckpt.first, seen.size, seen.root.hex(), seen.head_hash() or "")
-        if ckpt.size < old.size:
-            return _failed(args.ckpt, "it covers %d records, fewer than the %d this witness cosigned before: a rollback" % (ckpt.size, old.size), out)
-        try:
-            check_consistency(old, ckpt, prove_consistency(args.transcript, old.size, ckpt.size))
-        except ProofError as exc:
-            return _failed(args.ckpt, "not consistent with the %d records this witness cosigned before: %s" % (old.size, exc), out)
-        history = "consistent with the %d records cosigned before" % (old.size,)
-    # 4.
-    stamp = int(time.time()) if args.time is None else args.time
-    cosigned = sign_checkpoint(ckpt, signers=[CosignatureSigner(witness, stamp, unsafe)])
-    data = cosigned.to_bytes()
-    if args.state is not None:  # persisted before it is given out (C2SP tlog-witness, add-checkpoint)
-        from ..tlog.witness import Held, save_state
+    # 3. and 4. under the state file's lock, from the state as it is now (a witness serve may share the file)
+    from ..tlog.witness import Held, save_state, state_lock  # only here: verify and keygen need no witness
 
-        state[ckpt.origin] = Held(ckpt.size, bytes.fromhex(ckpt.root), data)
-        save_state(args.state, state)
+    with state_lock(args.state) if args.state is not None else contextlib.nullcontext():
+        state = _read_state(args.state) if args.state is not None else {}
+        extends, history = _extends(args, ckpt, state.get(ckpt.origin))
+        if not extends:
+            return _failed(args.ckpt, history, out)
+        stamp = int(time.time()) if args.time is None else args.time
+        data = sign_checkpoint(ckpt, signers=[CosignatureSigner(witness, stamp, unsafe)]).to_bytes()
+        if args.state is not None:  # persisted before it is given out (C2SP tlog-witness, add-checkpoint)
+            state[ckpt.origin] = Held(ckpt.size, bytes.fromhex(ckpt.root), data)
+            save_state(args.state, state)
     if target == "-":
         emit(out, data.decode("utf-8"), lines=True, end="")
-    else:
-        try:
-            write_atomic(target, data)
-        except OSError as exc:
-            raise Refused(target, "cannot write it: %s" % (exc.strerror or exc,)) from None
-    if target != "-":
-        emit(out, "%s: cosigned by %s at time %d: %d records, signed by %s, %s"
-             % (target, witness.name, stamp, ckpt.size, signer_names(signers), history))
+        return 0
+    write_file(target, data)
+    emit(out, "%s: cosigned by %s at time %d: %d records, signed by %s, %s"
+         % (target, witness.name, stamp, ckpt.size, signer_names(signers), history))
     return 0
 
 
@@ -308,6 +312,35 @@ def _from_size(args: argparse.Namespace, new: Checkpoint, old_size: int) -> Unio
     return [bytes.fromhex(node) for node in made.proof]
 
 
+def _old_and_proof(args: argparse.Namespace, new: Checkpoint, out: TextIO) -> Union[int, Tuple[int, List[bytes]]]:
+    """OLD's size and the consistency proof from it to NEW; or the exit status of a failure, printed."""
+    if args.old.isascii() and args.old.isdigit():  # a size: 0, or what a witness's 409 answer says it holds
+        old_size = int(args.old)
+        made_from = _from_size(args, new, old_size) if old_size else []
+        if isinstance(made_from, str):
+            return _failed(args.new, made_from, out)
+        return old_size, made_from
+    if args.transcript is None:
+        raise Refused("--transcript", "is needed to compute the consistency proof from %s" % (args.old,))
+    check_input(args.old, pipe=False)
+    check_input(args.transcript, pipe=False)
+    try:
+        old = read_checkpoint(args.old)
+    except MalformedCheckpointError as exc:
+        return _failed(args.old, "anchor_malformed: %s" % (exc,), out)
+    except OSError as exc:
+        raise Refused(args.old, "cannot read it: %s" % (exc.strerror or exc,)) from None
+    try:
+        if new.size < old.size:
+            why = "the new checkpoint covers %d records, fewer than the old one's %d: a rollback"
+            raise ProofError(why % (new.size, old.size))
+        made = prove_consistency(args.transcript, old.size, new.size)
+        check_consistency(old, new, made)
+    except ProofError as exc:
+        return _failed(args.new, str(exc), out)
+    return old.size, [bytes.fromhex(node) for node in made.proof]
+
+
 def _cmd_witness_request(args: argparse.Namespace, out: TextIO) -> int:
     check_input(args.new, pipe=False)
     try:
@@ -318,34 +351,10 @@ def _cmd_witness_request(args: argparse.Namespace, out: TextIO) -> int:
         raise Refused(args.new, "cannot read it: %s" % (exc.strerror or exc,)) from None
     if not new.signatures:
         raise Refused(args.new, "is not signed: a witness verifies the log's signature (agentloop checkpoint --sign KEY)")
-    proof: List[bytes] = []
-    if args.old.isascii() and args.old.isdigit():  # a size: 0, or what a witness's 409 answer says it holds
-        old_size = int(args.old)
-        made_from = _from_size(args, new, old_size) if old_size else []
-        if isinstance(made_from, str):
-            return _failed(args.new, made_from, out)
-        proof = made_from
-    else:
-        if args.transcript is None:
-            raise Refused("--transcript", "is needed to compute the consistency proof from %s" % (args.old,))
-        check_input(args.old, pipe=False)
-        check_input(args.transcript, pipe=False)
-        try:
-            old = read_checkpoint(args.old)
-        except MalformedCheckpointError as exc:
-            return _failed(args.old, "anchor_malformed: %s" % (exc,), out)
-        except OSError as exc:
-            raise Refused(args.old, "cannot read it: %s" % (exc.strerror or exc,)) from None
-        try:
-            if new.size < old.size:
-                raise ProofError("the new checkpoint covers %d records, fewer than the old one's %d: a rollback" % (new.size, old.size))
-            made = prove_consistency(args.transcript, old.size, new.size)
-            check_consistency(old, new, made)
-        except ProofError as exc:
-            return _failed(args.new, str(exc), out)
-        old_size = old.size
-        proof = [bytes.fromhex(node) for node in made.proof]
-    body = build_add_checkpoint_request(old_size, proof, new.to_bytes())
+    found = _old_and_proof(args, new, out)
+    if isinstance(found, int):
+        return found
+    body = build_add_checkpoint_request(found[0], found[1], new.to_bytes())
     emit(out, body.decode("utf-8"), lines=True, end="")
     return 0
 

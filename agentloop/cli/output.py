@@ -36,7 +36,7 @@ import unicodedata
 from typing import Any, Callable, Dict, List, Optional, Protocol, TextIO
 
 from ..errors import ModelConfigError, RunConfigError, TranscriptExistsError
-from ..transcript.durable import file_type
+from ..transcript.durable import file_type, write_atomic
 from ..transcript.format import Fault, VerifyResult, is_hash
 from ..transcript.verify import verify_file
 
@@ -353,6 +353,17 @@ def _is_stdin(st: os.stat_result) -> bool:
         return os.path.samestat(st, os.fstat(0))
     except OSError:
         return False
+
+
+def write_file(path: str, data: bytes) -> None:
+    """Replace ``path`` atomically with ``data`` (:func:`~agentloop.transcript.durable.write_atomic`).
+
+    An ``OSError`` is a :class:`Refused` naming the file (exit 2).
+    """
+    try:
+        write_atomic(path, data)
+    except OSError as exc:
+        raise Refused(path, "cannot write it: %s" % (exc.strerror or exc,)) from None
 
 
 def check_input(path: str, pipe: bool = True) -> None:

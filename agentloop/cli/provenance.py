@@ -44,7 +44,7 @@ import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from ..batch.audit import run_name
-from ..batch.ledger import parse_ledger
+from ..batch.ledger import ledger_root, parse_ledger
 from ..batch.spec import read_specs
 from ..errors import BadSignatureError, MalformedManifestError, ProofError, ProvenanceError
 from ..provenance.intoto import (
@@ -57,13 +57,13 @@ from ..provenance.intoto import (
     read_bundle,
 )
 from ..provenance.receipts import check_receipt, issue_receipts, receipt_name
-from ..provenance.runs import checked_facts, ok_line
-from ..provenance.scitt import check_statement, make_statement
+from ..provenance.runs import checked_batch, checked_facts, ok_line
+from ..provenance.scitt import check_issuer, check_statement, make_statement
 from ..provenance.scitt import default_name as statement_name
 from ..signing.keys import ALG_ED25519
 from ..signing.note import Ed25519Signer, Ed25519Verifier
 from ..transcript.anchor import verify_checkpoint
-from ..transcript.durable import read_small, write_atomic
+from ..transcript.durable import read_small
 from .keys import _can_sign, _signer_key, add_unsafe_option, load_trusted
 from .output import (
     Commands,
@@ -77,6 +77,7 @@ from .output import (
     note,
     report_verdict,
     same_file,
+    write_file,
 )
 
 __all__ = ["add_commands", "verify_with", "run_with", "batch_with"]
@@ -114,17 +115,18 @@ def _verifiers(args: argparse.Namespace) -> List[Ed25519Verifier]:
     return keys
 
 
+def _issuer(args: argparse.Namespace, signer: Ed25519Signer) -> str:
+    """``--issuer``, or the key's name; one that no statement or receipt can carry is a usage error, before any work."""
+    try:
+        return check_issuer(signer.name if args.issuer is None else args.issuer)
+    except ProvenanceError as exc:
+        raise Refused("--issuer", exc.reason) from None
+
+
 def _require(args: argparse.Namespace, signers: Sequence[str], what: str) -> None:
     missing = [name for name in args.require if name not in signers]
     if missing:
         raise BadSignatureError("%s is not signed by %s (--require)" % (what, ", ".join(missing)))
-
-
-def _write(path: str, data: bytes) -> None:
-    try:
-        write_atomic(path, data)
-    except OSError as exc:
-        raise Refused(path, "cannot write it: %s" % (exc.strerror or exc,)) from None
 
 
 def _failed(name: str, exc: Exception, out: TextIO) -> int:
@@ -159,7 +161,7 @@ def _cmd_attest(args: argparse.Namespace, out: TextIO) -> int:
     if target == "-":
         emit(out, line.decode("utf-8").rstrip("\n"))
         return EXIT_OK
-    _write(target, line)
+    write_file(target, line)
     kind = "batch" if args.batch else "run"
     emit(
         out,
@@ -173,12 +175,12 @@ def _cmd_statement(args: argparse.Namespace, out: TextIO) -> int:
     check_input(args.file, pipe=False)
     target = _target(args, statement_name(args.file), allow_stdout=False)
     signer = _signer(args, args.key, "--key")
-    issuer = signer.name if args.issuer is None else args.issuer
+    issuer = _issuer(args, signer)
     try:
         data = make_statement(args.file, signer, issuer)
     except ProvenanceError as exc:
         return _failed(args.file, exc, out)
-    _write(target, data)
+    write_file(target, data)
     emit(
         out,
         "%s: signed statement: %s (COSE_Sign1, EdDSA, issuer %s, signed by %s)"
@@ -320,8 +322,11 @@ def _verify_statement(args: argparse.Namespace, out: TextIO, verifiers: List[Ed2
     return EXIT_OK
 
 
-def _ledger_line(path: str, name: Optional[str]) -> Tuple[Dict[str, Any], str]:
-    """The ledger line a receipt's FILE stands for: a manifest's line ``name``, or rebuilt from a transcript."""
+def _ledger_line(path: str, name: Optional[str]) -> Tuple[Dict[str, Any], str, Optional[bytes]]:
+    """The ledger line a receipt's FILE stands for, and the manifest it is read from (``None`` for a transcript).
+
+    FILE is a manifest (its line ``name``) or a run's transcript (its line rebuilt from it).
+    """
     try:
         with open(path, "rb") as handle:
             head = handle.readline(4096)
@@ -334,25 +339,33 @@ def _ledger_line(path: str, name: Optional[str]) -> Tuple[Dict[str, Any], str]:
     if isinstance(first, dict) and "status" in first and "hash" not in first:  # a ledger line, not a record
         if name is None:
             raise Refused("--name", "names the run whose line of the manifest %s the receipt proves" % (path,))
+        data = _read(path)
         try:
-            lines = parse_ledger(_read(path))
+            lines = parse_ledger(data)
         except MalformedManifestError as exc:
             raise ProvenanceError(path, str(exc)) from None
         for line in lines:
             if line["name"] == name:
-                return line, name
+                return line, name, data
         raise ProvenanceError(path, "holds no run named %s" % (json.dumps(name),))
     run = run_name(path) if name is None else name
-    return ok_line(run, checked_facts(path, "checked")), run
+    return ok_line(run, checked_facts(path, "checked")), run, None
 
 
 def _verify_receipt(args: argparse.Namespace, out: TextIO, verifiers: List[Ed25519Verifier]) -> int:
     path = args.files[0]
     check_input(path, pipe=False)
     data = _read(args.receipt)
-    line, name = _ledger_line(path, args.name)
+    line, name, ledger = _ledger_line(path, args.name)
     checked = check_receipt(data, line, verifiers, args.issuer)
     _require(args, (checked.signer,), args.receipt)
+    if ledger is not None and (checked.size, checked.root) != (ledger.count(b"\n"), ledger_root(ledger)):
+        # the same line may be in another batch's ledger: a receipt checked against a manifest must be of that one
+        raise ProvenanceError(
+            "receipt",
+            "proves the line in a ledger of %d runs with root %s..., not in %s (%d runs, root %s...)"
+            % (checked.size, checked.root[:16], path, ledger.count(b"\n"), ledger_root(ledger)[:16]),
+        )
     emit(
         out,
         "%s: ok, run %s (%s) is entry %d of the ledger of %d runs with root %s; signed by %s, issuer %s"
@@ -407,7 +420,7 @@ def run_with(original: Handler, args: argparse.Namespace, out: TextIO) -> int:
     except ProvenanceError as exc:
         _failed(args.output, exc, out)
         return status if status != EXIT_OK else EXIT_FAULT
-    _write(target, line)
+    write_file(target, line)
     emit(out, "attestation: %s (in-toto Statement v1, DSSE, signed by %s)" % (target, signer.name))
     return status
 
@@ -429,7 +442,7 @@ def _after_batch(args: argparse.Namespace, out: TextIO, signers: Dict[str, Ed255
     status = EXIT_OK
     if "attest" in signers:
         try:
-            _write(attestation, attest_batch(manifest, [signers["attest"]]))
+            write_file(attestation, attest_batch(manifest, [signers["attest"]]))
             emit(
                 out,
                 "attestation: %s (in-toto Statement v1 of the batch, DSSE, signed by %s)"
@@ -439,13 +452,13 @@ def _after_batch(args: argparse.Namespace, out: TextIO, signers: Dict[str, Ed255
             status = _failed(manifest, exc, out)
     if "receipts" in signers:
         signer = signers["receipts"]
-        issuer = signer.name if args.issuer is None else args.issuer
-        try:
-            made = issue_receipts(read_small(manifest, _MAX_READ), signer, issuer)
+        issuer = _issuer(args, signer)
+        try:  # the ledger as checked (checkpoint, transcripts): nothing is signed that was not
+            made = issue_receipts(checked_batch(manifest, "given a receipt").data, signer, issuer)
         except ProvenanceError as exc:
             return _failed(manifest, exc, out)
         for name, receipt in made:
-            _write(receipt_name(args.out, name), receipt)
+            write_file(receipt_name(args.out, name), receipt)
         emit(
             out,
             "receipts: %d in %s (NAME.receipt.cose: COSE receipts of inclusion, RFC9162_SHA256, "
@@ -463,6 +476,8 @@ def batch_with(original: Handler, args: argparse.Namespace, out: TextIO) -> int:
         for option, path in (("attest", args.attest), ("receipts", args.receipts))
         if path is not None
     }
+    if "receipts" in signers:
+        _issuer(args, signers["receipts"])  # refused now, not after the batch has run
     status = original(args, out)
     if not os.path.exists(os.path.join(args.out, "manifest.jsonl")):
         return status

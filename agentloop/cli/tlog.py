@@ -27,6 +27,7 @@ exits 0.
 from __future__ import annotations
 
 import argparse
+import http.client
 import os
 import signal
 import sys
@@ -35,7 +36,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from types import FrameType
-from typing import Callable, Optional, Sequence, TextIO, Tuple
+from typing import Callable, Optional, Sequence, TextIO, Tuple, Union
 
 from ..batch.ledger import parse_manifest_checkpoint
 from ..errors import BadSignatureError, MalformedCheckpointError, MalformedManifestError, MalformedNoteError, ProofError
@@ -48,7 +49,7 @@ from ..tlog.proof import MAX_TLOG_PROOF_BYTES, TlogProof, is_tlog_proof, parse_t
 from ..tlog.server import MAX_BODY_BYTES, start_server
 from ..tlog.witness import Witness, WitnessPolicy, is_agentloop_origin
 from ..transcript.checkpoint import read_checkpoint
-from ..transcript.durable import read_small, write_atomic
+from ..transcript.durable import read_small
 from ..transcript.format import MAX_LINE_BYTES
 from .keys import (
     _can_sign,
@@ -60,7 +61,7 @@ from .keys import (
     signer_names,
 )
 from .anchor import _key, default_checkpoint_path
-from .output import Commands, Refused, check_input, check_output, emit, note
+from .output import Commands, Refused, check_input, check_output, emit, note, write_file
 
 __all__ = [
     "add_prove_options",
@@ -103,10 +104,7 @@ def _write(target: str, data: bytes, out: TextIO) -> None:
     if target == "-":
         emit(out, data.decode("utf-8"), lines=True, end="")
         return
-    try:
-        write_atomic(target, data)
-    except OSError as exc:
-        raise Refused(target, "cannot write it: %s" % (exc.strerror or exc,)) from None
+    write_file(target, data)
 
 
 # --- prove --bundle ---------------------------------------------------------------------------
@@ -212,16 +210,16 @@ def check_tlog_proof(args: argparse.Namespace, out: TextIO, key: Optional[bytes]
         raise Refused(
             "--trust", "a tlog-proof is checked against the log's keys: give --trust VKEY (or --key-file/--key-env)"
         )
-    leaf: Optional[bytes] = None
-    if args.leaf is not None:
-        leaf = _read(args.leaf, MAX_LINE_BYTES + 1, "entry")
-        leaf = leaf[:-1] if leaf.endswith(b"\n") else leaf
+    leaf = _read(args.leaf, MAX_LINE_BYTES + 1, "entry") if args.leaf is not None else None
     data = _read(args.proof, MAX_TLOG_PROOF_BYTES, "tlog-proof")
     try:
         proof = parse_tlog_proof(data)
-        wrong = _origin_ok(args.origin, proof.tree_head().origin)
+        origin = proof.tree_head().origin
+        wrong = _origin_ok(args.origin, origin)
         if wrong is not None:
             raise ProofError(wrong)
+        if leaf is not None and is_agentloop_origin(origin) and leaf.endswith(b"\n"):
+            leaf = leaf[:-1]  # a record or ledger line as a file; another log's entry may end in a newline
         proved = verify_tlog_proof(proof, trusted, leaf=leaf, require=args.require, origin=args.origin, key=key)
         what = check_agentloop_leaf(proved, proof.checkpoint.to_bytes())
     except BadSignatureError as exc:
@@ -369,6 +367,26 @@ def _cosigned(checkpoint: Note, response: bytes, trusted: Sequence[Verifier], re
     return Note(checkpoint.text, tuple(kept) + verified.verified)
 
 
+def _exchange(url: str, body: bytes) -> Union[str, bytes]:
+    """POST ``body``: the 200 answer's body, or why there is none (unreachable, not HTTP, refused), in one line."""
+    try:
+        status, answer = _post(url, body)
+    except (OSError, ValueError) as exc:
+        return "the witness cannot be reached: %s" % (getattr(exc, "reason", None) or exc,)
+    except http.client.HTTPException as exc:  # a bad status line, a header too long: not an HTTP answer
+        what = "%s: %s" % (type(exc).__name__, str(exc)[:200]) if str(exc) else type(exc).__name__
+        return "the witness's answer is not HTTP (%s)" % (what,)
+    if status == 409:
+        held = answer.decode("ascii", "replace").strip()[:24]
+        return (
+            "409: the witness holds size %s for this log; make the request from it "
+            "(agentloop witness-request OLD NEW --transcript FILE)" % (held,)
+        )
+    if status != 200:
+        return "%d: %s" % (status, answer.decode("utf-8", "replace").strip()[:300])
+    return answer
+
+
 def _cmd_submit(args: argparse.Namespace, out: TextIO) -> int:
     trusted = load_trusted(args)
     if not trusted:
@@ -384,20 +402,9 @@ def _cmd_submit(args: argparse.Namespace, out: TextIO) -> int:
         request = parse_add_checkpoint_request(body)
     except MalformedNoteError as exc:
         return _failed(args.request, str(exc), out)
-    try:
-        status, answer = _post(args.url, body)
-    except (OSError, ValueError) as exc:
-        return _failed(args.request, "the witness cannot be reached: %s" % (getattr(exc, "reason", None) or exc,), out)
-    if status == 409:
-        held = answer.decode("ascii", "replace").strip()[:24]
-        return _failed(
-            args.request,
-            "409: the witness holds size %s for this log; make the request from it "
-            "(agentloop witness-request OLD NEW --transcript FILE)" % (held,),
-            out,
-        )
-    if status != 200:
-        return _failed(args.request, "%d: %s" % (status, answer.decode("utf-8", "replace").strip()[:300]), out)
+    answer = _exchange(args.url, body)
+    if isinstance(answer, str):
+        return _failed(args.request, answer, out)
     try:
         cosigned = _cosigned(request.checkpoint, answer, trusted, args.require)
     except MalformedNoteError as exc:

@@ -24,8 +24,8 @@ a reserved additional information (28-30), a "break" outside an
 indefinite-length item, a two-byte simple value below 32 (section 3.3),
 text that is not UTF-8, a length beyond the bytes left, trailing bytes; and,
 as limits of its own, nesting deeper than :data:`MAX_DEPTH` and map keys
-that are arrays or maps (Python cannot hold them as keys), or that equal
-another key as Python values (``1`` and ``1.0``).
+that are arrays or maps, or tags of one (Python cannot hold them as keys),
+or that equal another key as Python values (``1`` and ``1.0``).
 
 Python values: ``int``, ``bytes``, ``str``, ``list`` (``tuple`` is
 encoded as an array too), ``dict``, ``bool``, ``None``, ``float``,
@@ -280,8 +280,11 @@ def _decode_map(reader: _Reader, count: int, depth: int) -> Dict[Any, Any]:
             why = "repeats a key" if encoded == previous else "has its keys out of order"
             raise reader.fail("the map %s (RFC 8949 sections 4.2.1 and 5.6)" % (why,), start)
         previous = encoded
-        if isinstance(key, (list, dict)):
-            raise reader.fail("a map key that is an array or a map is not supported here", start)
+        try:
+            hash(key)  # a list, a dict, or a tag around one (Tag(1, [])) cannot be a Python key
+        except TypeError:
+            why = "a map key that is an array or a map (or a tag of one) is not supported here"
+            raise reader.fail(why, start) from None
         if key in out:
             raise reader.fail("two map keys are equal as values (%r)" % (key,), start)
         out[key] = _decode(reader, depth + 1)

@@ -39,20 +39,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..batch.ledger import (
-    check_manifest_checkpoint,
-    ledger_bytes,
-    ledger_root,
-    parse_ledger,
-    parse_manifest_checkpoint,
-)
+from ..batch.ledger import ledger_bytes, ledger_root, parse_ledger
 from ..batch.worker import transcript_path
 from ..canonical import canonical_bytes
-from ..errors import AgentloopError, MalformedCheckpointError, MalformedManifestError, ProofError, ProvenanceError
+from ..errors import AgentloopError, ProvenanceError
 from ..signing.note import Ed25519Verifier, Signer
-from ..transcript.durable import read_small
 from .dsse import Envelope, envelope_line, parse_envelope, sign_envelope, verify_envelope
-from .runs import checked_facts, differing, ok_line, run_fields
+from .runs import checked_batch, checked_facts, differing, ok_line, run_fields
 
 __all__ = [
     "STATEMENT_TYPE",
@@ -77,8 +70,6 @@ PAYLOAD_TYPE = "application/vnd.in-toto+json"
 RUN_PREDICATE = "https://agentloop.dev/attestation/run/v1"
 #: agentloop's predicate type for a batch.
 BATCH_PREDICATE = "https://agentloop.dev/attestation/batch/v1"
-#: The longest bundle, manifest or checkpoint read here, in bytes.
-MAX_READ_BYTES = 64 << 20
 _LEDGER_KEYS = ("head", "name", "origin", "records", "root", "sha256", "status", "stop", "error", "reason")
 
 
@@ -106,57 +97,27 @@ def attest_run(path: str, signers: Sequence[Signer]) -> bytes:
 # --- a batch ---------------------------------------------------------------------------------
 
 
-def _read(path: str, what: str) -> bytes:
-    try:
-        return read_small(path, MAX_READ_BYTES)
-    except OSError as exc:
-        raise ProvenanceError("%s %s" % (what, path), "cannot be read: %s" % (exc.strerror or exc,)) from None
-
-
-def _batch_origin(manifest: str, data: bytes) -> str:
-    """The batch's origin, from the checkpoint beside the manifest, checked against it."""
-    stem = manifest[: -len(".jsonl")] if manifest.endswith(".jsonl") else manifest
-    path = stem + ".checkpoint"
-    try:
-        checkpoint = parse_manifest_checkpoint(_read(path, "the ledger's checkpoint"))
-        check_manifest_checkpoint(checkpoint, data)
-    except (MalformedCheckpointError, ProofError) as exc:
-        raise ProvenanceError("the ledger's checkpoint %s" % (path,), str(exc)) from None
-    return checkpoint.origin
-
-
 def attest_batch(manifest: str, signers: Sequence[Signer]) -> bytes:
     """The bundle line attesting the batch whose ledger is ``manifest`` (transcripts beside it).
 
-    1. the ledger parses and its checkpoint (``manifest.checkpoint``) is its
-       tree head; the checkpoint names the batch;
-    2. every ``ok`` run's transcript verifies and is the one its line
-       describes (bytes, chain, tree, stop);
+    1. and 2. the ledger matches its checkpoint, and every ``ok`` run's
+       transcript verifies and is the one its line describes
+       (:func:`~.runs.checked_batch`);
     3. at least one run is ``ok`` (a Statement needs a subject);
     4. the Statement, signed.
     """
-    # 1.
-    data = _read(manifest, "manifest")
-    try:
-        lines = parse_ledger(data)
-    except MalformedManifestError as exc:
-        raise ProvenanceError("manifest %s" % (manifest,), str(exc)) from None
-    origin = _batch_origin(manifest, data)
-    # 2.
+    # 1. and 2.
+    batch = checked_batch(manifest)
     folder = os.path.dirname(manifest)
     runs: List[Dict[str, Any]] = []
     subjects: List[Dict[str, Any]] = []
-    for line in lines:
-        if line["status"] != "ok":
+    for line in batch.lines:
+        facts = batch.facts.get(line["name"]) if line["status"] == "ok" else None
+        if facts is None:
             runs.append(dict(line))
             continue
-        path = transcript_path(folder, line["name"])
-        facts = checked_facts(path)
-        key = differing(line, ok_line(line["name"], facts))
-        if key:
-            raise ProvenanceError(path, "is not the transcript its ledger line describes: its %s differs" % (key,))
         runs.append(dict(line, **run_fields(facts)))
-        subjects.append(_subject(os.path.basename(path), facts["sha256"]))
+        subjects.append(_subject(os.path.basename(transcript_path(folder, line["name"])), facts["sha256"]))
     # 3.
     if not subjects:
         raise ProvenanceError(
@@ -165,7 +126,7 @@ def attest_batch(manifest: str, signers: Sequence[Signer]) -> bytes:
     # 4.
     predicate = {
         "format": "agentloop-manifest/1",
-        "ledger": {"origin": origin, "size": len(lines), "root": ledger_root(data)},
+        "ledger": {"origin": batch.origin, "size": len(batch.lines), "root": ledger_root(batch.data)},
         "runs": runs,
     }
     return envelope_line(sign_envelope(PAYLOAD_TYPE, _statement(subjects, BATCH_PREDICATE, predicate), signers))
@@ -308,21 +269,36 @@ def _check_ledger(predicate: Mapping[str, Any], where: str) -> Tuple[Dict[str, A
         parse_ledger(data)
     except (AgentloopError, KeyError, TypeError) as exc:
         raise ProvenanceError(where + " predicate.runs", "are not ledger lines: %s" % (exc,)) from None
-    if ledger.get("size") != len(runs) or ledger.get("root") != ledger_root(data):
+    expected = {"size": len(runs), "root": ledger_root(data)}
+    if differing({"size": ledger.get("size"), "root": ledger.get("root")}, expected):  # as JSON: true is not 1
         raise ProvenanceError(where + " predicate.ledger", "its size and root are not those of its runs' ledger lines")
     return ledger, runs, data
+
+
+def _subject_of(run: Mapping[str, Any]) -> Tuple[str, str]:
+    """The subject :func:`attest_batch` writes for an ``ok`` run: its transcript's file name and SHA-256."""
+    return (os.path.basename(transcript_path("", str(run["name"]))), str(run["sha256"]))
+
+
+def _run_of(path: str, sha256: str, ok_runs: Sequence[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
+    """The ``ok`` run whose transcript ``path`` is: by SHA-256, and by file name among runs with the same bytes."""
+    same = [run for run in ok_runs if run["sha256"] == sha256]
+    named = [run for run in same if _subject_of(run)[0] == os.path.basename(path)]
+    found = named or same
+    return found[0] if found else None
 
 
 def _check_batch_predicate(attestation: Attestation, files: Sequence[str], manifest: Optional[bytes]) -> FilesChecked:
     where = "attestation line %d" % (attestation.line,)
     ledger, runs, data = _check_ledger(attestation.predicate, where)
-    ok_runs = {run["sha256"]: run for run in runs if run.get("status") == "ok"}
-    if sorted(sha for _, sha in attestation.subjects) != sorted(ok_runs):
+    ok_runs = [run for run in runs if run.get("status") == "ok"]
+    # one subject per ok run, name and digest: two runs may have the very same bytes (the same task, replayed)
+    if sorted(attestation.subjects) != sorted(_subject_of(run) for run in ok_runs):
         raise ProvenanceError(where + " subject", "the subjects are not the ok runs of its predicate")
     checked: List[Tuple[str, str]] = []
     for path in files:
         facts = checked_facts(path, "checked")
-        run = ok_runs.get(facts["sha256"])
+        run = _run_of(path, facts["sha256"], ok_runs)
         if run is None:
             raise ProvenanceError(path, "its SHA-256 %s... is no subject of the attestation" % (facts["sha256"][:16],))
         expected = dict(ok_line(run["name"], facts), **run_fields(facts))
@@ -336,7 +312,7 @@ def _check_batch_predicate(attestation: Attestation, files: Sequence[str], manif
             "is not the attested ledger of %d runs with root %s..." % (len(runs), str(ledger.get("root"))[:16]),
         )
     given = {name for _, name in checked}
-    unchecked = tuple(run["name"] for run in ok_runs.values() if run["name"] not in given)
+    unchecked = tuple(run["name"] for run in ok_runs if run["name"] not in given)
     return FilesChecked(tuple(checked), unchecked, dict(ledger), manifest is not None)
 
 

@@ -62,7 +62,7 @@ from .cose import (
     sign1,
     verify_sign1,
 )
-from .scitt import check_claims
+from .scitt import check_claims, check_issuer
 
 __all__ = ["RFC9162_SHA256", "INCLUSION_PROOFS", "ReceiptCheck", "issue_receipts", "check_receipt", "receipt_name"]
 
@@ -106,8 +106,7 @@ def issue_receipts(data: bytes, signer: Signer, issuer: str) -> List[Tuple[str, 
             "a ledger of one line has an empty inclusion path, which RFC 9942's "
             "inclusion-path ([+ bstr]) does not allow: no receipt is issued (its checkpoint proves the line)",
         )
-    if not isinstance(issuer, str) or not 1 <= len(issuer) <= 8192:
-        raise ProvenanceError("issuer", "must be text of 1 to 8192 characters (RFC 9943 section 6)")
+    issuer = check_issuer(issuer)
     leaves = [leaf_hash(line) for line in _lines(data)]
     size, root = len(leaves), root_of(leaves)
     kid = key_label(signer.name, signer.key_id).encode("utf-8")

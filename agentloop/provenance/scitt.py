@@ -55,6 +55,7 @@ __all__ = [
     "make_statement",
     "check_statement",
     "check_claims",
+    "check_issuer",
     "default_name",
 ]
 
@@ -86,7 +87,8 @@ def check_claims(claims: object, what: str) -> Mapping[int, str]:
     return claims
 
 
-def _check_issuer(issuer: object) -> str:
+def check_issuer(issuer: object) -> str:
+    """``issuer``, if it is text of 1 to 8192 characters (RFC 9943 section 6); else :class:`ProvenanceError`."""
     if not isinstance(issuer, str) or not 1 <= len(issuer) <= MAX_ISSUER:
         raise ProvenanceError("issuer", "must be text of 1 to %d characters (RFC 9943 section 6)" % (MAX_ISSUER,))
     return issuer
@@ -102,7 +104,7 @@ def make_statement(path: str, signer: Signer, issuer: str) -> bytes:
     Raises :class:`~agentloop.errors.ProvenanceError` when the transcript
     does not verify or holds no record.
     """
-    issuer = _check_issuer(issuer)
+    issuer = check_issuer(issuer)
     # 1.
     checkpoint, result = checkpoint_of(path)
     if checkpoint is None:  # a file that holds no record does not verify either (no_records)

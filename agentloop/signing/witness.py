@@ -131,6 +131,31 @@ def build_add_checkpoint_request(old_size: int, proof: Sequence[bytes], checkpoi
     return AddCheckpointRequest(old_size, nodes, note).to_bytes()
 
 
+def _proof_lines(data: bytes, pos: int) -> Tuple[List[bytes], int]:
+    """Step 2 of :func:`parse_add_checkpoint_request`: the proof hashes from line 2, and where the checkpoint starts."""
+    proof: List[bytes] = []
+    number = 2
+    while True:
+        end = data.find(b"\n", pos)
+        if end < 0:
+            raise MalformedNoteError(number, "no empty line before the checkpoint", _WHAT)
+        line = data[pos:end]
+        pos = end + 1
+        if not line:
+            return proof, pos
+        if len(proof) == MAX_PROOF_LINES:
+            raise MalformedNoteError(number, "more than %d consistency proof lines" % (MAX_PROOF_LINES,), _WHAT)
+        try:
+            node = strict_b64decode(line.decode("ascii"))
+        except (UnicodeDecodeError, ValueError):
+            raise MalformedNoteError(number, "a consistency proof line must be canonical base64", _WHAT) from None
+        if len(node) != HASH_SIZE:
+            why = "a consistency proof line is a %d-byte hash, not %d" % (HASH_SIZE, len(node))
+            raise MalformedNoteError(number, why, _WHAT)
+        proof.append(node)
+        number += 1
+
+
 def parse_add_checkpoint_request(body: bytes, check: bool = True) -> AddCheckpointRequest:
     """Parse an ``add-checkpoint`` request body strictly.
 
@@ -158,27 +183,7 @@ def parse_add_checkpoint_request(body: bytes, check: bool = True) -> AddCheckpoi
     except (UnicodeDecodeError, ValueError):
         raise MalformedNoteError(1, "the old size is not a decimal with no leading zero", _WHAT) from None
     # 2. proof lines up to the empty line
-    proof: List[bytes] = []
-    pos = end + 1
-    number = 2
-    while True:
-        end = data.find(b"\n", pos)
-        if end < 0:
-            raise MalformedNoteError(number, "no empty line before the checkpoint", _WHAT)
-        line = data[pos:end]
-        pos = end + 1
-        if not line:
-            break
-        if len(proof) == MAX_PROOF_LINES:
-            raise MalformedNoteError(number, "more than %d consistency proof lines" % (MAX_PROOF_LINES,), _WHAT)
-        try:
-            node = strict_b64decode(line.decode("ascii"))
-        except (UnicodeDecodeError, ValueError):
-            raise MalformedNoteError(number, "a consistency proof line must be canonical base64", _WHAT) from None
-        if len(node) != HASH_SIZE:
-            raise MalformedNoteError(number, "a consistency proof line is a %d-byte hash, not %d" % (HASH_SIZE, len(node)), _WHAT)
-        proof.append(node)
-        number += 1
+    proof, pos = _proof_lines(data, end + 1)
     # 3. the checkpoint
     note = parse_note(data[pos:], what="checkpoint")
     if check:

@@ -33,11 +33,17 @@ check and roll the state back (the race tlog-witness describes).  The state
 is a JSON file (format ``agentloop-witness-state/2``) replaced atomically;
 it also holds each log's latest cosigned checkpoint, which
 :meth:`Witness.latest` serves to monitors (tlog-witness "Monitor Retrieval
-Mechanism").  One process owns a state file at a time.
+Mechanism").  Several processes may share a state file (``witness serve``
+and ``cosign --request`` or ``cosign --transcript``): steps 5 to 8 also
+hold an advisory lock on ``<state>.lock`` (:func:`state_lock`) and read the
+file again under it, so no process answers from a size another one has
+moved past (which would cosign a fork).  Where the OS has no ``flock``
+(Windows) one process must own the file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -45,7 +51,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional, Set, Tuple, Union
+from typing import Callable, Dict, Iterator, Optional, Set, Tuple, Union
 
 from ..batch.ledger import MANIFEST_ORIGIN_PREFIX, parse_manifest_checkpoint
 from ..errors import (
@@ -54,18 +60,20 @@ from ..errors import (
     MalformedNoteError,
     ProofError,
     SigningKeyError,
+    TranscriptLockedError,
     WitnessStateError,
 )
 from ..signing.cosignature import CosignatureSigner, CosignatureVerifier
 from ..signing.note import Note, NoteSignature, Verifier, parse_note, sign_note, verify_note
 from ..signing.witness import AddCheckpointRequest, format_add_checkpoint_response, parse_add_checkpoint_request
 from ..transcript.checkpoint import ORIGIN_PREFIX, parse_checkpoint
-from ..transcript.durable import read_small, write_atomic
+from ..transcript.durable import lock_exclusive, read_small, write_atomic
 from ..transcript.merkle import EMPTY_ROOT, verify_consistency
 from .tree_head import MAX_TREE_SIZE, TreeHead, parse_tree_head
 
 __all__ = [
     "STATE_FORMAT",
+    "state_lock",
     "SIZE_CONTENT_TYPE",
     "WitnessPolicy",
     "WitnessAnswer",
@@ -84,6 +92,8 @@ _OLD_STATE_FORMAT = "agentloop-witness-state/1"
 SIZE_CONTENT_TYPE = "text/x.tlog.size"
 _TEXT = "text/plain; charset=utf-8"
 _MAX_STATE_BYTES = 64 << 20
+#: Seconds a process waits for another to finish with the state file.
+LOCK_SECONDS = 10.0
 _HEX64 = re.compile(r"\A[0-9a-f]{64}\Z")
 _AGENTLOOP_RUN = re.compile(r"\A%s[0-9a-f]{64}\Z" % (re.escape(ORIGIN_PREFIX),))
 _AGENTLOOP_ORIGIN = re.compile(
@@ -248,6 +258,36 @@ def save_state(path: str, state: WitnessState) -> None:
         raise WitnessStateError(path, "cannot write the witness state: %s" % (exc.strerror or exc,)) from None
 
 
+@contextlib.contextmanager
+def state_lock(path: str, wait: Optional[float] = None) -> Iterator[None]:
+    """Hold the advisory lock of state file ``path`` (on ``<path>.lock``, created if missing) for a read-check-write.
+
+    Waits up to ``wait`` seconds (default :data:`LOCK_SECONDS`) for another
+    process to let it go; raises :class:`~agentloop.errors.WitnessStateError`
+    if it cannot be had.
+    """
+    wait = LOCK_SECONDS if wait is None else wait
+    lock = path + ".lock"
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
+    except OSError as exc:
+        why = "cannot write the witness state (nor its .lock file beside it): %s" % (exc.strerror or exc,)
+        raise WitnessStateError(path, why) from None
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                lock_exclusive(fd, lock)
+                break
+            except TranscriptLockedError:
+                if time.monotonic() > deadline:
+                    raise WitnessStateError(path, "is locked by another witness process for over %g s" % (wait,))
+                time.sleep(0.01)
+        yield
+    finally:
+        os.close(fd)
+
+
 def _strict(note: Note, head: TreeHead) -> None:
     """agentloop's own origins are read by their own stricter parsers (MalformedCheckpointError)."""
     if head.origin.startswith(ORIGIN_PREFIX):
@@ -356,7 +396,7 @@ class Witness:
         if isinstance(read, WitnessAnswer):
             return read
         request, head = read
-        with self._lock:
+        with self._lock, self._shared():
             # 5.
             seen = self._state.get(head.origin)
             held = 0 if seen is None else seen.size
@@ -377,6 +417,16 @@ class Witness:
             self._state = new
         body_out = format_add_checkpoint_response([NoteSignature(mine.name, mine.key_id, mine.signature)])
         return WitnessAnswer(200, body_out, _TEXT, "cosigned %d entries of %r" % (head.size, head.origin[:200]), data)
+
+    @contextlib.contextmanager
+    def _shared(self) -> Iterator[None]:
+        """The state file's lock, and the state as it is on disk now (another process may have moved it on)."""
+        if self.path is None:
+            yield
+            return
+        with state_lock(self.path):
+            self._state = load_state(self.path)
+            yield
 
     def _persist(self, state: WitnessState) -> None:
         if self.path is not None:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import shutil
-from typing import List, Tuple
+from typing import Any, List, Tuple
+from unittest import mock
 
+from agentloop.cli import batch as batch_cli
 from agentloop.cli import main
 
 from ..helpers import TempDir
@@ -495,3 +498,88 @@ class TestMoreCases(CliCase):
         self.assertEqual(status, 1)
         self.assertIn("solo/manifest.jsonl: FAILED: manifest: a ledger of one line has an empty inclusion path", out)
         self.assertFalse(os.path.exists("solo/a.receipt.cose"))
+
+
+class TestReceiptOfAnotherBatch(CliCase):
+    def test_a_manifest_is_checked_against_the_ledger_its_receipt_proves(self) -> None:
+        """Run "b" is the same in two batches, so its line is too: each batch's receipt proves its own ledger."""
+        tasks = {
+            "one.jsonl": ["a", "b"],
+            "two.jsonl": ["x", "b", "y"],
+        }
+        steps = {"a": 4, "b": 1, "x": 3, "y": 2}
+        for name, runs in tasks.items():
+            with open(name, "w", encoding="utf-8") as handle:
+                for run in runs:
+                    task = "three" if run == "b" else "one"
+                    handle.write(json.dumps({"name": run, "task": task, "max_steps": steps[run], "max_tokens": 1000}))
+                    handle.write("\n")
+            status, _, err = self.cli(
+                "batch", name, "--model", "tests.batch_models:factory", "--tools", "tests.batch_models:tools",
+                "--out", name[:-6], "--receipts", "op.key", UNSAFE,
+            )
+            self.assertEqual((status, err), (0, ""))
+        with open("one/manifest.jsonl", "rb") as one, open("two/manifest.jsonl", "rb") as two:
+            (line,) = [l for l in one.read().splitlines() if b'"name":"b"' in l]
+            self.assertIn(line + b"\n", two.read())  # the premise: the very same line in both ledgers
+        verify = ["verify", "one/manifest.jsonl", "--trust", "op.pub", "--name", "b", "--receipt"]
+        self.assertEqual(self.cli(*verify, "one/b.receipt.cose")[0], 0)
+        status, out, _ = self.cli(*verify, "two/b.receipt.cose")
+        self.assertEqual(status, 1)
+        self.assertRegex(
+            out,
+            r"^two/b.receipt.cose: FAILED: receipt: proves the line in a ledger of 3 runs with root "
+            r"[0-9a-f]{16}\.\.\., not in one/manifest.jsonl \(2 runs, root [0-9a-f]{16}\.\.\.\)\n$",
+        )
+        # Against the transcript, the receipt says which ledger it proves the line in, and that is true.
+        status, out, _ = self.cli("verify", "one/b.jsonl", "--receipt", "two/b.receipt.cose", "--trust", "op.pub")
+        self.assertEqual(status, 0)
+        self.assertIn("is entry 1 of the ledger of 3 runs", out)
+
+
+class TestIssuerRefusedBeforeAnyWork(CliCase):
+    def test_an_issuer_no_statement_or_receipt_can_carry_is_a_usage_error(self) -> None:
+        long = "i" * 8193
+        for issuer in ("", long):
+            with self.subTest(issuer=issuer[:10]):
+                status, out, err = self.cli("statement", "run.jsonl", "--key", "op.key", "--issuer", issuer, UNSAFE)
+                self.assertEqual((status, out), (2, ""))
+                self.assertEqual(
+                    err,
+                    "agentloop statement: error: --issuer: must be text of 1 to 8192 characters (RFC 9943 section 6)\n",
+                )
+                self.assertFalse(os.path.exists("run.statement.cose"))
+        with open("tasks.jsonl", "w", encoding="utf-8") as handle:
+            handle.write('{"name": "a", "task": "one", "max_steps": 4, "max_tokens": 1000}\n')
+            handle.write('{"name": "b", "task": "three", "max_steps": 1, "max_tokens": 1000}\n')
+        status, out, err = self.cli(
+            "batch", "tasks.jsonl", "--model", "tests.batch_models:factory", "--tools", "tests.batch_models:tools",
+            "--out", "out", "--receipts", "op.key", "--issuer", "", UNSAFE,
+        )
+        self.assertEqual((status, out), (2, ""))
+        self.assertIn("--issuer: must be text of 1 to 8192 characters", err)
+        self.assertFalse(os.path.exists("out"))  # refused before the first run, not after the batch
+
+
+class TestReceiptsSignOnlyWhatWasChecked(CliCase):
+    def test_a_transcript_changed_after_the_batch_wrote_its_line_gets_no_receipt(self) -> None:
+        """The ledger and the transcripts are checked before receipts are signed, as an attestation's are."""
+        real = batch_cli._cmd_batch
+
+        def batch_then_change_a(args: Any, out: Any) -> int:
+            status = real(args, out)
+            with open(os.path.join(args.out, "a.jsonl"), "ab") as handle:
+                handle.write(b"{}\n")  # the transcript no longer verifies, and is not what its line says
+            return status
+
+        with open("tasks.jsonl", "w", encoding="utf-8") as handle:
+            handle.write('{"name": "a", "task": "one", "max_steps": 4, "max_tokens": 1000}\n')
+            handle.write('{"name": "b", "task": "three", "max_steps": 1, "max_tokens": 1000}\n')
+        with mock.patch.object(batch_cli, "_cmd_batch", batch_then_change_a):
+            status, out, err = self.cli(
+                "batch", "tasks.jsonl", "--model", "tests.batch_models:factory", "--tools", "tests.batch_models:tools",
+                "--out", "out", "--receipts", "op.key", UNSAFE,
+            )
+        self.assertEqual(status, 1, (out, err))
+        self.assertIn("out/manifest.jsonl: FAILED: out/a.jsonl: does not verify", out)
+        self.assertEqual(sorted(n for n in os.listdir("out") if n.endswith(".cose")), [])

@@ -222,6 +222,8 @@ class TestDecodingRefusals(unittest.TestCase):
         self.refused("a201010101", 3, "repeats a key")
         self.refused("a201f5f5f4", 3, "two map keys are equal as values")  # 1 and true
         self.refused("a18001", 1, "array or a map")
+        self.refused("a1c18000", 1, "array or a map (or a tag of one)")  # {1([]): 0}: no Python key, no TypeError
+        self.refused("a1c1c1a000", 1, "array or a map (or a tag of one)")
         self.refused("c2480100000000000000", 0, "fits 64 bits")  # 2**56 as a bignum
         self.refused("c24900ffffffffffffffff", 0, "leading zero")
         self.refused("c201", 0, "holds a byte string")

@@ -454,6 +454,25 @@ class TestForgedAttestations(Case):
                     check_files(attestation, [path])
 
 
+class TestIdenticalRuns(Case):
+    """Two runs of the same task give the very same transcript bytes: one subject each, told apart by name."""
+
+    def test_the_attestation_of_a_batch_with_two_identical_runs_verifies(self) -> None:
+        out = self.path("out")
+        specs = [RunSpec("p", "one", 4, 1000), RunSpec("q", "one", 4, 1000), RunSpec("r", "three", 1, 1000)]
+        run_many(specs, model="tests.batch_models:factory", tools="tests.batch_models:tools", out_dir=out,
+                 checkpoint=os.path.join(out, "manifest.checkpoint"))
+        files = [os.path.join(out, n + ".jsonl") for n in "pqr"]
+        with open(files[0], "rb") as one, open(files[1], "rb") as other:
+            self.assertEqual(one.read(), other.read())  # the premise: the same bytes, the same SHA-256
+        (attestation,) = read_bundle(attest_batch(os.path.join(out, "manifest.jsonl"), [self.key]), [self.verifier])
+        self.assertEqual([n for n, _ in attestation.subjects], ["p.jsonl", "q.jsonl", "r.jsonl"])
+        checked = check_files(attestation, files)
+        self.assertEqual(([n for _, n in checked.files], checked.unchecked), (["p", "q", "r"], ()))
+        checked = check_files(attestation, files[1:2])
+        self.assertEqual(([n for _, n in checked.files], checked.unchecked), (["q"], ("p", "r")))
+
+
 class TestBatchWithFailures(TestBatch):
     """A ledger with failed runs: they are in the predicate, not among the subjects."""
 
@@ -519,11 +538,16 @@ class TestBatchWithFailures(TestBatch):
             return read_back
 
         good = json.loads(json.dumps(attestation.predicate))
+        one_root = naive_root(self.ledger.splitlines()[:1]).hex()  # the ledger of run "a" alone
         cases = [
             (forged(dict(good, format="x")), "a batch predicate holds format, ledger and a non-empty runs array"),
             (forged(dict(good, runs=[1])), "predicate.runs: every run is an object"),
             (forged(dict(good, runs=[{"name": "a"}])), "predicate.runs: are not ledger lines"),
             (forged(good, subjects[:1]), "subject: the subjects are not the ok runs of its predicate"),
+            (
+                forged(dict(good, runs=good["runs"][:1], ledger=dict(good["ledger"], size=True, root=one_root))),
+                "predicate.ledger: its size and root are not those of its runs",  # true is not 1 in JSON
+            ),
             (
                 forged(dict(good, runs=[dict(good["runs"][0], model={"model": "another"})] + good["runs"][1:])),
                 'run "a" has another model',

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import http.client
@@ -10,6 +11,8 @@ import json
 import os
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -19,13 +22,15 @@ import unittest
 from typing import List, Tuple
 
 from agentloop.cli import main
+from agentloop.signing.note import sign_note
 from agentloop.signing.keys import ALG_COSIGNATURE_V1, encode_signer_key
+from agentloop.tlog.proof import TlogProof
 from agentloop.tlog.server import start_server
 from agentloop.tlog.witness import Witness, WitnessPolicy
 from agentloop.transcript.checkpoint import parse_checkpoint
 
 from .make_vectors import LOG_NAME, WITNESS_NAME, seed
-from .support import TIME, trusted, vector, vector_path, witness_signer
+from .support import TIME, log_signer, trusted, vector, vector_path, witness_signer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 UNSAFE = "--unsafe-pure-python-signer"
@@ -142,6 +147,24 @@ class TestCheckProof(CliCase):
             handle.write(line)
         self.assertEqual(self.cli("check-proof", "record-1.tlog-proof", "--trust", "log.pub", "--leaf", "leaf")[0], 0)
 
+    def test_another_logs_entry_is_its_bytes_as_they_are(self) -> None:
+        """Go's sumdb records end in a newline: for a log not agentloop's, --leaf is not trimmed."""
+        entries = [b"golang.org/x/text v0.3.0 h1:...\ngolang.org/x/text v0.3.0/go.mod h1:...\n", b"second\n"]
+        leaves = [hashlib.sha256(b"\x00" + entry).digest() for entry in entries]
+        root = hashlib.sha256(b"\x01" + leaves[0] + leaves[1]).digest()
+        checkpoint = sign_note("example.com/sumdb\n2\n%s\n" % (base64.b64encode(root).decode(),), log_signer())
+        with open(self.path("sumdb.tlog-proof"), "wb") as handle:
+            handle.write(TlogProof(0, (leaves[1],), checkpoint).to_bytes())
+        with open(self.path("entry"), "wb") as handle:
+            handle.write(entries[0])
+        argv = ("check-proof", "sumdb.tlog-proof", "--trust", "log.pub", "--origin", "example.com/sumdb", "--leaf")
+        status, out, _ = self.cli(*argv, "entry")
+        self.assertEqual(status, 0, out)
+        self.assertIn("ok, entry 0 is entry 0 of the 2 of 'example.com/sumdb'", out)
+        with open(self.path("entry"), "wb") as handle:
+            handle.write(entries[0][:-1])
+        self.assertEqual(self.cli(*argv, "entry")[0], 1)
+
     def test_failures_exit_1_naming_what_failed(self) -> None:
         origin = parse_checkpoint(self.read("run.checkpoint")).origin
         for argv, message in (
@@ -179,6 +202,10 @@ class TestCheckProof(CliCase):
         status, _, err = self.cli("check-proof", "run.checkpoint")
         self.assertEqual(status, 2)
         self.assertIn("the argument --checkpoint is required", err)
+        status, out, err = self.cli("check-proof", "@missing.tlog-proof", "--trust", "log.pub")  # not a usage error
+        self.assertEqual((status, err), (1, ""))
+        missing = self.path("missing.tlog-proof")
+        self.assertEqual(out, "%s: FAILED: cannot read %s: No such file or directory\n" % (missing, missing))
 
 
 class TestCosignRequest(CliCase):
@@ -381,6 +408,82 @@ class TestServer(unittest.TestCase):
         self.assertEqual(self.request("POST", "/w/add-checkpoint", headers=(("Transfer-Encoding", "chunked"),))[0], 411)
         self.assertEqual(self.request("POST", "/w/add-checkpoint", headers=(("Content-Length", "99999999"),))[0], 413)
         self.assertEqual(self.request("POST", "/w/add-checkpoint", b"old 0\n")[0], 400)
+        self.assertEqual(self.request("POST", "/w/add-checkpoint", headers=(("Content-Length", "-1"),))[:2],
+                         (400, "text/plain; charset=utf-8"))
+
+
+class TestSlowAndRudeClients(unittest.TestCase):
+    """A client that trickles its request, many that hold connections, one that resets: none holds the witness."""
+
+    def serve(self, timeout: float, connections: int) -> int:
+        self.lines: List[str] = []
+        witness = Witness(witness_signer(), WitnessPolicy(tuple(trusted()[:1])), None, clock=lambda: TIME)
+        server, thread = start_server(witness, "127.0.0.1", 0, "", self.lines.append, timeout, connections)
+        self.addCleanup(thread.join, 5)
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        return int(server.server_address[1])
+
+    def connect(self, port: int) -> socket.socket:
+        conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.addCleanup(conn.close)
+        return conn
+
+    def test_a_trickled_request_is_cut_off_after_the_request_time(self) -> None:
+        port = self.serve(timeout=1.0, connections=8)
+        conn = self.connect(port)
+        body = vector("add-checkpoint-0.txt")
+        conn.sendall(b"POST /add-checkpoint HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % (len(body),))
+        start = time.monotonic()
+        closed = False
+        for byte in body[:40]:  # a byte every 0.2 s: never idle for the socket's timeout, slower than any request
+            try:
+                conn.sendall(bytes([byte]))
+            except OSError:
+                closed = True
+                break
+            time.sleep(0.2)
+            if time.monotonic() - start > 6:
+                break
+        if not closed:
+            conn.settimeout(5)
+            try:
+                closed = conn.recv(100) == b""
+            except socket.timeout:
+                closed = False
+            except OSError:  # reset
+                closed = True
+        self.assertTrue(closed, "the trickling client still holds its connection")
+        self.assertLess(time.monotonic() - start, 6)
+
+    def test_at_most_so_many_connections_are_served_at_once(self) -> None:
+        port = self.serve(timeout=30.0, connections=2)
+        held = [self.connect(port) for _ in range(2)]
+        time.sleep(0.3)  # both are being served (waiting for their request line)
+        third = self.connect(port)
+        third.settimeout(5)
+        self.assertEqual(third.recv(100), b"")  # closed unread
+        self.assertTrue(any("refused: 2 connections are open" in line for line in self.lines), self.lines)
+        for conn in held:
+            conn.close()
+        time.sleep(0.3)
+        status = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        self.addCleanup(status.close)
+        status.request("GET", "/%s/checkpoint" % ("0" * 64,))
+        self.assertEqual(status.getresponse().status, 404)  # the slots are free again
+
+    def test_a_client_that_resets_the_connection_is_one_line_not_a_traceback(self) -> None:
+        port = self.serve(timeout=30.0, connections=8)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            for _ in range(3):
+                conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                conn.sendall(b"GET /%s/checkpoint HTTP/1.1\r\n\r\n" % (b"0" * 64,) * 500)
+                conn.close()  # reset, with 499 answers still to write
+            time.sleep(1)
+        self.assertEqual(err.getvalue(), "")
+        self.assertTrue(any("connection failed: " in line for line in self.lines), self.lines)
 
 
 class TestWitnessRequestFromASize(CliCase):
@@ -596,6 +699,32 @@ class TestLiveWitness(CliCase):
         )
         self.assertEqual(status, 2)
         self.assertIn("must be an http:// or https:// URL", err)
+
+    def test_a_witness_that_does_not_answer_in_http(self) -> None:
+        """A bad status line, a header over http.client's limit: one FAILED line, exit 1 (it was exit 70)."""
+        for answer, words in (
+            (b"GARBAGE\r\n\r\n", "the witness's answer is not HTTP (BadStatusLine: "),
+            (b"HTTP/1.1 200 OK\r\nX: " + b"a" * 70000 + b"\r\n\r\n", "the witness's answer is not HTTP (LineTooLong"),
+        ):
+            listener = socket.socket()
+            self.addCleanup(listener.close)
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(1)
+
+            def answer_once(listener: socket.socket = listener, answer: bytes = answer) -> None:
+                conn, _ = listener.accept()
+                with conn:
+                    conn.recv(1 << 16)
+                    conn.sendall(answer)
+
+            thread = threading.Thread(target=answer_once, daemon=True)
+            thread.start()
+            url = "http://127.0.0.1:%d/add-checkpoint" % (listener.getsockname()[1],)
+            status, out, err = self.cli("witness", "submit", url, "add-checkpoint-0.txt", "--trust", "witness.pub")
+            thread.join(10)
+            self.assertEqual((status, err), (1, ""))
+            self.assertIn("add-checkpoint-0.txt: FAILED: " + words, out)
+            self.assertEqual(out.count("\n"), 1)
 
 
 if __name__ == "__main__":

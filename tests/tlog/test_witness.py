@@ -8,6 +8,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 import unittest
 from typing import List, Sequence
 
@@ -19,7 +20,7 @@ from agentloop.signing.witness import (
     parse_add_checkpoint_response,
 )
 from agentloop.errors import WitnessStateError
-from agentloop.tlog.witness import STATE_FORMAT, Witness, WitnessPolicy, load_state
+from agentloop.tlog.witness import STATE_FORMAT, Witness, WitnessPolicy, load_state, state_lock
 from agentloop.transcript.merkle import EMPTY_ROOT
 
 from .support import TIME, load_json, log_signer, trusted, vector, witness_signer
@@ -192,7 +193,35 @@ class TestState(WitnessCase):
         )
         with self.assertRaisesRegex(WitnessStateError, "cannot write the witness state"):
             witness.add_checkpoint(vector("add-checkpoint-0.txt"))
-        self.assertEqual(witness.add_checkpoint(vector("add-checkpoint-2.txt")).status, 409)  # still holds 0
+        origin = parse_add_checkpoint_request(vector("add-checkpoint-0.txt")).checkpoint.text.split("\n")[0]
+        self.assertEqual(witness.held(origin), 0)  # still holds 0
+        os.mkdir(os.path.join(self.folder, "missing"))
+        with open(os.path.join(self.folder, "missing", "w.state"), "w", encoding="utf-8") as handle:
+            handle.write("{}")  # there, but no state file: nothing is cosigned from it either
+        with self.assertRaisesRegex(WitnessStateError, "is not a witness state file"):
+            witness.add_checkpoint(vector("add-checkpoint-0.txt"))
+
+    def test_two_witnesses_on_one_state_file_answer_from_what_is_on_disk(self) -> None:
+        """Two processes on one state file (witness serve and cosign --request): neither answers from a stale size.
+
+        The second witness loaded the file when it held nothing; the first then cosigned size 2.  Answering
+        from its memory, the second would cosign "old 0" again (and would cosign a fork of those 2 entries).
+        """
+        other = self.make()
+        self.assertEqual(self.witness.add_checkpoint(vector("add-checkpoint-0.txt")).status, 200)
+        answer = other.add_checkpoint(vector("add-checkpoint-0.txt"))
+        self.assertEqual((answer.status, answer.body), (409, b"2\n"))
+        self.assertEqual(other.add_checkpoint(vector("add-checkpoint-2.txt")).status, 200)
+        self.assertEqual(self.witness.add_checkpoint(vector("add-checkpoint-2.txt")).status, 409)
+        self.assertTrue(os.path.exists(self.state + ".lock"))
+
+    def test_a_state_file_locked_by_another_process_is_waited_for_then_refused(self) -> None:
+        with state_lock(self.state):
+            started = time.monotonic()
+            with self.assertRaisesRegex(WitnessStateError, "is locked by another witness process for over 0.2 s"):
+                with state_lock(self.state, wait=0.2):
+                    pass
+            self.assertGreaterEqual(time.monotonic() - started, 0.2)
 
     def test_one_of_racing_requests_wins(self) -> None:
         answers: List[int] = []
