@@ -473,6 +473,12 @@ class TestHttp(StdioCase):
                              "MCP server 't': tools/call 'flaky': timed out after 2 s (closed the connection)")
             self.assertLess(time.monotonic() - started, 10)  # said at once, not after the 60-s retry
         self.assertEqual(state.gets, [])  # no GET was sent
+        state, url = self.serve("legacy", sse=True, retry_ms=10 ** 400)
+        with MCPHttp(url, name="t", timeout=2) as server:  # a retry no float can hold: still the deadline
+            tool = by_server_name(server.tools())
+            self.assertEqual(failure(tool["flaky"], {}),
+                             "MCP server 't': tools/call 'flaky': timed out after 2 s (closed the connection)")
+        self.assertEqual(state.gets, [])
 
     def test_one_renewal_however_many_calls_meet_the_expired_session(self) -> None:
         import threading

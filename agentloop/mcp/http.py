@@ -83,6 +83,7 @@ MAX_RESUMES = 100
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _PLAIN = re.compile(r"[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?\Z")
 _SAFE_INTEGER = 2 ** 53 - 1
+_MAX_WAIT_MS = 2 * 86400 * 1000  # longer than the longest timeout (86400 s)
 _PROTOCOL_HEADERS = ("content-type", "accept", "mcp-protocol-version", "mcp-method", "mcp-name", "mcp-session-id")
 
 
@@ -375,7 +376,8 @@ class MCPHttp(MCPClient):
         for _ in range(MAX_RESUMES):
             if self.modern or not cursor:  # 1.
                 raise Failed("%s before the response to %s" % (ended, method), "http")
-            wait = (retry or 0) / 1000.0  # 2.
+            # 2. (a retry longer than any timeout is past the deadline anyway: no float of a 4000-digit integer)
+            wait = min(retry or 0, _MAX_WAIT_MS) / 1000.0
             if time.monotonic() + wait >= deadline:
                 raise socket.timeout("deadline")
             time.sleep(wait)
