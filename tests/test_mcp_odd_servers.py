@@ -169,6 +169,59 @@ class TestSessions(OddCase):
                                                                   "server ended the session, and " + text)
 
 
+class TestEchoedSecrets(OddCase):
+    """A server that quotes a header value back (its error message, a tool's error text, a proxy's page).
+
+    The value is cut out of every error text before it reaches a terminal or,
+    as a call's ``error``, the transcript; the record's refusal reasons too.
+    """
+
+    TOKEN = "sekrit-token-123"
+    ECHO = "the token Bearer sekrit-token-123 is not valid here"
+
+    def client(self, script: Dict[str, List[Dict[str, Any]]], protocol: str = "2025-11-25") -> MCPHttp:
+        httpd, url = serve_http(script)
+        self.addCleanup(httpd.server_close)
+        self.addCleanup(httpd.shutdown)
+        return MCPHttp(url, name="odd", protocol=protocol, timeout=5, headers={"Authorization": "Bearer " + self.TOKEN})
+
+    def test_in_call_failures(self) -> None:
+        script = listing({"name": "plain", "inputSchema": OBJECT})
+        script["tools/call"] = [
+            {"error": {"code": -32000, "message": self.ECHO}},
+            {"status": 401, "error": {"code": -32001, "message": self.ECHO}},
+            {"result": {"content": [{"type": "text", "text": self.ECHO}], "isError": True}},
+            {"raw": self.ECHO},
+            {"status": 403, "raw": self.ECHO},
+        ]
+        with self.client(script) as client:
+            tool = by_server_name(client.tools())
+            texts = [failure(tool["plain"], {}) for _ in range(5)]
+        where = "MCP server 'odd': tools/call 'plain': "
+        self.assertEqual(texts[:3], [where + "JSON-RPC error -32000: the token [redacted] is not valid here",
+                                     where + "HTTP 401: JSON-RPC error -32001: the token [redacted] is not valid here",
+                                     "the token [redacted] is not valid here"])
+        for text in texts:
+            self.assertNotIn("sekrit", text)
+            self.assertIn("[redacted]", text)
+
+    def test_in_start_up_errors_and_refusal_reasons(self) -> None:
+        echo = {"error": {"code": -32000, "message": self.ECHO}}
+        for script, protocol in [({"initialize": [echo]}, "2025-11-25"), ({"tools/list": [echo]}, "2025-11-25"),
+                                 ({"server/discover": [{"error": {"code": -32022, "message": "no", "data": {
+                                     "supported": [self.TOKEN]}}}]}, "auto")]:
+            with self.subTest(script=script):
+                text = self.start_fails(self.client(script, protocol))
+                self.assertNotIn("sekrit", text)
+                self.assertIn("[redacted]", text)
+        script = listing({"name": "plain", "inputSchema": OBJECT, "execution": {"taskSupport": self.TOKEN}})
+        with self.client(script) as client:
+            self.assertEqual(client.tools(), [])
+            record = json.dumps(client.describe())
+        self.assertNotIn("sekrit", record)
+        self.assertIn("execution.taskSupport '[redacted]' is not one of", record)
+
+
 class TestStdioServerFaults(OddCase):
     def test_an_error_about_an_unreadable_request_then_a_signal(self) -> None:
         script = listing({"name": "plain", "inputSchema": OBJECT})

@@ -53,9 +53,10 @@ as ``ok: false``.
 from __future__ import annotations
 
 import abc
+import contextlib
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from .._version import __version__
 from ..errors import AgentloopError, MCPConfigError, MCPError, MCPNameCollisionError, NotPicklableError, ToolFailure
@@ -241,6 +242,36 @@ class MCPClient(abc.ABC):
     def _where(self) -> Dict[str, Any]:
         """Where the server is, for the record: ``{"command": [...]}`` or ``{"host": ...}`` (no secrets)."""
 
+    def _redact(self, text: str) -> str:
+        """``text`` with the secrets the transport holds cut out (MCPHttp: its header values); here none."""
+        return text
+
+    @contextlib.contextmanager
+    def _no_secrets(self) -> Iterator[None]:
+        """Every error leaving the client through :meth:`_redact`: a server may echo a secret in what it sends.
+
+        A bearer token quoted back in a JSON-RPC error message, a tool's
+        error text or a proxy's error page would otherwise reach a terminal
+        or, as a call's ``error``, the transcript.
+        """
+        try:
+            yield
+        except ToolFailure as exc:
+            text = self._redact(exc.text)
+            if text == exc.text:
+                raise
+            raise ToolFailure(text) from None
+        except MCPError as exc:
+            reason = self._redact(exc.reason)
+            if reason == exc.reason:
+                raise
+            raise MCPError(exc.server, reason) from None
+        except MCPConfigError as exc:
+            reason = self._redact(exc.reason)
+            if reason == exc.reason:
+                raise
+            raise MCPConfigError(exc.parameter, reason) from None
+
     # --- life cycle ------------------------------------------------------
 
     def __enter__(self) -> "MCPClient":
@@ -255,6 +286,10 @@ class MCPClient(abc.ABC):
 
         Idempotent; :meth:`tools` calls it.  On failure the client is closed.
         """
+        with self._no_secrets():
+            self._start()
+
+    def _start(self) -> None:
         with self._start_lock:
             if self._closed:
                 raise MCPError(self.name, "the client is closed")
@@ -379,6 +414,10 @@ class MCPClient(abc.ABC):
 
     def list_tools(self) -> List[Dict[str, Any]]:
         """Every tool definition of every ``tools/list`` page, in server order (2025-11-25 "Pagination")."""
+        with self._no_secrets():
+            return self._list_tools()
+
+    def _list_tools(self) -> List[Dict[str, Any]]:
         self.start()
         tools: List[Dict[str, Any]] = []
         cursor: Optional[str] = None
@@ -411,6 +450,10 @@ class MCPClient(abc.ABC):
         and listed in :meth:`describe`'s ``refused``; two tools that would
         share a name raise :class:`~agentloop.errors.MCPNameCollisionError`.
         """
+        with self._no_secrets():
+            return self._tools(prefix, include)
+
+    def _tools(self, prefix: str, include: Optional[Iterable[str]]) -> List[Tool]:
         if not isinstance(prefix, str) or not PREFIX.match(prefix):
             raise MCPConfigError("prefix", "must match [A-Za-z0-9_-]{0,40}, got %r" % (prefix,))
         wanted = None if include is None else list(include)
@@ -440,7 +483,7 @@ class MCPClient(abc.ABC):
             try:
                 tool = self._tool(name, server_name, definition)
             except Refused as exc:
-                self._refused[server_name] = exc.reason
+                self._refused[server_name] = self._redact(exc.reason)  # the record's: no echoed secret
                 continue
             self._refused.pop(server_name, None)
             self._exposed[name] = server_name
@@ -474,7 +517,15 @@ class MCPClient(abc.ABC):
             raise Refused("inputSchema: %s" % (exc,)) from None
 
     def call(self, origin: Origin, arguments: Dict[str, Any]) -> Any:
-        """One ``tools/call``: the result as received (``_meta`` dropped), or :class:`~agentloop.errors.ToolFailure`."""
+        """One ``tools/call``: the result as received (``_meta`` dropped), or :class:`~agentloop.errors.ToolFailure`.
+
+        The result is recorded as the server sent it; an error text has the
+        transport's secrets cut out (:meth:`_no_secrets`).
+        """
+        with self._no_secrets():
+            return self._call(origin, arguments)
+
+    def _call(self, origin: Origin, arguments: Dict[str, Any]) -> Any:
         prefix = "MCP server %r: " % (self.name,)
         if self._closed:
             raise ToolFailure(prefix + "the client is closed")
