@@ -544,6 +544,18 @@ class TestHttp(StdioCase):
             with self.subTest(bad), self.assertRaises(MCPConfigError):
                 MCPHttp(bad, name="t")
 
+    def test_header_values_the_wire_cannot_carry_are_refused_without_being_quoted(self) -> None:
+        # A non-Latin-1 character made http.client raise UnicodeEncodeError on the first request (exit 70 from
+        # the command line); a control character went onto the wire.
+        for value in ("a\r\nX-Evil: sekrit", "sekrit-\u20ac", "sekrit\x00", "sekrit\x7f", "sekrit\x1b[2J", "sekrit-\xe9"):
+            with self.subTest(value=value):
+                with self.assertRaises(MCPConfigError) as caught:
+                    MCPHttp("http://127.0.0.1:9/mcp", name="t", headers={"X-Key": value})
+                self.assertEqual(str(caught.exception), "headers: the value of X-Key must be a string of visible "
+                                                        "ASCII characters, spaces and tabs (no line break, control "
+                                                        "character or non-ASCII character)")
+        MCPHttp("http://127.0.0.1:9/mcp", name="t", headers={"X-Key": "a b\tc", "X-Empty": ""})
+
 
 class TestLoop(unittest.TestCase):
     def test_a_run_records_what_the_server_said(self) -> None:

@@ -74,7 +74,7 @@ from .jsonrpc import (
     short,
 )
 
-__all__ = ["MCPHttp", "header_value", "MAX_BODY", "MAX_RESUMES"]
+__all__ = ["MCPHttp", "header_value", "header_problem", "MAX_BODY", "MAX_RESUMES"]
 
 #: The largest answer read (a JSON body or a whole SSE stream).
 MAX_BODY = 64 * 1024 * 1024
@@ -82,6 +82,7 @@ MAX_BODY = 64 * 1024 * 1024
 MAX_RESUMES = 100
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _PLAIN = re.compile(r"[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?\Z")
+_FIELD_VALUE = re.compile(r"[\x20-\x7e\t]*\Z")
 _SAFE_INTEGER = 2 ** 53 - 1
 _MAX_WAIT_MS = 2 * 86400 * 1000  # longer than the longest timeout (86400 s)
 _PROTOCOL_HEADERS = ("content-type", "accept", "mcp-protocol-version", "mcp-method", "mcp-name", "mcp-session-id")
@@ -101,6 +102,25 @@ def header_value(value: Union[str, int, bool]) -> str:
     if _PLAIN.match(text) and not (text.startswith("=?base64?") and text.endswith("?=")):
         return text
     return "=?base64?%s?=" % (base64.b64encode(text.encode("utf-8")).decode("ascii"),)
+
+
+def header_problem(name: Any, value: Any) -> Optional[str]:
+    """Why ``name: value`` cannot be one of :class:`MCPHttp`'s ``headers``, or ``None``; the value is never quoted.
+
+    The name must be an HTTP token (RFC 9110 5.1) and not one of the
+    protocol's headers, which the client sets; the value a string of
+    visible ASCII, spaces and tabs (RFC 9110 5.5 without ``obs-text``): a
+    line break would split the request, and :mod:`http.client` cannot send
+    a character outside Latin-1.
+    """
+    if not isinstance(name, str) or not _TOKEN.match(name):
+        return "a header name must be an HTTP token"
+    if name.lower() in _PROTOCOL_HEADERS:
+        return "%s is set by the client" % (name,)
+    if not isinstance(value, str) or not _FIELD_VALUE.match(value):
+        return ("the value of %s must be a string of visible ASCII characters, spaces and tabs "
+                "(no line break, control character or non-ASCII character)" % (name,))
+    return None
 
 
 class MCPHttp(MCPClient):
@@ -151,12 +171,9 @@ class MCPHttp(MCPClient):
         self._target = (parts.path or "/") + ("?" + parts.query if parts.query else "")
         self._headers: Dict[str, str] = {}
         for key, value in (headers or {}).items():
-            if not isinstance(key, str) or not _TOKEN.match(key):
-                raise MCPConfigError("headers", "a header name must be an HTTP token")
-            if not isinstance(value, str) or "\r" in value or "\n" in value:
-                raise MCPConfigError("headers", "the value of %s must be a string without line breaks" % (key,))
-            if key.lower() in _PROTOCOL_HEADERS:
-                raise MCPConfigError("headers", "%s is set by the client" % (key,))
+            problem = header_problem(key, value)
+            if problem is not None:
+                raise MCPConfigError("headers", problem)
             self._headers[key] = value
         self._secrets = sorted(
             {v for v in self._headers.values() if len(v) >= 3}
