@@ -445,6 +445,15 @@ class TestHttp(StdioCase):
             self.assertEqual(state.server.calls, ["flaky", "flaky_expire", "add"])
             self.assertEqual(state.server.methods.count("initialize"), 2)
 
+    def test_an_event_id_outside_latin_1_is_sent_back_as_utf_8(self) -> None:
+        # WHATWG HTML "reestablish the connection": Last-Event-ID is the last event ID string in UTF-8;
+        # http.client encodes a str as Latin-1 and raised UnicodeEncodeError, out of the tool call.
+        state, url = self.serve("legacy", sse=True, prime="prime-\u00e9\u20ac-")
+        with MCPHttp(url, name="t", timeout=5) as server:
+            tool = by_server_name(server.tools())
+            self.assertEqual(tool["flaky"].invoke({})["content"], [{"type": "text", "text": "answered flaky"}])
+        self.assertTrue(state.gets[-1]["last-event-id"].startswith("prime-\u00e9\u20ac-"), state.gets)
+
     def test_a_resumed_stream_that_breaks_is_resumed_again_from_its_own_last_id(self) -> None:
         state, url = self.serve("legacy", sse=True)
         with MCPHttp(url, name="t", timeout=5) as server:
@@ -543,6 +552,15 @@ class TestHttp(StdioCase):
         for bad in ("ftp://x/mcp", "http://user:pw@host/mcp", "/mcp"):
             with self.subTest(bad), self.assertRaises(MCPConfigError):
                 MCPHttp(bad, name="t")
+        # http.client refused a space quoting the path and query (and the token in it) in its error, and
+        # raised UnicodeEncodeError for a non-ASCII path (exit 70 from the command line).
+        for bad in ("http://127.0.0.1:9/mcp x?token=sekrit", "http://127.0.0.1:9/mcp?token=sek rit",
+                    "http://127.0.0.1:9/mcp\u00e9?token=sekrit", "http://127.0.0.1:9/mcp?token=sekrit\x7f"):
+            with self.subTest(bad):
+                with self.assertRaises(MCPConfigError) as caught:
+                    MCPHttp(bad, name="t")
+                self.assertEqual(str(caught.exception), "url: must have a path and query of visible ASCII "
+                                                        "(percent-encode spaces and the rest)")
 
     def test_header_values_the_wire_cannot_carry_are_refused_without_being_quoted(self) -> None:
         # A non-Latin-1 character made http.client raise UnicodeEncodeError on the first request (exit 70 from

@@ -83,6 +83,7 @@ MAX_RESUMES = 100
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _PLAIN = re.compile(r"[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?\Z")
 _FIELD_VALUE = re.compile(r"[\x20-\x7e\t]*\Z")
+_TARGET = re.compile(r"[\x21-\x7e]+\Z")
 _SAFE_INTEGER = 2 ** 53 - 1
 _MAX_WAIT_MS = 2 * 86400 * 1000  # longer than the longest timeout (86400 s)
 _PROTOCOL_HEADERS = ("content-type", "accept", "mcp-protocol-version", "mcp-method", "mcp-name", "mcp-session-id")
@@ -169,6 +170,8 @@ class MCPHttp(MCPClient):
         #: The server's host (and port), which is all errors and the record show.
         self.host = parts.netloc
         self._target = (parts.path or "/") + ("?" + parts.query if parts.query else "")
+        if not _TARGET.match(self._target):  # http.client would say so quoting it (a query may hold a token), or crash
+            raise MCPConfigError("url", "must have a path and query of visible ASCII (percent-encode spaces and the rest)")
         self._headers: Dict[str, str] = {}
         for key, value in (headers or {}).items():
             problem = header_problem(key, value)
@@ -401,10 +404,11 @@ class MCPHttp(MCPClient):
             conn = self._connection(deadline)
             response: Optional[http.client.HTTPResponse] = None
             try:
-                headers = self._protocol_headers("", {}, None)
+                headers: Dict[str, Union[str, bytes]] = dict(self._protocol_headers("", {}, None))
                 headers.pop("Content-Type")
                 headers["Accept"] = "text/event-stream"
-                headers["Last-Event-ID"] = cursor
+                # In UTF-8 (WHATWG HTML "reestablish the connection"); as a str, http.client would try Latin-1.
+                headers["Last-Event-ID"] = cursor.encode("utf-8")
                 conn.request("GET", self._target, headers=headers)
                 self._left(conn, deadline)
                 response = conn.getresponse()
