@@ -553,7 +553,8 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 def serve_http(era: str = "dual", sse: bool = False, legacy_version: Optional[str] = None,
-               page_size: int = 3, retry_ms: int = 200, prime: str = "prime-") -> Tuple[ThreadingHTTPServer, HttpState, str]:
+               page_size: int = 3, retry_ms: int = 200,
+               prime: str = "prime-") -> Tuple[ThreadingHTTPServer, HttpState, str]:
     """Start a server thread; return it, its state and its URL (``server.shutdown()`` to stop)."""
     state = HttpState(Server(era, legacy_version, page_size), sse, retry_ms, prime)
     handler = type("BoundHandler", (Handler,), {"state": state})

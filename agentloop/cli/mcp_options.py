@@ -185,7 +185,8 @@ def build_client(server: ServerSpec, environ: Optional[Mapping[str, str]] = None
         value = environ.get(variable)
         where = "--mcp-option %s" % (quote(server.name + "." + key),)
         if not value:
-            raise Refused(where, "the environment variable %s is %s" % (variable, "empty" if value == "" else "not set"))
+            raise Refused(where, "the environment variable %s is %s" % (
+                variable, "empty" if value == "" else "not set"))
         headers[header] = "Bearer " + value if key == "bearer-env" else value
         if header_problem(header, headers[header]) is not None:
             raise Refused(where, "the environment variable %s holds a line break, a control character or a "

@@ -171,7 +171,8 @@ class MCPHttp(MCPClient):
         self.host = parts.netloc
         self._target = (parts.path or "/") + ("?" + parts.query if parts.query else "")
         if not _TARGET.match(self._target):  # http.client would say so quoting it (a query may hold a token), or crash
-            raise MCPConfigError("url", "must have a path and query of visible ASCII (percent-encode spaces and the rest)")
+            raise MCPConfigError("url", "must have a path and query of visible ASCII "
+                                 "(percent-encode spaces and the rest)")
         self._headers: Dict[str, str] = {}
         for key, value in (headers or {}).items():
             problem = header_problem(key, value)
