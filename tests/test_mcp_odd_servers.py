@@ -165,8 +165,11 @@ class TestSessions(OddCase):
             with self.subTest(text):
                 with self.scripted(self.session_script([init, second], [self.GONE])) as client:
                     tool = by_server_name(client.tools())
+                    before = client.describe()
                     self.assertEqual(failure(tool["plain"], {}), "MCP server 'odd': tools/call 'plain': HTTP 404: the "
                                                                   "server ended the session, and " + text)
+                    # describe() as first met: the revision was reset (to None on a failed initialize) or changed.
+                    self.assertEqual((client.describe(), client.protocol), (before, "2025-11-25"))
 
 
 class TestEchoedSecrets(OddCase):

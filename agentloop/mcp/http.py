@@ -479,7 +479,10 @@ class MCPHttp(MCPClient):
 
         Requests wait for it (:meth:`_protocol_headers`); when another
         request has already renewed ``expired``, nothing is done.  The
-        server's description (``describe()``) stays as first met.
+        revision and the server's description (``describe()``) stay as
+        first met, also when the renewal fails or the new session speaks
+        another revision (then later requests, framed for the first one,
+        fail as the server says).
         """
         with self._session_lock:
             if self._session != expired:
@@ -488,13 +491,15 @@ class MCPHttp(MCPClient):
             self._session = None
             try:
                 self._initialize(protocol, "for a new session after HTTP 404")
+                spoken = self.protocol
             except MCPError as exc:
                 raise Failed("HTTP 404: the server ended the session, and a new one could not be started: %s" % (
                     exc.reason,), "dead") from None
-            if self.protocol != protocol:
+            finally:  # _initialize reset them
+                self.protocol, self.server_info = protocol, info
+            if spoken != protocol:
                 raise Failed("HTTP 404: the server ended the session, and the new one speaks %s, not %s" % (
-                    self.protocol, protocol), "dead")
-            self.server_info = info
+                    spoken, protocol), "dead")
 
     def _best_effort(self, message: Dict[str, Any]) -> None:
         try:
