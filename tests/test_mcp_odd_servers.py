@@ -208,6 +208,25 @@ class TestEchoedSecrets(OddCase):
             self.assertNotIn("sekrit", text)
             self.assertIn("[redacted]", text)
 
+    def test_the_start_of_a_value_a_cut_left_behind(self) -> None:
+        # A JSON-RPC error message is cut to 300 characters before it is shown: a token quoted across the
+        # cut showed its first characters (35 of a JWT, here).
+        jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+        script = listing({"name": "plain", "inputSchema": OBJECT})
+        script["tools/call"] = [{"error": {"code": -32000, "message": "x" * 250 + " got Bearer " + jwt}},
+                                {"error": {"code": -32000, "message": "got " + jwt[:40] + "... (the server cut it)"}}]
+        httpd, url = serve_http(script)
+        self.addCleanup(httpd.server_close)
+        self.addCleanup(httpd.shutdown)
+        client = MCPHttp(url, name="odd", timeout=5, protocol="2025-11-25", headers={"Authorization": "Bearer " + jwt})
+        with client:
+            tool = by_server_name(client.tools())
+            texts = [failure(tool["plain"], {}), failure(tool["plain"], {})]
+        self.assertTrue(texts[0].endswith("x got [redacted] [redacted]..."), texts[0])  # "Bearer", the start of the JWT
+        self.assertTrue(texts[1].endswith(": got [redacted]... (the server cut it)"), texts[1])
+        for text in texts:
+            self.assertNotIn(jwt[:4], text)
+
     def test_in_start_up_errors_and_refusal_reasons(self) -> None:
         echo = {"error": {"code": -32000, "message": self.ECHO}}
         for script, protocol in [({"initialize": [echo]}, "2025-11-25"), ({"tools/list": [echo]}, "2025-11-25"),

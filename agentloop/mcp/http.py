@@ -196,9 +196,23 @@ class MCPHttp(MCPClient):
         return {"host": self.host}
 
     def _redact(self, text: str) -> str:
+        """``text`` without the header values, also the start of one that a cut (``...``) left behind.
+
+        A server's text is cut to a few hundred characters (``short``)
+        before it gets here, so a value quoted near the cut shows only its
+        start: any 4 or more characters that start a value and end just
+        before ``...`` go too.
+        """
         for secret in self._secrets:
             text = text.replace(secret, "[redacted]")
-        return text
+        if "..." not in text:
+            return text
+        pieces = text.split("...")
+        for index, piece in enumerate(pieces[:-1]):
+            starts = [k for secret in self._secrets for k in range(4, len(secret)) if piece.endswith(secret[:k])]
+            if starts:
+                pieces[index] = piece[:-max(starts)] + "[redacted]"
+        return "...".join(pieces)
 
     # --- one POST ------------------------------------------------------
 
