@@ -12,7 +12,8 @@ id), ``{"raw": "text"}`` (the line written as is), ``{"silent": true}``
 ``initialize`` answers protocol 2025-11-25 unless scripted; notifications
 are read and ignored (HTTP: 202).  Over HTTP only ``result``, ``error`` and
 ``raw`` apply, with ``"status": N`` (the HTTP status, 200 when absent) and
-``"session": "ID"`` (an ``Mcp-Session-Id`` response header) beside them.
+``"session": "ID"`` (an ``Mcp-Session-Id`` response header) beside them, and
+``{"stream_hex": "..."}``: those bytes as a ``text/event-stream`` answer.
 Stdlib only.
 """
 
@@ -69,11 +70,12 @@ def serve_http(script: Script) -> Tuple[ThreadingHTTPServer, str]:
         def do_POST(self) -> None:
             message = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
             step = steps.next(message)
-            body = b"" if step is None else _answer(message, step)
+            stream = step is not None and "stream_hex" in step
+            body = b"" if step is None else bytes.fromhex(step["stream_hex"]) if stream else _answer(message, step)
             self.send_response(202 if step is None else step.get("status", 200))
             if step is not None and "session" in step:
                 self.send_header("Mcp-Session-Id", step["session"])
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", "text/event-stream" if stream else "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)

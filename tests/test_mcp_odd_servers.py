@@ -133,6 +133,21 @@ class TestCallResults(OddCase):
             self.assertEqual(failure(tool["typed"], {}), "MCP server 'odd': tool 'typed' declares an outputSchema but sent no structuredContent")
 
 
+class TestStreams(OddCase):
+    def test_bytes_that_are_not_utf_8_fail_the_call_not_recorded_as_u_fffd(self) -> None:
+        # MCP messages are UTF-8 (2025-11-25 "Base Protocol"); a JSON body that is not says so, and so does a
+        # stream, whose SSE decoding would otherwise turn the bytes into U+FFFD inside a recorded result.
+        answer = 'data: {"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"a%sb"}]}}\n\n'
+        script = listing({"name": "plain", "inputSchema": OBJECT})
+        script["tools/call"] = [{"stream_hex": (answer % (3, "\u00e9")).encode("latin-1").hex()},  # 3: the first call
+                                {"stream_hex": (answer % (4, "\u00e9")).encode("utf-8").hex()}]
+        with self.scripted(script) as client:
+            tool = by_server_name(client.tools())
+            self.assertEqual(failure(tool["plain"], {}), "MCP server 'odd': tools/call 'plain': sent an SSE stream "
+                                                         "that is not UTF-8 (invalid continuation byte)")
+            self.assertEqual(tool["plain"].invoke({}), {"content": [{"type": "text", "text": "a\u00e9b"}]})
+
+
 class TestSessions(OddCase):
     GONE = {"status": 404, "error": {"code": -32600, "message": "Session not found"}}
 

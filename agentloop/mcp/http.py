@@ -47,6 +47,7 @@ server is named by its host.
 from __future__ import annotations
 
 import base64
+import codecs
 import http.client
 import ipaddress
 import itertools
@@ -353,8 +354,15 @@ class MCPHttp(MCPClient):
 
     def _follow(self, conn: http.client.HTTPConnection, response: http.client.HTTPResponse, parser: EventStreamParser,
                 deadline: float, want: Union[int, str]) -> Union[Dict[str, Any], str]:
-        """Read one stream: the response's result, or why the stream ended without it."""
+        """Read one stream: the response's result, or why the stream ended without it.
+
+        MCP messages are UTF-8 (2025-11-25 "Base Protocol"), as a JSON body
+        must be (:func:`.jsonrpc.parse`); the SSE parser would decode bytes
+        that are not into U+FFFD (WHATWG HTML 9.2.6), which would then be
+        recorded as what the server sent, so the stream is checked too.
+        """
         total = 0
+        utf8 = codecs.getincrementaldecoder("utf-8")()
         while True:
             self._left(conn, deadline)
             try:
@@ -368,6 +376,10 @@ class MCPHttp(MCPClient):
             total += len(chunk)
             if total > MAX_BODY:
                 raise Failed("the SSE stream is longer than %d bytes" % (MAX_BODY,), "malformed")
+            try:
+                utf8.decode(chunk)
+            except UnicodeDecodeError as exc:
+                raise Failed("sent an SSE stream that is not UTF-8 (%s)" % (exc.reason,), "malformed") from None
             for event in parser.feed(chunk):
                 result = self._event(event, want, deadline)
                 if result is not None:
