@@ -14,6 +14,8 @@ are read and ignored (HTTP: 202).  Over HTTP only ``result``, ``error`` and
 ``raw`` apply, with ``"status": N`` (the HTTP status, 200 when absent) and
 ``"session": "ID"`` (an ``Mcp-Session-Id`` response header) beside them, and
 ``{"stream_hex": "..."}``: those bytes as a ``text/event-stream`` answer.
+Any entry may hold ``"delay": S``: wait S seconds first; over HTTP a
+notification may be scripted with a delay alone (its 202 then waits).
 Stdlib only.
 """
 
@@ -24,6 +26,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -41,14 +44,16 @@ class Steps:
         self.lock = threading.Lock()
 
     def next(self, message: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        """The step for a request, after its ``delay``; for a notification only the delay (``None``)."""
         method = message.get("method")
-        if "id" not in message or method not in self.script:
+        if method not in self.script:
             return None
         with self.lock:
             steps = self.script[method]
             step = steps[min(self.seen.get(method, 0), len(steps) - 1)]
             self.seen[method] = self.seen.get(method, 0) + 1
-        return step
+        time.sleep(step.get("delay", 0))
+        return step if "id" in message else None
 
 
 def _answer(message: Dict[str, Any], step: Dict[str, Any]) -> bytes:

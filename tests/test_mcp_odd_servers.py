@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import unittest
 from typing import Any, Dict, List
 
@@ -74,6 +75,33 @@ class TestDiscovery(OddCase):
         with self.scripted({"server/discover": [{"error": {"code": -32022, "message": "unsupported", "data": {"supported": ["2025-06-18"]}}}],
                        "initialize": [{"result": {"protocolVersion": "2025-06-18", "capabilities": {}}}]}, protocol="auto") as client:
             self.assertEqual(client.protocol, "2025-06-18")
+
+
+class TestStartUpBudget(OddCase):
+    """The probe gets init_timeout, the handshake after it (initialize and notifications/initialized) another."""
+
+    def test_a_slow_legacy_handshake_fails_within_twice_init_timeout(self) -> None:
+        # Each step 0.8 of init_timeout: every request alone was in time, and starting took 2.4 of it.
+        script = {"server/discover": [{"delay": 0.8, "error": {"code": -32601, "message": "Method not found"}}],
+                  "initialize": [{"delay": 0.8, "result": {"protocolVersion": "2025-11-25", "capabilities": {}}}],
+                  "notifications/initialized": [{"delay": 0.8}]}
+        httpd, url = serve_http(script)
+        self.addCleanup(httpd.server_close)
+        self.addCleanup(httpd.shutdown)
+        started = time.monotonic()
+        text = self.start_fails(MCPHttp(url, name="odd", timeout=5, init_timeout=1))
+        self.assertEqual(text, "MCP server 'odd': notifications/initialized failed: the handshake took longer than 1 s")
+        self.assertLess(time.monotonic() - started, 2 + 0.5)
+
+    def test_a_handshake_in_time_after_a_slow_probe(self) -> None:
+        script = {"server/discover": [{"delay": 0.8, "error": {"code": -32601, "message": "Method not found"}}],
+                  "initialize": [{"delay": 0.4, "result": {"protocolVersion": "2025-11-25", "capabilities": {}}}],
+                  "notifications/initialized": [{"delay": 0.3}]}
+        httpd, url = serve_http(script)
+        self.addCleanup(httpd.server_close)
+        self.addCleanup(httpd.shutdown)
+        with MCPHttp(url, name="odd", timeout=5, init_timeout=1) as client:
+            self.assertEqual(client.protocol, "2025-11-25")
 
 
 class TestListing(OddCase):

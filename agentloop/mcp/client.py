@@ -31,8 +31,11 @@ protocol").  When the probe gets no answer at all in that time, the fallback
 gets a connection that has seen nothing (:meth:`MCPClient._fresh`: over
 stdio a new server process; over HTTP every POST is its own request) and
 ``initialize`` waits up to ``init_timeout`` again.  Starting therefore takes
-at most ``init_timeout`` with any answer to the probe, and at most twice
-that (plus the old process's shutdown) without one.
+at most twice ``init_timeout``: the probe gets ``init_timeout``, and the
+handshake after a legacy answer or none (``initialize`` and
+``notifications/initialized`` together) another; a server that answers the
+probe as a 2026-07-28 one has started then.  Without an answer, stopping
+the old process comes on top.
 
 Tools: ``tools/list`` is followed through every ``nextCursor`` (2025-11-25
 "Pagination"), server order kept; ``tools/call`` results are recorded as
@@ -55,6 +58,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
@@ -221,8 +225,8 @@ class MCPClient(abc.ABC):
         """One request and its result; raise ``Failed`` (``RpcFailed`` for a JSON-RPC error)."""
 
     @abc.abstractmethod
-    def _notify(self, method: str, params: Optional[Dict[str, Any]] = None) -> None:
-        """One notification; raise ``Failed``."""
+    def _notify(self, method: str, params: Optional[Dict[str, Any]], timeout: float) -> None:
+        """One notification, sent within ``timeout`` seconds; raise ``Failed``."""
 
     @abc.abstractmethod
     def _shutdown(self) -> None:
@@ -390,10 +394,12 @@ class MCPClient(abc.ABC):
         """2025-11-25 "Lifecycle: Initialization": ``initialize``, check the version, ``notifications/initialized``.
 
         ``after`` says what came before, for the error (the probe's silence).
+        Both messages together take at most ``init_timeout``.
         """
         self.modern = False
         self.protocol = None
         params = {"protocolVersion": offer, "capabilities": {}, "clientInfo": dict(CLIENT_INFO)}
+        deadline = time.monotonic() + self.init_timeout
         try:
             result = self._request("initialize", params, self.init_timeout)
         except Failed as exc:
@@ -406,9 +412,10 @@ class MCPClient(abc.ABC):
         self.protocol = str(version)
         self.server_info = _server_info(result.get("serverInfo"))
         try:
-            self._notify("notifications/initialized")
+            self._notify("notifications/initialized", None, max(deadline - time.monotonic(), 0.001))
         except Failed as exc:
-            raise MCPError(self.name, "notifications/initialized failed: %s" % (exc.text,)) from None
+            why = "the handshake took longer than %g s" % (self.init_timeout,) if exc.kind == "timeout" else exc.text
+            raise MCPError(self.name, "notifications/initialized failed: %s" % (why,)) from None
 
     # --- tools -----------------------------------------------------------
 

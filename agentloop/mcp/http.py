@@ -534,9 +534,9 @@ class MCPHttp(MCPClient):
         except Failed:
             pass
 
-    def _notify(self, method: str, params: Optional[Dict[str, Any]] = None) -> None:
+    def _notify(self, method: str, params: Optional[Dict[str, Any]], timeout: float) -> None:
         self._post(encode(notification(method, params)), self._protocol_headers(method, {}, None),
-                   time.monotonic() + self.init_timeout, None, method, self.init_timeout)
+                   time.monotonic() + timeout, None, method, timeout)
 
     def _shutdown(self) -> None:
         """2025-11-25 "Session Management" 5: a client that no longer needs the session SHOULD DELETE it."""
