@@ -28,7 +28,7 @@ a process that has served a 2026-07-28 request refuses ``initialize`` with
 * ``region`` -- an ``x-mcp-header`` parameter; returns the header it got;
 * ``research`` -- ``execution.taskSupport`` ``"required"`` (a client must refuse it; a plain call gets -32601);
 * ``maybe_task`` -- ``execution.taskSupport`` ``"optional"`` (called plainly);
-* ``flaky`` -- on a legacy HTTP session answering with SSE: the stream closes
+* ``flaky`` -- on HTTP answering with SSE (either revision): the stream closes
   after its priming event (id ``prime-N``, ``retry: 200`` unless ``retry_ms``; ``prime`` changes the
   ``prime-``) and the answer waits for a ``GET`` with ``Last-Event-ID: prime-N``; elsewhere an ordinary tool;
 * ``flaky_expire`` -- as ``flaky``, and the session ends before the ``GET``;
@@ -483,7 +483,7 @@ class Handler(BaseHTTPRequestHandler):
         streaming = state.sse
         ask = self._ask if streaming and legacy is not None else None
         dropped: List[str] = []  # [mode] once a flaky tool asked for a broken stream
-        drop = dropped.append if streaming and legacy is not None else None
+        drop = dropped.append if streaming else None
         ctx = Context(threading.Event(), ask=ask, headers=headers, crash=self._crash, legacy=legacy, drop=drop)
         prime = "%s%d" % (state.prime, next(state.streams))
         if streaming:

@@ -507,11 +507,16 @@ class TestHttp(StdioCase):
         self.assertEqual(state.server.methods.count("initialize"), 2)
 
     def test_a_modern_stream_is_never_resumed(self) -> None:
+        # The stream breaks after its priming event (an id, a retry) as on a 2025 session; on 2026-07-28 a
+        # closed stream is the cancellation: the call fails, and no GET is sent.
         state, url = self.serve("dual", sse=True)
         with MCPHttp(url, name="t", timeout=5) as server:
             self.assertEqual(server.protocol, "2026-07-28")
             tool = by_server_name(server.tools())
-            self.assertEqual(tool["flaky"].invoke({})["content"], [{"type": "text", "text": "answered flaky"}])
+            self.assertEqual(failure(tool["flaky"], {}), "MCP server 't': tools/call 'flaky': the SSE stream ended "
+                                                         "before the response to tools/call")
+            self.assertEqual(tool["add"].invoke({"a": 1, "b": 1})["structuredContent"], {"sum": 2})
+        self.assertEqual(state.server.calls, ["flaky", "add"])
         self.assertEqual(state.gets, [])
 
     def test_timeout_then_a_good_call(self) -> None:
