@@ -74,7 +74,8 @@ class ServerSpec:
 
     @property
     def http(self) -> bool:
-        return self.where.startswith(("http://", "https://"))
+        """A URL (its scheme in any case, as URLs have it); else a command, which may show up in errors."""
+        return self.where.lower().startswith(("http://", "https://"))
 
 
 def parse_servers(specs: Sequence[str], options: Sequence[str]) -> List[ServerSpec]:
@@ -82,6 +83,7 @@ def parse_servers(specs: Sequence[str], options: Sequence[str]) -> List[ServerSp
     servers: Dict[str, ServerSpec] = {}
     for spec in specs:
         name, sep, where = spec.partition("=")
+        where = where.strip()  # " https://..." is a URL too, not a command named after it
         if not sep or not name or not where:
             raise Refused("--mcp", "takes NAME=COMMAND or NAME=URL, got %s" % (quote(spec),))
         if name in servers:

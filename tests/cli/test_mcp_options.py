@@ -110,6 +110,18 @@ class TestMistakes(CliCase):
                 self.assertEqual(err, "agentloop run: error: %s\n" % (message,))
                 self.assertFalse(os.path.exists(self.path))
 
+    def test_a_url_in_capitals_or_after_a_space_is_a_url_not_a_command(self) -> None:
+        # It was started as a command: "cannot start HTTPS://127.0.0.1:9/mcp?key=sekrit: No such file or directory".
+        for where in ("HTTPS://127.0.0.1:9/mcp?key=sekrit", " http://127.0.0.1:9/mcp?key=sekrit"):
+            with self.subTest(where=where):
+                status, out, err = self.run_cli([], "--mcp", "web=" + where)
+                self.assertEqual((status, out), (2, ""))
+                self.assertTrue(err.startswith("agentloop run: error: MCP server 'web': cannot connect to "
+                                               "127.0.0.1:9: "), err)
+                self.assertNotIn("sekrit", err)
+                self.assertEqual(parse_servers(["web=" + where], ["web.bearer-env=T"])[0].headers,
+                                 [("bearer-env", "Authorization", "T")])
+
     def test_an_empty_variable_is_refused_by_name(self) -> None:
         servers = parse_servers(["web=http://127.0.0.1:9/mcp"], ["web.header-env=X-Key:THE_KEY"])
         with self.assertRaises(Exception) as caught:
