@@ -78,29 +78,33 @@ class TestDiscovery(OddCase):
 
 
 class TestStartUpBudget(OddCase):
-    """The probe gets init_timeout, the handshake after it (initialize and notifications/initialized) another."""
+    """The probe gets init_timeout, the handshake after it (initialize and notifications/initialized) another.
+
+    Delays are fractions of a 2-s init_timeout, with a second or more to
+    spare for a busy machine.
+    """
+
+    def legacy(self, probe: float, initialize: float, initialized: float) -> str:
+        """A 2025 server that takes these seconds for each step; its URL."""
+        httpd, url = serve_http({
+            "server/discover": [{"delay": probe, "error": {"code": -32601, "message": "Method not found"}}],
+            "initialize": [{"delay": initialize, "result": {"protocolVersion": "2025-11-25", "capabilities": {}}}],
+            "notifications/initialized": [{"delay": initialized}]})
+        self.addCleanup(httpd.server_close)
+        self.addCleanup(httpd.shutdown)
+        return url
 
     def test_a_slow_legacy_handshake_fails_within_twice_init_timeout(self) -> None:
-        # Each step 0.8 of init_timeout: every request alone was in time, and starting took 2.4 of it.
-        script = {"server/discover": [{"delay": 0.8, "error": {"code": -32601, "message": "Method not found"}}],
-                  "initialize": [{"delay": 0.8, "result": {"protocolVersion": "2025-11-25", "capabilities": {}}}],
-                  "notifications/initialized": [{"delay": 0.8}]}
-        httpd, url = serve_http(script)
-        self.addCleanup(httpd.server_close)
-        self.addCleanup(httpd.shutdown)
+        # Each step 0.75 of init_timeout: every request alone was in time, and starting took 2.25 of it.
+        url = self.legacy(1.5, 1.5, 1.5)
         started = time.monotonic()
-        text = self.start_fails(MCPHttp(url, name="odd", timeout=5, init_timeout=1))
-        self.assertEqual(text, "MCP server 'odd': notifications/initialized failed: the handshake took longer than 1 s")
-        self.assertLess(time.monotonic() - started, 2 + 0.5)
+        text = self.start_fails(MCPHttp(url, name="odd", timeout=5, init_timeout=2))
+        self.assertEqual(text, "MCP server 'odd': notifications/initialized failed: the handshake took longer than 2 s")
+        self.assertLess(time.monotonic() - started, 2 * 2 + 1)
 
     def test_a_handshake_in_time_after_a_slow_probe(self) -> None:
-        script = {"server/discover": [{"delay": 0.8, "error": {"code": -32601, "message": "Method not found"}}],
-                  "initialize": [{"delay": 0.4, "result": {"protocolVersion": "2025-11-25", "capabilities": {}}}],
-                  "notifications/initialized": [{"delay": 0.3}]}
-        httpd, url = serve_http(script)
-        self.addCleanup(httpd.server_close)
-        self.addCleanup(httpd.shutdown)
-        with MCPHttp(url, name="odd", timeout=5, init_timeout=1) as client:
+        # 1.5 s + 0.8 s: more than init_timeout in all, each part within its own.
+        with MCPHttp(self.legacy(1.5, 0.4, 0.4), name="odd", timeout=5, init_timeout=2) as client:
             self.assertEqual(client.protocol, "2025-11-25")
 
 
