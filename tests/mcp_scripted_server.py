@@ -12,7 +12,10 @@ id), ``{"raw": "text"}`` (the line written as is), ``{"silent": true}``
 ``initialize`` answers protocol 2025-11-25 unless scripted; notifications
 are read and ignored (HTTP: 202).  Over HTTP only ``result``, ``error`` and
 ``raw`` apply, with ``"status": N`` (the HTTP status, 200 when absent) and
-``"session": "ID"`` (an ``Mcp-Session-Id`` response header) beside them.
+``"session": "ID"`` (an ``Mcp-Session-Id`` response header) beside them, and
+``{"stream_hex": "..."}``: those bytes as a ``text/event-stream`` answer.
+Any entry may hold ``"delay": S``: wait S seconds first; over HTTP a
+notification may be scripted with a delay alone (its 202 then waits).
 Stdlib only.
 """
 
@@ -23,6 +26,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -40,14 +44,16 @@ class Steps:
         self.lock = threading.Lock()
 
     def next(self, message: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        """The step for a request, after its ``delay``; for a notification only the delay (``None``)."""
         method = message.get("method")
-        if "id" not in message or method not in self.script:
+        if method not in self.script:
             return None
         with self.lock:
             steps = self.script[method]
             step = steps[min(self.seen.get(method, 0), len(steps) - 1)]
             self.seen[method] = self.seen.get(method, 0) + 1
-        return step
+        time.sleep(step.get("delay", 0))
+        return step if "id" in message else None
 
 
 def _answer(message: Dict[str, Any], step: Dict[str, Any]) -> bytes:
@@ -69,11 +75,12 @@ def serve_http(script: Script) -> Tuple[ThreadingHTTPServer, str]:
         def do_POST(self) -> None:
             message = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
             step = steps.next(message)
-            body = b"" if step is None else _answer(message, step)
+            stream = step is not None and "stream_hex" in step
+            body = b"" if step is None else bytes.fromhex(step["stream_hex"]) if stream else _answer(message, step)
             self.send_response(202 if step is None else step.get("status", 200))
             if step is not None and "session" in step:
                 self.send_header("Mcp-Session-Id", step["session"])
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", "text/event-stream" if stream else "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)

@@ -28,9 +28,9 @@ a process that has served a 2026-07-28 request refuses ``initialize`` with
 * ``region`` -- an ``x-mcp-header`` parameter; returns the header it got;
 * ``research`` -- ``execution.taskSupport`` ``"required"`` (a client must refuse it; a plain call gets -32601);
 * ``maybe_task`` -- ``execution.taskSupport`` ``"optional"`` (called plainly);
-* ``flaky`` -- on a legacy HTTP session answering with SSE: the stream closes
-  after its priming event (id ``prime-N``, ``retry: 200`` unless ``retry_ms``) and the answer waits
-  for a ``GET`` with ``Last-Event-ID: prime-N``; elsewhere an ordinary tool;
+* ``flaky`` -- on HTTP answering with SSE (either revision): the stream closes
+  after its priming event (id ``prime-N``, ``retry: 200`` unless ``retry_ms``; ``prime`` changes the
+  ``prime-``) and the answer waits for a ``GET`` with ``Last-Event-ID: prime-N``; elsewhere an ordinary tool;
 * ``flaky_expire`` -- as ``flaky``, and the session ends before the ``GET``;
 * ``flaky_lost`` -- as ``flaky``, but the answer is lost: the ``GET`` gets a 400;
 * ``flaky_twice`` -- as ``flaky``, and the first resumed stream breaks too (mid-body, after an
@@ -345,8 +345,9 @@ def serve_stdio(server: Server, chatty: bool = False) -> None:
 
 
 class HttpState:
-    def __init__(self, server: Server, sse: bool, retry_ms: int = 200) -> None:
+    def __init__(self, server: Server, sse: bool, retry_ms: int = 200, prime: str = "prime-") -> None:
         self.retry_ms = retry_ms  # the priming event's retry field
+        self.prime = prime  # the priming event's id, before its number
         self.server = server
         self.sse = sse
         self.sessions: Dict[str, Dict[str, Any]] = {}
@@ -387,6 +388,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         """2025-11-25 "Resumability and Redelivery": a stream resumed with Last-Event-ID; no other GET stream."""
         headers = {k.lower(): v for k, v in self.headers.items()}
+        if "last-event-id" in headers:  # http.server reads header bytes as Latin-1; WHATWG sends the id as UTF-8
+            headers["last-event-id"] = headers["last-event-id"].encode("latin-1").decode("utf-8", "replace")
         self.state.gets.append(headers)
         cursor = headers.get("last-event-id")
         if cursor is None:
@@ -480,9 +483,9 @@ class Handler(BaseHTTPRequestHandler):
         streaming = state.sse
         ask = self._ask if streaming and legacy is not None else None
         dropped: List[str] = []  # [mode] once a flaky tool asked for a broken stream
-        drop = dropped.append if streaming and legacy is not None else None
+        drop = dropped.append if streaming else None
         ctx = Context(threading.Event(), ask=ask, headers=headers, crash=self._crash, legacy=legacy, drop=drop)
-        prime = "prime-%d" % (next(state.streams),)
+        prime = "%s%d" % (state.prime, next(state.streams))
         if streaming:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -550,9 +553,10 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 def serve_http(era: str = "dual", sse: bool = False, legacy_version: Optional[str] = None,
-               page_size: int = 3, retry_ms: int = 200) -> Tuple[ThreadingHTTPServer, HttpState, str]:
+               page_size: int = 3, retry_ms: int = 200,
+               prime: str = "prime-") -> Tuple[ThreadingHTTPServer, HttpState, str]:
     """Start a server thread; return it, its state and its URL (``server.shutdown()`` to stop)."""
-    state = HttpState(Server(era, legacy_version, page_size), sse, retry_ms)
+    state = HttpState(Server(era, legacy_version, page_size), sse, retry_ms, prime)
     handler = type("BoundHandler", (Handler,), {"state": state})
     httpd = _QuietServer(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()

@@ -445,6 +445,15 @@ class TestHttp(StdioCase):
             self.assertEqual(state.server.calls, ["flaky", "flaky_expire", "add"])
             self.assertEqual(state.server.methods.count("initialize"), 2)
 
+    def test_an_event_id_outside_latin_1_is_sent_back_as_utf_8(self) -> None:
+        # WHATWG HTML "reestablish the connection": Last-Event-ID is the last event ID string in UTF-8;
+        # http.client encodes a str as Latin-1 and raised UnicodeEncodeError, out of the tool call.
+        state, url = self.serve("legacy", sse=True, prime="prime-\u00e9\u20ac-")
+        with MCPHttp(url, name="t", timeout=5) as server:
+            tool = by_server_name(server.tools())
+            self.assertEqual(tool["flaky"].invoke({})["content"], [{"type": "text", "text": "answered flaky"}])
+        self.assertTrue(state.gets[-1]["last-event-id"].startswith("prime-\u00e9\u20ac-"), state.gets)
+
     def test_a_resumed_stream_that_breaks_is_resumed_again_from_its_own_last_id(self) -> None:
         state, url = self.serve("legacy", sse=True)
         with MCPHttp(url, name="t", timeout=5) as server:
@@ -473,6 +482,12 @@ class TestHttp(StdioCase):
                              "MCP server 't': tools/call 'flaky': timed out after 2 s (closed the connection)")
             self.assertLess(time.monotonic() - started, 10)  # said at once, not after the 60-s retry
         self.assertEqual(state.gets, [])  # no GET was sent
+        state, url = self.serve("legacy", sse=True, retry_ms=10 ** 400)
+        with MCPHttp(url, name="t", timeout=2) as server:  # a retry no float can hold: still the deadline
+            tool = by_server_name(server.tools())
+            self.assertEqual(failure(tool["flaky"], {}),
+                             "MCP server 't': tools/call 'flaky': timed out after 2 s (closed the connection)")
+        self.assertEqual(state.gets, [])
 
     def test_one_renewal_however_many_calls_meet_the_expired_session(self) -> None:
         import threading
@@ -492,11 +507,16 @@ class TestHttp(StdioCase):
         self.assertEqual(state.server.methods.count("initialize"), 2)
 
     def test_a_modern_stream_is_never_resumed(self) -> None:
+        # The stream breaks after its priming event (an id, a retry) as on a 2025 session; on 2026-07-28 a
+        # closed stream is the cancellation: the call fails, and no GET is sent.
         state, url = self.serve("dual", sse=True)
         with MCPHttp(url, name="t", timeout=5) as server:
             self.assertEqual(server.protocol, "2026-07-28")
             tool = by_server_name(server.tools())
-            self.assertEqual(tool["flaky"].invoke({})["content"], [{"type": "text", "text": "answered flaky"}])
+            self.assertEqual(failure(tool["flaky"], {}), "MCP server 't': tools/call 'flaky': the SSE stream ended "
+                                                         "before the response to tools/call")
+            self.assertEqual(tool["add"].invoke({"a": 1, "b": 1})["structuredContent"], {"sum": 2})
+        self.assertEqual(state.server.calls, ["flaky", "add"])
         self.assertEqual(state.gets, [])
 
     def test_timeout_then_a_good_call(self) -> None:
@@ -537,6 +557,27 @@ class TestHttp(StdioCase):
         for bad in ("ftp://x/mcp", "http://user:pw@host/mcp", "/mcp"):
             with self.subTest(bad), self.assertRaises(MCPConfigError):
                 MCPHttp(bad, name="t")
+        # http.client refused a space quoting the path and query (and the token in it) in its error, and
+        # raised UnicodeEncodeError for a non-ASCII path (exit 70 from the command line).
+        for bad in ("http://127.0.0.1:9/mcp x?token=sekrit", "http://127.0.0.1:9/mcp?token=sek rit",
+                    "http://127.0.0.1:9/mcp\u00e9?token=sekrit", "http://127.0.0.1:9/mcp?token=sekrit\x7f"):
+            with self.subTest(bad):
+                with self.assertRaises(MCPConfigError) as caught:
+                    MCPHttp(bad, name="t")
+                self.assertEqual(str(caught.exception), "url: must have a path and query of visible ASCII "
+                                                        "(percent-encode spaces and the rest)")
+
+    def test_header_values_the_wire_cannot_carry_are_refused_without_being_quoted(self) -> None:
+        # A non-Latin-1 character made http.client raise UnicodeEncodeError on the first request (exit 70 from
+        # the command line); a control character went onto the wire.
+        for value in ("a\r\nX-Evil: sekrit", "sekrit-\u20ac", "sekrit\x00", "sekrit\x7f", "sekrit\x1b[2J", "sekrit-\xe9"):
+            with self.subTest(value=value):
+                with self.assertRaises(MCPConfigError) as caught:
+                    MCPHttp("http://127.0.0.1:9/mcp", name="t", headers={"X-Key": value})
+                self.assertEqual(str(caught.exception), "headers: the value of X-Key must be a string of visible "
+                                                        "ASCII characters, spaces and tabs (no line break, control "
+                                                        "character or non-ASCII character)")
+        MCPHttp("http://127.0.0.1:9/mcp", name="t", headers={"X-Key": "a b\tc", "X-Empty": ""})
 
 
 class TestLoop(unittest.TestCase):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import unittest
 from typing import Any, Dict, List
 
@@ -76,6 +77,37 @@ class TestDiscovery(OddCase):
             self.assertEqual(client.protocol, "2025-06-18")
 
 
+class TestStartUpBudget(OddCase):
+    """The probe gets init_timeout, the handshake after it (initialize and notifications/initialized) another.
+
+    Delays are fractions of a 2-s init_timeout, with a second or more to
+    spare for a busy machine.
+    """
+
+    def legacy(self, probe: float, initialize: float, initialized: float) -> str:
+        """A 2025 server that takes these seconds for each step; its URL."""
+        httpd, url = serve_http({
+            "server/discover": [{"delay": probe, "error": {"code": -32601, "message": "Method not found"}}],
+            "initialize": [{"delay": initialize, "result": {"protocolVersion": "2025-11-25", "capabilities": {}}}],
+            "notifications/initialized": [{"delay": initialized}]})
+        self.addCleanup(httpd.server_close)
+        self.addCleanup(httpd.shutdown)
+        return url
+
+    def test_a_slow_legacy_handshake_fails_within_twice_init_timeout(self) -> None:
+        # Each step 0.75 of init_timeout: every request alone was in time, and starting took 2.25 of it.
+        url = self.legacy(1.5, 1.5, 1.5)
+        started = time.monotonic()
+        text = self.start_fails(MCPHttp(url, name="odd", timeout=5, init_timeout=2))
+        self.assertEqual(text, "MCP server 'odd': notifications/initialized failed: the handshake took longer than 2 s")
+        self.assertLess(time.monotonic() - started, 2 * 2 + 1)
+
+    def test_a_handshake_in_time_after_a_slow_probe(self) -> None:
+        # 1.5 s + 0.8 s: more than init_timeout in all, each part within its own.
+        with MCPHttp(self.legacy(1.5, 0.4, 0.4), name="odd", timeout=5, init_timeout=2) as client:
+            self.assertEqual(client.protocol, "2025-11-25")
+
+
 class TestListing(OddCase):
     def test_malformed_listings_fail_the_start(self) -> None:
         for script, message in [
@@ -133,6 +165,21 @@ class TestCallResults(OddCase):
             self.assertEqual(failure(tool["typed"], {}), "MCP server 'odd': tool 'typed' declares an outputSchema but sent no structuredContent")
 
 
+class TestStreams(OddCase):
+    def test_bytes_that_are_not_utf_8_fail_the_call_not_recorded_as_u_fffd(self) -> None:
+        # MCP messages are UTF-8 (2025-11-25 "Base Protocol"); a JSON body that is not says so, and so does a
+        # stream, whose SSE decoding would otherwise turn the bytes into U+FFFD inside a recorded result.
+        answer = 'data: {"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"a%sb"}]}}\n\n'
+        script = listing({"name": "plain", "inputSchema": OBJECT})
+        script["tools/call"] = [{"stream_hex": (answer % (3, "\u00e9")).encode("latin-1").hex()},  # 3: the first call
+                                {"stream_hex": (answer % (4, "\u00e9")).encode("utf-8").hex()}]
+        with self.scripted(script) as client:
+            tool = by_server_name(client.tools())
+            self.assertEqual(failure(tool["plain"], {}), "MCP server 'odd': tools/call 'plain': sent an SSE stream "
+                                                         "that is not UTF-8 (invalid continuation byte)")
+            self.assertEqual(tool["plain"].invoke({}), {"content": [{"type": "text", "text": "a\u00e9b"}]})
+
+
 class TestSessions(OddCase):
     GONE = {"status": 404, "error": {"code": -32600, "message": "Session not found"}}
 
@@ -165,8 +212,83 @@ class TestSessions(OddCase):
             with self.subTest(text):
                 with self.scripted(self.session_script([init, second], [self.GONE])) as client:
                     tool = by_server_name(client.tools())
+                    before = client.describe()
                     self.assertEqual(failure(tool["plain"], {}), "MCP server 'odd': tools/call 'plain': HTTP 404: the "
                                                                   "server ended the session, and " + text)
+                    # describe() as first met: the revision was reset (to None on a failed initialize) or changed.
+                    self.assertEqual((client.describe(), client.protocol), (before, "2025-11-25"))
+
+
+class TestEchoedSecrets(OddCase):
+    """A server that quotes a header value back (its error message, a tool's error text, a proxy's page).
+
+    The value is cut out of every error text before it reaches a terminal or,
+    as a call's ``error``, the transcript; the record's refusal reasons too.
+    """
+
+    TOKEN = "sekrit-token-123"
+    ECHO = "the token Bearer sekrit-token-123 is not valid here"
+
+    def client(self, script: Dict[str, List[Dict[str, Any]]], protocol: str = "2025-11-25") -> MCPHttp:
+        httpd, url = serve_http(script)
+        self.addCleanup(httpd.server_close)
+        self.addCleanup(httpd.shutdown)
+        return MCPHttp(url, name="odd", protocol=protocol, timeout=5, headers={"Authorization": "Bearer " + self.TOKEN})
+
+    def test_in_call_failures(self) -> None:
+        script = listing({"name": "plain", "inputSchema": OBJECT})
+        script["tools/call"] = [
+            {"error": {"code": -32000, "message": self.ECHO}},
+            {"status": 401, "error": {"code": -32001, "message": self.ECHO}},
+            {"result": {"content": [{"type": "text", "text": self.ECHO}], "isError": True}},
+            {"raw": self.ECHO},
+            {"status": 403, "raw": self.ECHO},
+        ]
+        with self.client(script) as client:
+            tool = by_server_name(client.tools())
+            texts = [failure(tool["plain"], {}) for _ in range(5)]
+        where = "MCP server 'odd': tools/call 'plain': "
+        self.assertEqual(texts[:3], [where + "JSON-RPC error -32000: the token [redacted] is not valid here",
+                                     where + "HTTP 401: JSON-RPC error -32001: the token [redacted] is not valid here",
+                                     "the token [redacted] is not valid here"])
+        for text in texts:
+            self.assertNotIn("sekrit", text)
+            self.assertIn("[redacted]", text)
+
+    def test_the_start_of_a_value_a_cut_left_behind(self) -> None:
+        # A JSON-RPC error message is cut to 300 characters before it is shown: a token quoted across the
+        # cut showed its first characters (35 of a JWT, here).
+        jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+        script = listing({"name": "plain", "inputSchema": OBJECT})
+        script["tools/call"] = [{"error": {"code": -32000, "message": "x" * 250 + " got Bearer " + jwt}},
+                                {"error": {"code": -32000, "message": "got " + jwt[:40] + "... (the server cut it)"}}]
+        httpd, url = serve_http(script)
+        self.addCleanup(httpd.server_close)
+        self.addCleanup(httpd.shutdown)
+        client = MCPHttp(url, name="odd", timeout=5, protocol="2025-11-25", headers={"Authorization": "Bearer " + jwt})
+        with client:
+            tool = by_server_name(client.tools())
+            texts = [failure(tool["plain"], {}), failure(tool["plain"], {})]
+        self.assertTrue(texts[0].endswith("x got [redacted] [redacted]..."), texts[0])  # "Bearer", the start of the JWT
+        self.assertTrue(texts[1].endswith(": got [redacted]... (the server cut it)"), texts[1])
+        for text in texts:
+            self.assertNotIn(jwt[:4], text)
+
+    def test_in_start_up_errors_and_refusal_reasons(self) -> None:
+        echo = {"error": {"code": -32000, "message": self.ECHO}}
+        for script, protocol in [({"initialize": [echo]}, "2025-11-25"), ({"tools/list": [echo]}, "2025-11-25"),
+                                 ({"server/discover": [{"error": {"code": -32022, "message": "no", "data": {
+                                     "supported": [self.TOKEN]}}}]}, "auto")]:
+            with self.subTest(script=script):
+                text = self.start_fails(self.client(script, protocol))
+                self.assertNotIn("sekrit", text)
+                self.assertIn("[redacted]", text)
+        script = listing({"name": "plain", "inputSchema": OBJECT, "execution": {"taskSupport": self.TOKEN}})
+        with self.client(script) as client:
+            self.assertEqual(client.tools(), [])
+            record = json.dumps(client.describe())
+        self.assertNotIn("sekrit", record)
+        self.assertIn("execution.taskSupport '[redacted]' is not one of", record)
 
 
 class TestStdioServerFaults(OddCase):

@@ -27,7 +27,9 @@ task record names an HTTP server by its host only) or in a pickle (an MCP
 client refuses to be pickled).  Every mistake is a usage error (exit 2)
 naming the option: an unknown server or key, a key given twice, a value
 out of range, an HTTP key on a stdio server, an environment variable that
-is not set (by its name, never its value).
+is not set or holds what a header cannot carry (by its name, never its
+value), and a value where a variable's name belongs (not quoted: it may be
+the token itself).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import MCPConfigError
 from ..mcp import PROTOCOLS, MCPClient, MCPHttp, MCPStdio
+from ..mcp.http import header_problem
 from ..mcp.names import PREFIX
 from .output import Refused, quote
 
@@ -71,7 +74,8 @@ class ServerSpec:
 
     @property
     def http(self) -> bool:
-        return self.where.startswith(("http://", "https://"))
+        """A URL (its scheme in any case, as URLs have it); else a command, which may show up in errors."""
+        return self.where.lower().startswith(("http://", "https://"))
 
 
 def parse_servers(specs: Sequence[str], options: Sequence[str]) -> List[ServerSpec]:
@@ -79,6 +83,7 @@ def parse_servers(specs: Sequence[str], options: Sequence[str]) -> List[ServerSp
     servers: Dict[str, ServerSpec] = {}
     for spec in specs:
         name, sep, where = spec.partition("=")
+        where = where.strip()  # " https://..." is a URL too, not a command named after it
         if not sep or not name or not where:
             raise Refused("--mcp", "takes NAME=COMMAND or NAME=URL, got %s" % (quote(spec),))
         if name in servers:
@@ -133,8 +138,8 @@ def _set(server: ServerSpec, key: str, value: str) -> None:
         _add_header(server, key, "Authorization", _env_name(value))
     else:  # header-env
         header, colon, variable = value.partition(":")
-        if not colon or not header:
-            raise _Bad("takes HEADER:VARIABLE, got %s" % (quote(value),))
+        if not colon or not header:  # the value is not quoted: it may be the secret itself, pasted by mistake
+            raise _Bad("takes HEADER:VARIABLE, the name of an environment variable after the colon")
         _add_header(server, key, header, _env_name(variable))
 
 
@@ -156,12 +161,16 @@ def _seconds(value: str) -> float:
 
 
 def _env_name(value: str) -> str:
-    if not _ENV_NAME.match(value):
-        raise _Bad("takes the name of an environment variable, got %s" % (quote(value),))
+    if not _ENV_NAME.match(value):  # not quoted: a token pasted in place of its variable's name would be shown
+        raise _Bad("takes the name of an environment variable ([A-Za-z_][A-Za-z0-9_]*), not a value; "
+                   "what was given is not shown")
     return value
 
 
 def _add_header(server: ServerSpec, key: str, header: str, variable: str) -> None:
+    problem = header_problem(header, "")
+    if problem is not None:
+        raise _Bad(problem)
     if any(h.lower() == header.lower() for _, h, _ in server.headers):
         raise _Bad("sets header %s a second time" % (quote(header),))
     server.headers.append((key, header, variable))
@@ -176,10 +185,14 @@ def build_client(server: ServerSpec, environ: Optional[Mapping[str, str]] = None
     headers: Dict[str, str] = {}
     for key, header, variable in server.headers:
         value = environ.get(variable)
+        where = "--mcp-option %s" % (quote(server.name + "." + key),)
         if not value:
-            raise Refused("--mcp-option %s" % (quote(server.name + "." + key),),
-                          "the environment variable %s is %s" % (variable, "empty" if value == "" else "not set"))
+            raise Refused(where, "the environment variable %s is %s" % (
+                variable, "empty" if value == "" else "not set"))
         headers[header] = "Bearer " + value if key == "bearer-env" else value
+        if header_problem(header, headers[header]) is not None:
+            raise Refused(where, "the environment variable %s holds a line break, a control character or a "
+                          "non-ASCII character, which a header cannot carry" % (variable,))
     try:
         return _client(server, headers)
     except MCPConfigError as exc:
@@ -199,6 +212,4 @@ def _reason(exc: MCPConfigError) -> str:
     """An MCPConfigError of a client in the command line's words (a URL's words may hold a token: not quoted)."""
     if exc.parameter == "url" and "credentials" in exc.reason:
         return "its URL must not hold credentials (pass a token with --mcp-option NAME.bearer-env=VARIABLE)"
-    if exc.parameter == "headers":
-        return "header-env: %s" % (exc.reason,)
     return "its %s %s" % ({"url": "URL"}.get(exc.parameter, exc.parameter), exc.reason)

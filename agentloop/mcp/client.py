@@ -31,8 +31,11 @@ protocol").  When the probe gets no answer at all in that time, the fallback
 gets a connection that has seen nothing (:meth:`MCPClient._fresh`: over
 stdio a new server process; over HTTP every POST is its own request) and
 ``initialize`` waits up to ``init_timeout`` again.  Starting therefore takes
-at most ``init_timeout`` with any answer to the probe, and at most twice
-that (plus the old process's shutdown) without one.
+at most twice ``init_timeout``: the probe gets ``init_timeout``, and the
+handshake after a legacy answer or none (``initialize`` and
+``notifications/initialized`` together) another; a server that answers the
+probe as a 2026-07-28 one has started then.  Without an answer, stopping
+the old process comes on top.
 
 Tools: ``tools/list`` is followed through every ``nextCursor`` (2025-11-25
 "Pagination"), server order kept; ``tools/call`` results are recorded as
@@ -53,9 +56,11 @@ as ``ok: false``.
 from __future__ import annotations
 
 import abc
+import contextlib
 import threading
+import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from .._version import __version__
 from ..errors import AgentloopError, MCPConfigError, MCPError, MCPNameCollisionError, NotPicklableError, ToolFailure
@@ -225,8 +230,8 @@ class MCPClient(ToolServer):
         """One request and its result; raise ``Failed`` (``RpcFailed`` for a JSON-RPC error)."""
 
     @abc.abstractmethod
-    def _notify(self, method: str, params: Optional[Dict[str, Any]] = None) -> None:
-        """One notification; raise ``Failed``."""
+    def _notify(self, method: str, params: Optional[Dict[str, Any]], timeout: float) -> None:
+        """One notification, sent within ``timeout`` seconds; raise ``Failed``."""
 
     @abc.abstractmethod
     def _shutdown(self) -> None:
@@ -246,6 +251,36 @@ class MCPClient(ToolServer):
     def _where(self) -> Dict[str, Any]:
         """Where the server is, for the record: ``{"command": [...]}`` or ``{"host": ...}`` (no secrets)."""
 
+    def _redact(self, text: str) -> str:
+        """``text`` with the secrets the transport holds cut out (MCPHttp: its header values); here none."""
+        return text
+
+    @contextlib.contextmanager
+    def _no_secrets(self) -> Iterator[None]:
+        """Every error leaving the client through :meth:`_redact`: a server may echo a secret in what it sends.
+
+        A bearer token quoted back in a JSON-RPC error message, a tool's
+        error text or a proxy's error page would otherwise reach a terminal
+        or, as a call's ``error``, the transcript.
+        """
+        try:
+            yield
+        except ToolFailure as exc:
+            text = self._redact(exc.text)
+            if text == exc.text:
+                raise
+            raise ToolFailure(text) from None
+        except MCPError as exc:
+            reason = self._redact(exc.reason)
+            if reason == exc.reason:
+                raise
+            raise MCPError(exc.server, reason) from None
+        except MCPConfigError as exc:
+            reason = self._redact(exc.reason)
+            if reason == exc.reason:
+                raise
+            raise MCPConfigError(exc.parameter, reason) from None
+
     # --- life cycle ------------------------------------------------------
 
     def __enter__(self) -> "MCPClient":
@@ -260,6 +295,10 @@ class MCPClient(ToolServer):
 
         Idempotent; :meth:`tools` calls it.  On failure the client is closed.
         """
+        with self._no_secrets():
+            self._start()
+
+    def _start(self) -> None:
         with self._start_lock:
             if self._closed:
                 raise MCPError(self.name, "the client is closed")
@@ -360,10 +399,12 @@ class MCPClient(ToolServer):
         """2025-11-25 "Lifecycle: Initialization": ``initialize``, check the version, ``notifications/initialized``.
 
         ``after`` says what came before, for the error (the probe's silence).
+        Both messages together take at most ``init_timeout``.
         """
         self.modern = False
         self.protocol = None
         params = {"protocolVersion": offer, "capabilities": {}, "clientInfo": dict(CLIENT_INFO)}
+        deadline = time.monotonic() + self.init_timeout
         try:
             result = self._request("initialize", params, self.init_timeout)
         except Failed as exc:
@@ -376,14 +417,19 @@ class MCPClient(ToolServer):
         self.protocol = str(version)
         self.server_info = _server_info(result.get("serverInfo"))
         try:
-            self._notify("notifications/initialized")
+            self._notify("notifications/initialized", None, max(deadline - time.monotonic(), 0.001))
         except Failed as exc:
-            raise MCPError(self.name, "notifications/initialized failed: %s" % (exc.text,)) from None
+            why = "the handshake took longer than %g s" % (self.init_timeout,) if exc.kind == "timeout" else exc.text
+            raise MCPError(self.name, "notifications/initialized failed: %s" % (why,)) from None
 
     # --- tools -----------------------------------------------------------
 
     def list_tools(self) -> List[Dict[str, Any]]:
         """Every tool definition of every ``tools/list`` page, in server order (2025-11-25 "Pagination")."""
+        with self._no_secrets():
+            return self._list_tools()
+
+    def _list_tools(self) -> List[Dict[str, Any]]:
         self.start()
         tools: List[Dict[str, Any]] = []
         cursor: Optional[str] = None
@@ -416,6 +462,10 @@ class MCPClient(ToolServer):
         and listed in :meth:`describe`'s ``refused``; two tools that would
         share a name raise :class:`~agentloop.errors.MCPNameCollisionError`.
         """
+        with self._no_secrets():
+            return self._tools(prefix, include)
+
+    def _tools(self, prefix: str, include: Optional[Iterable[str]]) -> List[Tool]:
         if not isinstance(prefix, str) or not PREFIX.match(prefix):
             raise MCPConfigError("prefix", "must match [A-Za-z0-9_-]{0,40}, got %r" % (prefix,))
         wanted = None if include is None else list(include)
@@ -445,7 +495,7 @@ class MCPClient(ToolServer):
             try:
                 tool = self._tool(name, server_name, definition)
             except Refused as exc:
-                self._refused[server_name] = exc.reason
+                self._refused[server_name] = self._redact(exc.reason)  # the record's: no echoed secret
                 continue
             self._refused.pop(server_name, None)
             self._exposed[name] = server_name
@@ -479,7 +529,15 @@ class MCPClient(ToolServer):
             raise Refused("inputSchema: %s" % (exc,)) from None
 
     def call(self, origin: Origin, arguments: Dict[str, Any]) -> Any:
-        """One ``tools/call``: the result as received (``_meta`` dropped), or :class:`~agentloop.errors.ToolFailure`."""
+        """One ``tools/call``: the result as received (``_meta`` dropped), or :class:`~agentloop.errors.ToolFailure`.
+
+        The result is recorded as the server sent it; an error text has the
+        transport's secrets cut out (:meth:`_no_secrets`).
+        """
+        with self._no_secrets():
+            return self._call(origin, arguments)
+
+    def _call(self, origin: Origin, arguments: Dict[str, Any]) -> Any:
         prefix = "MCP server %r: " % (self.name,)
         if self._closed:
             raise ToolFailure(prefix + "the client is closed")

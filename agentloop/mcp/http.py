@@ -47,6 +47,7 @@ server is named by its host.
 from __future__ import annotations
 
 import base64
+import codecs
 import http.client
 import ipaddress
 import itertools
@@ -74,7 +75,7 @@ from .jsonrpc import (
     short,
 )
 
-__all__ = ["MCPHttp", "header_value", "MAX_BODY", "MAX_RESUMES"]
+__all__ = ["MCPHttp", "header_value", "header_problem", "MAX_BODY", "MAX_RESUMES"]
 
 #: The largest answer read (a JSON body or a whole SSE stream).
 MAX_BODY = 64 * 1024 * 1024
@@ -82,7 +83,10 @@ MAX_BODY = 64 * 1024 * 1024
 MAX_RESUMES = 100
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _PLAIN = re.compile(r"[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?\Z")
+_FIELD_VALUE = re.compile(r"[\x20-\x7e\t]*\Z")
+_TARGET = re.compile(r"[\x21-\x7e]+\Z")
 _SAFE_INTEGER = 2 ** 53 - 1
+_MAX_WAIT_MS = 2 * 86400 * 1000  # longer than the longest timeout (86400 s)
 _PROTOCOL_HEADERS = ("content-type", "accept", "mcp-protocol-version", "mcp-method", "mcp-name", "mcp-session-id")
 
 
@@ -100,6 +104,25 @@ def header_value(value: Union[str, int, bool]) -> str:
     if _PLAIN.match(text) and not (text.startswith("=?base64?") and text.endswith("?=")):
         return text
     return "=?base64?%s?=" % (base64.b64encode(text.encode("utf-8")).decode("ascii"),)
+
+
+def header_problem(name: Any, value: Any) -> Optional[str]:
+    """Why ``name: value`` cannot be one of :class:`MCPHttp`'s ``headers``, or ``None``; the value is never quoted.
+
+    The name must be an HTTP token (RFC 9110 5.1) and not one of the
+    protocol's headers, which the client sets; the value a string of
+    visible ASCII, spaces and tabs (RFC 9110 5.5 without ``obs-text``): a
+    line break would split the request, and :mod:`http.client` cannot send
+    a character outside Latin-1.
+    """
+    if not isinstance(name, str) or not _TOKEN.match(name):
+        return "a header name must be an HTTP token"
+    if name.lower() in _PROTOCOL_HEADERS:
+        return "%s is set by the client" % (name,)
+    if not isinstance(value, str) or not _FIELD_VALUE.match(value):
+        return ("the value of %s must be a string of visible ASCII characters, spaces and tabs "
+                "(no line break, control character or non-ASCII character)" % (name,))
+    return None
 
 
 class MCPHttp(MCPClient):
@@ -148,14 +171,14 @@ class MCPHttp(MCPClient):
         #: The server's host (and port), which is all errors and the record show.
         self.host = parts.netloc
         self._target = (parts.path or "/") + ("?" + parts.query if parts.query else "")
+        if not _TARGET.match(self._target):  # http.client would say so quoting it (a query may hold a token), or crash
+            raise MCPConfigError("url", "must have a path and query of visible ASCII "
+                                 "(percent-encode spaces and the rest)")
         self._headers: Dict[str, str] = {}
         for key, value in (headers or {}).items():
-            if not isinstance(key, str) or not _TOKEN.match(key):
-                raise MCPConfigError("headers", "a header name must be an HTTP token")
-            if not isinstance(value, str) or "\r" in value or "\n" in value:
-                raise MCPConfigError("headers", "the value of %s must be a string without line breaks" % (key,))
-            if key.lower() in _PROTOCOL_HEADERS:
-                raise MCPConfigError("headers", "%s is set by the client" % (key,))
+            problem = header_problem(key, value)
+            if problem is not None:
+                raise MCPConfigError("headers", problem)
             self._headers[key] = value
         self._secrets = sorted(
             {v for v in self._headers.values() if len(v) >= 3}
@@ -174,9 +197,23 @@ class MCPHttp(MCPClient):
         return {"host": self.host}
 
     def _redact(self, text: str) -> str:
+        """``text`` without the header values, also the start of one that a cut (``...``) left behind.
+
+        A server's text is cut to a few hundred characters (``short``)
+        before it gets here, so a value quoted near the cut shows only its
+        start: any 4 or more characters that start a value and end just
+        before ``...`` go too.
+        """
         for secret in self._secrets:
             text = text.replace(secret, "[redacted]")
-        return text
+        if "..." not in text:
+            return text
+        pieces = text.split("...")
+        for index, piece in enumerate(pieces[:-1]):
+            starts = [k for secret in self._secrets for k in range(4, len(secret)) if piece.endswith(secret[:k])]
+            if starts:
+                pieces[index] = piece[:-max(starts)] + "[redacted]"
+        return "...".join(pieces)
 
     # --- one POST ------------------------------------------------------
 
@@ -317,8 +354,15 @@ class MCPHttp(MCPClient):
 
     def _follow(self, conn: http.client.HTTPConnection, response: http.client.HTTPResponse, parser: EventStreamParser,
                 deadline: float, want: Union[int, str]) -> Union[Dict[str, Any], str]:
-        """Read one stream: the response's result, or why the stream ended without it."""
+        """Read one stream: the response's result, or why the stream ended without it.
+
+        MCP messages are UTF-8 (2025-11-25 "Base Protocol"), as a JSON body
+        must be (:func:`.jsonrpc.parse`); the SSE parser would decode bytes
+        that are not into U+FFFD (WHATWG HTML 9.2.6), which would then be
+        recorded as what the server sent, so the stream is checked too.
+        """
         total = 0
+        utf8 = codecs.getincrementaldecoder("utf-8")()
         while True:
             self._left(conn, deadline)
             try:
@@ -332,6 +376,10 @@ class MCPHttp(MCPClient):
             total += len(chunk)
             if total > MAX_BODY:
                 raise Failed("the SSE stream is longer than %d bytes" % (MAX_BODY,), "malformed")
+            try:
+                utf8.decode(chunk)
+            except UnicodeDecodeError as exc:
+                raise Failed("sent an SSE stream that is not UTF-8 (%s)" % (exc.reason,), "malformed") from None
             for event in parser.feed(chunk):
                 result = self._event(event, want, deadline)
                 if result is not None:
@@ -375,17 +423,19 @@ class MCPHttp(MCPClient):
         for _ in range(MAX_RESUMES):
             if self.modern or not cursor:  # 1.
                 raise Failed("%s before the response to %s" % (ended, method), "http")
-            wait = (retry or 0) / 1000.0  # 2.
+            # 2. (a retry longer than any timeout is past the deadline anyway: no float of a 4000-digit integer)
+            wait = min(retry or 0, _MAX_WAIT_MS) / 1000.0
             if time.monotonic() + wait >= deadline:
                 raise socket.timeout("deadline")
             time.sleep(wait)
             conn = self._connection(deadline)
             response: Optional[http.client.HTTPResponse] = None
             try:
-                headers = self._protocol_headers("", {}, None)
+                headers: Dict[str, Union[str, bytes]] = dict(self._protocol_headers("", {}, None))
                 headers.pop("Content-Type")
                 headers["Accept"] = "text/event-stream"
-                headers["Last-Event-ID"] = cursor
+                # In UTF-8 (WHATWG HTML "reestablish the connection"); as a str, http.client would try Latin-1.
+                headers["Last-Event-ID"] = cursor.encode("utf-8")
                 conn.request("GET", self._target, headers=headers)
                 self._left(conn, deadline)
                 response = conn.getresponse()
@@ -455,7 +505,10 @@ class MCPHttp(MCPClient):
 
         Requests wait for it (:meth:`_protocol_headers`); when another
         request has already renewed ``expired``, nothing is done.  The
-        server's description (``describe()``) stays as first met.
+        revision and the server's description (``describe()``) stay as
+        first met, also when the renewal fails or the new session speaks
+        another revision (then later requests, framed for the first one,
+        fail as the server says).
         """
         with self._session_lock:
             if self._session != expired:
@@ -464,13 +517,15 @@ class MCPHttp(MCPClient):
             self._session = None
             try:
                 self._initialize(protocol, "for a new session after HTTP 404")
+                spoken = self.protocol
             except MCPError as exc:
                 raise Failed("HTTP 404: the server ended the session, and a new one could not be started: %s" % (
                     exc.reason,), "dead") from None
-            if self.protocol != protocol:
+            finally:  # _initialize reset them
+                self.protocol, self.server_info = protocol, info
+            if spoken != protocol:
                 raise Failed("HTTP 404: the server ended the session, and the new one speaks %s, not %s" % (
-                    self.protocol, protocol), "dead")
-            self.server_info = info
+                    spoken, protocol), "dead")
 
     def _best_effort(self, message: Dict[str, Any]) -> None:
         try:
@@ -479,9 +534,9 @@ class MCPHttp(MCPClient):
         except Failed:
             pass
 
-    def _notify(self, method: str, params: Optional[Dict[str, Any]] = None) -> None:
+    def _notify(self, method: str, params: Optional[Dict[str, Any]], timeout: float) -> None:
         self._post(encode(notification(method, params)), self._protocol_headers(method, {}, None),
-                   time.monotonic() + self.init_timeout, None, method, self.init_timeout)
+                   time.monotonic() + timeout, None, method, timeout)
 
     def _shutdown(self) -> None:
         """2025-11-25 "Session Management" 5: a client that no longer needs the session SHOULD DELETE it."""

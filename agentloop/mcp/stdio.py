@@ -312,8 +312,8 @@ class MCPStdio(MCPClient):
         assert response.result is not None
         return response.result
 
-    def _notify(self, method: str, params: Optional[Dict[str, Any]] = None) -> None:
-        self._write(notification(method, params))
+    def _notify(self, method: str, params: Optional[Dict[str, Any]], timeout: float) -> None:
+        self._write(notification(method, params))  # a line written to the pipe: nothing to wait for
 
     def _fresh(self) -> str:
         """One connection per attempt: the process that left the probe unanswered is stopped, a new one started.

@@ -81,18 +81,23 @@ class TestMistakes(CliCase):
              '--mcp-option "calc.include": takes the server\'s tool names separated by commas, got "add,,fail"'),
             (["--mcp", "calc=" + STDIO, "--mcp-option", "calc.bearer-env=TOKEN"],
              '--mcp-option "calc.bearer-env": is for an http:// or https:// server; "calc" is started as a command'),
-            (["--mcp", http, "--mcp-option", "web.bearer-env=MY-TOKEN"],
-             '--mcp-option "web.bearer-env": takes the name of an environment variable, got "MY-TOKEN"'),
+            (["--mcp", http, "--mcp-option", "web.bearer-env=sk-live-0123456789"],  # the token, not its variable
+             '--mcp-option "web.bearer-env": takes the name of an environment variable ([A-Za-z_][A-Za-z0-9_]*), '
+             'not a value; what was given is not shown'),
+            (["--mcp", http, "--mcp-option", "web.header-env=X-Tenant:tenant-secret-42"],
+             '--mcp-option "web.header-env": takes the name of an environment variable ([A-Za-z_][A-Za-z0-9_]*), '
+             'not a value; what was given is not shown'),
             (["--mcp", http, "--mcp-option", "web.header-env=X-Tenant"],
-             '--mcp-option "web.header-env": takes HEADER:VARIABLE, got "X-Tenant"'),
+             '--mcp-option "web.header-env": takes HEADER:VARIABLE, the name of an environment variable after the '
+             'colon'),
             (["--mcp", http, "--mcp-option", "web.bearer-env=A", "--mcp-option", "web.header-env=authorization:B"],
              '--mcp-option "web.header-env": sets header "authorization" a second time'),
             (["--mcp", http, "--mcp-option", "web.bearer-env=AGENTLOOP_TEST_UNSET_TOKEN"],
              '--mcp-option "web.bearer-env": the environment variable AGENTLOOP_TEST_UNSET_TOKEN is not set'),
             (["--mcp", http, "--mcp-option", "web.header-env=Bad Header:HOME"],
-             '--mcp "web": header-env: a header name must be an HTTP token'),
+             '--mcp-option "web.header-env": a header name must be an HTTP token'),
             (["--mcp", http, "--mcp-option", "web.header-env=Mcp-Session-Id:HOME"],
-             '--mcp "web": header-env: Mcp-Session-Id is set by the client'),
+             '--mcp-option "web.header-env": Mcp-Session-Id is set by the client'),
             (["--mcp", "web=http://user:pw@127.0.0.1:9/mcp"],
              '--mcp "web": its URL must not hold credentials '
              '(pass a token with --mcp-option NAME.bearer-env=VARIABLE)'),
@@ -105,12 +110,37 @@ class TestMistakes(CliCase):
                 self.assertEqual(err, "agentloop run: error: %s\n" % (message,))
                 self.assertFalse(os.path.exists(self.path))
 
+    def test_a_url_in_capitals_or_after_a_space_is_a_url_not_a_command(self) -> None:
+        # It was started as a command: "cannot start HTTPS://127.0.0.1:9/mcp?key=sekrit: No such file or directory".
+        for where in ("HTTPS://127.0.0.1:9/mcp?key=sekrit", " http://127.0.0.1:9/mcp?key=sekrit"):
+            with self.subTest(where=where):
+                status, out, err = self.run_cli([], "--mcp", "web=" + where)
+                self.assertEqual((status, out), (2, ""))
+                self.assertTrue(err.startswith("agentloop run: error: MCP server 'web': cannot connect to "
+                                               "127.0.0.1:9: "), err)
+                self.assertNotIn("sekrit", err)
+                self.assertEqual(parse_servers(["web=" + where], ["web.bearer-env=T"])[0].headers,
+                                 [("bearer-env", "Authorization", "T")])
+
     def test_an_empty_variable_is_refused_by_name(self) -> None:
         servers = parse_servers(["web=http://127.0.0.1:9/mcp"], ["web.header-env=X-Key:THE_KEY"])
         with self.assertRaises(Exception) as caught:
             build_client(servers[0], {"THE_KEY": ""})
         self.assertEqual(str(caught.exception),
                          '--mcp-option "web.header-env": the environment variable THE_KEY is empty')
+
+    def test_a_value_no_header_can_carry_is_refused_by_its_variable_never_shown(self) -> None:
+        # A non-Latin-1 character was an internal error (exit 70, UnicodeEncodeError) at the first request.
+        for value in ("tok-\u20ac-secret", "tok\nX-Evil: secret", "tok\x01secret"):
+            for key in ("bearer-env=THE_KEY", "header-env=X-Key:THE_KEY"):
+                with self.subTest(value=value, key=key):
+                    with mock.patch.dict(os.environ, {"THE_KEY": value}):
+                        status, out, err = self.run_cli([], "--mcp", "web=http://127.0.0.1:9/mcp",
+                                                        "--mcp-option", "web." + key)
+                    self.assertEqual((status, out), (2, ""))
+                    self.assertEqual(err, 'agentloop run: error: --mcp-option "web.%s": the environment variable '
+                                          "THE_KEY holds a line break, a control character or a non-ASCII character, "
+                                          "which a header cannot carry\n" % (key.split("=")[0],))
 
     def test_include_naming_a_missing_tool(self) -> None:
         status, _, err = self.run_cli([], "--mcp", "calc=" + STDIO, "--mcp-option", "calc.include=add,sqrt")
