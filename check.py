@@ -50,7 +50,7 @@ Verdict = Tuple[str, str]
 
 
 # Rough seconds of the slowest test modules, to balance the shards; others count 1.
-_WEIGHTS = {"test_docs": 19, "test_hostile_cli": 16, "test_keys_cli": 16, "test_mcp": 9, "test_fuzz": 5,
+_WEIGHTS = {"test_hostile_cli": 16, "test_keys_cli": 16, "test_mcp": 9, "test_fuzz": 5,
             "test_models_hardening": 3.5, "test_hardening": 3.3, "test_kill": 3.3, "test_transcript": 3.1,
             "test_canonical": 2.7, "test_models_http": 2.6, "test_loop_parallel": 2.4, "test_models_openai": 2.2,
             "test_batch": 2.1, "test_layers": 2, "test_cli": 1.6, "test_loop": 1.6,

@@ -2,8 +2,8 @@
 
     python3 bench/cache.py [--turns 50] [--system-chars 8000]
 
-``AnthropicMessages`` against the repository's stand-in Messages API (``tests/loopback.py``), whose
-:class:`~tests.loopback.PromptCache` reports usage as the API documents it ("Prompt caching"): a
+``AnthropicMessages`` against the repository's stand-in Messages API (``tests/support/loopback.py``), whose
+:class:`~tests.support.loopback.PromptCache` reports usage as the API documents it ("Prompt caching"): a
 ``cache_control`` breakpoint writes the prompt up to it, a later request reads the longest written
 prefix at a breakpoint or up to 20 blocks before one, prefixes under 1024 tokens are not cached,
 and a token is counted as 4 characters.  The run: a system prompt of ``--system-chars`` characters,
@@ -27,8 +27,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from agentloop import run, verify_file  # noqa: E402
 from agentloop.models import AnthropicMessages  # noqa: E402
-from tests.helpers import demo_tools  # noqa: E402
-from tests.loopback import LoopbackServer, PromptCache, Seen, anthropic_reply  # noqa: E402 -- the stand-in of the tests
+from tests.support.helpers import demo_tools  # noqa: E402
+from tests.support.loopback import LoopbackServer, PromptCache, Seen, anthropic_reply  # noqa: E402 -- the stand-in of the tests
 
 PRICES = {"claude-sonnet-4-5": {"input": "3", "cache_write": "3.75", "cache_read": "0.30", "output": "15"}}
 

@@ -2,7 +2,7 @@
 
     python3 bench/fuzz.py [--seconds 60] [--seed 1]
 
-Repeats rounds of the suite's fuzzers (tests/fuzzing.py) with new seeds until
+Repeats rounds of the suite's fuzzers (tests/support/fuzzing.py) with new seeds until
 the time is up: mutated transcripts (byte flips, deleted, duplicated and
 swapped lines, truncation at every byte, junk, huge, invalid-UTF-8 and deep
 lines, duplicate keys, lone surrogates, NaN, big integers, non-canonical
@@ -31,7 +31,7 @@ sys.path.insert(0, ROOT)
 
 from agentloop import verify_file  # noqa: E402
 from agentloop.loop import run  # noqa: E402
-from tests.fuzzing import FuzzReport, TypeReport, fuzz_all, fuzz_types, rich_transcript  # noqa: E402
+from tests.support.fuzzing import FuzzReport, TypeReport, fuzz_all, fuzz_types, rich_transcript  # noqa: E402
 
 
 def type_confusions() -> TypeReport:

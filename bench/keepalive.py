@@ -6,7 +6,7 @@ Over HTTP, then over HTTPS (a self-signed certificate for 127.0.0.1 made with th
 command, trusted through ``SSL_CERT_FILE``; the row is skipped, saying so, without it).
 
 The same run twice over: an ``OpenAIChat`` adapter against the repository's stand-in server
-(``tests/loopback.py``, HTTP/1.1 on 127.0.0.1, in a process of its own), ``--turns`` turns each asking for one ``echo``
+(``tests/support/loopback.py``, HTTP/1.1 on 127.0.0.1, in a process of its own), ``--turns`` turns each asking for one ``echo``
 call and getting its result back (a fresh reply per turn, a conversation that grows), its
 transcript written to disk.  Once with ``HttpTransport(keep_alive=True)`` (the default: the turns
 share one connection) and once with ``keep_alive=False`` (``Connection: close``, a new TCP
@@ -35,8 +35,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from agentloop import run  # noqa: E402
 from agentloop.models import HttpTransport, OpenAIChat  # noqa: E402
-from tests.helpers import demo_tools  # noqa: E402
-from tests.loopback import LoopbackServer, openai_reply  # noqa: E402 -- the stand-in server of the tests
+from tests.support.helpers import demo_tools  # noqa: E402
+from tests.support.loopback import LoopbackServer, openai_reply  # noqa: E402 -- the stand-in server of the tests
 
 
 def script(turns: int) -> List[Any]:

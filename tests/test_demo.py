@@ -10,7 +10,7 @@ import os
 import demo
 from agentloop import verify_file
 
-from .helpers import TempDir
+from tests.support.helpers import TempDir
 
 # Known answers: the SHA-256 of each demo transcript.  They are the same on
 # every Python 3.8-3.13 and every PYTHONHASHSEED, which is what this pins.

@@ -73,7 +73,7 @@ from agentloop.signing import (
 )
 from agentloop.signing import ed25519
 from agentloop.tools import anthropic_tool, openai_tool
-from tests.helpers import TempDir
+from tests.support.helpers import TempDir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA = {"type": "object", "properties": {}}

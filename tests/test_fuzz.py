@@ -5,7 +5,7 @@ from __future__ import annotations
 import tempfile
 import unittest
 
-from .fuzzing import TypeReport, fuzz_all, fuzz_types, rich_transcript
+from tests.support.fuzzing import TypeReport, fuzz_all, fuzz_types, rich_transcript
 
 
 class TestFuzz(unittest.TestCase):

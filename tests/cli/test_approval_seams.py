@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests import approval_fixtures as fx
-from tests.test_approval_cli import RESUME, RUN, Cli, fx_sha
+from tests.support import approval_fixtures as fx
+from tests.cli.test_approval_cli import RESUME, RUN, Cli, fx_sha
 
 
 class ApprovalSeams(Cli):
@@ -23,7 +23,7 @@ class TestReplayAsksAgain(ApprovalSeams):
         self.assertEqual(status, 0, err)
         self.assertEqual(fx.CALLS, [("delete", {"path": fx.HOSTILE})])
         fx.CALLS.clear()
-        status, out, err = self.cli(["replay", self.path(), "--tools", "tests.approval_fixtures:TOOLS", "-o", self.path("r.jsonl")])
+        status, out, err = self.cli(["replay", self.path(), "--tools", "tests.support.approval_fixtures:TOOLS", "-o", self.path("r.jsonl")])
         self.assertEqual(status, 1, out + err)  # the replay differs: the call was denied this time
         self.assertEqual(fx.CALLS, [])
         lines = err.splitlines()
@@ -34,7 +34,7 @@ class TestReplayAsksAgain(ApprovalSeams):
     def test_replay_approve_decides_again_and_recorded_tools_stay_safe(self) -> None:
         self.cli(RUN + ["-o", self.path(), "--approve", "ask", "--by", "al"], stdin="a\n")
         fx.CALLS.clear()
-        status, out, err = self.cli(["replay", self.path(), "--tools", "tests.approval_fixtures:TOOLS", "-o", self.path("r.jsonl"),
+        status, out, err = self.cli(["replay", self.path(), "--tools", "tests.support.approval_fixtures:TOOLS", "-o", self.path("r.jsonl"),
                                      "--approve", "ask", "--by", "al"], stdin="a\n")
         self.assertEqual(status, 0, out + err)  # the same person approving the same arguments again: identical
         self.assertEqual(fx.CALLS, [("delete", {"path": fx.HOSTILE})])

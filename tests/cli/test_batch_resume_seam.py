@@ -11,11 +11,11 @@ from typing import List, Tuple
 
 from agentloop.cli import main
 
-from ..helpers import TempDir, read_lines
-from ..test_anchor import forge
+from tests.support.helpers import TempDir, read_lines
+from tests.transcript.test_anchor import forge
 
-MODEL = "tests.batch_models:factory"
-TOOLS = "tests.batch_models:tools"
+MODEL = "tests.support.batch_models:factory"
+TOOLS = "tests.support.batch_models:tools"
 
 
 class BatchSeamCase(TempDir):

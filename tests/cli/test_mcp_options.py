@@ -22,11 +22,11 @@ from unittest import mock
 from agentloop import verify_file
 from agentloop.cli import main
 from agentloop.cli.mcp_options import build_client, parse_servers
-from tests.mcp_server import serve_http
+from tests.support.mcp_server import serve_http
 
-SERVER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "mcp_server.py")
+SERVER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support", "mcp_server.py")
 STDIO = "%s %s" % (sys.executable, SERVER)
-MODEL = "tests.mcp_cli_model:from_task"
+MODEL = "tests.support.mcp_cli_model:from_task"
 
 
 def cli(*argv: str) -> Tuple[int, str, str]:

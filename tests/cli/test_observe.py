@@ -10,7 +10,7 @@ from typing import Tuple
 
 from agentloop.cli import main
 from tests.export.fixtures import BATCH_KEY, Collector, copy_batch, env
-from tests.helpers import TempDir, read_lines
+from tests.support.helpers import TempDir, read_lines
 
 VECTORS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vectors", "export")
 TOKEN = "Bearer sk-collector-0123456789"

@@ -13,8 +13,8 @@ from unittest import mock
 from agentloop.cli import batch as batch_cli
 from agentloop.cli import main
 
-from ..helpers import TempDir
-from ..signing_support import without_cryptography
+from tests.support.helpers import TempDir
+from tests.support.signing_support import without_cryptography
 
 VALID = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vectors", "transcript", "valid.jsonl"
@@ -226,9 +226,9 @@ class TestRunAndBatch(CliCase):
         status, out, err = self.cli(
             "run",
             "--model",
-            "tests.cli_run_models:adds_forever",
+            "tests.support.cli_run_models:adds_forever",
             "--tools",
-            "tests.cli_run_models:tools",
+            "tests.support.cli_run_models:tools",
             "--task",
             "t",
             "--max-steps",
@@ -255,9 +255,9 @@ class TestRunAndBatch(CliCase):
         argv = [
             "run",
             "--model",
-            "tests.cli_run_models:exits",
+            "tests.support.cli_run_models:exits",
             "--tools",
-            "tests.cli_run_models:tools",
+            "tests.support.cli_run_models:tools",
             "--task",
             "t",
             "--max-steps",
@@ -287,9 +287,9 @@ class TestRunAndBatch(CliCase):
             "batch",
             "tasks.jsonl",
             "--model",
-            "tests.batch_models:factory",
+            "tests.support.batch_models:factory",
             "--tools",
-            "tests.batch_models:tools",
+            "tests.support.batch_models:tools",
             "--out",
             "out",
         ]
@@ -454,9 +454,9 @@ class TestMoreCases(CliCase):
             "batch",
             "tasks.jsonl",
             "--model",
-            "tests.batch_models:pid_factory",
+            "tests.support.batch_models:pid_factory",
             "--tools",
-            "tests.batch_models:tools",
+            "tests.support.batch_models:tools",
             "--out",
             "out",
             "--workers",
@@ -486,9 +486,9 @@ class TestMoreCases(CliCase):
             "batch",
             "one.jsonl",
             "--model",
-            "tests.batch_models:factory",
+            "tests.support.batch_models:factory",
             "--tools",
-            "tests.batch_models:tools",
+            "tests.support.batch_models:tools",
             "--out",
             "solo",
             "--receipts",
@@ -515,7 +515,7 @@ class TestReceiptOfAnotherBatch(CliCase):
                     handle.write(json.dumps({"name": run, "task": task, "max_steps": steps[run], "max_tokens": 1000}))
                     handle.write("\n")
             status, _, err = self.cli(
-                "batch", name, "--model", "tests.batch_models:factory", "--tools", "tests.batch_models:tools",
+                "batch", name, "--model", "tests.support.batch_models:factory", "--tools", "tests.support.batch_models:tools",
                 "--out", name[:-6], "--receipts", "op.key", UNSAFE,
             )
             self.assertEqual((status, err), (0, ""))
@@ -553,7 +553,7 @@ class TestIssuerRefusedBeforeAnyWork(CliCase):
             handle.write('{"name": "a", "task": "one", "max_steps": 4, "max_tokens": 1000}\n')
             handle.write('{"name": "b", "task": "three", "max_steps": 1, "max_tokens": 1000}\n')
         status, out, err = self.cli(
-            "batch", "tasks.jsonl", "--model", "tests.batch_models:factory", "--tools", "tests.batch_models:tools",
+            "batch", "tasks.jsonl", "--model", "tests.support.batch_models:factory", "--tools", "tests.support.batch_models:tools",
             "--out", "out", "--receipts", "op.key", "--issuer", "", UNSAFE,
         )
         self.assertEqual((status, out), (2, ""))
@@ -577,7 +577,7 @@ class TestReceiptsSignOnlyWhatWasChecked(CliCase):
             handle.write('{"name": "b", "task": "three", "max_steps": 1, "max_tokens": 1000}\n')
         with mock.patch.object(batch_cli, "_cmd_batch", batch_then_change_a):
             status, out, err = self.cli(
-                "batch", "tasks.jsonl", "--model", "tests.batch_models:factory", "--tools", "tests.batch_models:tools",
+                "batch", "tasks.jsonl", "--model", "tests.support.batch_models:factory", "--tools", "tests.support.batch_models:tools",
                 "--out", "out", "--receipts", "op.key", UNSAFE,
             )
         self.assertEqual(status, 1, (out, err))

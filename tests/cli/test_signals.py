@@ -12,7 +12,7 @@ import unittest
 
 from agentloop import verify_file
 
-from ..helpers import TempDir
+from tests.support.helpers import TempDir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = dict(os.environ, PYTHONPATH=ROOT)

@@ -11,8 +11,8 @@ from typing import Tuple
 from agentloop import TranscriptWriter
 from agentloop.cli.main import main
 
-from ..helpers import TempDir
-from ..runs import Run
+from tests.support.helpers import TempDir
+from tests.support.runs import Run
 
 
 class TestSmallSeams(TempDir):

@@ -129,12 +129,12 @@ def _add_line(folder: str, line: Dict[str, Any], key: bytes) -> None:
 
 def demo_batch(folder: str, specs: Optional[List[RunSpec]] = None, failed: bool = True) -> str:
     """A batch of ``specs`` (default :data:`BATCH_SPECS`) run serially into ``folder`` with
-    tests.batch_models, its checkpoint signed with :data:`BATCH_KEY`, plus (``failed``) one
+    tests.support.batch_models, its checkpoint signed with :data:`BATCH_KEY`, plus (``failed``) one
     ``worker_error`` line; return the manifest's path."""
     run_many(
         specs or BATCH_SPECS,
-        model="tests.batch_models:factory",
-        tools="tests.batch_models:tools",
+        model="tests.support.batch_models:factory",
+        tools="tests.support.batch_models:tools",
         out_dir=folder,
         checkpoint=os.path.join(folder, "manifest.checkpoint"),
         key=BATCH_KEY,
@@ -164,8 +164,8 @@ def hostile_batch(folder: str, port: int) -> str:
     specs = [RunSpec("h%d" % i, text + " #%d" % i, max_steps=2, max_tokens=1000) for i in range(3)]
     run_many(
         specs,
-        model="tests.batch_models:factory",
-        tools="tests.batch_models:tools",
+        model="tests.support.batch_models:factory",
+        tools="tests.support.batch_models:tools",
         out_dir=folder,
         checkpoint=os.path.join(folder, "manifest.checkpoint"),
         key=BATCH_KEY,

@@ -8,7 +8,7 @@ import shutil
 from agentloop.errors import ExportError, MalformedManifestError
 from agentloop.export import FailedRun, Run, load_batch, read_batch
 from tests.export.fixtures import BATCH_KEY, copy_batch
-from tests.helpers import TempDir
+from tests.support.helpers import TempDir
 
 BATCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vectors", "export", "batch")
 

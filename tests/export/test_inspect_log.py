@@ -17,7 +17,7 @@ from typing import Any, Dict, List
 
 from agentloop.export import inspect_json, inspect_log, is_inspect_export, read_run
 from agentloop.export.run import FailedRun
-from tests.helpers import read_lines
+from tests.support.helpers import read_lines
 
 VECTORS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vectors", "export")
 

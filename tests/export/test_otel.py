@@ -18,7 +18,7 @@ from typing import Any, Dict, List
 from agentloop.errors import ExportError
 from agentloop.export import FailedRun, SCHEMA_URL, SEMCONV_VERSION, is_otel_export, otel_json, otel_request, read_run
 from agentloop.export import semconv
-from tests.helpers import TempDir, read_lines
+from tests.support.helpers import TempDir, read_lines
 
 VECTORS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vectors", "export")
 HEX = re.compile(r"[0-9a-f]+\Z")

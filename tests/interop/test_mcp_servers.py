@@ -261,7 +261,7 @@ class TestReferenceServers(unittest.TestCase):
         path = os.path.join(tmp, "cli.jsonl")
         try:
             where = server.url if server is not None else " ".join(shlex.quote(a) for a in leg.command())
-            run = _cli("run", "--model", "tests.mcp_cli_model:from_task", "--task", _script(leg),
+            run = _cli("run", "--model", "tests.support.mcp_cli_model:from_task", "--task", _script(leg),
                        "--mcp", "%s=%s" % (leg.key, where), "--mcp-option", "%s.prefix=%s" % (leg.key, PREFIX),
                        "--mcp-option", "%s.init-timeout=60" % (leg.key,), "--mcp-option", "%s.timeout=60" % (leg.key,),
                        "--max-steps", str(len(leg.calls) + 2), "--max-tokens", "10000000", "-o", path)

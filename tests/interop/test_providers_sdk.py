@@ -52,7 +52,7 @@ class TestProviderSdks(unittest.TestCase):
         print("\n== SDKs: %s; %d TypedDicts made to refuse undeclared members" % (cls.check.VERSIONS, cls.check.TYPED))
 
     def setUp(self) -> None:
-        from tests.loopback import LoopbackServer
+        from tests.support.loopback import LoopbackServer
 
         self.dir = tempfile.mkdtemp(prefix="agentloop-interop-")
         self.addCleanup(shutil.rmtree, self.dir, True)
@@ -63,7 +63,7 @@ class TestProviderSdks(unittest.TestCase):
     def scenarios(self) -> List[Tuple[str, Callable[[], Any], Any]]:
         """(name, adapter factory, tools) for every kind of turn of every API."""
         from agentloop.models import AnthropicMessages, OpenAIChat, OpenAIResponses
-        from tests.modelcase import some_tools
+        from tests.support.modelcase import some_tools
 
         openai_url, anthropic_url = self.server.openai_url, self.server.url
         thinking = {"type": "enabled", "budget_tokens": 2048}
@@ -132,7 +132,7 @@ class TestProviderSdks(unittest.TestCase):
         from agentloop.models.anthropic import messages_api_reply
         from agentloop.models.openai import chat_reply
         from agentloop.models.responses import responses_reply
-        from tests.loopback import anthropic_reply, openai_reply, responses_reply as responses_body
+        from tests.support.loopback import anthropic_reply, openai_reply, responses_reply as responses_body
 
         readers = {"chat": chat_reply, "responses": responses_reply, "anthropic": messages_api_reply}
         cases = [
@@ -144,7 +144,7 @@ class TestProviderSdks(unittest.TestCase):
         bodies = {"chat": {"model": "m", "messages": [{"role": "user", "content": "t"}]},
                   "responses": {"model": "m", "input": [{"role": "user", "content": "t"}]},
                   "anthropic": {"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "t"}]}}
-        from tests.loopback import Canned
+        from tests.support.loopback import Canned
         for api, answer in cases:
             with self.subTest(api):
                 self.server.script.append(Canned(answer))

@@ -12,8 +12,8 @@ import os
 import signal
 import unittest
 
-from ..helpers import TempDir
-from .effects import campaign
+from tests.support.helpers import TempDir
+from tests.loop.effects import campaign
 
 KILLS = int(os.environ.get("AGENTLOOP_CRASH_KILLS", "0") or 0)
 

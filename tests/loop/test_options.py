@@ -16,8 +16,8 @@ from agentloop.loop.options import OPTION_NAMES, RECORDED_OPTIONS, RunOptions, R
 from agentloop.loop.start import planned_task_line
 from agentloop.transcript.format import MAX_RECORD_BYTES
 
-from ..approval_fixtures import delete_tool
-from ..helpers import TempDir, demo_tools, read_lines, read_records
+from tests.support.approval_fixtures import delete_tool
+from tests.support.helpers import TempDir, demo_tools, read_lines, read_records
 
 
 class Adapter:

@@ -9,7 +9,7 @@ from typing import Any, Dict, List
 from agentloop import Approve, ModelReply, ScriptedModel, Tool, ToolCall, Usage, resume, run, verify_file
 from agentloop.models import ReplayModel, replay
 
-from ..helpers import TempDir, read_lines, read_records
+from tests.support.helpers import TempDir, read_lines, read_records
 
 THINKING = {"api": "anthropic-messages", "items": [
     {"type": "thinking", "thinking": "40 and 2: add them.", "signature": "c2lnbmF0dXJl+/="},

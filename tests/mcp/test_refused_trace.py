@@ -10,10 +10,10 @@ import sys
 from agentloop import verify_file
 from agentloop.models import replay
 
-from ..helpers import read_records
-from ..test_cli_run import M, RunCase
+from tests.support.helpers import read_records
+from tests.cli.test_cli_run import M, RunCase
 
-SCRIPTED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "mcp_scripted_server.py")
+SCRIPTED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support", "mcp_scripted_server.py")
 OBJECT = {"type": "object"}
 
 

@@ -14,9 +14,9 @@ from agentloop import Approve, resume, run, verify_file
 from agentloop.models import AnthropicMessages, ModelAPIError, ModelConfigError, replay
 from agentloop.models.anthropic import messages_api_reply
 
-from ..helpers import read_lines, read_records
-from ..loopback import PromptCache, anthropic_reply, sealed
-from ..modelcase import LoopbackCase, some_tools
+from tests.support.helpers import read_lines, read_records
+from tests.support.loopback import PromptCache, anthropic_reply, sealed
+from tests.support.modelcase import LoopbackCase, some_tools
 
 THINKING = {"type": "enabled", "budget_tokens": 2048}
 EPHEMERAL = {"type": "ephemeral"}

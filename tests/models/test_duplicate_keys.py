@@ -5,8 +5,8 @@ from __future__ import annotations
 from agentloop import run, verify_file
 from agentloop.models import OpenAIChat
 
-from ..loopback import Canned
-from ..modelcase import LoopbackCase
+from tests.support.loopback import Canned
+from tests.support.modelcase import LoopbackCase
 
 BODY = (b'{"id":"x","object":"chat.completion","choices":[{"index":0,"finish_reason":"stop",'
         b'"message":{"role":"assistant","content":"shown to one reader"}}],'

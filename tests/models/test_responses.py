@@ -13,9 +13,9 @@ from agentloop import Approve, ToolCall, resume, run, verify_file
 from agentloop.models import ModelAPIError, ModelConfigError, ModelResponseError, OpenAIResponses, replay
 from agentloop.models.responses import responses_input, responses_reply
 
-from ..helpers import read_lines, read_records
-from ..loopback import Canned, responses_reply as canned_reply, sealed
-from ..modelcase import LoopbackCase, some_tools
+from tests.support.helpers import read_lines, read_records
+from tests.support.loopback import Canned, responses_reply as canned_reply, sealed
+from tests.support.modelcase import LoopbackCase, some_tools
 
 ADD = {
     "type": "function",

@@ -17,10 +17,10 @@ from agentloop import Approve, resume, run, verify_file
 from agentloop.models import AnthropicMessages, HttpTransport, ModelConnectionError, ModelResponseError, OpenAIChat, OpenAIResponses, replay
 from agentloop.models.streaming import TextRelay
 
-from ..helpers import read_lines, read_records
-from ..loopback import Canned, anthropic_reply, openai_error, openai_reply, responses_reply
-from ..loopback_streams import sse
-from ..modelcase import NOW, LoopbackCase, some_tools
+from tests.support.helpers import read_lines, read_records
+from tests.support.loopback import Canned, anthropic_reply, openai_error, openai_reply, responses_reply
+from tests.support.loopback_streams import sse
+from tests.support.modelcase import NOW, LoopbackCase, some_tools
 
 THINKING = {"type": "enabled", "budget_tokens": 2048}
 

@@ -11,9 +11,9 @@ from agentloop.models import HttpTransport, ModelConfigError, OpenAIChat
 from agentloop.models.streaming import ChatCollector, MessagesCollector, ResponsesCollector, TextRelay
 from agentloop.wire.sse import Event
 
-from ..loopback import Canned, anthropic_reply, openai_reply, responses_reply
-from ..loopback_streams import anthropic_events, chat_events, responses_events
-from ..modelcase import LoopbackCase
+from tests.support.loopback import Canned, anthropic_reply, openai_reply, responses_reply
+from tests.support.loopback_streams import anthropic_events, chat_events, responses_events
+from tests.support.modelcase import LoopbackCase
 
 
 def feed(collector: Any, *events: Any) -> Any:

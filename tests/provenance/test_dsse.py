@@ -20,8 +20,8 @@ from agentloop.provenance.dsse import (
     verify_envelope,
 )
 
-from .test_cose import signer
-from ..signing_support import require_cryptography
+from tests.provenance.test_cose import signer
+from tests.support.signing_support import require_cryptography
 
 VECTORS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vectors", "dsse", "pae.json")
 

@@ -31,9 +31,9 @@ from agentloop.provenance.intoto import (
 from agentloop.provenance.receipts import check_receipt, issue_receipts
 from agentloop.provenance.scitt import check_statement, make_statement
 
-from ..helpers import TempDir
-from ..test_batch import naive_root
-from .test_cose import signer
+from tests.support.helpers import TempDir
+from tests.batch.test_batch import naive_root
+from tests.provenance.test_cose import signer
 
 VECTORS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vectors", "transcript")
 VALID = os.path.join(VECTORS, "valid.jsonl")
@@ -161,8 +161,8 @@ class TestBatch(Case):
         specs = [RunSpec("a", "one", 5, 10000), RunSpec("b", "three", 1, 10000), RunSpec("c", "seven", 5, 10000)]
         run_many(
             specs,
-            model="tests.batch_models:factory",
-            tools="tests.batch_models:tools",
+            model="tests.support.batch_models:factory",
+            tools="tests.support.batch_models:tools",
             out_dir=self.out,
             checkpoint=os.path.join(self.out, "manifest.checkpoint"),
         )
@@ -460,7 +460,7 @@ class TestIdenticalRuns(Case):
     def test_the_attestation_of_a_batch_with_two_identical_runs_verifies(self) -> None:
         out = self.path("out")
         specs = [RunSpec("p", "one", 4, 1000), RunSpec("q", "one", 4, 1000), RunSpec("r", "three", 1, 1000)]
-        run_many(specs, model="tests.batch_models:factory", tools="tests.batch_models:tools", out_dir=out,
+        run_many(specs, model="tests.support.batch_models:factory", tools="tests.support.batch_models:tools", out_dir=out,
                  checkpoint=os.path.join(out, "manifest.checkpoint"))
         files = [os.path.join(out, n + ".jsonl") for n in "pqr"]
         with open(files[0], "rb") as one, open(files[1], "rb") as other:

@@ -18,8 +18,8 @@ from agentloop.errors import ExportError
 from agentloop.report import is_report_page
 from agentloop.report.batch import is_plain_name, run_page_names, write_batch_report
 from tests.export.fixtures import BATCH_KEY, copy_batch, hostile_batch, hostile_text
-from tests.helpers import TempDir
-from tests.test_report import Page, visible
+from tests.support.helpers import TempDir
+from tests.report.test_report import Page, visible
 
 BATCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vectors", "export", "batch")
 ALLOWED = frozenset(

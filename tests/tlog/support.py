@@ -10,7 +10,7 @@ from agentloop.signing.cosignature import CosignatureSigner, verifier_from_key
 from agentloop.signing.keys import ALG_COSIGNATURE_V1, encode_signer_key, parse_signer_key
 from agentloop.signing.note import Ed25519Signer, Verifier
 
-from .make_vectors import LOG_NAME, TIME, WITNESS_NAME, seed
+from tests.tlog.make_vectors import LOG_NAME, TIME, WITNESS_NAME, seed
 
 VECTORS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vectors", "tlog")
 

@@ -29,8 +29,8 @@ from agentloop.tlog.server import start_server
 from agentloop.tlog.witness import Witness, WitnessPolicy
 from agentloop.transcript.checkpoint import parse_checkpoint
 
-from .make_vectors import LOG_NAME, WITNESS_NAME, seed
-from .support import TIME, log_signer, trusted, vector, vector_path, witness_signer
+from tests.tlog.make_vectors import LOG_NAME, WITNESS_NAME, seed
+from tests.tlog.support import TIME, log_signer, trusted, vector, vector_path, witness_signer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 UNSAFE = "--unsafe-pure-python-signer"

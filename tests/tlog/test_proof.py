@@ -25,7 +25,7 @@ from agentloop.tlog.proof import TlogProof, is_tlog_proof, parse_tlog_proof, ver
 from agentloop.transcript.checkpoint import parse_checkpoint
 from agentloop.transcript.merkle import inclusion_proof, leaf_hash, root_of
 
-from .support import LOG_NAME, WITNESS_NAME, load_json, trusted, vector, vector_path
+from tests.tlog.support import LOG_NAME, WITNESS_NAME, load_json, trusted, vector, vector_path
 
 KEY = b"an HMAC key of at least 16 bytes"
 

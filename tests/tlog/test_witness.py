@@ -23,7 +23,7 @@ from agentloop.errors import WitnessStateError
 from agentloop.tlog.witness import STATE_FORMAT, Witness, WitnessPolicy, load_state, state_lock
 from agentloop.transcript.merkle import EMPTY_ROOT
 
-from .support import TIME, load_json, log_signer, trusted, vector, witness_signer
+from tests.tlog.support import TIME, load_json, log_signer, trusted, vector, witness_signer
 
 
 def _flip(data: bytes, marker: bytes) -> bytes:

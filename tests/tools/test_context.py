@@ -12,8 +12,8 @@ from agentloop import (CallContext, ModelReply, Modify, ScriptedModel, Tool, Too
 from agentloop.errors import ToolDefinitionError
 from agentloop.models import replay
 
-from ..approval_fixtures import stateless
-from ..helpers import TempDir, read_records
+from tests.support.approval_fixtures import stateless
+from tests.support.helpers import TempDir, read_records
 
 SEEN: List[CallContext] = []
 

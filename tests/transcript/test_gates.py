@@ -1,7 +1,7 @@
 """Gated calls have their decisions, and signed runs their notes (agentloop/transcript/gates.py; issue 19, seams 2 and 3).
 
 Each test edits a real transcript as a forger would (every later hash
-recomputed, :func:`tests.test_anchor.forge`) and checks that
+recomputed, :func:`tests.transcript.test_anchor.forge`) and checks that
 ``verify_file`` names the edited record, and, for signed runs, that
 ``verify_approvals`` does too.
 """
@@ -14,9 +14,9 @@ from agentloop import Approve, Deny, Modify, ModelReply, ScriptedModel, ToolCall
 from agentloop.signing import Ed25519Signer
 from agentloop.signing.keys import encode_signer_key
 
-from ..approval_fixtures import delete_tool, look_tool, pay_tool
-from ..helpers import TempDir, read_lines, read_records
-from ..test_anchor import forge
+from tests.support.approval_fixtures import delete_tool, look_tool, pay_tool
+from tests.support.helpers import TempDir, read_lines, read_records
+from tests.transcript.test_anchor import forge
 
 
 def signer(name: str, seed: bytes) -> Ed25519Signer:
@@ -233,7 +233,7 @@ class TestOlderFiles(GateCase):
 
 def calls_model_after() -> Any:
     """calls_model as a stateless model: the same reply for the same turn, in another process or object."""
-    from ..approval_fixtures import stateless
+    from tests.support.approval_fixtures import stateless
     return stateless(ModelReply("working", [ToolCall("look", {"path": "/a"}, "l1"), ToolCall("delete", {"path": "/a"}, "d1"),
                                             ToolCall("pay", {"amount": 5}, "p1"), ToolCall("pay", {"amount": 500}, "p2")]))
 

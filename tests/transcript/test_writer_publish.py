@@ -13,14 +13,14 @@ from typing import Any, List
 from agentloop import ModelReply, run, verify_file
 from agentloop.errors import TranscriptExistsError
 
-from ..helpers import TempDir, demo_tools, read_lines
+from tests.support.helpers import TempDir, demo_tools, read_lines
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHILD = """
 import os, signal, sys
 sys.path.insert(0, %r)
 from agentloop import TranscriptWriter
-from tests.runs import Run
+from tests.support.runs import Run
 out = TranscriptWriter(sys.argv[1])
 for _ in range(int(sys.argv[2])):
     out.append("task", Run.task())
@@ -74,7 +74,7 @@ class TestPublish(TempDir):
 
     def test_a_path_made_by_someone_else_meanwhile_is_never_replaced(self) -> None:
         from agentloop import TranscriptWriter
-        from tests.runs import Run
+        from tests.support.runs import Run
         out = TranscriptWriter(self.path())
         with open(self.path(), "wb") as handle:
             handle.write(b"someone else's\n")

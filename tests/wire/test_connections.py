@@ -15,8 +15,8 @@ from agentloop.models import HttpTransport, OpenAIChat, RetryPolicy
 from agentloop.wire import connections
 from agentloop.wire.connections import ConnectionPool
 
-from ..loopback import Canned, LoopbackServer, openai_reply
-from ..modelcase import NOW, LoopbackCase, some_tools
+from tests.support.loopback import Canned, LoopbackServer, openai_reply
+from tests.support.modelcase import NOW, LoopbackCase, some_tools
 
 
 def echo_turns(turns: int) -> List[Any]:
