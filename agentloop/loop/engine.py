@@ -67,7 +67,9 @@ import json
 import os
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Callable, Coroutine, Dict, Iterable, List, Optional, Sequence, Tuple, Union, cast
+from typing import (
+    TYPE_CHECKING, Any, Callable, Coroutine, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, cast
+)
 
 from .approval import ApprovalRequest, Verdict, approval_policy, closed, judge, seal_closed
 from .budgets import Seconds, Spent
@@ -578,6 +580,23 @@ def run(
     demand a note on each (:func:`agentloop.verify_approvals`).
     """
     r = prepare_run(task, model, tools, options, overrides)
+    runner = SyncRunner(r.options.max_workers)
+    try:
+        return _drive(_loop(r, runner))
+    finally:
+        runner.close()
+
+
+def run_as_recorded(
+    task: str, model: Model, tools: Union[ToolRegistry, Iterable[Tool]], options: RunOptions,
+    recorded: Mapping[str, Any],
+) -> RunResult:
+    """:func:`run`, for a replay of the run whose record 0's payload is ``recorded``: a run written before
+    predicate outcomes were recorded (no ``predicate_outcomes``) is run again without them, so its task
+    record and ``tool`` records are the ones it wrote (as :func:`agentloop.resume` goes on without them)."""
+    r = prepare_run(task, model, tools, options)
+    if "predicate_outcomes" not in recorded:
+        r.task_payload.pop("predicate_outcomes", None)
     runner = SyncRunner(r.options.max_workers)
     try:
         return _drive(_loop(r, runner))
