@@ -90,7 +90,10 @@ from ..transcript.writer import TranscriptWriter
 if TYPE_CHECKING:
     from typing import Unpack  # PEP 692: a type checker targeting 3.11+ checks run()'s keywords
 
-__all__ = ["run", "run_async", "estimate_tokens", "approval_policy", "Approver", "Resumed", "MAX_ERROR_CHARS", "DEFAULT_MAX_WORKERS"]
+__all__ = [
+    "run", "run_async", "run_as_recorded", "estimate_tokens", "approval_policy", "Approver", "Resumed",
+    "MAX_ERROR_CHARS", "DEFAULT_MAX_WORKERS",
+]
 
 
 def estimate_tokens(emitted: str) -> int:
