@@ -43,7 +43,7 @@ from ..tools.registry import ToolRegistry
 from ..transcript.checkpoint import ORIGIN_PREFIX, check_key
 from ..transcript.durable import write_atomic
 from .facts import transcript_facts
-from .earlier import altered_runs, check_earlier, check_extends
+from .earlier import altered_runs, check_earlier, check_extends, check_orphan
 from .ledger import ManifestCheckpoint, batch_origin, current, ledger_bytes, ledger_root, make_checkpoint, parse_ledger
 from .spec import RunSpec, expected_task_line, spec_list_hash
 from .worker import MAX_TRANSFER_BYTES, make_job, publish, run_one, transcript_path
@@ -265,8 +265,10 @@ def _earlier(
     checkpoint: Optional[str], key: Optional[bytes], signer: Optional[Signer],
 ) -> Tuple[Dict[str, Dict[str, Any]], Optional[ManifestCheckpoint]]:
     """An earlier ledger's last line per run, and its checkpoint: a malformed, foreign or altered one is
-    refused (:mod:`agentloop.batch.earlier`), never overwritten.  ``({}, None)`` without one."""
+    refused (:mod:`agentloop.batch.earlier`), never overwritten.  ``({}, None)`` without one; a checkpoint
+    without its ledger is refused too (it certified transcripts no line can name any more)."""
     if previous is None:
+        check_orphan(checkpoint)
         return {}, None
     lines = parse_ledger(previous)
     note = check_earlier(lines, previous, specs, origins, origin, checkpoint, key, signer)

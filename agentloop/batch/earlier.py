@@ -14,6 +14,10 @@ and :func:`altered_runs`):
    Any that is not is *altered*: reported by name, never run again,
    overwritten or signed (:class:`~agentloop.errors.LedgerMismatchError`).
 
+Without an earlier ledger, a checkpoint already at ``checkpoint`` is refused
+(:func:`check_orphan`): it certified a ledger someone removed, and is never
+overwritten.
+
 The new ledger is then the earlier one plus a line for each run run again
 (:mod:`agentloop.batch.ledger`), so an RFC 9162 consistency proof between
 the two checkpoints holds; the driver checks that it does before it writes.
@@ -38,7 +42,7 @@ from .ledger import (
 )
 from .spec import RunSpec
 
-__all__ = ["check_earlier", "altered_runs", "check_extends"]
+__all__ = ["check_earlier", "altered_runs", "check_extends", "check_orphan"]
 
 
 def _signers_of(note: ManifestCheckpoint, key: Optional[bytes], signer: Optional[Signer]) -> Tuple[List[Any], str]:
@@ -78,6 +82,15 @@ def _checkpoint(
     except AgentloopError as exc:
         raise LedgerMismatchError("the earlier ledger does not match its checkpoint %s: %s" % (path, exc)) from None
     return note
+
+
+def check_orphan(checkpoint: Optional[str]) -> None:
+    """1. No earlier ledger: then no earlier checkpoint either.  One left without its ledger (the ledger removed)
+    certified transcripts nothing can name any more; it is refused, never overwritten by a new one."""
+    if checkpoint is not None and os.path.lexists(checkpoint):
+        raise LedgerMismatchError(
+            "the checkpoint %s is there, but not the ledger it certified (it was removed?): nothing can show which "
+            "transcripts it certified; move the checkpoint away to start the batch afresh" % (checkpoint,))
 
 
 def check_earlier(

@@ -190,7 +190,7 @@ def _bound(path: str, where: str, call_id: str, value: object) -> object:
             raise Refused(path, "%s.%s: must be true, on an approve or modify decision without arguments_sha256"
                           % (where, ANY_ARGUMENTS))
         return {k: v for k, v in value.items() if k != ANY_ARGUMENTS}
-    if runs and "arguments_sha256" not in value:
+    if runs and value.get("arguments_sha256") is None:  # absent or null: bound to nothing
         raise Refused(path, "%s: the %s decision for call %s names no arguments_sha256: it would run the call with "
                       "whatever arguments it has (agentloop pending FILE shows each call's; \"%s\": true accepts any)"
                       % (where, value["decision"], json.dumps(call_id), ANY_ARGUMENTS))

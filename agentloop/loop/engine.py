@@ -67,7 +67,9 @@ import json
 import os
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Callable, Coroutine, Dict, Iterable, List, Optional, Sequence, Tuple, Union, cast
+from typing import (
+    TYPE_CHECKING, Any, Callable, Coroutine, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, cast
+)
 
 from .approval import ApprovalRequest, Verdict, approval_policy, closed, judge, seal_closed
 from .budgets import Seconds, Spent
@@ -91,7 +93,10 @@ from ..transcript.writer import TranscriptWriter
 if TYPE_CHECKING:
     from typing import Unpack  # PEP 692: a type checker targeting 3.11+ checks run()'s keywords
 
-__all__ = ["run", "run_async", "estimate_tokens", "approval_policy", "Approver", "Resumed", "MAX_ERROR_CHARS", "DEFAULT_MAX_WORKERS"]
+__all__ = [
+    "run", "run_async", "run_as_recorded", "estimate_tokens", "approval_policy", "Approver", "Resumed",
+    "MAX_ERROR_CHARS", "DEFAULT_MAX_WORKERS",
+]
 
 
 def estimate_tokens(emitted: str) -> int:
@@ -604,6 +609,23 @@ def run(
     demand a note on each (:func:`agentloop.verify_approvals`).
     """
     r = prepare_run(task, model, tools, options, overrides)
+    runner = SyncRunner(r.options.max_workers)
+    try:
+        return _drive(_loop(r, runner))
+    finally:
+        runner.close()
+
+
+def run_as_recorded(
+    task: str, model: Model, tools: Union[ToolRegistry, Iterable[Tool]], options: RunOptions,
+    recorded: Mapping[str, Any],
+) -> RunResult:
+    """:func:`run`, for a replay of the run whose record 0's payload is ``recorded``: a run written before
+    predicate outcomes were recorded (no ``predicate_outcomes``) is run again without them, so its task
+    record and ``tool`` records are the ones it wrote (as :func:`agentloop.resume` goes on without them)."""
+    r = prepare_run(task, model, tools, options)
+    if "predicate_outcomes" not in recorded:
+        r.task_payload.pop("predicate_outcomes", None)
     runner = SyncRunner(r.options.max_workers)
     try:
         return _drive(_loop(r, runner))

@@ -37,7 +37,7 @@ from ..errors import AgentloopError, ReplayError, ReplayMismatchError, RunConfig
 from ..loop.final import FINAL_RESULT
 from ..loop.budgets import BUDGET_NOTE_PREFIX
 from ..loop.calls import is_async_callable
-from ..loop.engine import MAX_ERROR_CHARS, run
+from ..loop.engine import MAX_ERROR_CHARS, run, run_as_recorded
 from ..loop.options import RunOptions
 from ..loop.plan import plan_from_record
 from ..messages import Message, ModelReply, RunResult, ToolCall, Usage
@@ -346,6 +346,11 @@ class ReplayModel:
         return str(self._task["task"])
 
     @property
+    def task_payload(self) -> Dict[str, Any]:
+        """The recorded task record's payload (a copy)."""
+        return copy.deepcopy(self._task)
+
+    @property
     def budgets(self) -> Dict[str, Any]:
         """The recorded ``{max_steps, max_tokens, stop_sentinel}``."""
         return dict(self._task["budgets"])
@@ -628,5 +633,6 @@ def replay(
     options = model.run_options(tools)
     if again and (options.approver is not None or approver is not None):
         options = dataclasses.replace(options, approver=model.again_approver(approver, on_refused))
-    result = run(model.task, model, tools, options, transcript=transcript, overwrite=overwrite)
+    options = dataclasses.replace(options, transcript=transcript, overwrite=overwrite)
+    result = run_as_recorded(model.task, model, tools, options, model.task_payload)
     return ReplayResult(str(path), str(transcript), result, first_difference(path, transcript))

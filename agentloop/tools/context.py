@@ -7,8 +7,10 @@ then runs the same call again.  A tool that declares a parameter of type
 shown to the model) receives the call's identity, and can make its effect
 idempotent: record the effect under :attr:`CallContext.key`, a key that is
 the same every time this call runs -- again after a crash, on resume, in a
-replay -- and different for every other call (``docs/tools.md``, "Effects
-that happen once").
+replay -- and different for every other call of every run with another
+task record (``docs/tools.md``, "Effects that happen once": two runs with
+the same inputs have the same origin, so calls of theirs with the same step
+and id share a key).
 
 The key, :func:`call_key`, is the lowercase hex SHA-256 of the RFC 8785
 bytes of the JSON array ``["agentloop-call-key/1", origin, step, call_id]``:

@@ -24,7 +24,6 @@ the torn line as ``bad_json``.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from typing import Optional
@@ -32,6 +31,7 @@ from typing import Optional
 from .durable import check_output, fsync_directory, lock_exclusive
 from ..errors import RepairRefusedError
 from .format import PathLike, VerifyResult
+from .scan import _parse_line
 from .verify import verify_file
 
 __all__ = ["RepairResult", "repair"]
@@ -85,11 +85,8 @@ def _newlines(fd: int, end: int) -> int:
 
 
 def _is_json(fragment: bytes) -> bool:
-    try:
-        json.loads(fragment.decode("utf-8"))
-    except (ValueError, RecursionError):
-        return False
-    return True
+    """Whether ``fragment`` with its newline would be a record, as the verifier parses lines (``NaN`` is not JSON)."""
+    return _parse_line(1, fragment + b"\n")[1] is None
 
 
 def repair(path: PathLike) -> RepairResult:

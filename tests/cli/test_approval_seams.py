@@ -47,18 +47,19 @@ class TestReplayAsksAgain(ApprovalSeams):
 
 class TestNoBlankCheques(ApprovalSeams):
     def test_a_decision_to_run_a_call_without_its_arguments_sha256_is_refused_naming_the_call(self) -> None:
-        for decision in ({"decision": "approve", "by": "al"}, {"decision": "modify", "by": "al", "arguments": {"path": "/x"}}):
+        for decision in ({"decision": "approve", "by": "al"}, {"decision": "modify", "by": "al", "arguments": {"path": "/x"}},
+                         {"decision": "approve", "by": "al", "arguments_sha256": None}):  # null binds nothing either
             status, out, err = self.cli(RUN + ["-o", self.path(), "--overwrite", "--approve", self.decisions({"c1": decision})])
             self.assertEqual((status, out), (2, ""), err)
             self.assertIn('names no arguments_sha256', err)
             self.assertIn('call "c1"', err)
             self.assertEqual(fx.CALLS, [])
         self.cli(RUN + ["-o", self.path("p.jsonl"), "--approve", self.decisions({}, "none.json")])  # paused
-        status, _, err = self.cli(["resume", self.path("p.jsonl"), "--decisions", self.decisions({"c1": {"decision": "approve", "by": "al"}})]
-                                  + RESUME)
-        self.assertEqual(status, 2, err)
-        self.assertIn('call "c1"', err)
-        self.assertEqual(fx.CALLS, [])
+        for unbound in ({"decision": "approve", "by": "al"}, {"decision": "approve", "by": "al", "arguments_sha256": None}):
+            status, _, err = self.cli(["resume", self.path("p.jsonl"), "--decisions", self.decisions({"c1": unbound})] + RESUME)
+            self.assertEqual(status, 2, err)
+            self.assertIn('call "c1"', err)
+            self.assertEqual(fx.CALLS, [])
 
     def test_a_denial_needs_no_binding_and_any_arguments_opts_in_explicitly(self) -> None:
         status, _, err = self.cli(RUN + ["-o", self.path(), "--approve", self.decisions({"c1": {"decision": "deny", "by": "al", "reason": "no"}})])

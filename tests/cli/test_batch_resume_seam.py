@@ -92,6 +92,21 @@ class TestBatchResumeSeam(BatchSeamCase):
         self.assertIn("refused: ", out)
         self.assertEqual(self.bytes("manifest.checkpoint"), self.note)
 
+    def test_a_ledger_removed_beside_its_checkpoint_is_refused_and_the_checkpoint_kept(self) -> None:
+        path = os.path.join(self.out, "b.jsonl")
+        forged = b"".join(forge(read_lines(path), 2, lambda r: r["payload"].update(value={"forged": True})))
+        with open(path, "wb") as handle:
+            handle.write(forged)
+        os.unlink(os.path.join(self.out, "manifest.jsonl"))
+        for resume in (True, False):
+            argv = ["batch", self.tasks, "--model", MODEL, "--tools", TOOLS, "--out", self.out, "--sign", self.key]
+            status, out, err = self.cli(*argv + (["--resume"] if resume else []))
+            self.assertEqual(status, 1, out + err)
+            self.assertIn("not the ledger it certified", out)
+            self.assertEqual(self.bytes("manifest.checkpoint"), self.note)  # never overwritten
+            self.assertFalse(os.path.exists(os.path.join(self.out, "manifest.jsonl")))
+            self.assertEqual(self.bytes("b.jsonl"), forged)
+
     def test_an_untouched_batch_resumes_and_its_ledger_extends_the_earlier_one(self) -> None:
         status, out, err = self.resume()
         self.assertEqual(status, 0, out + err)

@@ -72,6 +72,8 @@ class TestCallContext(TempDir):
         self.assertEqual(len(set(keys)), 3)  # the same id at another step is another call
         run("another task", two_turns(), [pay], transcript=self.path("b.jsonl"), max_steps=5, max_tokens=1000)
         self.assertFalse(set(keys) & {c.key for c in SEEN[3:]})  # another run: other keys
+        run("t", two_turns(), [pay], transcript=self.path("c.jsonl"), max_steps=5, max_tokens=1000)
+        self.assertEqual([c.key for c in SEEN[6:]], keys)  # the same inputs: the same origin, so the same keys (docs/tools.md)
 
     def test_the_same_call_gets_the_same_key_after_a_crash_on_resume_and_in_a_replay(self) -> None:
         model = stateless(ModelReply("go", [ToolCall("crash", {}, "c1")]))  # the same reply for the same conversation

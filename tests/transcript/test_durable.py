@@ -89,6 +89,13 @@ class TestRepair(TempDir):
                 with open(path, "rb") as handle:
                     self.assertEqual(handle.read(), intact)
 
+    def test_a_torn_last_line_holding_nan_is_cut_not_kept(self) -> None:
+        """NaN is not JSON (docs/format.md section 6): with its newline appended the line would be bad_json, so it is
+        a torn line like any other, not "a complete JSON text missing only its newline"."""
+        path = self.write_bytes(b"".join(self.lines) + b'{"hash":NaN}', "torn.jsonl")
+        done = repair(path)
+        self.assertEqual((done.removed, done.result.ok, done.result.count), (len(b'{"hash":NaN}'), True, 11))
+
     def test_a_torn_first_record_is_refused_not_cut_to_an_empty_file(self) -> None:
         path = self.write_bytes(self.lines[0][:20], "torn.jsonl")
         with self.assertRaises(RepairRefusedError) as caught:

@@ -230,6 +230,18 @@ class TestOlderFiles(GateCase):
         self.assertFalse(any("gated" in r["payload"] for r in records if r["kind"] == "tool"))  # the old rules, kept
         self.assertTrue(verify_file(self.path("old.jsonl"), require_complete=True).ok)
 
+    def test_a_file_written_before_predicate_outcomes_replays_byte_for_byte(self) -> None:
+        from agentloop.models import replay
+        lines = self.make()
+        at = self.index(lines, "p1")  # the call the predicate let through: "gated": false
+        old = forge(forge(lines, 0, lambda r: r["payload"].pop("predicate_outcomes")), at, lambda r: r["payload"].pop("gated"))
+        self.write_bytes(b"".join(old), "old.jsonl")
+        self.assertTrue(verify_file(self.path("old.jsonl"), require_complete=True).ok)
+        for tools in ("recorded", [look_tool(), delete_tool(), pay_tool()]):
+            outcome = replay(self.path("old.jsonl"), tools, transcript=self.path("again.jsonl"), overwrite=True,
+                             approver=None if tools == "recorded" else approve_all)
+            self.assertTrue(outcome.identical, outcome.difference)
+
 
 def calls_model_after() -> Any:
     """calls_model as a stateless model: the same reply for the same turn, in another process or object."""

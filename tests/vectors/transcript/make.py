@@ -644,6 +644,20 @@ def gate_vectors(v: Vectors, gated: List[bytes]) -> None:
     changed("bad_payload_approval_signer", 0, "valid_approval.jsonl with the task record's approval_signer.key_id "
             "rewritten to \"alice\" (not 8 hex digits).", lambda p: p["approval_signer"].update(key_id="alice"),
             [fault("bad_payload", 0, 1)])
+    changed("bad_payload_gated_true", 4, "valid_approval.jsonl with record 4's \"gated\": false made true: the member "
+            "is false when set, absent otherwise.", lambda p: p.update(gated=True), [fault("bad_payload", 4, 5)])
+    changed("bad_payload_gated_and_approval", 5, "valid_approval.jsonl with \"gated\": false added beside record 5's "
+            "approval: a call the predicate let through was asked about no one.", lambda p: p.update(gated=False),
+            [fault("bad_payload", 5, 6)])
+    changed("bad_payload_gated_unrecorded", 0, "valid_approval.jsonl with the task record's predicate_outcomes deleted: "
+            "record 4's \"gated\": false then stands in a run that records no predicate outcome.",
+            lambda p: p.pop("predicate_outcomes"), [fault("bad_payload", 4, 5)])
+    changed("bad_payload_predicate_outcomes", 0, "valid_approval.jsonl with the task record's predicate_outcomes made "
+            "false: the member is true when set, absent otherwise.", lambda p: p.update(predicate_outcomes=False),
+            [fault("bad_payload", 0, 1)])
+    changed("bad_payload_signer_ungated", 0, "valid_approval.jsonl with the task record's approval member deleted: "
+            "an approval_signer (and predicate_outcomes) stand only in a run with gated tools.",
+            lambda p: p.pop("approval"), [fault("bad_payload", 0, 1)])
 
 
 def main(argv: Optional[List[str]] = None) -> int:
