@@ -225,6 +225,24 @@ class TestEndpoint(CliCase):
         self.assertNotIn("sk-line", err)
         self.assertEqual(c.requests, [])
 
+    def test_a_token_given_in_place_of_a_variable_is_never_shown(self) -> None:
+        source = self.transcript()
+        with Collector() as c:
+            for spec, said in (
+                ("Authorization=Bearer sk-live-0123", '--header "Authorization": the environment variable after '
+                 "Authorization= (not shown: is it the value?) is not set"),
+                ("x-api-key=sk_live_0123", '--header "x-api-key": the environment variable after x-api-key= '
+                 "(not shown: is it the value?) is not set"),
+                ("Authorization: Bearer sk-live-0123", "--header: takes NAME=ENVVAR, a header name and the environment "
+                 "variable holding its value (what was given is not shown: it may hold the token)"),
+                ("Authorization: Bearer sk=live_0123", "--header: takes NAME=ENVVAR, a header name and the "
+                 "environment variable holding its value (what was given is not shown: it may hold the token)"),
+            ):
+                status, out, err = self.cli("export", "--otel", source, "--endpoint", c.url, "--header", spec)
+                self.assertEqual((status, err), (2, "agentloop export: error: %s\n" % (said,)), spec)
+                self.assertNotIn("live", out + err)
+        self.assertEqual(c.requests, [])
+
 
 class TestReportManifest(CliCase):
     def test_the_page_and_the_run_pages_then_exit_1_for_the_failed_run(self) -> None:
