@@ -98,7 +98,7 @@ def _headers(specs: Sequence[str]) -> Dict[str, str]:
             )
         value = os.environ.get(variable)
         if value is None:
-            shown = quote(variable) if _ENV_NAME.match(variable) else "after %s= (not shown: is it the value?)" % (name,)
+            shown = quote(variable) if _ENV_NAME.match(variable) else "after %s= (not shown: is it the value?)" % name
             raise Refused("--header %s" % (quote(name),), "the environment variable %s is not set" % (shown,))
         headers[name] = value
     return headers
