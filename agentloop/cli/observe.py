@@ -317,7 +317,7 @@ def add_commands(sub: Commands) -> None:
     kind.add_argument("--inspect", action="store_true", help="an Inspect AI eval log (JSON)")
     export.add_argument("file", nargs="?", metavar="FILE", help="the transcript")
     export.add_argument(
-        "--manifest", metavar="MANIFEST", help="a batch instead of FILE: one trace or sample per ledger line"
+        "--manifest", metavar="MANIFEST", help="a batch instead of FILE: one trace or sample per run"
     )
     export.add_argument("-o", "--output", metavar="OUT", help="where to write the export")
     export.add_argument("--overwrite", action="store_true", help="replace OUT even if this command did not write it")
