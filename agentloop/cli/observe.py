@@ -60,8 +60,11 @@ __all__ = ["add_commands", "report_manifest"]
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,63}\Z")
 #: A header's name (an HTTP token, RFC 9110 section 5.6.2).
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,64}\Z")
-#: The latest ``--start`` (9999-12-31T23:59:59Z): what a date and a nanosecond count can both hold.
+#: The latest ``--start`` (9999-12-31T23:59:59Z): what a date can hold.
 _LAST_START = 253402300799
+#: The latest ``--start`` of spans (2261-07-15): their times are nanosecond counts, which collectors
+#: read as 64-bit integers (up to 2**63 - 1, 2262-04-11), and the run's timeline, 1 ms a record, needs room.
+_LAST_SPAN_START = 9_200_000_000
 
 Runs = List[Union[Run, FailedRun]]
 
@@ -171,6 +174,9 @@ def _check_outputs(args: argparse.Namespace, source: str, kind: str) -> None:
         raise Refused("--header", "needs --endpoint")
     if args.start is not None and args.start > _LAST_START:
         raise Refused("--start", "must be at most %d (9999-12-31)" % (_LAST_START,))
+    if kind == "otel" and args.start is not None and args.start > _LAST_SPAN_START:
+        raise Refused("--start", "must be at most %d (2261-07-15) for spans: 64-bit nanosecond times" % (
+            _LAST_SPAN_START,))
     if args.endpoint is not None:
         try:
             collector(args.endpoint)

@@ -133,6 +133,10 @@ class TestExport(CliCase):
                 ("export", "--otel", source, "-o", self.path("x.json"), "--start", "253402300800"),
                 "--start: must be at most",
             ),
+            (  # a year --inspect can write, but 10**9 times it is no 64-bit nanosecond count
+                ("export", "--otel", source, "-o", self.path("x.json"), "--start", "253402300799"),
+                "--start: must be at most 9200000000 (2261-07-15) for spans: 64-bit nanosecond times",
+            ),
             (
                 ("export", "--otel", source, "--endpoint", "http://u:pw-hunter2@127.0.0.1:1"),
                 "--endpoint: must not hold credentials",
