@@ -152,13 +152,18 @@ def _shown(text: str, secrets: List[str]) -> str:
     return text[:_SHOWN_CHARS].strip()
 
 
-def _rejected(answer: bytes) -> Tuple[int, str]:
-    """``partialSuccess`` of an ``ExportTraceServiceResponse``: spans rejected, and why."""
+def _rejected(answer: bytes) -> Optional[Tuple[int, str]]:
+    """``partialSuccess`` of an ``ExportTraceServiceResponse``: spans rejected, and why; ``None`` when
+    the answer is none ("OTLP/HTTP Response": a 2xx body MUST be one; an empty body is let pass)."""
+    if not answer.strip():
+        return 0, ""
     try:
         value = json.loads(answer.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
-        return 0, ""
-    partial = value.get("partialSuccess") if isinstance(value, dict) else None
+        return None
+    if not isinstance(value, dict):
+        return None
+    partial = value.get("partialSuccess")
     if not isinstance(partial, dict):
         return 0, ""
     count = partial.get("rejectedSpans", 0)
@@ -248,7 +253,14 @@ def send_otlp(
         raise CollectorError(where.host, "HTTP %d: a redirect, which is not followed" % (status,))
     if not 200 <= status < 300:
         raise CollectorError(where.host, "HTTP %d%s" % (status, ": " + text if text else ""))
-    rejected, why = _rejected(answer)
+    taken = _rejected(answer)
+    if taken is None:
+        raise CollectorError(
+            where.host,
+            "HTTP %d, but the answer is no OTLP/JSON response, so the spans may not have been taken "
+            "(is the URL the collector's base, without /v1/traces?)%s" % (status, ": " + text if text else ""),
+        )
+    rejected, why = taken
     if rejected:
         raise CollectorError(
             where.host, "rejected %d of %d spans: %s" % (rejected, spans, _shown(why, secrets))

@@ -112,6 +112,14 @@ class TestSending(unittest.TestCase):
         with Collector([(200, b'{"partialSuccess": {}}')]) as c:
             self.assertEqual(send_otlp(body(), c.url, spans=4).status, 200)  # an empty partialSuccess is success
 
+    def test_a_2xx_answer_that_is_no_otlp_response_is_a_failure(self) -> None:
+        with Collector([(200, b"<!doctype html><title>App</title>"), (200, b"[]"), (202, b"")]) as c:
+            for _ in range(2):
+                with self.assertRaises(CollectorError) as caught:
+                    send_otlp(body(), c.url, spans=4)
+                self.assertIn("HTTP 200, but the answer is no OTLP/JSON response", str(caught.exception))
+            self.assertEqual(send_otlp(body(), c.url, spans=4).status, 202)  # an empty body is let pass
+
     def test_a_redirect_is_not_followed(self) -> None:
         with Collector([(307, b"")]) as c, self.assertRaises(CollectorError) as caught:
             send_otlp(body(), c.url, headers={"Authorization": TOKEN})
