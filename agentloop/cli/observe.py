@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from typing import Callable, Dict, List, Optional, Sequence, TextIO, Tuple, Union
 
 from ..batch.ledger import parse_ledger
@@ -55,8 +56,15 @@ from .output import (
 
 __all__ = ["add_commands", "report_manifest"]
 
-#: The latest ``--start`` (9999-12-31T23:59:59Z): what a date and a nanosecond count can both hold.
+#: An environment variable's name as shells write them (upper case): the only ``ENVVAR`` an error quotes.
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,63}\Z")
+#: A header's name (an HTTP token, RFC 9110 section 5.6.2).
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,64}\Z")
+#: The latest ``--start`` (9999-12-31T23:59:59Z): what a date can hold.
 _LAST_START = 253402300799
+#: The latest ``--start`` of spans (2261-07-15): their times are nanosecond counts, which collectors
+#: read as 64-bit integers (up to 2**63 - 1, 2262-04-11), and the run's timeline, 1 ms a record, needs room.
+_LAST_SPAN_START = 9_200_000_000
 
 Runs = List[Union[Run, FailedRun]]
 
@@ -76,18 +84,25 @@ def _written_by(kind: str) -> Callable[[str], bool]:
 
 
 def _headers(specs: Sequence[str]) -> Dict[str, str]:
-    """``--header NAME=ENVVAR``: each header's value from the environment variable named (never shown)."""
+    """``--header NAME=ENVVAR``: each header's value from the environment variable named (never shown).
+
+    A spec that is not ``NAME=ENVVAR`` (``Authorization: Bearer sk-...``, as
+    curl takes it) is refused without being quoted, and ``ENVVAR`` is quoted
+    only when it looks like a variable's name: either may be the token itself.
+    """
     headers: Dict[str, str] = {}
     for spec in specs:
         name, sep, variable = spec.partition("=")
-        if not sep or not name or not variable:
+        if not sep or not _HEADER_NAME.match(name) or not variable:
             raise Refused(
                 "--header",
-                "takes NAME=ENVVAR (the value is read from the environment variable ENVVAR), got %s" % (quote(spec),),
+                "takes NAME=ENVVAR, a header name and the environment variable holding its value "
+                "(what was given is not shown: it may hold the token)",
             )
         value = os.environ.get(variable)
         if value is None:
-            raise Refused("--header %s" % (quote(name),), "the environment variable %s is not set" % (quote(variable),))
+            shown = quote(variable) if _ENV_NAME.match(variable) else "after %s= (not shown: is it the value?)" % name
+            raise Refused("--header %s" % (quote(name),), "the environment variable %s is not set" % (shown,))
         headers[name] = value
     return headers
 
@@ -159,6 +174,9 @@ def _check_outputs(args: argparse.Namespace, source: str, kind: str) -> None:
         raise Refused("--header", "needs --endpoint")
     if args.start is not None and args.start > _LAST_START:
         raise Refused("--start", "must be at most %d (9999-12-31)" % (_LAST_START,))
+    if kind == "otel" and args.start is not None and args.start > _LAST_SPAN_START:
+        raise Refused("--start", "must be at most %d (2261-07-15) for spans: 64-bit nanosecond times" % (
+            _LAST_SPAN_START,))
     if args.endpoint is not None:
         try:
             collector(args.endpoint)
@@ -305,7 +323,7 @@ def add_commands(sub: Commands) -> None:
     kind.add_argument("--inspect", action="store_true", help="an Inspect AI eval log (JSON)")
     export.add_argument("file", nargs="?", metavar="FILE", help="the transcript")
     export.add_argument(
-        "--manifest", metavar="MANIFEST", help="a batch instead of FILE: one trace or sample per ledger line"
+        "--manifest", metavar="MANIFEST", help="a batch instead of FILE: one trace or sample per run"
     )
     export.add_argument("-o", "--output", metavar="OUT", help="where to write the export")
     export.add_argument("--overwrite", action="store_true", help="replace OUT even if this command did not write it")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from ..batch.audit import AuditResult, audit_batch
-from ..batch.ledger import ledger_root, parse_ledger
+from ..batch.ledger import current, ledger_root, parse_ledger
 from ..errors import ExportError
 from ..signing.note import Verifier
 from .run import FailedRun, Run, read_run
@@ -126,6 +126,9 @@ def read_batch(
 ) -> List[Union[Run, FailedRun]]:
     """Every run of the batch at ``manifest``, in ledger order, once its verdict holds.
 
+    A run is its last ledger line (:func:`~agentloop.batch.ledger.current`):
+    a line a resumed batch retried is not a run of its own.
+
     Raises :class:`~agentloop.errors.ExportError` when the ledger's verdict
     fails (a run altered, missing, an extra or repeated file, a checkpoint
     that does not hold) or a transcript changed after it was checked.
@@ -135,7 +138,7 @@ def read_batch(
     if problems:
         raise ExportError(manifest, "the ledger's verdict fails: " + "; ".join(problems))
     runs: List[Union[Run, FailedRun]] = []
-    for line in batch.lines:
+    for line in current(batch.lines).values():  # a run's last line: a retry supersedes the line that failed
         name = line["name"]
         if line["status"] != "ok":
             runs.append(FailedRun(name, line["origin"], line["status"], str(line.get("error", line.get("reason")))))

@@ -15,6 +15,10 @@ Every span carries its record's ``agentloop.record.seq`` and
 ``agentloop.record.hash``; the ids are the hashes themselves: the trace id
 is the first 32 hex digits of the transcript's head, a span id the first
 16 of its record's hash.  The same transcript always gives the same spans.
+In a batch, two runs may be the same transcript (a deterministic model, the
+same task twice), and a collector merges spans that share a trace id: there
+a run's trace id is the first 32 hex digits of the SHA-256 of its name, a
+newline and its head (:func:`trace_id`).
 A transcript records no wall-clock time, so the spans are laid on a logical
 timeline: record ``seq`` N spans ``[start + N ms, start + N+1 ms)``, and the
 run span covers them all.
@@ -31,13 +35,14 @@ strings, enums as integers, 64-bit integers as decimal strings.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import semconv as sc
 from .run import FailedRun, Run, as_dict, as_int, as_list
 
-__all__ = ["otel_request", "otel_json", "is_otel_export", "SPAN_KIND", "STATUS_CODE"]
+__all__ = ["otel_request", "otel_json", "is_otel_export", "trace_id", "SPAN_KIND", "STATUS_CODE"]
 
 #: ``opentelemetry.proto.trace.v1.Span.SpanKind`` values.
 SPAN_KIND = {"internal": 1, "server": 2, "client": 3}
@@ -69,6 +74,14 @@ def _any(value: object) -> Dict[str, Any]:
     if isinstance(value, dict):
         return {"kvlistValue": {"values": [{"key": str(k), "value": _any(v)} for k, v in value.items()]}}
     return {}  # null: an empty AnyValue
+
+
+def trace_id(head: str, name: Optional[str] = None) -> str:
+    """A run's trace id: the first 32 hex digits of ``head`` (its transcript's head, or for a batch run
+    without a transcript its origin's hash), or of ``SHA-256(name + "\\n" + head)`` for a batch run ``name``."""
+    if name is None:
+        return head[:32]
+    return hashlib.sha256(("%s\n%s" % (name, head)).encode("utf-8")).hexdigest()[:32]
 
 
 def _attributes(pairs: Sequence[Tuple[str, object]]) -> List[Attribute]:
@@ -166,7 +179,7 @@ class _Trace:
         self.run = run
         self.content = content
         self.times = _Timeline(start_ns)
-        self.trace = run.head[:32]
+        self.trace = trace_id(run.head, run.name)
         self.root = str(run.records[0].get("hash"))[:16]
         model = run.model
         self.model_name = model.get("model") if isinstance(model.get("model"), str) else None
@@ -328,7 +341,7 @@ def _failed_span(run: FailedRun, start_ns: int) -> Span:
         (sc.ERROR_TYPE, run.status),
     ]
     return _span(
-        digest[:32],
+        trace_id(digest, run.name),
         digest[32:48],
         None,
         "invoke_agent",

@@ -11,24 +11,33 @@ limits the body to 64 MiB.
 The endpoint names no credentials (``user:password@`` is refused: they go in
 a header).  Header values -- the collector's token -- are sent and never
 shown: errors name the collector by ``host:port`` only, never its path,
-its query or a header, and any header value a collector echoes back is
-redacted.  Plain :mod:`http.client`: no proxy settings are read and no
-redirect is followed.
+its query or a header, and what a collector echoes back of a header value
+(the whole value, each word of it such as the token after ``Bearer``, the
+user and password of a ``Basic`` credential; also in base64 or cut short) is
+redacted by :func:`agentloop.models.http.redact` before the answer is cut
+to what is shown; an answer that still holds one behind an escape is not
+shown.  ``timeout`` bounds the whole exchange, not each read: a collector
+that answers a byte at a time is cut off.  Plain :mod:`http.client`: no
+proxy settings are read and no redirect is followed.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import http.client
 import ipaddress
 import json
 import re
 import socket
 import ssl
+import threading
 import urllib.parse
 from dataclasses import dataclass
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from ..errors import BadArgumentError, CollectorError
+from ..models.http import holds_secret, redact
 
 __all__ = ["TRACES_PATH", "MAX_BODY", "Collector", "collector", "send_otlp", "Sent"]
 
@@ -117,19 +126,44 @@ def _check_headers(headers: Mapping[str, str]) -> Dict[str, str]:
     return out
 
 
-def _redact(text: str, secrets: Mapping[str, str]) -> str:
-    for value in sorted(set(secrets.values()), key=len, reverse=True):
-        text = text.replace(value, "[redacted]")
-    return text
+def _secrets(headers: Mapping[str, str]) -> List[str]:
+    """What a collector may echo of the header values: each value, each word of it of 4 characters
+    or more (the token after ``Bearer``), and the user and password a ``Basic`` credential encodes."""
+    found = set()
+    for value in headers.values():
+        found.add(value)
+        for word in value.split():
+            if len(word) >= 4:
+                found.add(word)
+                try:
+                    decoded = base64.b64decode(word, validate=True).decode("utf-8")
+                except (binascii.Error, ValueError):
+                    continue
+                if ":" in decoded:
+                    found.update(part for part in decoded.split(":", 1) if len(part) >= 4)
+    return sorted(found, key=len, reverse=True)
 
 
-def _rejected(answer: bytes) -> Tuple[int, str]:
-    """``partialSuccess`` of an ``ExportTraceServiceResponse``: spans rejected, and why."""
+def _shown(text: str, secrets: List[str]) -> str:
+    """A collector's words as an error shows them: redacted whole, then cut to 200 characters."""
+    text = redact(text, secrets)
+    if holds_secret(text, secrets):
+        return "(its words are not shown: they hold a header's value behind an escape)"
+    return text[:_SHOWN_CHARS].strip()
+
+
+def _rejected(answer: bytes) -> Optional[Tuple[int, str]]:
+    """``partialSuccess`` of an ``ExportTraceServiceResponse``: spans rejected, and why; ``None`` when
+    the answer is none ("OTLP/HTTP Response": a 2xx body MUST be one; an empty body is let pass)."""
+    if not answer.strip():
+        return 0, ""
     try:
         value = json.loads(answer.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
-        return 0, ""
-    partial = value.get("partialSuccess") if isinstance(value, dict) else None
+        return None
+    if not isinstance(value, dict):
+        return None
+    partial = value.get("partialSuccess")
     if not isinstance(partial, dict):
         return 0, ""
     count = partial.get("rejectedSpans", 0)
@@ -144,6 +178,12 @@ def _rejected(answer: bytes) -> Tuple[int, str]:
 
 
 def _post(where: Collector, body: bytes, headers: Dict[str, str], timeout: float) -> Tuple[int, bytes]:
+    """POST and read the answer within ``timeout`` seconds in all (``socket.timeout`` past it).
+
+    ``http.client``'s timeout bounds each read only; a timer shuts the socket
+    down at the deadline, so a collector dripping its answer cannot hold the
+    command (the reading then fails, or returns short, and the deadline says why).
+    """
     conn: http.client.HTTPConnection
     if where.https:
         conn = http.client.HTTPSConnection(
@@ -151,12 +191,37 @@ def _post(where: Collector, body: bytes, headers: Dict[str, str], timeout: float
         )
     else:
         conn = http.client.HTTPConnection(where.hostname, where.port, timeout=timeout)
+    expired = threading.Event()
+
+    def cut() -> None:
+        expired.set()
+        sock = conn.sock
+        if sock is not None:
+            try:
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    timer = threading.Timer(timeout, cut)
+    timer.daemon = True
+    timer.start()
     try:
+        conn.connect()
+        if expired.is_set():
+            raise socket.timeout()
         conn.request("POST", where.target, body=body, headers=dict(headers, **{"Content-Type": "application/json"}))
         response = conn.getresponse()
-        return response.status, response.read(_ANSWER_BYTES)
+        answer = response.read(_ANSWER_BYTES)
+    except (OSError, http.client.HTTPException):
+        if expired.is_set():
+            raise socket.timeout() from None
+        raise
     finally:
+        timer.cancel()
         conn.close()
+    if expired.is_set():
+        raise socket.timeout()
+    return response.status, answer
 
 
 def send_otlp(
@@ -171,6 +236,7 @@ def send_otlp(
     """
     where = collector(endpoint)
     sent = _check_headers(headers or {})
+    secrets = _secrets(sent)
     if len(body) > MAX_BODY:
         raise BadArgumentError(
             "body", "is %d bytes, more than the %d an OTLP/HTTP request may hold" % (len(body), MAX_BODY)
@@ -181,15 +247,22 @@ def send_otlp(
         raise CollectorError(where.host, "no answer within %g seconds" % (timeout,)) from None
     except (OSError, http.client.HTTPException) as exc:
         reason = getattr(exc, "strerror", None) or type(exc).__name__
-        raise CollectorError(where.host, "cannot send: %s" % (_redact(str(reason), sent),)) from None
-    text = _redact(answer.decode("utf-8", "replace")[:_SHOWN_CHARS], sent).strip()
+        raise CollectorError(where.host, "cannot send: %s" % (_shown(str(reason), secrets),)) from None
+    text = _shown(answer.decode("utf-8", "replace"), secrets)
     if 300 <= status < 400:
         raise CollectorError(where.host, "HTTP %d: a redirect, which is not followed" % (status,))
     if not 200 <= status < 300:
         raise CollectorError(where.host, "HTTP %d%s" % (status, ": " + text if text else ""))
-    rejected, why = _rejected(answer)
+    taken = _rejected(answer)
+    if taken is None:
+        raise CollectorError(
+            where.host,
+            "HTTP %d, but the answer is no OTLP/JSON response, so the spans may not have been taken "
+            "(is the URL the collector's base, without /v1/traces?)%s" % (status, ": " + text if text else ""),
+        )
+    rejected, why = taken
     if rejected:
         raise CollectorError(
-            where.host, "rejected %d of %d spans: %s" % (rejected, spans, _redact(why[:_SHOWN_CHARS], sent))
+            where.host, "rejected %d of %d spans: %s" % (rejected, spans, _shown(why, secrets))
         )
     return Sent(status, spans)

@@ -7,7 +7,7 @@ The page is a pure function of the ledger and the files beside it:
    DIR/*.jsonl --manifest DIR/manifest.jsonl``): how many transcripts match,
    and each one altered, missing, extra or repeated, and the checkpoint's;
 2. totals: runs, how they ended, steps, tokens and cost of the verified runs;
-3. one row per ledger line -- the runs that failed or were altered first,
+3. one row per run (its last ledger line) -- the runs that failed or were altered first,
    then the others in ledger order: name (a link to the run's own page),
    verdict, stop reason, steps, tokens, cost, time (by the run's clock, when
    it recorded one) and task.
@@ -92,6 +92,16 @@ class _Row:
     seconds: Optional[float] = None
     task: Optional[str] = None
     page: Optional[str] = None
+    retried: str = ""  # the earlier lines of the run, which a retry superseded
+
+
+def _retried(earlier: Sequence[Mapping[str, Any]], name: str) -> str:
+    """``after line N: status: why; ...`` for the lines of run ``name`` before its last one ("" when none)."""
+    return "; ".join(
+        "line %d: %s: %s" % (number, line["status"], line.get("error", line.get("reason")))
+        for number, line in enumerate(earlier, 1)
+        if line["name"] == name
+    )
 
 
 def _seconds(run: Run) -> Optional[float]:
@@ -120,9 +130,12 @@ def _rows(batch: Batch, pages: Mapping[str, str]) -> List[_Row]:
     missing = set(audit.missing)
     verified = set(audit.verified)
     rows = []
+    last = {line["name"]: number for number, line in enumerate(batch.lines, 1)}
     for number, line in enumerate(batch.lines, 1):
         name = line["name"]
-        row = _Row(number, name, "verified", page=pages.get(name))
+        if last[name] != number:  # a retry supersedes this line (a resumed batch): the run is its last line
+            continue
+        row = _Row(number, name, "verified", page=pages.get(name), retried=_retried(batch.lines[: number - 1], name))
         if line["status"] != "ok":
             row.status, row.why = "failed", "%s: %s" % (line["status"], line.get("error", line.get("reason")))
         elif name in altered:
@@ -289,6 +302,8 @@ def _row_html(row: _Row) -> str:
     if row.page is not None:
         name = '<a href="%s">%s</a>' % (urllib.parse.quote(row.page, safe=""), name)
     verdict = _VERDICT_WORDS[row.status] + (": " + _escape(row.why) if row.why else "")
+    if row.retried:
+        verdict += ' <span class="mute">(retried after %s)</span>' % (_escape(row.retried),)
     cells = [
         '<td class="n">%d</td>' % (row.number,),
         "<td>%s</td>" % (name,),

@@ -133,6 +133,10 @@ class TestExport(CliCase):
                 ("export", "--otel", source, "-o", self.path("x.json"), "--start", "253402300800"),
                 "--start: must be at most",
             ),
+            (  # a year --inspect can write, but 10**9 times it is no 64-bit nanosecond count
+                ("export", "--otel", source, "-o", self.path("x.json"), "--start", "253402300799"),
+                "--start: must be at most 9200000000 (2261-07-15) for spans: 64-bit nanosecond times",
+            ),
             (
                 ("export", "--otel", source, "--endpoint", "http://u:pw-hunter2@127.0.0.1:1"),
                 "--endpoint: must not hold credentials",
@@ -223,6 +227,24 @@ class TestEndpoint(CliCase):
             err,
         )
         self.assertNotIn("sk-line", err)
+        self.assertEqual(c.requests, [])
+
+    def test_a_token_given_in_place_of_a_variable_is_never_shown(self) -> None:
+        source = self.transcript()
+        with Collector() as c:
+            for spec, said in (
+                ("Authorization=Bearer sk-live-0123", '--header "Authorization": the environment variable after '
+                 "Authorization= (not shown: is it the value?) is not set"),
+                ("x-api-key=sk_live_0123", '--header "x-api-key": the environment variable after x-api-key= '
+                 "(not shown: is it the value?) is not set"),
+                ("Authorization: Bearer sk-live-0123", "--header: takes NAME=ENVVAR, a header name and the environment "
+                 "variable holding its value (what was given is not shown: it may hold the token)"),
+                ("Authorization: Bearer sk=live_0123", "--header: takes NAME=ENVVAR, a header name and the "
+                 "environment variable holding its value (what was given is not shown: it may hold the token)"),
+            ):
+                status, out, err = self.cli("export", "--otel", source, "--endpoint", c.url, "--header", spec)
+                self.assertEqual((status, err), (2, "agentloop export: error: %s\n" % (said,)), spec)
+                self.assertNotIn("live", out + err)
         self.assertEqual(c.requests, [])
 
 

@@ -188,6 +188,20 @@ def hostile_batch(folder: str, port: int) -> str:
     return manifest
 
 
+def retried_batch(source: str, target: str) -> str:
+    """A copy of the batch ``source`` whose ledger first lists ``beta`` as a ``worker_error``: what a
+    resumed batch writes when it runs a failed run again (its checkpoint, which no longer holds, removed)."""
+    manifest = copy_batch(source, target)
+    with open(manifest, "rb") as handle:
+        lines = parse_ledger(handle.read())
+    (beta,) = [line for line in lines if line["name"] == "beta"]
+    failed = {"error": "BrokenProcessPool", "name": "beta", "origin": beta["origin"], "status": "worker_error"}
+    with open(manifest, "wb") as handle:
+        handle.write(ledger_bytes([failed] + lines))
+    os.remove(os.path.join(target, "manifest.checkpoint"))
+    return manifest
+
+
 def copy_batch(source: str, target: str) -> str:
     """A copy of the batch folder ``source`` (to alter); return its manifest's path."""
     shutil.copytree(source, target)

@@ -7,7 +7,7 @@ import shutil
 
 from agentloop.errors import ExportError, MalformedManifestError
 from agentloop.export import FailedRun, Run, load_batch, read_batch
-from tests.export.fixtures import BATCH_KEY, copy_batch
+from tests.export.fixtures import BATCH_KEY, copy_batch, retried_batch
 from tests.support.helpers import TempDir
 
 BATCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vectors", "export", "batch")
@@ -27,6 +27,13 @@ class TestReadBatch(TempDir):
         assert isinstance(alpha, Run) and isinstance(delta, FailedRun)
         self.assertEqual((alpha.verdict.count, alpha.stop and alpha.stop["reason"]), (7, "no_tool_calls"))
         self.assertEqual((delta.status, delta.why), ("worker_error", "BrokenProcessPool"))
+
+    def test_a_run_is_its_last_line_a_retried_line_is_no_run(self) -> None:
+        runs = read_batch(retried_batch(BATCH, self.path("r")))
+        self.assertEqual(
+            [(r.name, type(r).__name__) for r in runs],
+            [("beta", "Run"), ("alpha", "Run"), ("gamma", "Run"), ("delta", "FailedRun")],
+        )
 
     def assert_refused(self, manifest: str, *words: str, **options: object) -> None:
         with self.assertRaises(ExportError) as caught:

@@ -9,6 +9,7 @@ same files.
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import re
@@ -273,9 +274,21 @@ class TestDeterminism(unittest.TestCase):
 
     def test_a_failed_batch_run_is_one_error_span_from_its_ledger_line(self) -> None:
         (span,) = spans(otel_request([FailedRun("delta", "agentloop/1/" + "ab" * 32, "rejected", "does_not_verify")]))
-        self.assertEqual((span["traceId"], span["spanId"]), ("ab" * 16, "ab" * 8))
+        trace = hashlib.sha256(("delta\n" + "ab" * 32).encode("utf-8")).hexdigest()[:32]
+        self.assertEqual((span["traceId"], span["spanId"]), (trace, "ab" * 8))
         self.assertEqual(span["status"], {"code": 2, "message": "rejected: does_not_verify"})
         self.assertEqual(attrs(span)["agentloop.ledger.status"], "rejected")
+
+    def test_two_batch_runs_of_the_same_transcript_are_two_traces(self) -> None:
+        path = os.path.join(VECTORS, "answer.jsonl")
+        alone, a, b = read_run(path), read_run(path, "a"), read_run(path, "b")
+        self.assertEqual({s["traceId"] for s in spans(otel_request([alone]))}, {alone.head[:32]})
+        got = spans(otel_request([a, b]))
+        self.assertEqual(
+            [s["traceId"] for s in got],
+            [hashlib.sha256(("%s\n%s" % (n, a.head)).encode("utf-8")).hexdigest()[:32] for n in "aaaabbbb"],
+        )
+        self.assertEqual(len({(s["traceId"], s["spanId"]) for s in got}), 8)  # what a collector keys a span by
 
     def test_an_export_is_recognised_and_nothing_else_is(self) -> None:
         with open(os.path.join(VECTORS, "answer.otlp.json"), "rb") as handle:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import socket
+import threading
+import time
 import unittest
 
 from agentloop.errors import BadArgumentError, CollectorError
@@ -13,6 +17,10 @@ from tests.export.fixtures import Collector
 
 VECTORS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vectors", "export")
 TOKEN = "Bearer sk-otlp-0123456789abcdef"
+
+
+def json_string(answer: bytes) -> bytes:
+    return json.dumps(answer.decode("utf-8")).encode("utf-8")
 
 
 def body() -> bytes:
@@ -43,6 +51,59 @@ class TestSending(unittest.TestCase):
             self.assertNotIn(secret, text)
         self.assertIn("[redacted]", text)
 
+    def test_what_a_collector_echoes_of_a_header_is_redacted_before_the_answer_is_cut(self) -> None:
+        basic = "Basic " + base64.b64encode(b"pk-lf-public:sk-lf-secret-0123").decode("ascii")
+        cases = [
+            (TOKEN, b"x" * 190 + TOKEN.encode()),  # cut at 200 characters, inside the token
+            (TOKEN, b'{"error": "invalid token sk-otlp-0123456789abcdef"}'),  # the token without its scheme
+            (basic, b'{"error": "no project for secret key sk-lf-secret-0123"}'),  # the password of a Basic credential
+            (TOKEN, b'{"echo": "Bearer sk\\u002dotlp-0123456789abcdef"}'),  # behind an escape: not shown
+        ]
+        answers = [(500, answer) for _, answer in cases] + [
+            (200, b'{"partialSuccess": {"rejectedSpans": 1, "errorMessage": ' + json_string(answer) + b"}}")
+            for _, answer in cases
+        ]
+        with Collector(answers) as c:
+            for value, _ in cases + cases:
+                with self.assertRaises(CollectorError) as caught:
+                    send_otlp(body(), c.url, headers={"Authorization": value}, spans=4)
+                text = str(caught.exception)
+                self.assertRegex(text, r"HTTP 500: |rejected 1 of 4 spans: ")
+                for secret in ("sk-otlp", "sk-lf-secret", "otlp-0123", "456789abcdef"):
+                    self.assertNotIn(secret, text, value)
+
+    def test_the_timeout_bounds_the_whole_exchange(self) -> None:
+        with socket.socket() as server:
+            server.bind(("127.0.0.1", 0))
+            server.listen(1)
+            done = threading.Event()
+
+            def drip() -> None:  # a status line, then a header line one byte at a time, forever
+                conn, _ = server.accept()
+                with conn:
+                    conn.recv(65536)
+                    conn.sendall(b"HTTP/1.1 200 OK\r\n")
+                    for _ in range(200):  # 10 seconds at most, so that a test without the deadline fails, not hangs
+                        if done.is_set():
+                            return
+                        try:
+                            conn.sendall(b"X")
+                        except OSError:
+                            return
+                        time.sleep(0.05)
+
+            thread = threading.Thread(target=drip, daemon=True)
+            thread.start()
+            began = time.monotonic()
+            try:
+                with self.assertRaises(CollectorError) as caught:
+                    send_otlp(body(), "http://127.0.0.1:%d" % (server.getsockname()[1],), timeout=0.5)
+            finally:
+                done.set()
+            self.assertLess(time.monotonic() - began, 5)
+            self.assertIn("no answer within 0.5 seconds", str(caught.exception))
+            thread.join(5)
+
     def test_rejected_spans_are_a_failure(self) -> None:
         answer = b'{"partialSuccess": {"rejectedSpans": "2", "errorMessage": "span too old"}}'
         with Collector([(200, answer)]) as c, self.assertRaises(CollectorError) as caught:
@@ -50,6 +111,14 @@ class TestSending(unittest.TestCase):
         self.assertIn("rejected 2 of 4 spans: span too old", str(caught.exception))
         with Collector([(200, b'{"partialSuccess": {}}')]) as c:
             self.assertEqual(send_otlp(body(), c.url, spans=4).status, 200)  # an empty partialSuccess is success
+
+    def test_a_2xx_answer_that_is_no_otlp_response_is_a_failure(self) -> None:
+        with Collector([(200, b"<!doctype html><title>App</title>"), (200, b"[]"), (202, b"")]) as c:
+            for _ in range(2):
+                with self.assertRaises(CollectorError) as caught:
+                    send_otlp(body(), c.url, spans=4)
+                self.assertIn("HTTP 200, but the answer is no OTLP/JSON response", str(caught.exception))
+            self.assertEqual(send_otlp(body(), c.url, spans=4).status, 202)  # an empty body is let pass
 
     def test_a_redirect_is_not_followed(self) -> None:
         with Collector([(307, b"")]) as c, self.assertRaises(CollectorError) as caught:

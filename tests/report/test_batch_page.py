@@ -17,7 +17,7 @@ from unittest import mock
 from agentloop.errors import ExportError
 from agentloop.report import is_report_page
 from agentloop.report.batch import is_plain_name, run_page_names, write_batch_report
-from tests.export.fixtures import BATCH_KEY, copy_batch, hostile_batch, hostile_text
+from tests.export.fixtures import BATCH_KEY, copy_batch, hostile_batch, hostile_text, retried_batch
 from tests.support.helpers import TempDir
 from tests.report.test_report import Page, visible
 
@@ -92,6 +92,25 @@ class TestAVerifiedBatch(BatchPageCase):
             with open(self.path("b/%s.html" % name), "rb") as handle:
                 self.assertTrue(is_report_page(handle.read(200)))
         self.assertFalse(os.path.exists(self.path("b/delta.html")))
+
+    def test_a_retried_run_is_one_row_verified_and_says_it_was_retried(self) -> None:
+        manifest = retried_batch(BATCH, self.path("r"))
+        page, text, ok = self.write(manifest)
+        self.assertFalse(ok)  # delta failed; beta, failed once, was run again and is not a failed run
+        self.assertEqual(page.verdict().content(),
+                         "✗ RUNS FAILED: all 3 transcripts match the ledger (4 runs); 1 run failed in the batch")
+        self.assertIn("✗ 1 run failed in the batch (no transcript): listed first below", "".join(page.text))
+        self.assertEqual(page.summary()["Ledger"].split(" · ")[1], "5 lines")
+        self.assertEqual(
+            [row[:3] for row in self.rows(page)],
+            [
+                ["5", "delta", "✗ FAILED: worker_error: BrokenProcessPool"],
+                ["2", "alpha", "✓ verified"],
+                ["3", "beta", "✓ verified (retried after line 1: worker_error: BrokenProcessPool)"],
+                ["4", "gamma", "✓ verified"],
+            ],
+        )
+        self.assertIn("<dt>Runs</dt><dd>4: 1 failed · 3 verified</dd>", text)
 
     def test_a_run_with_cost_and_clock_shows_them(self) -> None:
         from tests.export.fixtures import members_run
