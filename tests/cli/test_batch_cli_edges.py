@@ -19,7 +19,7 @@ E = "tests.support.cli_edges_modules:"
 
 
 class BatchEdges(TestBatchCommand):
-    """The fixture of tests/test_batch_cli.py (five tasks, an HMAC key, ``self.out``); its tests are not rerun."""
+    """The fixture of tests/cli/test_batch_cli.py (five tasks, an HMAC key, ``self.out``); its tests are not rerun."""
 
     def batch(self, *extra: str):  # type: ignore[no-untyped-def]
         return self.cli("batch", self.tasks, "--model", MODEL, "--tools", TOOLS, "--out", self.out, *extra)

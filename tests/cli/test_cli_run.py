@@ -1,8 +1,8 @@
 """``agentloop run`` and ``agentloop replay`` in-process: exit codes, the lines printed, what is left on disk.
 
-The models are factories in tests/cli_run_models.py (``--model
+The models are factories in tests/support/cli_run_models.py (``--model
 tests.support.cli_run_models:NAME``), the way a user names their own; the HTTP
-models talk to tests/loopback.py's server.
+models talk to tests/support/loopback.py's server.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The public-key commands (keygen, cosign, witness-request, --sign/--trust) run in-process through ``main(argv)``.
 
-``tests/test_keys_cli.py`` runs every scenario as a real process (no
+``tests/cli/test_keys_cli.py`` runs every scenario as a real process (no
 traceback may ever reach the terminal), and coverage does not follow a
 subprocess.  Here the same scenarios run again through ``main(argv)`` in the
 test's folder, so what they exercise is measured; the refusals no scenario

@@ -2,8 +2,8 @@
 
 Every option reaches the client; every mistake is one line.
 
-The servers are tests/mcp_server.py (stdio, and in-process Streamable
-HTTP); the model is tests/mcp_cli_model.py, whose task is its script.
+The servers are tests/support/mcp_server.py (stdio, and in-process Streamable
+HTTP); the model is tests/support/mcp_cli_model.py, whose task is its script.
 """
 
 from __future__ import annotations

@@ -168,7 +168,7 @@ class _HttpServer:
 
 
 def _script(leg: Leg) -> str:
-    """The task of tests/mcp_cli_model.py: one call per turn."""
+    """The task of tests/support/mcp_cli_model.py: one call per turn."""
     return json.dumps([[[PREFIX + name, arguments]] for name, arguments, _ in leg.calls])
 
 

@@ -1,7 +1,7 @@
 """A person in the loop (issue 13): approval, pause and resume, replay, signed decisions.
 
 Every test runs the real loop with stateless scripted models and tools that
-count their real invocations (tests/approval_fixtures.py).
+count their real invocations (tests/support/approval_fixtures.py).
 """
 
 from __future__ import annotations

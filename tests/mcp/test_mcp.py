@@ -1,4 +1,4 @@
-"""agentloop.mcp against tests/mcp_server.py, over stdio and HTTP, and in the real loop.
+"""agentloop.mcp against tests/support/mcp_server.py, over stdio and HTTP, and in the real loop.
 
 Every client here has a timeout of a few seconds, so a hang is a failure,
 never a stuck suite.  The server speaks 2026-07-28, 2025-11-25 or both

@@ -1,4 +1,4 @@
-"""MCP servers that answer oddly, scripted by tests/mcp_scripted_server.py, and settings refused up front.
+"""MCP servers that answer oddly, scripted by tests/support/mcp_scripted_server.py, and settings refused up front.
 
 What any transport shares (discovery, listing, call results) runs against
 the scripted server over HTTP in this process; what only stdio has (a

@@ -1,7 +1,7 @@
 """Attestations, signed statements and receipts of real runs and batches, checked against bytes computed here.
 
 The expected bytes are assembled in this file from the RFCs (RFC 8949 heads,
-RFC 6962 roots by the recursive oracle of tests/test_batch.py), not read
+RFC 6962 roots by the recursive oracle of tests/batch/test_batch.py), not read
 back from the code under test.
 """
 

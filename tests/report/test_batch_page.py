@@ -1,6 +1,6 @@
 """The batch page: the ledger's verdict first, problem runs first, every byte from the data escaped.
 
-Pages are parsed back with html.parser (tests/test_report.py's ``Page``) and
+Pages are parsed back with html.parser (tests/report/test_report.py's ``Page``) and
 checked as elements and text; headless Chromium loads them in the interop leg.
 """
 

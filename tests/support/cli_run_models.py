@@ -1,4 +1,4 @@
-"""Models and tools for ``agentloop run --model tests.support.cli_run_models:NAME`` in tests/test_cli_run.py.
+"""Models and tools for ``agentloop run --model tests.support.cli_run_models:NAME`` in tests/cli/test_cli_run.py.
 
 Each factory is a model's whole behaviour, named on the command line the
 way a user names theirs (``MODULE:FACTORY``).

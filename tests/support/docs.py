@@ -32,7 +32,7 @@ A marker is an HTML comment on the last non-blank line before a fence
 * ``<!-- output -->`` -- a ``text`` block holding exactly what the python
   block before it prints;
 * ``<!-- loopback -->`` -- the stand-in OpenAI/Anthropic server of
-  ``tests/loopback.py`` listens on 127.0.0.1:8765 (the free port) while the
+  ``tests/support/loopback.py`` listens on 127.0.0.1:8765 (the free port) while the
   block runs;
 * ``<!-- needs: WHAT -->`` -- not run, because it needs something the suite
   cannot have (a paid account); the block's first line must be a visible

@@ -1,7 +1,7 @@
-"""The child process of tests/test_kill.py: a long run that reports what is durable.
+"""The child process of tests/transcript/test_kill.py: a long run that reports what is durable.
 
-    python tests/kill_child.py run PATH          # agentloop.run with fsync=True
-    python tests/kill_child.py writer PATH CKPT  # TranscriptWriter, a checkpoint after every record
+    python tests/support/kill_child.py run PATH          # agentloop.run with fsync=True
+    python tests/support/kill_child.py writer PATH CKPT  # TranscriptWriter, a checkpoint after every record
 
 ``run``: the model prints ``len(messages)`` before each turn; with ``fsync``
 that many records are already on disk (one record per message).  ``writer``

@@ -1,4 +1,4 @@
-"""A model factory for ``agentloop run --model tests.support.loop_cli_model:make`` in tests/test_loop_output.py.
+"""A model factory for ``agentloop run --model tests.support.loop_cli_model:make`` in tests/loop/test_loop_output.py.
 
 Its second turn records what the command line had printed by then (the
 module-level ``PRINTED``), so a test can see that the first turn's records

@@ -1,6 +1,6 @@
-"""An MCP server whose every answer is scripted, for the odd servers of tests/test_mcp_odd_servers.py.
+"""An MCP server whose every answer is scripted, for the odd servers of tests/mcp/test_mcp_odd_servers.py.
 
-    python tests/mcp_scripted_server.py SCRIPT_JSON      (stdio)
+    python tests/support/mcp_scripted_server.py SCRIPT_JSON      (stdio)
     serve_http(script) -> (server, url)                  (in-process Streamable HTTP, JSON answers)
 
 ``SCRIPT_JSON`` maps a method to the list of what to do on each request

@@ -1,6 +1,6 @@
 """A small MCP server for the tests, stdlib only: both revisions, stdio and HTTP.
 
-Run over stdio as ``python tests/mcp_server.py [--era modern|legacy|dual]
+Run over stdio as ``python tests/support/mcp_server.py [--era modern|legacy|dual]
 [--legacy-version V] [--page-size N] [--chatty] [--silent-probe]
 [--slow-start SECONDS [--slow-once MARKER]]``, or
 in-process over HTTP with :func:`serve_http` (``http.server`` on

@@ -71,7 +71,7 @@ class AnchorCase(TempDir):
 
 class TestCheckpointOfAFile(AnchorCase):
     def test_the_checkpoint_of_the_recover_demo_is_a_known_answer(self) -> None:
-        # Recompute: the RFC 6962 MTH (tests/test_merkle.py mth) of the lines without "\n".
+        # Recompute: the RFC 6962 MTH (tests/transcript/test_merkle.py mth) of the lines without "\n".
         data = [line[:-1] for line in self.lines]
         self.assertEqual(self.ckpt.root, mth(data).hex())
         self.assertEqual(self.ckpt.root, "c4135acb4dbc4a500127d849b22309d2376ca7fe345eac76fdfadad1e7840113")
@@ -140,7 +140,7 @@ class TestTamperMatrix(AnchorCase):
         path = self.path("open.jsonl")
         ckpt = self.path("open.checkpoint")
         with TranscriptWriter(path) as out:
-            first, second, later = records(3)  # a valid unfinished run (tests/runs.py)
+            first, second, later = records(3)  # a valid unfinished run (tests/support/runs.py)
             out.append(*first)
             out.append(*second)
             out.checkpoint(ckpt, KEY)

@@ -1,6 +1,6 @@
 """SIGKILL at any moment leaves a transcript whose complete lines all verify.
 
-A child process (``tests/kill_child.py``) runs a long loop with ``fsync``
+A child process (``tests/support/kill_child.py``) runs a long loop with ``fsync``
 durability and prints, after each durable step, how many records are on
 disk.  The parent reads k of those lines, waits a little (0 to 3 ms, so the
 kill lands at different points of a write), SIGKILLs the child, and checks:

@@ -6,7 +6,7 @@
 The inputs are transcripts the real loop writes with scripted models
 (tests/export/fixtures.py): the five demo transcripts of demo.py, a run with
 every optional member, a run that ends on ``model_error``, and a demo batch
-(three runs with tests.batch_models, one ``worker_error`` line, a checkpoint
+(three runs with tests.support.batch_models, one ``worker_error`` line, a checkpoint
 signed with an HMAC key).  The expected exports are written by agentloop's
 exporters and were checked by hand (README.md says what was checked);
 tests/export/test_vectors.py checks that every export still equals them, and

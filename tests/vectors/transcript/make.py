@@ -12,7 +12,7 @@ The expected verdicts are written by hand below (``faults=[...]``), from the
 rules of docs/format.md (the chain, section 6; the payload grammar, section
 2), not read back from the verifier: ``ok``, ``records`` and ``head`` follow
 from the construction, and
-``tests/test_transcript_vectors.py`` checks that ``agentloop.verify_file`` (or
+``tests/transcript/test_transcript_vectors.py`` checks that ``agentloop.verify_file`` (or
 ``agentloop.verify_checkpoint``) agrees with every one of them.
 """
 
