@@ -13,7 +13,8 @@ What is implemented, by section of RFC 8785:
   holding one (``unserialisable_payload``), and both agree.  As RFC 7493 section 2.2
   recommends, integers stay within +/-(2**53 - 1) so every consumer reads the
   same number, and so do floats that 3.2.2.3 writes as integer tokens (``1e17``
-  is ``100000000000000000``: refused as that integer is).  Anything else raises :class:`~agentloop.errors.UnrecordableError`
+  is ``100000000000000000``: refused as that integer is).  Anything else
+  raises :class:`~agentloop.errors.UnrecordableError`
   naming where the value is.
 * 3.2.1 -- no whitespace between tokens.
 * 3.2.2.2 -- strings: ``"`` and ``\\`` escaped, ``\\b \\t \\n \\f \\r`` in

@@ -105,7 +105,8 @@ def main(argv: List[str]) -> int:
         # with fresh-reply runs so that the machine's load falls on all alike; the best of each.
         n, fast = sizes[0], canonical._fast
         with_fast, same_reply, without = [], [], []
-        cpu: Dict[str, List[float]] = {"fresh": [], "reused": [], "exact": []}  # this process's CPU time: less moved by others' load
+        # this process's CPU time: less moved by others' load
+        cpu: Dict[str, List[float]] = {"fresh": [], "reused": [], "exact": []}
         for _ in range(args.repeat * 3):
             for name, model, wall in (("fresh", fresh, with_fast), ("reused", reused, same_reply)):
                 start = time.process_time()

@@ -301,7 +301,8 @@ class TestFloats(unittest.TestCase):
             exact = _exact({"k": [value, "x"]})
             if exact is None:  # 1e17: RFC 8785 writes an integer token beyond 2**53 - 1, I-JSON refuses it
                 self.assertTrue(_integer_token_beyond_i_json(value))
-                for text in ('{"k":[%s,"x"]}' % (format_number(value),), json.dumps({"k": [value, "x"]}, separators=(",", ":"))):
+                spelt = json.dumps({"k": [value, "x"]}, separators=(",", ":"))
+                for text in ('{"k":[%s,"x"]}' % (format_number(value),), spelt):
                     parsed = json.loads(text)
                     self.assertFalse(is_canonical_line(parsed, text, text.encode("utf-8")), text)
                     self.assertIsNone(_exact(parsed), text)

@@ -220,8 +220,8 @@ class TestToolFailuresAreData(TempDir):
         self.assertTrue(errors[2].startswith("unrecordable arguments: $.echo.text"))
         self.assertIn("nesting deeper than the 64 levels a record may hold", errors[2])
         self.assertEqual(self.tool_records()[3]["value"], {"sum": 3})
-        self.assertEqual(errors[4], "unrecordable arguments: $.add.a: number 9007199254740992.0 is written as the integer "
-                                    "9007199254740992, outside the I-JSON range +/-(2**53-1)")
+        self.assertEqual(errors[4], "unrecordable arguments: $.add.a: number 9007199254740992.0 is written as the "
+                                    "integer 9007199254740992, outside the I-JSON range +/-(2**53-1)")
         self.assertTrue(verify_file(self.path()).ok)
 
     def test_depth_is_counted_where_the_value_sits_in_its_record(self) -> None:

@@ -14,7 +14,8 @@ processes (this one and ``workers - 1`` others):
    other part is judged from a state read off its first record, the
    *guess*, when that record is an ``assistant`` record (which opens a turn,
    so no call of an earlier turn is in the state it is judged in; a part
-   that starts otherwise, wherever its cut fell, is judged again in step 4): that record's ``seq`` and ``prev`` are expected, at least one
+   that starts otherwise, wherever its cut fell, is judged again in step 4):
+   that record's ``seq`` and ``prev`` are expected, at least one
    record came before, the record before was not a ``stop`` record, the
    payload grammar (:class:`~agentloop.transcript.grammar.Grammar`) stands
    at ``step - 1`` assistant records, ``total_tokens - tokens`` tokens and no

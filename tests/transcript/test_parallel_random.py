@@ -33,7 +33,7 @@ import random
 import shutil
 import tempfile
 import unittest
-from typing import Any, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 from unittest import mock
 
 from agentloop import FAULT_KINDS, VerifyResult, verify_file
@@ -51,9 +51,9 @@ def _threads(workers: int, fork_if_alone: bool = False) -> concurrent.futures.Ex
 
 
 def _task(rng: random.Random) -> Dict[str, Any]:
-    task: Dict[str, Any] = {
-        "format": "agentloop/1", "task": "t é", "budgets": {"max_steps": 100, "max_tokens": 10**6, "stop_sentinel": None},
-        "tools": [{"name": name, "description": "d", "parameters": {"type": "object"}} for name in ("search", "pay", "rm")]}
+    budgets = {"max_steps": 100, "max_tokens": 10**6, "stop_sentinel": None}
+    tools = [{"name": name, "description": "d", "parameters": {"type": "object"}} for name in ("search", "pay", "rm")]
+    task: Dict[str, Any] = {"format": "agentloop/1", "task": "t é", "budgets": budgets, "tools": tools}
     if rng.random() < 0.6:
         task["approval"] = {"rm": "always", "pay": "predicate"}
         if rng.random() < 0.7:
@@ -90,7 +90,8 @@ def _entries(rng: random.Random) -> List[Entry]:
         total += tokens
         calls = [{"id": "c%d_%d" % (step, i), "name": rng.choice(["search", "pay", "rm"]),
                   "arguments": {"q": rng.choice(WORDS), "x": rng.random()}} for i in range(rng.randint(0, 3))]
-        turn = {"step": step, "text": " ".join(rng.sample(WORDS, 3)), "tool_calls": calls, "tokens": tokens, "total_tokens": total}
+        turn = {"step": step, "text": " ".join(rng.sample(WORDS, 3)), "tool_calls": calls, "tokens": tokens,
+                "total_tokens": total}
         if rng.random() < 0.3:
             turn["usage"] = {"input_tokens": tokens, "output_tokens": 0}
         out.append(("assistant", turn))
@@ -109,39 +110,46 @@ def _chained(entries: List[Entry]) -> List[bytes]:
     return lines
 
 
+def _gate_fault(entries: List[Entry], rng: random.Random) -> bool:
+    """A gated call's decision taken away or forged: only a part that knows the task record's gates sees it."""
+    tools = [at for at, (kind, payload) in enumerate(entries) if kind == "tool" and payload["name"] in ("rm", "pay")]
+    if not tools:
+        return False
+    payload = entries[rng.choice(tools)][1]
+    if rng.random() < 0.5:
+        payload.pop("approval", None)
+        payload.pop("gated", None)
+    else:
+        payload["approval"] = {"decision": "approve", "by": "mallory"}
+    return True
+
+
 def _regrammared(entries: List[Entry], rng: random.Random) -> List[Entry]:
     """One grammar fault (the caller re-chains, so the chain stays intact)."""
     entries = [(kind, json.loads(json.dumps(payload))) for kind, payload in entries]
-    i = rng.randrange(1, len(entries))
-    kind, payload = entries[i]
+    change = rng.randrange(8)
+    if change == 6 or "approval" in entries[0][1] and rng.random() < 0.3:
+        if _gate_fault(entries, rng):
+            return entries
+    of = {kind: [at for at, (k, _) in enumerate(entries) if k == kind] for kind in ("assistant", "tool")}
+    i = rng.choice(of["tool"] if change == 2 and of["tool"] else of["assistant"] if change in (0, 3, 7) else
+                   range(1, len(entries)))
+    payload = entries[i][1]
     steps = sum(k == "assistant" for k, _ in entries[:i])
     total = next((p["total_tokens"] for k, p in reversed(entries[:i]) if k == "assistant"), 0)
-    change = rng.randrange(10)
-    if "approval" in entries[0][1] and rng.random() < 0.3:  # a gate fault: only a part that knows the gates sees it
-        tools = [at for at, (k, p) in enumerate(entries) if k == "tool" and p["name"] in ("rm", "pay")]
-        if tools:
-            i, change = rng.choice(tools), rng.choice([4, 5])
-            kind, payload = entries[i]
-    if change == 0 and kind == "assistant":
-        payload["total_tokens"] += rng.choice([1, -1])
-    elif change == 1 and kind == "assistant":
-        payload["step"] += 1
-    elif change == 2:
+    if change == 0:
+        payload[rng.choice(["total_tokens", "step"])] += rng.choice([1, -1])
+    elif change == 1:
         entries.insert(i, ("stop", {"reason": "sentinel", "steps": steps, "tokens": total, "detail": ""}))
-    elif change == 3 and kind == "tool":
+    elif change == 2:  # a call of the turn left unanswered (or, without tool records, an assistant record dropped)
         del entries[i]
-    elif change == 4 and kind == "tool":
-        payload.pop("approval", None)
-        payload.pop("gated", None)
-    elif change == 5 and kind == "tool":
-        payload["approval"] = {"decision": "approve", "by": "mallory"}
-    elif change == 6 and kind == "assistant":
+    elif change == 3:
         payload["tool_calls"] = payload["tool_calls"][:-1] or [{"id": "z", "name": "search", "arguments": {}}]
-    elif change == 7:
+    elif change == 4:
         entries[0][1]["approval"] = {"search": "always"}
-    elif change == 8:
+    elif change == 5:
         entries.insert(i, ("task", entries[0][1]))
-    else:  # a tool record answering no call, with the members a guess reads (the grammar ignores them)
+    else:  # before a turn, a tool record answering no call, with the members a guess reads (the grammar ignores them)
         entries.insert(i, ("tool", {"step": steps + 1, "id": "zz", "name": "search", "ok": True, "value": 1,
                                     "tokens": 0, "total_tokens": total}))
     return entries
@@ -150,43 +158,49 @@ def _regrammared(entries: List[Entry], rng: random.Random) -> List[Entry]:
 _JUNK = [b"x\n", b"[]\n", b"{}\n", b"\n", b"1\n", b'{"hash":1}\n', b"NaN\n", b"\xff\n", b"[" * 600 + b"]" * 600 + b"\n"]
 
 
+def _flipped(line: bytes, rng: random.Random) -> bytes:
+    at = rng.randrange(len(line)) if line else 0
+    return line[:at] + bytes([line[at] ^ rng.choice([1, 2, 32])]) + line[at + 1:] if line else line
+
+
+def _rehashed(line: bytes, rng: random.Random) -> bytes:
+    """Another hash: the next record's prev names the old one."""
+    return line[:9] + hashlib.sha256(line).hexdigest().encode() + line[73:] if line.startswith(b'{"hash":"') else line
+
+
+#: Changes to one line: each gives the line's replacement (none, one or more lines).
+_LINE_CHANGES: List[Callable[[bytes, random.Random], List[bytes]]] = [
+    lambda line, rng: [],  # deleted
+    lambda line, rng: [line, line],  # twice
+    lambda line, rng: [rng.choice(_JUNK), line],  # a line that is no record (or too deep) before it
+    lambda line, rng: [_flipped(line, rng)],
+    lambda line, rng: [line.replace(b",", b", ", 1)],  # not canonical
+    # looks like an assistant record to the cutter; parses as a tool record
+    lambda line, rng: [line.replace(b'"kind":"tool","payload":{', b'"kind":"assistant","payload":'
+                                    b'{"step":1,"tokens":0,"total_tokens":0},"kind":"tool","payload":{', 1)],
+    lambda line, rng: [b"x" * rng.randint(300, 700) + b"\n"],  # longer than a small max_line_bytes
+    lambda line, rng: [line.rstrip(b"\n")],  # two lines become one
+    lambda line, rng: [line.replace(b'"seq":', b'"more":1,"seq":', 1)],  # unexpected_fields
+    lambda line, rng: [line.replace(b'"step":', b'"big":1152921504606846976,"step":', 1)],  # unserialisable
+    lambda line, rng: [_rehashed(line, rng)],
+    lambda line, rng: [line.replace(b'"seq":', b'"seq":1', 1)],  # the records after it are expected elsewhere
+]
+
+
 def _broken(lines: List[bytes], rng: random.Random) -> List[bytes]:
-    """One to three byte-level changes."""
+    """One to three byte-level changes: to one line, two lines swapped, or a torn tail."""
     lines = list(lines)
     for _ in range(rng.randint(1, 3)):
-        j = rng.randrange(len(lines))
-        line, change = lines[j], rng.randrange(14)
-        if change == 0:
-            lines[j] = b""
-        elif change == 1:
-            lines.insert(j, line)
-        elif change == 2 and j:
-            lines[j - 1], lines[j] = line, lines[j - 1]
-        elif change == 3:
-            lines.insert(j, rng.choice(_JUNK))
-        elif change == 4 and line:
-            at = rng.randrange(len(line))
-            lines[j] = line[:at] + bytes([line[at] ^ rng.choice([1, 2, 32])]) + line[at + 1:]
-        elif change == 5:
-            lines[j] = line.replace(b",", b", ", 1)
-        elif change == 6:  # looks like an assistant record to the cutter; parses as a tool record
-            lines[j] = line.replace(b'"kind":"tool","payload":{', b'"kind":"assistant","payload":'
-                                    b'{"step":1,"tokens":0,"total_tokens":0},"kind":"tool","payload":{', 1)
-        elif change == 7:
-            lines[j] = b"x" * rng.randint(300, 700) + b"\n"  # longer than a small max_line_bytes
-        elif change == 8:
-            lines[j] = line.rstrip(b"\n")  # two lines become one
-        elif change == 9:
-            lines[j] = line.replace(b'"seq":', b'"more":1,"seq":', 1)
-        elif change == 10:
-            lines[j] = line.replace(b'"step":', b'"big":1152921504606846976,"step":', 1)
-        elif change == 11 and line.startswith(b'{"hash":"'):  # another hash: the next record's prev names the old one
-            lines[j] = line[:9] + hashlib.sha256(line).hexdigest().encode() + line[73:]
-        elif change == 12:  # another seq: the records after it are expected at other places
-            lines[j] = line.replace(b'"seq":', b'"seq":1', 1)
-        else:
+        j, change = rng.randrange(len(lines)), rng.randrange(len(_LINE_CHANGES) + 2)
+        if change < len(_LINE_CHANGES):
+            lines[j:j + 1] = _LINE_CHANGES[change](lines[j], rng)
+        elif change == len(_LINE_CHANGES) and j:
+            lines[j - 1], lines[j] = lines[j], lines[j - 1]
+        elif lines:
             data = b"".join(lines)
             return [data[: rng.randrange(max(1, len(data) - 400), len(data) + 1)]]  # a torn tail
+        if not lines:
+            lines = [b"\n"]
     return lines
 
 
