@@ -25,13 +25,10 @@ instead of the default 120 (e.g. 5000: a few minutes).
 
 from __future__ import annotations
 
-import concurrent.futures
 import hashlib
 import json
 import os
 import random
-import shutil
-import tempfile
 import unittest
 from typing import Any, Callable, Dict, List, Tuple
 from unittest import mock
@@ -40,14 +37,12 @@ from agentloop import FAULT_KINDS, VerifyResult, verify_file
 from agentloop.canonical import canonical_bytes
 from agentloop.transcript import parallel
 
+from .test_parallel import PartsOnThreads
+
 CASES = int(os.environ.get("AGENTLOOP_PARALLEL_CASES", "120"))
 SEED = 2525
 WORDS = ["naïve", "café", "東京", "😀", "ok", "score", "\ue000"]
 Entry = Tuple[str, Dict[str, Any]]
-
-
-def _threads(workers: int, fork_if_alone: bool = False) -> concurrent.futures.Executor:
-    return concurrent.futures.ThreadPoolExecutor(workers)
 
 
 def _task(rng: random.Random) -> Dict[str, Any]:
@@ -229,28 +224,10 @@ def _line_starts(data: bytes) -> List[int]:
     return starts
 
 
-class TestRandomCuts(unittest.TestCase):
+class TestRandomCuts(PartsOnThreads):
     def setUp(self) -> None:
-        self.folder = tempfile.mkdtemp()
-        self.addCleanup(shutil.rmtree, self.folder, True)
+        super().setUp()
         self.path = os.path.join(self.folder, "t.jsonl")
-        self.again = self.joined = 0
-        take, again = parallel._Join.take, parallel._Join.again
-
-        def counted_take(join: parallel._Join, k: int, part: Any, later: int) -> None:
-            before = self.again
-            take(join, k, part, later)
-            self.joined += k > 0 and self.again == before
-
-        def counted_again(join: parallel._Join, k: int, later: int) -> None:
-            self.again += 1
-            again(join, k, later)
-
-        for owner, name, value in ((parallel, "process_pool", _threads), (parallel._Join, "take", counted_take),
-                                   (parallel._Join, "again", counted_again)):
-            patcher = mock.patch.object(owner, name, value)
-            patcher.start()
-            self.addCleanup(patcher.stop)
 
     def write(self, data: bytes) -> None:
         with open(self.path, "wb") as handle:
