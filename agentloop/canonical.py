@@ -12,7 +12,9 @@ What is implemented, by section of RFC 8785:
   unrecordable, so the writer refuses it and the verifier flags a record
   holding one (``unserialisable_payload``), and both agree.  As RFC 7493 section 2.2
   recommends, integers stay within +/-(2**53 - 1) so every consumer reads the
-  same number.  Anything else raises :class:`~agentloop.errors.UnrecordableError`
+  same number, and so do floats that 3.2.2.3 writes as integer tokens (``1e17``
+  is ``100000000000000000``: refused as that integer is).  Anything else
+  raises :class:`~agentloop.errors.UnrecordableError`
   naming where the value is.
 * 3.2.1 -- no whitespace between tokens.
 * 3.2.2.2 -- strings: ``"`` and ``\\`` escaped, ``\\b \\t \\n \\f \\r`` in
@@ -192,6 +194,32 @@ def parse_int(digits: str) -> Union[int, UnparsedInteger]:
         return UnparsedInteger(digits)
 
 
+#: The smallest float magnitude ECMAScript writes as an integer token beyond
+#: :data:`MAX_SAFE_INTEGER` (every float from 2**53 up is integral), and the
+#: magnitude from which it writes an exponent instead (``1e+21``).
+_UNSAFE_INTEGRAL = float(2**53)
+_EXPONENT_FROM = 1e21
+
+
+def _float_token(real: float, path: str) -> str:
+    """A finite float's RFC 8785 token, refused where I-JSON refuses it.
+
+    RFC 8785 section 3.2.2.3 writes ``1e17`` as ``100000000000000000``: an
+    integer token, which every reader (and agentloop's verifier) reads as an
+    integer, here one beyond +/-(2**53 - 1) that RFC 7493 section 2.2 does
+    not guarantee.  So a float with 2**53 <= |x| < 1e21 is unrecordable, as
+    the integer it would be written as is: the writer and the verifier agree.
+    """
+    if real != real or real in (math.inf, -math.inf):
+        raise UnrecordableError(path, "%s is not a JSON number" % (real,))
+    token = format_number(real)
+    if _UNSAFE_INTEGRAL <= abs(real) < _EXPONENT_FROM:
+        raise UnrecordableError(
+            path, "number %r is written as the integer %s, outside the I-JSON range +/-(2**53-1)" % (real, token)
+        )
+    return token
+
+
 def _encode(value: Any, path: str, depth: int, out: List[str]) -> None:
     # bool before int: isinstance(True, int) holds in Python, not in JSON.
     if value is None:
@@ -210,10 +238,7 @@ def _encode(value: Any, path: str, depth: int, out: List[str]) -> None:
             )
         out.append(str(number))
     elif isinstance(value, float):
-        real = float(value)
-        if real != real or real in (math.inf, -math.inf):
-            raise UnrecordableError(path, "%s is not a JSON number" % (real,))
-        out.append(format_number(real))
+        out.append(_float_token(float(value), path))
     elif isinstance(value, (dict, list)):
         if depth >= MAX_DEPTH:
             raise UnrecordableError(path, "nesting deeper than the %d levels a record may hold" % (MAX_DEPTH,))

@@ -67,6 +67,13 @@ class TestVectors(unittest.TestCase):
                 if expected == "ERROR":
                     with self.assertRaises(UnrecordableError):
                         canonical_text(value)
+                    continue
+                self.assertEqual(format_number(value), expected)
+                if 2.0**53 <= abs(value) < 1e21:
+                    # An integer token beyond 2**53 - 1: RFC 8785's form, but not I-JSON (RFC 7493 section 2.2),
+                    # so no record holds it; the verifier reads the token as the integer it is and refuses it too.
+                    with self.assertRaises(UnrecordableError):
+                        canonical_text(value)
                 else:
                     self.assertEqual(canonical_text(value), expected)
 
@@ -115,6 +122,22 @@ class TestNumbers(unittest.TestCase):
         with self.assertRaises(UnrecordableError) as caught:
             canonical_text({"a": [1, 2**53]})
         self.assertEqual(str(caught.exception), "$.a[1]: integer 9007199254740992 is outside the I-JSON range +/-(2**53-1)")
+
+    def test_floats_written_as_integers_beyond_two_to_the_53_are_unrecordable(self) -> None:
+        # RFC 8785 writes 1e17 as 100000000000000000, a token every reader takes for the integer 10**17:
+        # the writer must refuse it as it refuses that integer, or the verifier calls its record unserialisable.
+        for value in (2.0**53, -(2.0**53), 1e17, 1.5e20, 999999999999999900000.0):
+            with self.subTest(value=value):
+                with self.assertRaises(UnrecordableError) as caught:
+                    canonical_text({"a": [1, value]})
+                self.assertEqual(
+                    str(caught.exception),
+                    "$.a[1]: number %r is written as the integer %s, outside the I-JSON range +/-(2**53-1)"
+                    % (value, format_number(value)),
+                )
+                with self.assertRaises(UnrecordableError):
+                    canonical_bytes(json.loads(format_number(value)))
+        self.assertEqual(canonical_text([9007199254740991.0, 1e21, -1e21]), "[9007199254740991,1e+21,-1e+21]")
 
     def test_nan_and_infinities_are_unrecordable(self) -> None:
         for value in (math.nan, math.inf, -math.inf):

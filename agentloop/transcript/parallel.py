@@ -12,7 +12,10 @@ processes (this one and ``workers - 1`` others):
    cut falls changes only how much work step 4 redoes, never the verdict.
 2. Part 0 is judged from the start of the file, as one pass would.  Every
    other part is judged from a state read off its first record, the
-   *guess*: that record's ``seq`` and ``prev`` are expected, at least one
+   *guess*, when that record is an ``assistant`` record (which opens a turn,
+   so no call of an earlier turn is in the state it is judged in; a part
+   that starts otherwise, wherever its cut fell, is judged again in step 4):
+   that record's ``seq`` and ``prev`` are expected, at least one
    record came before, the record before was not a ``stop`` record, the
    payload grammar (:class:`~agentloop.transcript.grammar.Grammar`) stands
    at ``step - 1`` assistant records, ``total_tokens - tokens`` tokens and no
@@ -145,6 +148,8 @@ def _guess(raw: bytes, gates: Gates) -> Optional[_Guess]:
     if bad is not None or not isinstance(record, dict):
         return None
     seq, prev, payload = record.get("seq"), record.get("prev"), record.get("payload")
+    if record.get("kind") != "assistant":  # the guess holds no call of a turn: an assistant record starts one
+        return None
     if type(seq) is not int or not isinstance(prev, str) or not isinstance(payload, dict):
         return None
     step, tokens, total = payload.get("step"), payload.get("tokens"), payload.get("total_tokens")

@@ -182,7 +182,7 @@ class TestToolFailuresAreData(TempDir):
         )
 
     def test_unrecordable_results_are_refused_as_data(self) -> None:
-        values = {"nan": float("nan"), "big": 2**80, "tuple": (1, 2), "surrogate": "\udc80"}
+        values = {"nan": float("nan"), "big": 2**80, "tuple": (1, 2), "surrogate": "\udc80", "integral": {"n": 1e17}}
         tools = [Tool(name, name, {"type": "object"}, (lambda v: lambda: v)(value)) for name, value in values.items()]
         script = [ModelReply("", [ToolCall(name) for name in values]), ModelReply("end")]
         result = run("t", ScriptedModel(script), tools, transcript=self.path(), max_steps=3, max_tokens=100)
@@ -194,6 +194,8 @@ class TestToolFailuresAreData(TempDir):
                 "tool 'big' returned an unrecordable result: $: integer 1208925819614629174706176 is outside the I-JSON range +/-(2**53-1)",
                 "tool 'tuple' returned an unrecordable result: $: a tuple is not a JSON value",
                 "tool 'surrogate' returned an unrecordable result: $: string has a lone surrogate U+DC80 at index 0",
+                "tool 'integral' returned an unrecordable result: $.n: number 1e+17 is written as the integer "
+                "100000000000000000, outside the I-JSON range +/-(2**53-1)",
             ],
         )
         self.assertTrue(verify_file(self.path()).ok)
@@ -204,12 +206,13 @@ class TestToolFailuresAreData(TempDir):
             deep = [deep]
         script = [
             ModelReply("", [ToolCall("add", {"a": float("nan"), "b": 1}), ToolCall("add", {"a": 2**80, "b": 1}),
-                            ToolCall("echo", {"text": deep}), ToolCall("add", {"a": 1, "b": 2})]),
+                            ToolCall("echo", {"text": deep}), ToolCall("add", {"a": 1, "b": 2}),
+                            ToolCall("add", {"a": 2.0**53, "b": 1})]),
             ModelReply("end"),
         ]
         self.scripted_run(script)
         turn = read_records(self.path())[1]["payload"]
-        self.assertEqual([c["arguments"] for c in turn["tool_calls"]], [None, None, None, {"a": 1, "b": 2}])
+        self.assertEqual([c["arguments"] for c in turn["tool_calls"]], [None, None, None, {"a": 1, "b": 2}, None])
         self.assertEqual(turn["tool_calls"][0]["arguments_error"], "unrecordable arguments: $.add.a: nan is not a JSON number")
         errors = [p.get("error") for p in self.tool_records()]
         self.assertEqual(errors[:2], ["unrecordable arguments: $.add.a: nan is not a JSON number",
@@ -217,6 +220,8 @@ class TestToolFailuresAreData(TempDir):
         self.assertTrue(errors[2].startswith("unrecordable arguments: $.echo.text"))
         self.assertIn("nesting deeper than the 64 levels a record may hold", errors[2])
         self.assertEqual(self.tool_records()[3]["value"], {"sum": 3})
+        self.assertEqual(errors[4], "unrecordable arguments: $.add.a: number 9007199254740992.0 is written as the "
+                                    "integer 9007199254740992, outside the I-JSON range +/-(2**53-1)")
         self.assertTrue(verify_file(self.path()).ok)
 
     def test_depth_is_counted_where_the_value_sits_in_its_record(self) -> None:

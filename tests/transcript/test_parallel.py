@@ -117,7 +117,10 @@ def _options(data: bytes) -> List[Dict[str, Any]]:
     return [{}, {"max_faults": 3}, {"max_faults": 1}, {"require_complete": True, "expect_count": 20, "expect_head": head}]
 
 
-class TestOneFileAcrossWorkers(unittest.TestCase):
+class PartsOnThreads(unittest.TestCase):
+    """Every file cut (parts of at least 1 byte), the parts judged on threads, and the parts that
+    ``joined`` as judged and those judged ``again`` counted."""
+
     def setUp(self) -> None:
         self.folder = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, self.folder, True)
@@ -139,6 +142,8 @@ class TestOneFileAcrossWorkers(unittest.TestCase):
             patcher.start()
             self.addCleanup(patcher.stop)
 
+
+class TestOneFileAcrossWorkers(PartsOnThreads):
     def same(self, path: str, what: str, **options: Any) -> VerifyResult:
         one = verify_file(path, **options)
         for workers in range(2, 8):

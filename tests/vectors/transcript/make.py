@@ -587,6 +587,13 @@ def spec_vectors(v: Vectors, valid: List[bytes]) -> None:
           "a JSON text (so a record), but no I-JSON value, so it has no canonical form.",
           lines, records=5, complete=True, faults=[fault("unserialisable_payload", 2, 3)])
 
+    lines = list(valid)
+    lines[2] = valid[2].replace(b'"sum":42', b'"sum":100000000000000000')
+    v.add("unserialisable_payload_integral_float", "Record 2's result is 100000000000000000, the RFC 8785 form of the "
+          "float 1e17: a number token written as an integer is an integer, here one beyond I-JSON's +/-(2**53-1), "
+          "so the record has no canonical form (and agentloop's writer refuses the float 1e17).",
+          lines, records=5, complete=True, faults=[fault("unserialisable_payload", 2, 3)])
+
     record = parse(valid[1])
     record["payload"]["truncated"] = False
     lines = rechain(valid[:1] + [seal(record)] + valid[2:], 2)

@@ -1,0 +1,143 @@
+"""The loop encodes each value once: records built around those texts are the bytes of the whole record.
+
+agentloop/loop/engine.py (``_Recorder.append(kind, payload, marked, texts)``)
+writes an assistant record around its calls' argument texts and a tool record
+around its result's text (:func:`agentloop.canonical.canonical_text_spliced`),
+each made once by a snapshot.  A differential test: the same random runs --
+tool results and model arguments with floats of every range (``1e17`` and
+``2**53`` included, which no record may hold), ``-0.0``, non-ASCII, keys that
+sort differently in UTF-16, lone surrogates, noncharacters, nesting at the
+limit, strings that are (or hold) the placeholders themselves, call ids that
+are placeholders, results too big for ``max_record_bytes`` -- are run twice,
+once as the loop writes and once with every record encoded whole, and the two
+transcripts must be the same bytes, and verify.  ``AGENTLOOP_ENCODE_ONCE_CASES=N``
+runs N random runs instead of the default 60.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import tempfile
+import unittest
+from typing import Any, Dict, List, Optional, Sequence
+from unittest import mock
+
+from agentloop import ModelReply, ScriptedModel, Tool, ToolCall, run, verify_file
+from agentloop.canonical import MAX_DEPTH, placeholder
+from agentloop.loop import engine
+
+CASES = int(os.environ.get("AGENTLOOP_ENCODE_ONCE_CASES", "60"))
+SEED = 8785
+FLOATS = [0.5, -0.0, 1e-7, 1.5e-5, 1e16, 1e17, 2.0**53, 2.0**53 - 1, 1e21, 1e20, 5e-324, 9 / 14, 0.1 + 0.2,
+          1.7976931348623157e308, 0.642857142857143, -2.5e-10, float("nan")]
+STRINGS = ["", "é", "東京", "😀", "\ue000", "\U00010000", "\ud800", "\ufdd0", "\U0001fffe", "\x00", "\u2028",
+           'q"\\', placeholder(0), placeholder(1), '"' + placeholder(0), placeholder(0) + '"', "x" + placeholder(1)]
+
+
+class _Values:
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+
+    def scalar(self) -> Any:
+        r = self.rng.random()
+        if r < 0.3:
+            return self.rng.choice(FLOATS)
+        if r < 0.45:
+            return self.rng.uniform(-1e6, 1e6) / self.rng.choice([1, 7, 1000])
+        if r < 0.55:
+            return self.rng.choice([0, -1, 2**53 - 1, 2**53, True, False, None])
+        return self.rng.choice(STRINGS)
+
+    def value(self, depth: int = 0) -> Any:
+        r = self.rng.random()
+        if depth > 3 or r < 0.3:
+            return self.scalar()
+        if r < 0.6:
+            return [self.value(depth + 1) for _ in range(self.rng.randrange(0, 4))]
+        keys = STRINGS + ["a", "b", "score"]
+        return {self.rng.choice(keys): self.value(depth + 1) for _ in range(self.rng.randrange(0, 4))}
+
+    def arguments(self) -> Dict[str, Any]:
+        return {self.rng.choice(STRINGS + ["q"]): self.value(1) for _ in range(self.rng.randint(0, 3))}
+
+    def result(self) -> Any:
+        r = self.rng.random()
+        if r < 0.08:  # nesting at the limit: a result sits 2 deep in its record
+            levels = MAX_DEPTH - 2 + self.rng.choice([-1, 0, 1])
+            nested: Any = 1
+            for _ in range(levels):
+                nested = [nested]
+            return nested
+        if r < 0.25:
+            return {"blob": "é" * self.rng.choice([30_000, 40_000])}  # beyond a 64 KiB record
+        return self.value()
+
+
+def _run(folder: str, name: str, script: List[ModelReply], results: List[Any], max_record_bytes: int) -> bytes:
+    queue = list(results)
+
+    def answer(**arguments: Any) -> Any:
+        return queue.pop(0) if queue else "done"
+
+    tools = [Tool("t", "a tool", {"type": "object"}, answer),
+             Tool("p", "a parallel tool", {"type": "object"}, answer, parallel=True)]
+    path = os.path.join(folder, name)
+    run("task é", ScriptedModel(list(script)), tools, transcript=path, max_steps=len(script), max_tokens=10**9,
+        max_record_bytes=max_record_bytes)
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _whole(
+    self: Any, kind: str, payload: Dict[str, Any], marked: Optional[Dict[str, Any]] = None, texts: Sequence[str] = ()
+) -> str:
+    return _APPEND(self, kind, payload)  # every record encoded whole, as before the loop encoded values once
+
+
+_APPEND = engine._Recorder.append
+
+
+class TestEncodeOnce(unittest.TestCase):
+    def setUp(self) -> None:
+        self.folder = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.folder, True)
+
+    def test_records_built_around_encoded_values_are_the_records_encoded_whole(self) -> None:
+        rng = random.Random(SEED)
+        values = _Values(rng)
+        spliced = failed = too_big = 0
+        real = engine.canonical_text_spliced
+
+        def counted(*args: Any, **kwargs: Any) -> Optional[str]:
+            nonlocal spliced
+            text = real(*args, **kwargs)
+            spliced += text is not None
+            return text
+
+        for case in range(CASES):
+            script = []
+            for step in range(rng.randint(1, 4)):
+                calls = [ToolCall(rng.choice(["t", "p"]), values.arguments(),
+                                  rng.choice(["", "", "", placeholder(0), placeholder(1), "id é"]))
+                         for _ in range(rng.randint(0, 3))]
+                script.append(ModelReply(rng.choice(["", "é", placeholder(0)]), calls))
+            script.append(ModelReply("end"))
+            results = [values.result() for _ in range(12)]
+            limit = rng.choice([64 * 1024, 1024 * 1024])
+            with mock.patch.object(engine, "canonical_text_spliced", counted):
+                once = _run(self.folder, "once%d.jsonl" % case, script, results, limit)
+            with mock.patch.object(engine._Recorder, "append", _whole):
+                whole = _run(self.folder, "whole%d.jsonl" % case, script, results, limit)
+            self.assertEqual(once, whole, "case %d" % (case,))
+            self.assertTrue(verify_file(os.path.join(self.folder, "once%d.jsonl" % case)).ok, case)
+            failed += once.count(b"returned an unrecordable result")
+            too_big += once.count(b"exceeds max_record_bytes")
+        self.assertGreater(spliced, CASES * 2, "records built around their values' texts")
+        self.assertGreater(failed, CASES // 4, "results that cannot be recorded: the same failure records")
+        self.assertGreater(too_big, CASES // 30, "results too big for a record: the same failure records")
+
+
+if __name__ == "__main__":
+    unittest.main()
