@@ -416,9 +416,14 @@ def _batch_outputs(args: argparse.Namespace) -> str:
     """The batch's attestation path; it and every receipt path are refused now if they exist."""
     manifest = os.path.join(args.out, "manifest.jsonl")
     attestation = default_name(manifest)
-    receipts = (
-        [receipt_name(args.out, spec.name) for spec in read_specs(args.tasks)] if args.receipts is not None else []
-    )
+    names = [spec.name for spec in read_specs(args.tasks)] if args.attest is not None or args.receipts is not None else []
+    if args.attest is not None and run_name(attestation) in names:
+        raise Refused(
+            attestation,
+            "is where --attest writes the batch's attestation, and the transcript of run %s: rename that run"
+            % (json.dumps(run_name(attestation)),),
+        )
+    receipts = [receipt_name(args.out, name) for name in names] if args.receipts is not None else []
     for path in ([attestation] if args.attest is not None else []) + receipts:
         _check_new(path)
     return attestation
