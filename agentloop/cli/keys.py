@@ -236,7 +236,7 @@ def _cmd_cosign(args: argparse.Namespace, out: TextIO) -> int:
         raise Refused(args.state, "its folder does not exist")
     target = args.ckpt if args.output is None else args.output
     if target != "-" and target != args.ckpt:
-        check_output(target, args.overwrite)
+        check_output(target, args.overwrite, inputs=(args.transcript, args.state))
     check_input(args.ckpt, pipe=False)
     check_input(args.transcript, pipe=False)
     # 2.

@@ -139,7 +139,7 @@ def prove_bundle(args: argparse.Namespace, out: TextIO, default_checkpoint: str)
     check_input(args.file, pipe=False)
     check_input(ckpt_path, pipe=False)
     if args.output is not None and args.output != "-":
-        check_output(args.output, args.overwrite)
+        check_output(args.output, args.overwrite, inputs=(args.file, ckpt_path))
     try:
         if args.run is None:
             proof = prove_record(args.file, read_checkpoint(ckpt_path), args.index)
@@ -289,7 +289,7 @@ def cosign_request(args: argparse.Namespace, out: TextIO) -> int:
     witness = _witness(args)
     target = "-" if args.output is None else args.output
     if target != "-":
-        check_output(target, args.overwrite)
+        check_output(target, args.overwrite, inputs=(args.request, args.state))
     body = _read(args.request, MAX_BODY_BYTES, "request")
     answer = witness.add_checkpoint(body, args.time)
     if answer.status != 200 or answer.checkpoint is None:
@@ -378,7 +378,7 @@ def _cmd_submit(args: argparse.Namespace, out: TextIO) -> int:
         raise Refused("URL", "must be an http:// or https:// URL of a witness's add-checkpoint")
     target = "-" if args.output is None else args.output
     if target != "-":
-        check_output(target, args.overwrite)
+        check_output(target, args.overwrite, inputs=(args.request,))
     body = _read(args.request, MAX_BODY_BYTES, "request")
     try:
         request = parse_add_checkpoint_request(body)
