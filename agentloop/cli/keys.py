@@ -221,6 +221,16 @@ def _failed(name: str, reason: str, out: TextIO) -> int:
     return 1
 
 
+def _cmd_cosign_locked(args: argparse.Namespace, out: TextIO) -> int:
+    """:func:`_cmd_cosign`, holding the witness state's lock from reading the state to writing it (if there is one)."""
+    if args.state is None or not os.path.isdir(os.path.dirname(os.path.abspath(args.state))):
+        return _cmd_cosign(args, out)
+    from ..tlog.witness import state_lock  # only here, as in _read_state
+
+    with state_lock(args.state):
+        return _cmd_cosign(args, out)
+
+
 def _cmd_cosign(args: argparse.Namespace, out: TextIO) -> int:
     """Steps: 1. keys; 2. the checkpoint and the log's signatures; 3. consistency; 4. cosign, write, remember."""
     if args.ckpt is None or args.transcript is None:
@@ -369,7 +379,7 @@ def add_commands(sub: Commands) -> None:
     cosign.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     add_trust_options(cosign)
     add_unsafe_option(cosign)
-    cosign.set_defaults(handler=_cmd_cosign)
+    cosign.set_defaults(handler=_cmd_cosign_locked)
 
     request = sub.add_parser("witness-request")
     request.add_argument("old", metavar="OLD",

@@ -33,11 +33,15 @@ check and roll the state back (the race tlog-witness describes).  The state
 is a JSON file (format ``agentloop-witness-state/2``) replaced atomically;
 it also holds each log's latest cosigned checkpoint, which
 :meth:`Witness.latest` serves to monitors (tlog-witness "Monitor Retrieval
-Mechanism").  One process owns a state file at a time.
+Mechanism").  Several processes may share one state file (``witness serve``
+and ``cosign``): steps 5 to 8 also hold :func:`state_lock` and read the
+state file afresh, so no process checks against a size another one has
+since moved past (which would let one witness key cosign two trees of one log).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -45,7 +49,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional, Set, Tuple, Union
+from typing import Callable, ContextManager, Dict, Iterator, Optional, Set, Tuple, Union
 
 from ..batch.ledger import MANIFEST_ORIGIN_PREFIX, parse_manifest_checkpoint
 from ..errors import (
@@ -64,6 +68,11 @@ from ..transcript.durable import read_small, write_atomic
 from ..transcript.merkle import EMPTY_ROOT, verify_consistency
 from .tree_head import MAX_TREE_SIZE, TreeHead, parse_tree_head
 
+try:
+    import fcntl as _fcntl
+except ImportError:  # pragma: no cover - Windows: no lock is taken
+    _fcntl = None  # type: ignore[assignment]
+
 __all__ = [
     "STATE_FORMAT",
     "SIZE_CONTENT_TYPE",
@@ -74,6 +83,7 @@ __all__ = [
     "Witness",
     "load_state",
     "save_state",
+    "state_lock",
     "is_agentloop_origin",
 ]
 
@@ -248,6 +258,29 @@ def save_state(path: str, state: WitnessState) -> None:
         raise WitnessStateError(path, "cannot write the witness state: %s" % (exc.strerror or exc,)) from None
 
 
+@contextlib.contextmanager
+def state_lock(path: str) -> Iterator[None]:
+    """Hold, waiting for it, the lock every agentloop witness takes around read, check, cosign and write of ``path``.
+
+    It is an exclusive ``fcntl.flock`` on the state file's folder: the file
+    itself cannot carry it, since each write replaces it with a new file.
+    Critical sections are short, so witnesses whose state files share a
+    folder only take turns.  Where ``fcntl`` is missing (Windows) no lock is
+    taken.  A folder that cannot be opened raises
+    :class:`~agentloop.errors.WitnessStateError`.
+    """
+    try:
+        fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    except OSError as exc:
+        raise WitnessStateError(path, "cannot write the witness state: its folder: %s" % (exc.strerror or exc,)) from None
+    try:
+        if _fcntl is not None:
+            _fcntl.flock(fd, _fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # which releases the lock
+
+
 def _strict(note: Note, head: TreeHead) -> None:
     """agentloop's own origins are read by their own stricter parsers (MalformedCheckpointError)."""
     if head.origin.startswith(ORIGIN_PREFIX):
@@ -356,7 +389,9 @@ class Witness:
         if isinstance(read, WitnessAnswer):
             return read
         request, head = read
-        with self._lock:
+        with self._lock, self._shared():
+            if self.path is not None:  # what another process sharing the file may have cosigned since
+                self._state = load_state(self.path)
             # 5.
             seen = self._state.get(head.origin)
             held = 0 if seen is None else seen.size
@@ -377,6 +412,9 @@ class Witness:
             self._state = new
         body_out = format_add_checkpoint_response([NoteSignature(mine.name, mine.key_id, mine.signature)])
         return WitnessAnswer(200, body_out, _TEXT, "cosigned %d entries of %r" % (head.size, head.origin[:200]), data)
+
+    def _shared(self) -> ContextManager[None]:
+        return state_lock(self.path) if self.path is not None else contextlib.nullcontext()
 
     def _persist(self, state: WitnessState) -> None:
         if self.path is not None:

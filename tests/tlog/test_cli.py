@@ -629,3 +629,27 @@ class TestOutputsNeverReplaceInputs(CliCase):
                 self.assertEqual((status, out), (2, ""))
                 self.assertIn("is read by this command, which never writes over its input", err)
                 self.assertEqual({name: self.read(name) for name in before}, before)
+
+
+class TestCosignHoldsTheStateLock(CliCase):
+    def test_cosign_with_a_transcript_waits_for_a_witness_sharing_its_state(self) -> None:
+        from agentloop.tlog.witness import state_lock
+
+        held = threading.Event()
+
+        def hold() -> None:
+            with state_lock(self.path("w.state")):
+                held.set()
+                time.sleep(0.5)
+
+        thread = threading.Thread(target=hold)
+        thread.start()
+        self.addCleanup(thread.join)
+        held.wait(10)
+        started = time.monotonic()
+        status, out, _ = self.cli(
+            "cosign", "run.checkpoint", "--transcript", "run.jsonl", "--key", "witness.key", "--trust", "log.pub",
+            "--state", "@w.state", "--time", str(TIME), "-o", "@out.checkpoint", UNSAFE,
+        )
+        self.assertEqual(status, 0, out)
+        self.assertGreaterEqual(time.monotonic() - started, 0.4)

@@ -8,6 +8,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 import unittest
 from typing import List, Sequence
 
@@ -19,7 +20,7 @@ from agentloop.signing.witness import (
     parse_add_checkpoint_response,
 )
 from agentloop.errors import WitnessStateError
-from agentloop.tlog.witness import STATE_FORMAT, Witness, WitnessPolicy, load_state
+from agentloop.tlog.witness import STATE_FORMAT, Witness, WitnessPolicy, load_state, state_lock
 from agentloop.transcript.merkle import EMPTY_ROOT
 
 from .support import TIME, load_json, log_signer, trusted, vector, witness_signer
@@ -192,7 +193,9 @@ class TestState(WitnessCase):
         )
         with self.assertRaisesRegex(WitnessStateError, "cannot write the witness state"):
             witness.add_checkpoint(vector("add-checkpoint-0.txt"))
-        self.assertEqual(witness.add_checkpoint(vector("add-checkpoint-2.txt")).status, 409)  # still holds 0
+        with self.assertRaises(WitnessStateError):  # each request reads the state afresh, and holds nothing
+            witness.add_checkpoint(vector("add-checkpoint-2.txt"))
+        self.assertEqual(witness.held("agentloop/1/" + "0" * 64), 0)
 
     def test_one_of_racing_requests_wins(self) -> None:
         answers: List[int] = []
@@ -237,3 +240,38 @@ class TestSpecExamples(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestOneStateFileSeveralWitnesses(WitnessCase):
+    """Two witnesses on one state file (``witness serve`` and ``cosign``, say) never cosign from a stale memory."""
+
+    def test_what_another_witness_cosigned_since_is_held(self) -> None:
+        other = self.make()  # e.g. a second process started on the same --state
+        self.assertEqual(other.add_checkpoint(vector("add-checkpoint-0.txt")).status, 200)
+        # self.witness read the file before: without reading it afresh it would cosign size 2 again
+        # (with a fork of the log, a second tree of the same size: a split view)
+        answer = self.witness.add_checkpoint(vector("add-checkpoint-0.txt"))
+        self.assertEqual((answer.status, answer.body), (409, b"2\n"))
+        self.assertEqual(self.witness.add_checkpoint(vector("add-checkpoint-2.txt")).status, 200)
+        self.assertEqual(other.add_checkpoint(vector("add-checkpoint-2.txt")).status, 409)
+
+    def test_a_request_waits_for_the_state_lock(self) -> None:
+        held = threading.Event()
+
+        def hold() -> None:
+            with state_lock(self.state):
+                held.set()
+                time.sleep(0.5)
+
+        thread = threading.Thread(target=hold)
+        thread.start()
+        self.addCleanup(thread.join)
+        held.wait(10)
+        started = time.monotonic()
+        self.assertEqual(self.witness.add_checkpoint(vector("add-checkpoint-0.txt")).status, 200)
+        self.assertGreaterEqual(time.monotonic() - started, 0.4)
+
+    def test_a_folder_that_cannot_be_opened(self) -> None:
+        with self.assertRaisesRegex(WitnessStateError, "cannot write the witness state: its folder"):
+            with state_lock(os.path.join(self.folder, "missing", "w.state")):
+                pass
