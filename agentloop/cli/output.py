@@ -377,6 +377,8 @@ def check_output(
 ) -> None:
     """Refuse at once a file a command cannot or must not write; raise :class:`Refused`.
 
+    0. ``-`` is refused: it means standard output, and a command that can
+       write there handles it before it calls this (never a file named ``-``);
     1. one of the command's own ``inputs`` (a transcript, a checkpoint, a
        witness's state, a request) is refused, even with ``overwrite``:
        evidence is never replaced by what was made from it;
@@ -385,6 +387,8 @@ def check_output(
        ``replaceable(path)`` (a file the command itself wrote earlier);
     4. the folder it goes in must exist and be a folder.
     """
+    if path == "-":
+        raise Refused(path, "standard output is not an output of this command: give a file name")
     for source in inputs:
         if source is not None and source != "-" and os.path.lexists(path) and same_file(source, path):
             raise Refused(path, "is read by this command, which never writes over its input")
