@@ -541,3 +541,27 @@ class TestBatchArtefactsBesideTheRuns(CliCase):
         )
         self.assertEqual(status, 1)
         self.assertIn('ALTERED "manifest.jsonl.intoto"', out)
+
+
+class TestNothingSignedAfterARefusedResume(CliCase):
+    """A ledger the batch refused (it no longer matches its signed checkpoint) gets no receipt and no attestation."""
+
+    def test_a_rewritten_ledger_is_not_certified_by_receipts(self) -> None:
+        with open("tasks.jsonl", "w", encoding="utf-8") as handle:
+            handle.write(
+                '{"name": "a", "task": "one", "max_steps": 4, "max_tokens": 1000}\n'
+                '{"name": "b", "task": "three", "max_steps": 4, "max_tokens": 1000}\n'
+            )
+        argv = ["batch", "tasks.jsonl", "--model", "tests.batch_models:factory", "--tools", "tests.batch_models:tools",
+                "--out", "out", "--sign", "op.key", UNSAFE]
+        self.assertEqual(self.cli(*argv)[0], 0)
+        with open("out/manifest.jsonl", "r+", encoding="utf-8") as handle:
+            forged = handle.read().replace('"records":7', '"records":9', 1)
+            handle.seek(0)
+            handle.write(forged)
+        status, out, _ = self.cli(*argv, "--resume", "--receipts", "op.key", "--attest", "op.key")
+        self.assertEqual(status, 1)
+        self.assertIn("refused: the earlier ledger does not match its checkpoint", out)
+        self.assertIn("out/manifest.jsonl: FAILED: the ledger's checkpoint out/manifest.checkpoint:", out)
+        self.assertNotIn("receipts:", out)
+        self.assertEqual(sorted(n for n in os.listdir("out") if n.endswith(".cose") or "intoto" in n), [])
