@@ -109,6 +109,12 @@ def _write(target: str, data: bytes, out: TextIO) -> None:
         raise Refused(target, "cannot write it: %s" % (exc.strerror or exc,)) from None
 
 
+def _port_arg(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or len(text) > 5 or int(text) > 65535:
+        raise argparse.ArgumentTypeError("must be a TCP port, 0 to 65535 (0 picks a free one)")
+    return int(text)
+
+
 # --- prove --bundle ---------------------------------------------------------------------------
 
 
@@ -482,7 +488,7 @@ def add_commands(sub: Commands) -> None:
         help="the witness's memory: the last checkpoint cosigned per log (created if missing)",
     )
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8080, help="the port (default 8080; 0 picks a free one)")
+    serve.add_argument("--port", type=_port_arg, default=8080, help="the port (default 8080; 0 picks a free one)")
     serve.add_argument("--prefix", default="", metavar="/PATH", help="the URL prefix of add-checkpoint (default: none)")
     _origin_option(serve)
     add_trust_options(serve)

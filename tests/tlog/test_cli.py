@@ -455,6 +455,14 @@ class TestServeAndSubmitInProcess(CliCase):
         )
         self.assertEqual(status, 2)
         self.assertIn("--prefix: must start with /", err)
+        for port in ("65536", "99999", "-1", "x"):
+            with self.subTest(port=port):
+                status, _, err = self.cli(
+                    "witness", "serve", "--key", "witness.key", "--trust", "log.pub", "--state", "@s", "--port", port,
+                    UNSAFE,
+                )
+                self.assertEqual(status, 2, err)
+                self.assertIn("must be a TCP port, 0 to 65535", err)
 
     def test_submit_refusals(self) -> None:
         other = witness_signer()
