@@ -65,6 +65,7 @@ from ..signing.note import Ed25519Signer, Ed25519Verifier
 from ..transcript.anchor import verify_checkpoint
 from ..transcript.durable import read_small, write_atomic
 from .keys import _can_sign, _signer_key, add_unsafe_option, load_trusted
+from .provenance_options import issuer_arg
 from .output import (
     Commands,
     EXIT_BUDGET,
@@ -526,7 +527,9 @@ def add_commands(sub: Commands) -> None:
     statement.add_argument(
         "--key", required=True, metavar="KEY", help="the Ed25519 note signing key (agentloop keygen)"
     )
-    statement.add_argument("--issuer", metavar="ISS", help="the CWT iss claim, who states it (default: the key's name)")
+    statement.add_argument(
+        "--issuer", type=issuer_arg, metavar="ISS", help="the CWT iss claim, who states it (default: the key's name)"
+    )
     statement.add_argument(
         "-o",
         "--output",

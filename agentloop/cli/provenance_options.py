@@ -16,9 +16,17 @@ from typing import Callable, TextIO
 
 from .output import Refused
 
-__all__ = ["extend"]
+__all__ = ["extend", "issuer_arg"]
 
 Handler = Callable[[argparse.Namespace, TextIO], int]
+
+
+def issuer_arg(text: str) -> str:
+    """``--issuer ISS``, the CWT ``iss`` claim a signer writes: 1 to 8192 characters (RFC 9943 section 6),
+    checked before anything is run or verified."""
+    if not 1 <= len(text) <= 8192:
+        raise argparse.ArgumentTypeError("must be 1 to 8192 characters (RFC 9943 section 6)")
+    return text
 
 
 def _provenance(function: str) -> Callable[[Handler, argparse.Namespace, TextIO], int]:
@@ -88,7 +96,9 @@ def _batch_options(batch: argparse.ArgumentParser) -> None:
     batch.add_argument(
         "--receipts", metavar="KEY", help="after the batch, write DIR/NAME.receipt.cose for every run, signed with KEY"
     )
-    batch.add_argument("--issuer", metavar="ISS", help="with --receipts: the CWT iss claim (default: the key's name)")
+    batch.add_argument(
+        "--issuer", type=issuer_arg, metavar="ISS", help="with --receipts: the CWT iss claim (default: the key's name)"
+    )
 
 
 _EXTENDS = {"verify": (_verify_options, _verify), "run": (_run_options, _run), "batch": (_batch_options, _batch)}

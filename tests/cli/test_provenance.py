@@ -565,3 +565,20 @@ class TestNothingSignedAfterARefusedResume(CliCase):
         self.assertIn("out/manifest.jsonl: FAILED: the ledger's checkpoint out/manifest.checkpoint:", out)
         self.assertNotIn("receipts:", out)
         self.assertEqual(sorted(n for n in os.listdir("out") if n.endswith(".cose") or "intoto" in n), [])
+
+
+class TestIssuerIsAUsageError(CliCase):
+    def test_an_empty_or_long_issuer_is_refused_before_anything_runs(self) -> None:
+        with open("tasks.jsonl", "w", encoding="utf-8") as handle:
+            handle.write('{"name": "a", "task": "one", "max_steps": 4, "max_tokens": 1000}\n'
+                         '{"name": "b", "task": "two", "max_steps": 4, "max_tokens": 1000}\n')
+        batch = ["batch", "tasks.jsonl", "--model", "tests.batch_models:factory", "--tools", "tests.batch_models:tools",
+                 "--out", "out", "--receipts", "op.key", UNSAFE]
+        for issuer in ("", "x" * 8193):
+            for argv in (["statement", "run.jsonl", "--key", "op.key", UNSAFE], batch):
+                with self.subTest(argv=argv[0], issuer=len(issuer)):
+                    status, out, err = self.cli(*argv, "--issuer", issuer)
+                    self.assertEqual((status, out), (2, ""))
+                    self.assertIn("--issuer: must be 1 to 8192 characters (RFC 9943 section 6)", err)
+                    self.assertFalse(os.path.exists("out"))
+                    self.assertFalse(os.path.exists("run.statement.cose"))
