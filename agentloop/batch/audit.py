@@ -21,7 +21,13 @@ from ..signing.note import Verifier
 from .facts import difference as _difference, transcript_facts
 from .ledger import check_manifest_checkpoint, current, parse_ledger, parse_manifest_checkpoint
 
-__all__ = ["AuditResult", "audit_batch", "run_name"]
+__all__ = ["AuditResult", "audit_batch", "attestation_path", "run_name"]
+
+
+def attestation_path(manifest: str) -> str:
+    """Where ``batch --attest`` writes the batch's in-toto attestation: ``<manifest>.intoto.jsonl``
+    (in-toto ``spec/v1/bundle.md``; :func:`agentloop.provenance.intoto.default_name`)."""
+    return manifest + ".intoto.jsonl"
 
 
 def run_name(path: str) -> str:
@@ -113,8 +119,9 @@ def audit_batch(
     1. the manifest parses (:func:`~agentloop.batch.ledger.parse_ledger`);
     2. with ``checkpoint``: it parses, covers exactly the manifest and,
        with ``key``/``verifiers``, is signed by them;
-    3. the files (the manifest itself and the checkpoint skipped, so
-       ``runs/*.jsonl`` can be passed) are read in ``workers`` processes,
+    3. the files (the manifest itself, the checkpoint and the batch's
+       attestation :func:`attestation_path` skipped, so ``runs/*.jsonl`` can
+       be passed) are read in ``workers`` processes,
        a few dozen at a time, and each compared there with its line;
     4. missing, extra, repeated and altered files are named.
 
@@ -137,7 +144,10 @@ def audit_batch(
         except AgentloopError as exc:
             verdict = str(exc)
     # 3.
+    ok_lines = {line["name"]: line for line in lines if line["status"] == "ok"}
     skip = {os.path.abspath(p) for p in (manifest, checkpoint) if p is not None}
+    if run_name(attestation_path(manifest)) not in ok_lines:  # the batch's attestation, unless a run has its name
+        skip.add(os.path.abspath(attestation_path(manifest)))
     by_name: Dict[str, str] = {}
     extra: List[str] = []
     repeated: List[Tuple[str, str]] = []
@@ -149,7 +159,6 @@ def audit_batch(
             repeated.append((path, by_name[name]))  # a second file for the same run
         else:
             by_name[name] = path
-    ok_lines = {line["name"]: line for line in lines if line["status"] == "ok"}
     extra.extend(path for name, path in by_name.items() if name not in ok_lines)
     present = [name for name in ok_lines if name in by_name]
     # 4.

@@ -212,8 +212,9 @@ def _read_state(path: str) -> "WitnessState":
 
 
 def _timestamp_arg(text: str) -> int:
-    if not text.isascii() or not text.isdigit() or len(text) > 20 or int(text) > 2**64 - 1:
-        raise argparse.ArgumentTypeError("must be seconds since the UNIX epoch (a non-negative integer)")
+    """``--time``: C2SP tlog-cosignature's timestamp "MUST NOT exceed 2^63 - 1"; a witness's is never 0 (tlog-witness)."""
+    if not text.isascii() or not text.isdigit() or len(text) > 20 or not 1 <= int(text) <= 2**63 - 1:
+        raise argparse.ArgumentTypeError("must be seconds since the UNIX epoch (a non-negative integer), from 1 to 2**63-1")
     return int(text)
 
 
@@ -257,7 +258,7 @@ def _cmd_cosign(args: argparse.Namespace, out: TextIO) -> int:
             raise Refused(args.state, "its folder does not exist")
     target = args.ckpt if args.output is None else args.output
     if target != "-" and target != args.ckpt:
-        check_output(target, args.overwrite)
+        check_output(target, args.overwrite, inputs=(args.transcript, args.state))
     check_input(args.ckpt, pipe=False)
     check_input(args.transcript, pipe=False)
     # 2.

@@ -33,7 +33,7 @@ import re
 import stat
 import sys
 import unicodedata
-from typing import Any, Callable, Dict, List, Optional, Protocol, TextIO
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, TextIO
 
 from ..errors import ModelConfigError, RunConfigError, TranscriptExistsError
 from ..transcript.durable import file_type, write_atomic
@@ -390,14 +390,30 @@ def check_input(path: str, pipe: bool = True) -> None:
     raise Refused(path, "is %s, not a transcript file" % (_what(st.st_mode),))
 
 
-def check_output(path: str, overwrite: bool, option: str = "--overwrite", replaceable: Callable[[str], bool] = lambda p: False) -> None:
+def check_output(
+    path: str,
+    overwrite: bool,
+    option: str = "--overwrite",
+    replaceable: Callable[[str], bool] = lambda p: False,
+    inputs: Sequence[Optional[str]] = (),
+) -> None:
     """Refuse at once a file a command cannot or must not write; raise :class:`Refused`.
 
-    1. an existing directory, device, FIFO or socket is refused (a directory is called one);
-    2. an existing file is refused unless ``overwrite`` (named ``option``) or
+    0. ``-`` is refused: it means standard output, and a command that can
+       write there handles it before it calls this (never a file named ``-``);
+    1. one of the command's own ``inputs`` (a transcript, a checkpoint, a
+       witness's state, a request) is refused, even with ``overwrite``:
+       evidence is never replaced by what was made from it;
+    2. an existing directory, device, FIFO or socket is refused (a directory is called one);
+    3. an existing file is refused unless ``overwrite`` (named ``option``) or
        ``replaceable(path)`` (a file the command itself wrote earlier);
-    3. the folder it goes in must exist and be a folder.
+    4. the folder it goes in must exist and be a folder.
     """
+    if path == "-":
+        raise Refused(path, "standard output is not an output of this command: give a file name")
+    for source in inputs:
+        if source is not None and source != "-" and os.path.lexists(path) and same_file(source, path):
+            raise Refused(path, "is read by this command, which never writes over its input")
     if os.path.lexists(path):
         try:
             st = os.stat(path)

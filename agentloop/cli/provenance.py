@@ -46,7 +46,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 from ..batch.audit import run_name
 from ..batch.ledger import ledger_root, parse_ledger
 from ..batch.spec import read_specs
-from ..errors import BadSignatureError, MalformedManifestError, ProofError, ProvenanceError
+from ..errors import BadSignatureError, MalformedCheckpointError, MalformedManifestError, ProofError, ProvenanceError
 from ..provenance.intoto import (
     BATCH_PREDICATE,
     Attestation,
@@ -429,16 +429,48 @@ def _batch_outputs(args: argparse.Namespace) -> str:
     """The batch's attestation path; it and every receipt path are refused now if they exist."""
     manifest = os.path.join(args.out, "manifest.jsonl")
     attestation = default_name(manifest)
-    receipts = (
-        [receipt_name(args.out, spec.name) for spec in read_specs(args.tasks)] if args.receipts is not None else []
-    )
+    names = [spec.name for spec in read_specs(args.tasks)] if args.attest is not None or args.receipts is not None else []
+    if args.attest is not None and run_name(attestation) in names:
+        raise Refused(
+            attestation,
+            "is where --attest writes the batch's attestation, and the transcript of run %s: rename that run"
+            % (json.dumps(run_name(attestation)),),
+        )
+    receipts = [receipt_name(args.out, name) for name in names] if args.receipts is not None else []
     for path in ([attestation] if args.attest is not None else []) + receipts:
         _check_new(path)
     return attestation
 
 
+def _ledger_problem(args: argparse.Namespace, manifest: str) -> Optional[str]:
+    """Why the ledger on disk is not the one the batch's checkpoint certifies (``None``: it is).
+
+    The check ``batch --resume`` makes of an earlier ledger: its checkpoint's
+    size and root, and with ``--sign`` its signature by that key.  A ledger
+    the batch refused (rewritten since it was signed) gets no receipt and no
+    attestation: nothing is signed that was not checked first.
+    """
+    from ..batch.ledger import check_manifest_checkpoint, parse_manifest_checkpoint
+    from .batch import _signing
+
+    checkpoint = os.path.join(args.out, "manifest.checkpoint")
+    key, signer = _signing(args.sign, args.unsafe_pure_python_signer)
+    try:
+        note = parse_manifest_checkpoint(read_small(checkpoint, 64 * 1024))
+        verifiers = [signer.verifier()] if isinstance(signer, Ed25519Signer) else []
+        check_manifest_checkpoint(note, read_small(manifest, _MAX_READ), key, verifiers)
+    except (OSError, MalformedCheckpointError, ProofError, BadSignatureError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else getattr(exc, "reason", None) or exc
+        return "the ledger's checkpoint %s: %s" % (checkpoint, reason)
+    return None
+
+
 def _after_batch(args: argparse.Namespace, out: TextIO, signers: Dict[str, Ed25519Signer], attestation: str) -> int:
     manifest = os.path.join(args.out, "manifest.jsonl")
+    problem = _ledger_problem(args, manifest)
+    if problem is not None:
+        emit(out, "%s: FAILED: %s; no attestation or receipt was made" % (manifest, problem))
+        return EXIT_FAULT
     status = EXIT_OK
     if "attest" in signers:
         try:

@@ -107,6 +107,12 @@ def _write(target: str, data: bytes, out: TextIO) -> None:
     write_file(target, data)
 
 
+def _port_arg(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or len(text) > 5 or int(text) > 65535:
+        raise argparse.ArgumentTypeError("must be a TCP port, 0 to 65535 (0 picks a free one)")
+    return int(text)
+
+
 # --- prove --bundle ---------------------------------------------------------------------------
 
 
@@ -137,7 +143,7 @@ def prove_bundle(args: argparse.Namespace, out: TextIO, default_checkpoint: str)
     check_input(args.file, pipe=False)
     check_input(ckpt_path, pipe=False)
     if args.output is not None and args.output != "-":
-        check_output(args.output, args.overwrite)
+        check_output(args.output, args.overwrite, inputs=(args.file, ckpt_path))
     try:
         if args.run is None:
             proof = prove_record(args.file, read_checkpoint(ckpt_path), args.index)
@@ -287,7 +293,7 @@ def cosign_request(args: argparse.Namespace, out: TextIO) -> int:
     witness = _witness(args)
     target = "-" if args.output is None else args.output
     if target != "-":
-        check_output(target, args.overwrite)
+        check_output(target, args.overwrite, inputs=(args.request, args.state))
     body = _read(args.request, MAX_BODY_BYTES, "request")
     answer = witness.add_checkpoint(body, args.time)
     if answer.status != 200 or answer.checkpoint is None:
@@ -396,7 +402,7 @@ def _cmd_submit(args: argparse.Namespace, out: TextIO) -> int:
         raise Refused("URL", "must be an http:// or https:// URL of a witness's add-checkpoint")
     target = "-" if args.output is None else args.output
     if target != "-":
-        check_output(target, args.overwrite)
+        check_output(target, args.overwrite, inputs=(args.request,))
     body = _read(args.request, MAX_BODY_BYTES, "request")
     try:
         request = parse_add_checkpoint_request(body)
@@ -489,7 +495,7 @@ def add_commands(sub: Commands) -> None:
         help="the witness's memory: the last checkpoint cosigned per log (created if missing)",
     )
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8080, help="the port (default 8080; 0 picks a free one)")
+    serve.add_argument("--port", type=_port_arg, default=8080, help="the port (default 8080; 0 picks a free one)")
     serve.add_argument("--prefix", default="", metavar="/PATH", help="the URL prefix of add-checkpoint (default: none)")
     _origin_option(serve)
     add_trust_options(serve)

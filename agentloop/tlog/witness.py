@@ -82,6 +82,7 @@ __all__ = [
     "Witness",
     "load_state",
     "save_state",
+    "state_lock",
     "is_agentloop_origin",
 ]
 

@@ -181,12 +181,12 @@ class TestWitnessRefusals(InProcess, base.SignedRun):
             self.assertEqual(err, "agentloop witness-request: error: %s: cannot read it: No such file or directory\n" % (gone,))
 
     def test_a_time_that_is_not_epoch_seconds_is_a_usage_error(self) -> None:
-        for stamp in ("-1", "1.5", "18446744073709551616", "\u0661"):
+        for stamp in ("-1", "1.5", "18446744073709551616", "\u0661", "0", "9223372036854775808", "18446744073709551615"):
             with self.subTest(stamp):
                 status, _, err = self.cli("cosign", "t.checkpoint", "--key", "witness.key", "--trust", "operator.pub",
                                           "--transcript", "t.jsonl", "--time", stamp, UNSAFE)
                 self.assertEqual(status, 2)
-                self.assertIn("--time: must be seconds since the UNIX epoch (a non-negative integer)", err)
+                self.assertIn("--time: must be seconds since the UNIX epoch (a non-negative integer), from 1 to 2**63-1", err)
 
     def test_the_prefix_of_a_transcript_is_not_a_fault_for_witness_request_from_zero(self) -> None:
         lines = read_lines(self.path())

@@ -583,3 +583,73 @@ class TestReceiptsSignOnlyWhatWasChecked(CliCase):
         self.assertEqual(status, 1, (out, err))
         self.assertIn("out/manifest.jsonl: FAILED: out/a.jsonl: does not verify", out)
         self.assertEqual(sorted(n for n in os.listdir("out") if n.endswith(".cose")), [])
+
+
+class TestBatchArtefactsBesideTheRuns(CliCase):
+    """The attestation ``batch --attest`` writes beside the runs is neither one of them nor in their way."""
+
+    ARGV = ["--model", "tests.support.batch_models:factory", "--tools", "tests.support.batch_models:tools", "--out", "out"]
+
+    def tasks(self, *names: str) -> None:
+        with open("tasks.jsonl", "w", encoding="utf-8") as handle:
+            for name in names:
+                handle.write('{"name": "%s", "task": "t-%s", "max_steps": 4, "max_tokens": 1000}\n' % (name, name))
+
+    def test_a_run_whose_transcript_is_the_attestation_path_is_refused_before_anything_runs(self) -> None:
+        self.tasks("manifest.jsonl.intoto", "b")
+        status, out, err = self.cli("batch", "tasks.jsonl", *self.ARGV, "--attest", "op.key", UNSAFE)
+        self.assertEqual((status, out), (2, ""))
+        self.assertIn(
+            "out/manifest.jsonl.intoto.jsonl: is where --attest writes the batch's attestation, and the transcript "
+            "of run \"manifest.jsonl.intoto\"",
+            err,
+        )
+        self.assertFalse(os.path.exists("out/manifest.jsonl"))
+        self.assertFalse(os.path.exists("out/manifest.jsonl.intoto.jsonl"))
+
+    def test_an_attested_batch_still_verifies_and_reports_from_its_folder(self) -> None:
+        self.tasks("a", "b")
+        self.assertEqual(self.cli("batch", "tasks.jsonl", *self.ARGV, "--attest", "op.key", UNSAFE)[0], 0)
+        files = sorted(os.path.join("out", name) for name in os.listdir("out") if name.endswith(".jsonl"))
+        self.assertIn("out/manifest.jsonl.intoto.jsonl", files)
+        status, out, _ = self.cli("verify", *files, "--manifest", "out/manifest.jsonl")
+        self.assertEqual(status, 0, out)
+        self.assertIn('ok: "out/manifest.jsonl": 2 of 2 transcripts match the ledger (2 runs)', out)
+        status, out, _ = self.cli("report", "--manifest", "out/manifest.jsonl", "-o", "batch.html")
+        self.assertEqual(status, 0, out)
+        status, out, _ = self.cli("export", "--inspect", "--manifest", "out/manifest.jsonl", "-o", "log.json")
+        self.assertEqual(status, 0, out)
+
+    def test_a_run_of_that_name_in_a_batch_without_attestation_is_checked_as_a_run(self) -> None:
+        self.tasks("manifest.jsonl.intoto", "b")
+        self.assertEqual(self.cli("batch", "tasks.jsonl", *self.ARGV)[0], 0)
+        self.flip("out/manifest.jsonl.intoto.jsonl", 40)
+        status, out, _ = self.cli(
+            "verify", "out/b.jsonl", "out/manifest.jsonl.intoto.jsonl", "--manifest", "out/manifest.jsonl"
+        )
+        self.assertEqual(status, 1)
+        self.assertIn('ALTERED "manifest.jsonl.intoto"', out)
+
+
+class TestNothingSignedAfterARefusedResume(CliCase):
+    """A ledger the batch refused (it no longer matches its signed checkpoint) gets no receipt and no attestation."""
+
+    def test_a_rewritten_ledger_is_not_certified_by_receipts(self) -> None:
+        with open("tasks.jsonl", "w", encoding="utf-8") as handle:
+            handle.write(
+                '{"name": "a", "task": "one", "max_steps": 4, "max_tokens": 1000}\n'
+                '{"name": "b", "task": "three", "max_steps": 4, "max_tokens": 1000}\n'
+            )
+        argv = ["batch", "tasks.jsonl", "--model", "tests.support.batch_models:factory", "--tools", "tests.support.batch_models:tools",
+                "--out", "out", "--sign", "op.key", UNSAFE]
+        self.assertEqual(self.cli(*argv)[0], 0)
+        with open("out/manifest.jsonl", "r+", encoding="utf-8") as handle:
+            forged = handle.read().replace('"records":7', '"records":9', 1)
+            handle.seek(0)
+            handle.write(forged)
+        status, out, _ = self.cli(*argv, "--resume", "--receipts", "op.key", "--attest", "op.key")
+        self.assertEqual(status, 1)
+        self.assertIn("refused: the earlier ledger does not match its checkpoint", out)
+        self.assertIn("out/manifest.jsonl: FAILED: the ledger's checkpoint out/manifest.checkpoint:", out)
+        self.assertNotIn("receipts:", out)
+        self.assertEqual(sorted(n for n in os.listdir("out") if n.endswith(".cose") or "intoto" in n), [])

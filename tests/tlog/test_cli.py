@@ -109,7 +109,8 @@ class TestProveBundle(CliCase):
             (("prove", "run.jsonl", "--bundle", "--run", "a", "--index", "0"), "--index is not taken"),
             (("prove", "run.jsonl", "--index", "0", "--checkpoint", "run.checkpoint"), "are taken with --bundle only"),
             (("prove", "run.jsonl"), "one of the arguments --index --from is required"),
-            (("prove", "run.jsonl", "--bundle", "-o", "run.checkpoint"), "already exists"),
+            (("prove", "run.jsonl", "--bundle", "-o", "run.checkpoint"), "is read by this command"),
+            (("prove", "run.jsonl", "--bundle", "-o", "run-2.checkpoint"), "already exists"),
         ):
             with self.subTest(argv=argv):
                 status, _, err = self.cli(*argv)
@@ -557,6 +558,14 @@ class TestServeAndSubmitInProcess(CliCase):
         )
         self.assertEqual(status, 2)
         self.assertIn("--prefix: must start with /", err)
+        for port in ("65536", "99999", "-1", "x"):
+            with self.subTest(port=port):
+                status, _, err = self.cli(
+                    "witness", "serve", "--key", "witness.key", "--trust", "log.pub", "--state", "@s", "--port", port,
+                    UNSAFE,
+                )
+                self.assertEqual(status, 2, err)
+                self.assertIn("must be a TCP port, 0 to 65535", err)
 
     def test_submit_refusals(self) -> None:
         other = witness_signer()
@@ -729,3 +738,55 @@ class TestLiveWitness(CliCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestOutputsNeverReplaceInputs(CliCase):
+    """``-o X --overwrite`` may replace a file, never the transcript, checkpoint, request or state a command reads."""
+
+    def test_each_command_refuses_its_own_inputs_even_with_overwrite(self) -> None:
+        shutil.copy(self.path("add-checkpoint-0.txt"), self.path("r.txt"))
+        shutil.copy(self.path("run.checkpoint"), self.path("c.checkpoint"))
+        witness = ("--key", "witness.key", "--trust", "log.pub", "--time", str(TIME), UNSAFE, "--overwrite")
+        with open(self.path("w.state"), "w", encoding="utf-8") as handle:
+            handle.write('{"format": "agentloop-witness-state/2", "logs": {}}\n')
+        cases = (
+            ("prove", "run.jsonl", "--bundle", "-o", "run.jsonl", "--overwrite"),
+            ("prove", "run.jsonl", "--bundle", "--checkpoint", "c.checkpoint", "-o", "c.checkpoint", "--overwrite"),
+            ("cosign", "--request", "r.txt", "--state", "w.state", "-o", "r.txt", *witness),
+            ("cosign", "--request", "r.txt", "--state", "w.state", "-o", "w.state", *witness),
+            ("cosign", "c.checkpoint", "--transcript", "run.jsonl", "--state", "w.state", "-o", "run.jsonl", *witness),
+            ("cosign", "c.checkpoint", "--transcript", "run.jsonl", "--state", "w.state", "-o", "w.state", *witness),
+            ("witness", "submit", "http://127.0.0.1:9/add-checkpoint", "r.txt", "--trust", "witness.pub",
+             "-o", "r.txt", "--overwrite"),
+        )
+        before = {name: self.read(name) for name in ("run.jsonl", "c.checkpoint", "r.txt", "w.state")}
+        for argv in cases:
+            with self.subTest(argv=argv):
+                status, out, err = self.cli(*argv)
+                self.assertEqual((status, out), (2, ""))
+                self.assertIn("is read by this command, which never writes over its input", err)
+                self.assertEqual({name: self.read(name) for name in before}, before)
+
+
+class TestCosignHoldsTheStateLock(CliCase):
+    def test_cosign_with_a_transcript_waits_for_a_witness_sharing_its_state(self) -> None:
+        from agentloop.tlog.witness import state_lock
+
+        held = threading.Event()
+
+        def hold() -> None:
+            with state_lock(self.path("w.state")):
+                held.set()
+                time.sleep(0.5)
+
+        thread = threading.Thread(target=hold)
+        thread.start()
+        self.addCleanup(thread.join)
+        held.wait(10)
+        started = time.monotonic()
+        status, out, _ = self.cli(
+            "cosign", "run.checkpoint", "--transcript", "run.jsonl", "--key", "witness.key", "--trust", "log.pub",
+            "--state", "@w.state", "--time", str(TIME), "-o", "@out.checkpoint", UNSAFE,
+        )
+        self.assertEqual(status, 0, out)
+        self.assertGreaterEqual(time.monotonic() - started, 0.4)
