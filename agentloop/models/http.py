@@ -101,6 +101,7 @@ __all__ = [
     "redact",
     "redact_whole",
     "holds_secret",
+    "unescaped_view",
     "endpoint_host",
 ]
 
@@ -209,6 +210,8 @@ def redact_whole(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
+#: How many levels of escapes :func:`holds_secret` undoes.
+_ESCAPE_LEVELS = 3
 _ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})|%([0-9a-fA-F]{2})|\\(.)", re.S)
 
 
@@ -229,11 +232,18 @@ def holds_secret(text: str, secrets: Iterable[str]) -> bool:
     if not hidden or not any(ch in text for ch in "\\%"):
         return False
     view = text
-    for _ in range(3):  # escapes of escapes (a JSON string inside a JSON string)
+    for _ in range(_ESCAPE_LEVELS):  # escapes of escapes (a JSON string inside a JSON string)
         view = _unescaped(view)
         if redact(view, hidden) != view:
             return True
     return False
+
+
+def unescaped_view(text: str) -> str:
+    """``text`` with its escapes undone as deep as :func:`holds_secret` undoes them (what it reads)."""
+    for _ in range(_ESCAPE_LEVELS):
+        text = _unescaped(text)
+    return text
 
 
 def endpoint_host(url: str) -> str:

@@ -42,34 +42,61 @@ from typing import Any, Callable, Dict, Iterable, List, Optional
 from ..canonical import strict_loads
 from ..errors import ModelResponseError
 from ..wire.sse import Event
-from .http import holds_secret, redact, redact_whole
+from .http import holds_secret, redact, redact_whole, unescaped_view
 
 __all__ = ["TextRelay", "ChatCollector", "ResponsesCollector", "MessagesCollector"]
 
 OnText = Callable[[str], None]
+#: How much more text with escapes a :class:`TextRelay` takes before it looks again at all it holds.
+_ESCAPED_PIECE = 256
 
 
 class TextRelay:
     """``on_text`` with the key kept out.  Every whole occurrence of a secret (as it is or in base64)
-    is replaced as text comes in, and the last characters, where one may be still arriving (twice the
-    longest secret's length), are held back; :meth:`flush`, at the end of the stream, redacts what is
-    held as :func:`~agentloop.models.http.redact` does and passes it on.  A piece that still holds a
-    secret behind an escape is withheld.  Without secrets, text is passed on at once."""
+    is replaced as text comes in, and the last characters, where one may be still arriving, are held
+    back: twice the longest secret's length, counted in the text as it reads once its ``\\u``,
+    ``\\x``, ``%`` and ``\\`` escapes are undone (the view :func:`~agentloop.models.http.holds_secret`
+    looks at), so that a secret spelled with escapes is seen whole before any of it is passed on.
+    Before anything is passed on, the text held is looked at whole: if it holds a secret behind an
+    escape, all of it is withheld (``[withheld]``).  :meth:`flush`, at the end of the stream, redacts
+    what is held as :func:`~agentloop.models.http.redact` does and passes it on (or withholds it).
+    Without secrets, text is passed on at once."""
 
     def __init__(self, on_text: Optional[OnText], secrets: Iterable[str] = ()) -> None:
         self.on_text = on_text
         self.secrets = tuple(s for s in secrets if s)
         self._hold = 2 * max((len(s) for s in self.secrets), default=0)
         self._pending = ""
+        self._next = 0  # the length the text held must reach before text with escapes is looked at again
 
     def __call__(self, text: str) -> None:
         if self.on_text is None or not text:
             return
-        self._pending = redact_whole(self._pending + text, self.secrets)
-        cut = len(self._pending) - self._hold
+        pending = self._pending = redact_whole(self._pending + text, self.secrets)
+        if len(pending) <= self._hold:
+            return
+        if "\\" not in pending and "%" not in pending:
+            cut = len(pending) - self._hold
+        elif len(pending) < self._next:  # text with escapes is looked at every _ESCAPED_PIECE characters
+            return
+        elif holds_secret(pending, self.secrets):  # an escaped secret, whole or its first part: none of it shown
+            self._pending, self._next = "", 0
+            self._withheld()
+            return
+        else:
+            cut = self._escaped_cut(pending)
         if cut > 0:
-            self._pass(self._pending[:cut])
-            self._pending = self._pending[cut:]
+            self._pass(pending[:cut])
+            self._pending = pending[cut:]
+        self._next = len(self._pending) + _ESCAPED_PIECE
+
+    def _escaped_cut(self, pending: str) -> int:
+        """Where what may be passed on of a text with escapes ends: the held rest reads as at least
+        ``_hold`` characters once unescaped."""
+        cut, step = len(pending) - self._hold, max(1, self._hold // 4)
+        while cut > 0 and len(unescaped_view(pending[cut:])) < self._hold:
+            cut -= step
+        return cut
 
     def flush(self) -> None:
         if self._pending:
@@ -78,9 +105,14 @@ class TextRelay:
 
     def _pass(self, text: str) -> None:
         if holds_secret(text, self.secrets):
-            text = "[withheld]"
+            self._withheld()
+            return
         assert self.on_text is not None
         self.on_text(text)
+
+    def _withheld(self) -> None:
+        assert self.on_text is not None
+        self.on_text("[withheld]")
 
 
 class _Collector:

@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional
 
 from agentloop.errors import ModelResponseError
 from agentloop.models import HttpTransport, ModelConfigError, OpenAIChat
+from agentloop.models.http import unescaped_view
 from agentloop.models.streaming import ChatCollector, MessagesCollector, ResponsesCollector, TextRelay
 from agentloop.wire.sse import Event
 
@@ -123,9 +124,33 @@ class TestRefused(LoopbackCase):
         relay = TextRelay(shown.append, ["sk-0123456789abcdef"])
         relay("escaped: sk\\u002d0123456789abcdef, the end")
         relay.flush()
-        self.assertEqual(shown, ["esca", "[withheld]"])  # what came before the held-back part, then the rest withheld
+        self.assertEqual(shown, ["[withheld]"])  # held back whole (it has escapes), then withheld at the end
         relay.flush()  # nothing held: nothing passed
-        self.assertEqual(len(shown), 2)
+        self.assertEqual(len(shown), 1)
+
+    def test_the_text_relay_shows_no_escaped_key_that_arrives_in_small_pieces(self) -> None:
+        key = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdef"
+        around = "LaTeX \\frac{a}{b}, 50% off, C:\\dir\\file. " * 4
+        forms = {
+            "\\u": "".join("\\u%04x" % ord(c) for c in key),
+            "\\\\u": "".join("\\\\u%04x" % ord(c) for c in key),
+            "%": "".join("%%%02X" % ord(c) for c in key),
+            "one escape": key[:5] + "\\u%04x" % ord(key[5]) + key[6:],
+        }
+        for name, form in forms.items():
+            for size in (1, 4, 9):
+                with self.subTest(name, size=size):
+                    shown: List[str] = []
+                    relay = TextRelay(shown.append, [key])
+                    text = around + form + around * 10
+                    for at in range(0, len(text), size):
+                        relay(text[at:at + size])
+                    relay.flush()
+                    seen = unescaped_view("".join(shown))
+                    self.assertIn("[withheld]", shown)
+                    longest = max(n for n in range(len(key) + 1) if any(key[i:i + n] in seen for i in range(len(key) - n + 1)))
+                    self.assertLess(longest, len(key) // 3)  # at most a cut piece too short to be recognised
+                    self.assertTrue("".join(shown).endswith("file. "), shown[-2:])  # the text after it is shown
 
 
 class TestStreamLimits(LoopbackCase):
