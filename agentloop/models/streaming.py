@@ -156,6 +156,15 @@ class _Collector:
         return self.fail("the stream reported an error")
 
 
+def _lenient_json(text: str) -> bool:
+    """Whether ``text`` is JSON to :func:`json.loads` (which takes repeated members and ``NaN``)."""
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
@@ -334,9 +343,14 @@ class MessagesCollector(_Collector):
         if pieces is not None:
             text = "".join(pieces)
             try:
-                self.blocks[index]["input"] = json.loads(text) if text.strip() else {}
-            except (ValueError, RecursionError):
+                self.blocks[index]["input"] = strict_loads(text) if text.strip() else {}
+            except RecursionError:
                 self.blocks[index]["input"] = text  # read as the unstreamed reply's: a call whose input is no object
+            except ValueError as exc:
+                if not _lenient_json(text):
+                    self.blocks[index]["input"] = text
+                else:  # a repeated member or NaN: refused, as the same input in a whole reply is
+                    raise self.fail("content block %d's input: %s" % (index, exc)) from None
 
     def _message_delta(self, data: Dict[str, Any]) -> None:
         delta = data.get("delta")

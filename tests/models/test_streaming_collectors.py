@@ -89,6 +89,14 @@ class TestRefused(LoopbackCase):
         claude = lambda: MessagesCollector("p", "h", TextRelay(None))  # noqa: E731
         start = ("message_start", {"type": "message_start", "message": {"id": "m"}})
         block = ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+        tool = ("content_block_start", {"type": "content_block_start", "index": 0,
+                                        "content_block": {"type": "tool_use", "id": "t", "name": "n", "input": {}}})
+        stop = ("content_block_stop", {"type": "content_block_stop", "index": 0})
+
+        def json_piece(text: str) -> Any:
+            return ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                            "delta": {"type": "input_json_delta", "partial_json": text}})
+
         cases = [
             (chat(), [(None, "[1]")], "$stream[0]: the event's data is not a JSON object"),
             (chat(), [(None, {"error": {"message": "Overloaded", "type": "server_error"}})],
@@ -114,6 +122,9 @@ class TestRefused(LoopbackCase):
             (claude(), [start, (None, {"type": "content_block_stop", "index": True})],
              "$stream[1]: a content block index that is not the next one: true"),
             (claude(), [(None, {"type": "error", "error": "just a string"})], "$stream[0]: the stream reported an error"),
+            (claude(), [start, tool, json_piece('{"a": 1, "a": 2}'), stop],
+             '$stream[3]: content block 0\'s input: duplicate key "a"'),  # a whole reply with it is refused too
+            (claude(), [start, tool, json_piece('{"a": NaN}'), stop], "$stream[3]: content block 0's input: NaN is not JSON"),
         ]
         for collector, events, message in cases:
             with self.subTest(message):
