@@ -72,6 +72,7 @@ key, and pickles without its connections.
 from __future__ import annotations
 
 import base64
+import codecs
 import datetime
 import email.utils
 import heapq
@@ -577,6 +578,7 @@ class HttpTransport:
                 host: str, secrets: Tuple[str, ...]) -> Dict[str, Any]:
         """Read the events of one stream into ``collector`` (see :meth:`post_stream`)."""
         parser = EventStreamParser()
+        utf8 = codecs.getincrementaldecoder("utf-8")()  # strict, as a whole body is read (the parser would put U+FFFD)
         start, size, events = self.monotonic(), 0, 0
 
         def cut(why: str) -> ModelConnectionError:
@@ -591,6 +593,11 @@ class HttpTransport:
             size += len(chunk)
             if size > self.max_response_bytes:
                 raise ModelResponseError(provider, host, "$", "the stream is longer than %d bytes" % (self.max_response_bytes,))
+            if not collector.done:
+                try:
+                    utf8.decode(chunk)
+                except UnicodeDecodeError as exc:
+                    raise ModelResponseError(provider, host, "$", "the stream is not UTF-8 (%s)" % (exc.reason,)) from None
             for event in parser.feed(chunk):
                 events += 1
                 collector.feed(event)

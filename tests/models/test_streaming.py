@@ -19,7 +19,7 @@ from agentloop.models.streaming import TextRelay
 
 from ..helpers import read_lines, read_records
 from ..loopback import Canned, anthropic_reply, openai_error, openai_reply, responses_reply
-from ..loopback_streams import sse
+from ..loopback_streams import chat_events, sse
 from ..modelcase import NOW, LoopbackCase, some_tools
 
 THINKING = {"type": "enabled", "budget_tokens": 2048}
@@ -157,6 +157,19 @@ class TestBrokenStreams(StreamCase):
         failed = sse("error", {"type": "error", "code": "server_error", "message": "The model broke.", "sequence_number": 0})
         _, error = self.failing(Canned(events=[failed]), make="responses")
         self.assertIn("the stream reported an error: server_error: The model broke.", str(error))
+
+    def test_a_stream_that_is_not_utf8_is_refused_as_a_whole_body_is(self) -> None:
+        events = [sse(n, d if isinstance(d, str) else json.dumps(d, ensure_ascii=False))  # UTF-8 on the wire, as the APIs send it
+                  for n, d in chat_events(openai_reply("caf\u00e9 au lait"))]
+        split = b"".join(events).index("\u00e9".encode("utf-8")) + 1  # a character cut in two between writes
+        whole = b"".join(events)
+        self.server = self.serve(Canned(events=[whole[:split], whole[split:]]))
+        model = OpenAIChat("m", base_url=self.server.openai_url, api_key="", stream=True, transport=self.transport())
+        self.assertEqual(model([{"role": "user", "content": "t"}], []).text, "caf\u00e9 au lait")
+        bad = [event.replace("caf\u00e9".encode("utf-8"), b"caf\xe9") for event in events]  # Latin-1, not UTF-8
+        _, error = self.failing(Canned(events=bad))
+        self.assertIsInstance(error, ModelResponseError)
+        self.assertIn("unexpected response: $: the stream is not UTF-8 (invalid continuation byte)", str(error))
 
     def test_a_run_whose_stream_breaks_records_no_half_reply(self) -> None:
         self.server = self.serve(Canned(openai_reply("a half reply never recorded"), cut=4))
