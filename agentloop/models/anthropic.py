@@ -68,7 +68,8 @@ Mapping choices, documented where they are made:
   ``output_tokens_details.thinking_tokens`` are reasoning;
 * ``stop_reason: "refusal"`` (or an empty reply) is a turn with whatever
   text came and no tool calls: the run ends on ``no_tool_calls``;
-* ``stop_reason: "max_tokens"`` sets ``ModelReply.truncated``, recorded as
+* ``stop_reason: "max_tokens"`` (or ``"model_context_window_exceeded"``, the
+  reply cut where the context window ends) sets ``ModelReply.truncated``, recorded as
   ``"truncated": true``;
 * a leading ``{"role": "system"}`` message in ``messages`` (how the loop
   passes ``run(system=...)``) replaces the constructor's ``system`` as the
@@ -100,6 +101,8 @@ API = "anthropic-messages"
 #: The blocks that make a reply's content worth recording whole (they must go back unchanged).
 _OPAQUE = ("thinking", "redacted_thinking")
 _EPHEMERAL = {"type": "ephemeral"}
+#: The stop reasons of a reply cut short at a limit (``ModelReply.truncated``).
+_CUT = ("max_tokens", "model_context_window_exceeded")
 
 #: The official endpoint's base URL (the SDK's default).
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -341,5 +344,5 @@ def messages_api_reply(answer: Mapping[str, Any], provider: str = "anthropic", h
         reasoning="output_tokens_details.thinking_tokens",
     )
     data = {"api": API, "items": list(blocks)} if opaque else None
-    # stop_reason "max_tokens": the reply was cut at max_tokens.
-    return ModelReply("".join(texts), calls, usage, answer.get("stop_reason") == "max_tokens", data)
+    # stop_reason "max_tokens": the reply was cut at max_tokens; "model_context_window_exceeded": at the context's end.
+    return ModelReply("".join(texts), calls, usage, answer.get("stop_reason") in _CUT, data)
