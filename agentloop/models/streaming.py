@@ -37,7 +37,7 @@ naming it (``$stream[3]: ...``); events after the last one are ignored.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..canonical import strict_loads
 from ..errors import ModelResponseError
@@ -165,6 +165,14 @@ def _lenient_json(text: str) -> bool:
     return True
 
 
+#: The Messages API deltas whose pieces add up to a member of their block: delta type -> member.
+_APPENDED = {"text_delta": "text", "thinking_delta": "thinking", "signature_delta": "signature"}
+
+
+def _joined(pieces: Optional[List[str]]) -> Optional[str]:
+    return None if pieces is None else "".join(pieces)
+
+
 def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
@@ -174,9 +182,11 @@ class ChatCollector(_Collector):
 
     def __init__(self, provider: str, host: str, relay: TextRelay) -> None:
         super().__init__(provider, host, relay)
-        self.content: Optional[str] = None
-        self.refusal: Optional[str] = None
+        # Pieces, joined once at the end (adding each piece to a string would cost the square of its length).
+        self.content: Optional[List[str]] = None
+        self.refusal: Optional[List[str]] = None
         self.calls: List[Dict[str, Any]] = []
+        self.call_pieces: List[Dict[str, List[str]]] = []
         self.finish: Optional[str] = None
         self.usage: Optional[Dict[str, Any]] = None
         self.head: Dict[str, Any] = {}
@@ -206,10 +216,12 @@ class ChatCollector(_Collector):
         if not isinstance(delta, dict):
             return
         if isinstance(delta.get("content"), str):
-            self.content = (self.content or "") + delta["content"]
+            self.content = self.content or []
+            self.content.append(delta["content"])
             self.relay(delta["content"])
         if isinstance(delta.get("refusal"), str):
-            self.refusal = (self.refusal or "") + delta["refusal"]
+            self.refusal = self.refusal or []
+            self.refusal.append(delta["refusal"])
         for piece in delta.get("tool_calls") or []:
             self._call(piece)
 
@@ -221,6 +233,7 @@ class ChatCollector(_Collector):
             raise self.fail("a tool_calls delta for index %d before index %d" % (index, len(self.calls)))
         if index == len(self.calls):
             self.calls.append({"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+            self.call_pieces.append({"name": [], "arguments": []})
         call = self.calls[index]
         if isinstance(piece.get("id"), str):
             call["id"] = piece["id"]
@@ -228,11 +241,14 @@ class ChatCollector(_Collector):
             call["type"] = piece["type"]
         function = piece.get("function")
         if isinstance(function, dict):
-            call["function"]["name"] += _text(function.get("name"))
-            call["function"]["arguments"] += _text(function.get("arguments"))
+            for key in ("name", "arguments"):
+                self.call_pieces[index][key].append(_text(function.get(key)))
 
     def result(self) -> Dict[str, Any]:
-        message: Dict[str, Any] = {"role": "assistant", "content": self.content, "refusal": self.refusal}
+        message: Dict[str, Any] = {"role": "assistant", "content": _joined(self.content),
+                                   "refusal": _joined(self.refusal)}
+        for call, pieces in zip(self.calls, self.call_pieces):
+            call["function"] = {key: "".join(pieces[key]) for key in ("name", "arguments")}
         if self.calls:
             message["tool_calls"] = self.calls
         body: Dict[str, Any] = dict(self.head, object="chat.completion",
@@ -277,6 +293,8 @@ class MessagesCollector(_Collector):
         self.message: Dict[str, Any] = {}
         self.blocks: List[Dict[str, Any]] = []
         self.json: Dict[int, List[str]] = {}
+        #: The pieces of each block's text, thinking and signature, joined once the block stops (or at the end).
+        self.pieces: Dict[Tuple[int, str], List[str]] = {}
 
     def take(self, event: Event) -> None:
         data = self.data(event)
@@ -305,11 +323,11 @@ class MessagesCollector(_Collector):
             raise self.fail("a content block index that is not the next one: %s" % (json.dumps(index),))
         return index
 
-    def _block(self, data: Dict[str, Any]) -> Dict[str, Any]:
+    def _block(self, data: Dict[str, Any]) -> int:
         index = self._index(data)
         if index == len(self.blocks):
             raise self.fail("a delta for content block %d, which has not started" % (index,))
-        return self.blocks[index]
+        return index
 
     def _start(self, data: Dict[str, Any]) -> None:
         if self._index(data) != len(self.blocks):
@@ -321,24 +339,35 @@ class MessagesCollector(_Collector):
         if block.get("type") == "tool_use":
             self.json[len(self.blocks) - 1] = []
 
-    def _delta(self, block: Dict[str, Any], delta: object) -> None:
+    def _delta(self, index: int, delta: object) -> None:
         if not isinstance(delta, dict):
             raise self.fail("content_block_delta without a delta")
         kind = delta.get("type")
-        if kind == "text_delta":
-            block["text"] = _text(block.get("text")) + _text(delta.get("text"))
-            self.relay(_text(delta.get("text")))
-        elif kind == "input_json_delta":
-            self.json.setdefault(self.blocks.index(block), []).append(_text(delta.get("partial_json")))
-        elif kind == "thinking_delta":
-            block["thinking"] = _text(block.get("thinking")) + _text(delta.get("thinking"))
-        elif kind == "signature_delta":
-            block["signature"] = _text(block.get("signature")) + _text(delta.get("signature"))
+        if kind == "input_json_delta":
+            self.json.setdefault(index, []).append(_text(delta.get("partial_json")))
         elif kind == "citations_delta":
-            block["citations"] = list(block.get("citations") or []) + [delta.get("citation")]
+            block = self.blocks[index]
+            if not isinstance(block.get("citations"), list):
+                block["citations"] = []
+            block["citations"].append(delta.get("citation"))
+        elif kind in _APPENDED:
+            key = _APPENDED[kind]
+            piece = _text(delta.get(key))
+            pieces = self.pieces.get((index, key))
+            if pieces is None:
+                pieces = self.pieces[(index, key)] = [_text(self.blocks[index].get(key))]
+            pieces.append(piece)
+            if kind == "text_delta":
+                self.relay(piece)
+
+    def _joined(self, index: Optional[int] = None) -> None:
+        """Join the pieces of block ``index`` (``None``: of every block) into it."""
+        for at, key in [place for place in self.pieces if index is None or place[0] == index]:
+            self.blocks[at][key] = "".join(self.pieces.pop((at, key)))
 
     def _stop(self, data: Dict[str, Any]) -> None:
         index = self._index(data)
+        self._joined(index)
         pieces = self.json.pop(index, None)
         if pieces is not None:
             text = "".join(pieces)
@@ -365,4 +394,5 @@ class MessagesCollector(_Collector):
             self.message["usage"] = merged
 
     def result(self) -> Dict[str, Any]:
+        self._joined()
         return dict(self.message, content=self.blocks)
