@@ -101,6 +101,8 @@ __all__ = [
     "HttpTransport",
     "redact",
     "redact_whole",
+    "secret_forms",
+    "redact_forms",
     "holds_secret",
     "unescaped_view",
     "endpoint_host",
@@ -201,13 +203,23 @@ def redact(text: str, secrets: Iterable[str]) -> str:
 def redact_whole(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every whole occurrence of each secret, as it is or in base64, replaced by
     ``[redacted]`` (:func:`redact` without the cut pieces at the edges: for a text that goes on)."""
+    return redact_forms(text, secret_forms(secrets))
+
+
+def secret_forms(secrets: Iterable[str]) -> Tuple[str, ...]:
+    """Each non-empty secret as it is and in base64, the forms :func:`redact_whole` replaces (to compute once)."""
+    forms: List[str] = []
     for secret in secrets:
-        if not secret:
-            continue
-        text = text.replace(secret, _REDACTED)
-        if len(secret) >= 12:
-            for core in _base64_cores(secret):
-                text = text.replace(core, _REDACTED)
+        if secret:
+            forms.append(secret)
+            forms.extend(_base64_cores(secret) if len(secret) >= 12 else ())
+    return tuple(forms)
+
+
+def redact_forms(text: str, forms: Iterable[str]) -> str:
+    """``text`` with every occurrence of each of :func:`secret_forms`' ``forms`` replaced by ``[redacted]``."""
+    for form in forms:
+        text = text.replace(form, _REDACTED)
     return text
 
 

@@ -42,7 +42,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 from ..canonical import strict_loads
 from ..errors import ModelResponseError
 from ..wire.sse import Event
-from .http import holds_secret, redact, redact_whole, unescaped_view
+from .http import holds_secret, redact, redact_forms, secret_forms, unescaped_view
 
 __all__ = ["TextRelay", "ChatCollector", "ResponsesCollector", "MessagesCollector"]
 
@@ -66,13 +66,14 @@ class TextRelay:
         self.on_text = on_text
         self.secrets = tuple(s for s in secrets if s)
         self._hold = 2 * max((len(s) for s in self.secrets), default=0)
+        self._forms = secret_forms(self.secrets)
         self._pending = ""
         self._next = 0  # the length the text held must reach before text with escapes is looked at again
 
     def __call__(self, text: str) -> None:
         if self.on_text is None or not text:
             return
-        pending = self._pending = redact_whole(self._pending + text, self.secrets)
+        pending = self._pending = redact_forms(self._pending + text, self._forms)
         if len(pending) <= self._hold:
             return
         if "\\" not in pending and "%" not in pending:
