@@ -125,6 +125,11 @@ class _Collector:
         self.count = 0
 
     def fail(self, reason: str) -> ModelResponseError:
+        """The error for this event: ``reason``, which may quote the stream, with the key redacted (or withheld)."""
+        secrets = self.relay.secrets
+        reason = redact(reason, secrets)
+        if holds_secret(reason, secrets):
+            reason = "(the reason is withheld: it holds a secret in an escaped form)"
         return ModelResponseError(self.provider, self.host, "$stream[%d]" % (self.count - 1,), reason)
 
     def data(self, event: Event) -> Dict[str, Any]:
@@ -132,7 +137,8 @@ class _Collector:
         try:
             value = strict_loads(event.data)  # a repeated member or NaN: refused, as in a whole reply
         except (ValueError, RecursionError):
-            raise self.fail("the event's data is not JSON: %s" % (json.dumps(event.data[:200]),)) from None
+            quoted = json.dumps(redact(event.data, self.relay.secrets)[:200])  # redacted before the cut, which could split a key
+            raise self.fail("the event's data is not JSON: %s" % (quoted,)) from None
         if not isinstance(value, dict):
             raise self.fail("the event's data is not a JSON object")
         return value
@@ -152,7 +158,7 @@ class _Collector:
         """An ``error`` the stream reported, in the words of the API's error object."""
         if isinstance(error, dict):
             kind = "/".join(str(error[k]) for k in ("type", "code") if isinstance(error.get(k), str) and error.get(k))
-            message = str(error.get("message", ""))[:500]
+            message = redact(str(error.get("message", "")), self.relay.secrets)[:500]  # before the cut
             return self.fail("the stream reported an error: %s%s" % (kind + ": " if kind else "", message))
         return self.fail("the stream reported an error")
 

@@ -171,6 +171,22 @@ class TestBrokenStreams(StreamCase):
         self.assertIsInstance(error, ModelResponseError)
         self.assertIn("unexpected response: $: the stream is not UTF-8 (invalid continuation byte)", str(error))
 
+    def test_an_error_or_unreadable_event_that_quotes_the_key_is_redacted(self) -> None:
+        keys = {"chat": "sk-test-key-0123", "responses": "sk-test-key-0123", "anthropic": "sk-ant-key-0123"}
+        for make, event in (
+            ("chat", lambda key: sse(None, {"error": {"message": "Incorrect API key provided: " + key, "type": "auth"}})),
+            ("responses", lambda key: sse("error", {"type": "error", "code": key, "message": "key " + key})),
+            ("anthropic", lambda key: sse("error", {"type": "error", "error": {"type": "x", "message": "key " + key}})),
+            ("chat", lambda key: sse(None, "not JSON, but the key: " + key)),
+            ("anthropic", lambda key: sse(None, {"type": "content_block_stop", "index": key})),
+            ("chat", lambda key: sse(None, {"error": {"message": "escaped: " + key.replace("-", "\\u002d")}})),
+        ):
+            with self.subTest(make, event=event("K")):
+                _, error = self.failing(Canned(events=[event(keys[make])]), make=make)
+                self.assertIsInstance(error, ModelResponseError)
+                self.assertNotIn(keys[make][3:], str(error))
+                self.assertRegex(str(error), r"\[redacted\]|withheld")
+
     def test_a_run_whose_stream_breaks_records_no_half_reply(self) -> None:
         self.server = self.serve(Canned(openai_reply("a half reply never recorded"), cut=4))
         result = self.go(self.adapters()[0][1], "cut.jsonl", stream=True)
