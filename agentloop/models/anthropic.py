@@ -42,7 +42,8 @@ API refuses the next turn.  A reply holding one gets ``provider_data``
 ``{"api": "anthropic-messages", "items": <its content blocks>}``, recorded
 in the assistant record; every later request sends that turn's content as
 it came (the blocks, signatures and all, then the text and ``tool_use``
-blocks).
+blocks), less any blank text block (the API sends them but refuses them
+back) and with ``{}`` for a ``tool_use`` input that is not an object.
 
 Prompt caching ("Prompt caching",
 https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching):
@@ -271,12 +272,27 @@ def _recorded_content(message: Message) -> Optional[List[Dict[str, Any]]]:
     return None
 
 
+def _sendable(blocks: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Recorded blocks as the API takes them back: as they came, but for a blank ``text`` block, left out
+    (the API sends them and refuses them: "text content blocks must be non-empty"), and a ``tool_use``
+    whose ``input`` is not an object, given ``{}`` (as a rebuilt turn gives it)."""
+    sent: List[Dict[str, Any]] = []
+    for block in blocks:
+        if block.get("type") == "text" and isinstance(block.get("text"), str) and not block["text"].strip():
+            continue
+        if block.get("type") == "tool_use" and not isinstance(block.get("input"), dict):
+            block = dict(block, input={})
+        sent.append(block)
+    return sent
+
+
 def _assistant_content(message: Message) -> Any:
     """An assistant turn's content: its recorded blocks (thinking blocks with their signatures: back
-    exactly as they came), else a plain string (no calls), else its text block and ``tool_use`` blocks."""
+    exactly as they came; :func:`_sendable`), else a plain string (no calls), else its text block and
+    ``tool_use`` blocks."""
     recorded = _recorded_content(message)
     if recorded is not None:
-        return recorded
+        return _sendable(recorded)
     calls = message.get("tool_calls") or []
     if not calls:
         return message["content"]

@@ -68,6 +68,20 @@ class TestThinking(ThinkingCase):
                 model([{"role": "user", "content": "t"}, turn, result], [])
             self.assertEqual(caught.exception.status, 400)
 
+    def test_a_blank_text_block_the_api_sent_is_not_sent_back(self) -> None:
+        """The API answers with empty text blocks (before a tool_use, or streamed with no text) and refuses them back."""
+        reply = anthropic_reply("", [("t1", "add", {"a": 40, "b": 2})], thinking="Add them.")
+        reply["content"].insert(2, {"type": "text", "text": " \n"})
+        self.server = self.serve(reply)  # then the stand-in's own answer, which refuses a blank text block
+        result = run("What is 40 + 2?", self.model(thinking=THINKING), some_tools("add"), transcript=self.path(),
+                     max_steps=4, max_tokens=100_000)
+        self.assertEqual((result.stop_reason, result.steps), ("no_tool_calls", 2), result.detail)
+        recorded = read_records(self.path())[1]["payload"]["provider_data"]["items"]
+        self.assertEqual([b["type"] for b in recorded], ["thinking", "text", "text", "tool_use"])  # the evidence: as sent
+        sent = self.server.requests[1].body["messages"][1]["content"]
+        self.assertEqual([b["type"] for b in sent], ["thinking", "tool_use"])
+        self.assertEqual(sent[0], recorded[0])
+
     def test_a_pause_then_resume_from_the_file_alone_sends_the_uninterrupted_requests(self) -> None:
         tools = gated(some_tools("add"))
         self.server = self.serve()
