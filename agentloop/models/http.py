@@ -276,6 +276,15 @@ class _Unreachable(Exception):
     """Internal: the request got no HTTP answer (its text is already redacted)."""
 
 
+class _Aborted(Exception):
+    """Internal: what a stream's collector raised that is not about the answer (an ``on_text`` that
+    failed): carried past the transport's handlers, then raised as it was, and never retried."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__()
+        self.error = error
+
+
 class _Watchdog:
     """One daemon thread per process that fires the deadlines of every request in it, earliest first
     (a thread per request -- ``threading.Timer`` -- cost more than a kept-alive request itself).
@@ -506,7 +515,7 @@ class HttpTransport:
             else:
                 outcome = _Outcome(exchange.status, exchange.headers, exchange.response.read(_ERROR_BODY_BYTES + 1)[:_ERROR_BODY_BYTES])
             exchange.release(reusable=not deadline.expired)
-        except AgentloopError:  # a body that is not the API's, a stream cut short: no try again
+        except (AgentloopError, _Aborted):  # a body that is not the API's, a stream cut short: no try again
             raise
         except (OSError, http.client.HTTPException, ValueError) as exc:
             if deadline.finish():
@@ -584,7 +593,10 @@ class HttpTransport:
                 return self._parse(provider, host, exchange.response.read(self.max_response_bytes + 1), hidden)
             return self._stream(exchange, deadline, seconds, collector(), provider, host, hidden)
 
-        return self._post(url, headers, body, provider, hidden, streamed)
+        try:
+            return self._post(url, headers, body, provider, hidden, streamed)
+        except _Aborted as aborted:
+            raise aborted.error from None
 
     def _stream(self, exchange: Exchange, deadline: _Deadline, seconds: float, collector: "Collector", provider: str,
                 host: str, secrets: Tuple[str, ...]) -> Dict[str, Any]:
@@ -612,7 +624,12 @@ class HttpTransport:
                     raise ModelResponseError(provider, host, "$", "the stream is not UTF-8 (%s)" % (exc.reason,)) from None
             for event in parser.feed(chunk):
                 events += 1
-                collector.feed(event)
+                try:
+                    collector.feed(event)
+                except AgentloopError:
+                    raise
+                except Exception as exc:  # the caller's on_text failed: the stream began, so never a retry
+                    raise _Aborted(exc) from None
 
     def _chunk(self, exchange: Exchange, deadline: _Deadline, seconds: float, start: float,
                cut: Callable[[str], ModelConnectionError]) -> bytes:

@@ -187,6 +187,16 @@ class TestBrokenStreams(StreamCase):
                 self.assertNotIn(keys[make][3:], str(error))
                 self.assertRegex(str(error), r"\[redacted\]|withheld")
 
+    def test_an_on_text_that_raises_ends_the_call_and_nothing_is_sent_again(self) -> None:
+        def broken(text: str) -> None:
+            raise BrokenPipeError(32, "Broken pipe")  # e.g. printing to a pipe whose reader is gone
+
+        self.server = self.serve(Canned(openai_reply("a reply long enough")), Canned(openai_reply("again")))
+        model = self.adapters()[0][1](stream=True, on_text=broken, transport=self.transport())
+        with self.assertRaises(BrokenPipeError):
+            model([{"role": "user", "content": "t"}], [])
+        self.assertEqual((len(self.server.requests), self.waits), (1, []))  # not taken for a connection that failed
+
     def test_a_run_whose_stream_breaks_records_no_half_reply(self) -> None:
         self.server = self.serve(Canned(openai_reply("a half reply never recorded"), cut=4))
         result = self.go(self.adapters()[0][1], "cut.jsonl", stream=True)
