@@ -622,14 +622,7 @@ class HttpTransport:
                     utf8.decode(chunk)
                 except UnicodeDecodeError as exc:
                     raise ModelResponseError(provider, host, "$", "the stream is not UTF-8 (%s)" % (exc.reason,)) from None
-            for event in parser.feed(chunk):
-                events += 1
-                try:
-                    collector.feed(event)
-                except AgentloopError:
-                    raise
-                except Exception as exc:  # the caller's on_text failed: the stream began, so never a retry
-                    raise _Aborted(exc) from None
+            events += _feed(collector, parser.feed(chunk))
 
     def _chunk(self, exchange: Exchange, deadline: _Deadline, seconds: float, start: float,
                cut: Callable[[str], ModelConnectionError]) -> bytes:
@@ -741,6 +734,19 @@ class HttpTransport:
         if not isinstance(answer, dict):
             raise ModelResponseError(provider, host, "$", "expected a JSON object, got %s" % (type(answer).__name__,))
         return _scrubbed(answer, secrets)
+
+
+def _feed(collector: "Collector", events: List[Event]) -> int:
+    """Feed ``events`` to ``collector``; how many.  What it raises that is not an :class:`AgentloopError`
+    (the caller's ``on_text`` failed) is carried out as :class:`_Aborted`: the stream began, so never a retry."""
+    for event in events:
+        try:
+            collector.feed(event)
+        except AgentloopError:
+            raise
+        except Exception as exc:
+            raise _Aborted(exc) from None
+    return len(events)
 
 
 def _scrubbed(answer: Dict[str, Any], secrets: Tuple[str, ...]) -> Dict[str, Any]:
