@@ -48,10 +48,14 @@ back) and with ``{}`` for a ``tool_use`` input that is not an object.
 Prompt caching ("Prompt caching",
 https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching):
 ``cache=True`` puts ``"cache_control": {"type": "ephemeral"}`` breakpoints
-on the last tool, on the system prompt (sent as one text block) and on the
-last block of the newest message -- three of the four the API allows.  The
-prefix up to the newest message is then written to the cache, and the next
-turn, whose prefix it is, reads it (the API looks back for the previous
+on the last tool, on the system prompt (sent as one text block), on the
+last block of the newest message (or of the message before it, when a
+trailing note such as the loop's budget note follows the tool results: the
+note is not part of the next request) and on the last block of the message
+the previous request ended with -- the four the API allows.  Each request
+writes its prefix to the cache at the first of these message breakpoints,
+and the next request reads it back at the second, exactly, however many
+blocks a turn adds (the API itself looks back only 20 blocks from a
 breakpoint); the counts come back as ``cache_creation_input_tokens`` and
 ``cache_read_input_tokens`` and are recorded and priced as before.
 
@@ -248,19 +252,37 @@ def _marked(block: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _breakpoints(body: Dict[str, Any]) -> None:
-    """``cache=True``: a cache breakpoint on the last tool, on the system prompt and on the newest message's last block."""
+    """``cache=True``: a cache breakpoint on the last tool, on the system prompt, and on the last block of
+    the messages :func:`_cache_points` names (four at most, the API's limit)."""
     tools = body.get("tools")
     if tools:
         tools[-1] = _marked(tools[-1])
     if isinstance(body.get("system"), str):
         body["system"] = [_marked({"type": "text", "text": body["system"]})]
     messages = body["messages"]
-    if messages:
-        content = messages[-1]["content"]
+    for position in _cache_points(messages):
+        content = messages[position]["content"]
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-        if blocks:
+        if blocks and blocks[-1].get("type") not in _OPAQUE:  # a thinking block cannot carry one
             blocks[-1] = _marked(blocks[-1])
-            messages[-1] = dict(messages[-1], content=blocks)
+            messages[position] = dict(messages[position], content=blocks)
+
+
+def _cache_points(messages: List[Dict[str, Any]]) -> List[int]:
+    """The messages (in Messages API shape) whose last block gets a breakpoint: where this request's
+    prompt is written for the next one -- the newest message, or the one before it when both are user
+    messages (a trailing note, such as the loop's budget note, is not in the next request) -- and where
+    the previous request wrote it: the last user message before the newest assistant message.  The next
+    request then reads exactly what this one wrote, however many blocks a turn adds (the API looks back
+    only 20 blocks from a breakpoint for a cached prefix)."""
+    if not messages:
+        return []
+    write = len(messages) - 1
+    if write >= 1 and messages[write].get("role") == "user" and messages[write - 1].get("role") == "user":
+        write -= 1
+    assistant = [at for at, message in enumerate(messages) if message.get("role") == "assistant"]
+    read = [at for at, message in enumerate(messages[:assistant[-1]]) if message.get("role") == "user"] if assistant else []
+    return [write] + [read[-1]] if read and read[-1] != write else [write]
 
 
 def _recorded_content(message: Message) -> Optional[List[Dict[str, Any]]]:
