@@ -51,7 +51,7 @@ def add_model_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--thinking", type=count_arg, metavar="N",
                          help="anthropic: extended thinking with a budget of N tokens (from 1024, below --max-output-tokens)")
     command.add_argument("--cache", action="store_true",
-                         help="anthropic: place prompt-cache breakpoints (the tools, the system prompt, the newest turn)")
+                         help="anthropic: place prompt-cache breakpoints (the tools, the system prompt, the newest two turns)")
     command.add_argument("--prompt-cache-key", metavar="KEY", help="openai, openai-responses: the prompt_cache_key of every request")
     shown = command.add_mutually_exclusive_group()
     shown.add_argument("--stream", dest="stream", action="store_true", default=None,

@@ -42,15 +42,20 @@ API refuses the next turn.  A reply holding one gets ``provider_data``
 ``{"api": "anthropic-messages", "items": <its content blocks>}``, recorded
 in the assistant record; every later request sends that turn's content as
 it came (the blocks, signatures and all, then the text and ``tool_use``
-blocks).
+blocks), less any blank text block (the API sends them but refuses them
+back) and with ``{}`` for a ``tool_use`` input that is not an object.
 
 Prompt caching ("Prompt caching",
 https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching):
 ``cache=True`` puts ``"cache_control": {"type": "ephemeral"}`` breakpoints
-on the last tool, on the system prompt (sent as one text block) and on the
-last block of the newest message -- three of the four the API allows.  The
-prefix up to the newest message is then written to the cache, and the next
-turn, whose prefix it is, reads it (the API looks back for the previous
+on the last tool, on the system prompt (sent as one text block), on the
+last block of the newest message (or of the message before it, when a
+trailing note such as the loop's budget note follows the tool results: the
+note is not part of the next request) and on the last block of the message
+the previous request ended with -- the four the API allows.  Each request
+writes its prefix to the cache at the first of these message breakpoints,
+and the next request reads it back at the second, exactly, however many
+blocks a turn adds (the API itself looks back only 20 blocks from a
 breakpoint); the counts come back as ``cache_creation_input_tokens`` and
 ``cache_read_input_tokens`` and are recorded and priced as before.
 
@@ -68,7 +73,8 @@ Mapping choices, documented where they are made:
   ``output_tokens_details.thinking_tokens`` are reasoning;
 * ``stop_reason: "refusal"`` (or an empty reply) is a turn with whatever
   text came and no tool calls: the run ends on ``no_tool_calls``;
-* ``stop_reason: "max_tokens"`` sets ``ModelReply.truncated``, recorded as
+* ``stop_reason: "max_tokens"`` (or ``"model_context_window_exceeded"``, the
+  reply cut where the context window ends) sets ``ModelReply.truncated``, recorded as
   ``"truncated": true``;
 * a leading ``{"role": "system"}`` message in ``messages`` (how the loop
   passes ``run(system=...)``) replaces the constructor's ``system`` as the
@@ -100,6 +106,8 @@ API = "anthropic-messages"
 #: The blocks that make a reply's content worth recording whole (they must go back unchanged).
 _OPAQUE = ("thinking", "redacted_thinking")
 _EPHEMERAL = {"type": "ephemeral"}
+#: The stop reasons of a reply cut short at a limit (``ModelReply.truncated``).
+_CUT = ("max_tokens", "model_context_window_exceeded")
 
 #: The official endpoint's base URL (the SDK's default).
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -244,19 +252,37 @@ def _marked(block: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _breakpoints(body: Dict[str, Any]) -> None:
-    """``cache=True``: a cache breakpoint on the last tool, on the system prompt and on the newest message's last block."""
+    """``cache=True``: a cache breakpoint on the last tool, on the system prompt, and on the last block of
+    the messages :func:`_cache_points` names (four at most, the API's limit)."""
     tools = body.get("tools")
     if tools:
         tools[-1] = _marked(tools[-1])
     if isinstance(body.get("system"), str):
         body["system"] = [_marked({"type": "text", "text": body["system"]})]
     messages = body["messages"]
-    if messages:
-        content = messages[-1]["content"]
+    for position in _cache_points(messages):
+        content = messages[position]["content"]
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-        if blocks:
+        if blocks and blocks[-1].get("type") not in _OPAQUE:  # a thinking block cannot carry one
             blocks[-1] = _marked(blocks[-1])
-            messages[-1] = dict(messages[-1], content=blocks)
+            messages[position] = dict(messages[position], content=blocks)
+
+
+def _cache_points(messages: List[Dict[str, Any]]) -> List[int]:
+    """The messages (in Messages API shape) whose last block gets a breakpoint: where this request's
+    prompt is written for the next one -- the newest message, or the one before it when both are user
+    messages (a trailing note, such as the loop's budget note, is not in the next request) -- and where
+    the previous request wrote it: the last user message before the newest assistant message.  The next
+    request then reads exactly what this one wrote, however many blocks a turn adds (the API looks back
+    only 20 blocks from a breakpoint for a cached prefix)."""
+    if not messages:
+        return []
+    write = len(messages) - 1
+    if write >= 1 and messages[write].get("role") == "user" and messages[write - 1].get("role") == "user":
+        write -= 1
+    assistant = [at for at, message in enumerate(messages) if message.get("role") == "assistant"]
+    read = [at for at, message in enumerate(messages[:assistant[-1]]) if message.get("role") == "user"] if assistant else []
+    return [write] + [read[-1]] if read and read[-1] != write else [write]
 
 
 def _recorded_content(message: Message) -> Optional[List[Dict[str, Any]]]:
@@ -268,12 +294,27 @@ def _recorded_content(message: Message) -> Optional[List[Dict[str, Any]]]:
     return None
 
 
+def _sendable(blocks: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Recorded blocks as the API takes them back: as they came, but for a blank ``text`` block, left out
+    (the API sends them and refuses them: "text content blocks must be non-empty"), and a ``tool_use``
+    whose ``input`` is not an object, given ``{}`` (as a rebuilt turn gives it)."""
+    sent: List[Dict[str, Any]] = []
+    for block in blocks:
+        if block.get("type") == "text" and isinstance(block.get("text"), str) and not block["text"].strip():
+            continue
+        if block.get("type") == "tool_use" and not isinstance(block.get("input"), dict):
+            block = dict(block, input={})
+        sent.append(block)
+    return sent
+
+
 def _assistant_content(message: Message) -> Any:
     """An assistant turn's content: its recorded blocks (thinking blocks with their signatures: back
-    exactly as they came), else a plain string (no calls), else its text block and ``tool_use`` blocks."""
+    exactly as they came; :func:`_sendable`), else a plain string (no calls), else its text block and
+    ``tool_use`` blocks."""
     recorded = _recorded_content(message)
     if recorded is not None:
-        return recorded
+        return _sendable(recorded)
     calls = message.get("tool_calls") or []
     if not calls:
         return message["content"]
@@ -341,5 +382,5 @@ def messages_api_reply(answer: Mapping[str, Any], provider: str = "anthropic", h
         reasoning="output_tokens_details.thinking_tokens",
     )
     data = {"api": API, "items": list(blocks)} if opaque else None
-    # stop_reason "max_tokens": the reply was cut at max_tokens.
-    return ModelReply("".join(texts), calls, usage, answer.get("stop_reason") == "max_tokens", data)
+    # stop_reason "max_tokens": the reply was cut at max_tokens; "model_context_window_exceeded": at the context's end.
+    return ModelReply("".join(texts), calls, usage, answer.get("stop_reason") in _CUT, data)

@@ -268,7 +268,8 @@ class Adapter:
     (:mod:`agentloop.models.streaming`), rebuilt into the reply the request
     would have got unstreamed, so that the turn is recorded the same bytes;
     ``on_text``, when given, is called with the reply's text as it arrives
-    (the key redacted; not pickled).  Neither is recorded: how a reply
+    (the key redacted; not pickled); an exception it raises ends the call,
+    raised as it is, and the request is not sent again.  Neither is recorded: how a reply
     travelled changes nothing in the transcript.
     """
 

@@ -72,6 +72,7 @@ key, and pickles without its connections.
 from __future__ import annotations
 
 import base64
+import codecs
 import datetime
 import email.utils
 import heapq
@@ -100,7 +101,10 @@ __all__ = [
     "HttpTransport",
     "redact",
     "redact_whole",
+    "secret_forms",
+    "redact_forms",
     "holds_secret",
+    "unescaped_view",
     "endpoint_host",
 ]
 
@@ -199,16 +203,28 @@ def redact(text: str, secrets: Iterable[str]) -> str:
 def redact_whole(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every whole occurrence of each secret, as it is or in base64, replaced by
     ``[redacted]`` (:func:`redact` without the cut pieces at the edges: for a text that goes on)."""
+    return redact_forms(text, secret_forms(secrets))
+
+
+def secret_forms(secrets: Iterable[str]) -> Tuple[str, ...]:
+    """Each non-empty secret as it is and in base64, the forms :func:`redact_whole` replaces (to compute once)."""
+    forms: List[str] = []
     for secret in secrets:
-        if not secret:
-            continue
-        text = text.replace(secret, _REDACTED)
-        if len(secret) >= 12:
-            for core in _base64_cores(secret):
-                text = text.replace(core, _REDACTED)
+        if secret:
+            forms.append(secret)
+            forms.extend(_base64_cores(secret) if len(secret) >= 12 else ())
+    return tuple(forms)
+
+
+def redact_forms(text: str, forms: Iterable[str]) -> str:
+    """``text`` with every occurrence of each of :func:`secret_forms`' ``forms`` replaced by ``[redacted]``."""
+    for form in forms:
+        text = text.replace(form, _REDACTED)
     return text
 
 
+#: How many levels of escapes :func:`holds_secret` undoes.
+_ESCAPE_LEVELS = 3
 _ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})|%([0-9a-fA-F]{2})|\\(.)", re.S)
 
 
@@ -229,11 +245,18 @@ def holds_secret(text: str, secrets: Iterable[str]) -> bool:
     if not hidden or not any(ch in text for ch in "\\%"):
         return False
     view = text
-    for _ in range(3):  # escapes of escapes (a JSON string inside a JSON string)
+    for _ in range(_ESCAPE_LEVELS):  # escapes of escapes (a JSON string inside a JSON string)
         view = _unescaped(view)
         if redact(view, hidden) != view:
             return True
     return False
+
+
+def unescaped_view(text: str) -> str:
+    """``text`` with its escapes undone as deep as :func:`holds_secret` undoes them (what it reads)."""
+    for _ in range(_ESCAPE_LEVELS):
+        text = _unescaped(text)
+    return text
 
 
 def endpoint_host(url: str) -> str:
@@ -251,6 +274,15 @@ def endpoint_host(url: str) -> str:
 
 class _Unreachable(Exception):
     """Internal: the request got no HTTP answer (its text is already redacted)."""
+
+
+class _Aborted(Exception):
+    """Internal: what a stream's collector raised that is not about the answer (an ``on_text`` that
+    failed): carried past the transport's handlers, then raised as it was, and never retried."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__()
+        self.error = error
 
 
 class _Watchdog:
@@ -483,7 +515,7 @@ class HttpTransport:
             else:
                 outcome = _Outcome(exchange.status, exchange.headers, exchange.response.read(_ERROR_BODY_BYTES + 1)[:_ERROR_BODY_BYTES])
             exchange.release(reusable=not deadline.expired)
-        except AgentloopError:  # a body that is not the API's, a stream cut short: no try again
+        except (AgentloopError, _Aborted):  # a body that is not the API's, a stream cut short: no try again
             raise
         except (OSError, http.client.HTTPException, ValueError) as exc:
             if deadline.finish():
@@ -561,12 +593,16 @@ class HttpTransport:
                 return self._parse(provider, host, exchange.response.read(self.max_response_bytes + 1), hidden)
             return self._stream(exchange, deadline, seconds, collector(), provider, host, hidden)
 
-        return self._post(url, headers, body, provider, hidden, streamed)
+        try:
+            return self._post(url, headers, body, provider, hidden, streamed)
+        except _Aborted as aborted:
+            raise aborted.error from None
 
     def _stream(self, exchange: Exchange, deadline: _Deadline, seconds: float, collector: "Collector", provider: str,
                 host: str, secrets: Tuple[str, ...]) -> Dict[str, Any]:
         """Read the events of one stream into ``collector`` (see :meth:`post_stream`)."""
         parser = EventStreamParser()
+        utf8 = codecs.getincrementaldecoder("utf-8")()  # strict, as a whole body is read (the parser would put U+FFFD)
         start, size, events = self.monotonic(), 0, 0
 
         def cut(why: str) -> ModelConnectionError:
@@ -581,9 +617,12 @@ class HttpTransport:
             size += len(chunk)
             if size > self.max_response_bytes:
                 raise ModelResponseError(provider, host, "$", "the stream is longer than %d bytes" % (self.max_response_bytes,))
-            for event in parser.feed(chunk):
-                events += 1
-                collector.feed(event)
+            if not collector.done:
+                try:
+                    utf8.decode(chunk)
+                except UnicodeDecodeError as exc:
+                    raise ModelResponseError(provider, host, "$", "the stream is not UTF-8 (%s)" % (exc.reason,)) from None
+            events += _feed(collector, parser.feed(chunk))
 
     def _chunk(self, exchange: Exchange, deadline: _Deadline, seconds: float, start: float,
                cut: Callable[[str], ModelConnectionError]) -> bytes:
@@ -695,6 +734,19 @@ class HttpTransport:
         if not isinstance(answer, dict):
             raise ModelResponseError(provider, host, "$", "expected a JSON object, got %s" % (type(answer).__name__,))
         return _scrubbed(answer, secrets)
+
+
+def _feed(collector: "Collector", events: List[Event]) -> int:
+    """Feed ``events`` to ``collector``; how many.  What it raises that is not an :class:`AgentloopError`
+    (the caller's ``on_text`` failed) is carried out as :class:`_Aborted`: the stream began, so never a retry."""
+    for event in events:
+        try:
+            collector.feed(event)
+        except AgentloopError:
+            raise
+        except Exception as exc:
+            raise _Aborted(exc) from None
+    return len(events)
 
 
 def _scrubbed(answer: Dict[str, Any], secrets: Tuple[str, ...]) -> Dict[str, Any]:

@@ -64,7 +64,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ..canonical import canonical_text
 from ..errors import ModelConfigError
-from ..messages import Message, ModelReply, ToolCall
+from ..messages import Message, ModelReply, ToolCall, shown
 from .base import Adapter, Endpoint, Reader, join_url, read_arguments, system_prompt, usage_from
 from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport, Notice
 from .streaming import ChatCollector
@@ -83,7 +83,7 @@ def cache_key_params(params: Optional[Mapping[str, Any]], prompt_cache_key: Opti
     if prompt_cache_key is None:
         return params
     if not isinstance(prompt_cache_key, str) or not prompt_cache_key:
-        raise ModelConfigError("prompt_cache_key", "must be a non-empty str, got %s" % (type(prompt_cache_key).__name__,))
+        raise ModelConfigError("prompt_cache_key", "must be a non-empty str, got %s" % (shown(prompt_cache_key),))
     if isinstance(params, Mapping) and "prompt_cache_key" in params:
         raise ModelConfigError("prompt_cache_key", "is also in params: give it once")
     if params is not None and not isinstance(params, Mapping):

@@ -7,9 +7,9 @@ writes into the venv (the tree imports only the standard library).  For plain, t
 thinking, cached and streamed turns of each API:
 
 1. every request body agentloop sent validates against the SDK's own create-params type, every
-   member declared, at every depth;
+   member declared, at every depth, in pydantic's strict mode (a ``"false"`` string is no boolean);
 2. every answer the stand-in sent parses with the SDK's response model, and every stream event
-   with its stream-event type, every member declared;
+   with its stream-event type, every member declared, strictly typed;
 3. each request agentloop sent, sent again through the SDK's own client to the stand-in, goes out
    as the same JSON and comes back parsed;
 4. each stream, read by the SDK's own stream helper, accumulates to the answer agentloop rebuilt

@@ -68,6 +68,20 @@ class TestThinking(ThinkingCase):
                 model([{"role": "user", "content": "t"}, turn, result], [])
             self.assertEqual(caught.exception.status, 400)
 
+    def test_a_blank_text_block_the_api_sent_is_not_sent_back(self) -> None:
+        """The API answers with empty text blocks (before a tool_use, or streamed with no text) and refuses them back."""
+        reply = anthropic_reply("", [("t1", "add", {"a": 40, "b": 2})], thinking="Add them.")
+        reply["content"].insert(2, {"type": "text", "text": " \n"})
+        self.server = self.serve(reply)  # then the stand-in's own answer, which refuses a blank text block
+        result = run("What is 40 + 2?", self.model(thinking=THINKING), some_tools("add"), transcript=self.path(),
+                     max_steps=4, max_tokens=100_000)
+        self.assertEqual((result.stop_reason, result.steps), ("no_tool_calls", 2), result.detail)
+        recorded = read_records(self.path())[1]["payload"]["provider_data"]["items"]
+        self.assertEqual([b["type"] for b in recorded], ["thinking", "text", "text", "tool_use"])  # the evidence: as sent
+        sent = self.server.requests[1].body["messages"][1]["content"]
+        self.assertEqual([b["type"] for b in sent], ["thinking", "tool_use"])
+        self.assertEqual(sent[0], recorded[0])
+
     def test_a_pause_then_resume_from_the_file_alone_sends_the_uninterrupted_requests(self) -> None:
         tools = gated(some_tools("add"))
         self.server = self.serve()
@@ -112,20 +126,46 @@ class TestThinking(ThinkingCase):
 
 
 class TestCache(ThinkingCase):
-    def test_three_breakpoints_tools_system_and_the_newest_message(self) -> None:
+    def test_breakpoints_tools_system_the_newest_message_and_where_the_last_request_ended(self) -> None:
         self.server = self.serve()
         run("What is 40 + 2?", self.model(cache=True), some_tools("add", "fail"), transcript=self.path(), max_steps=4,
             max_tokens=100_000, system="You add.")
         first, second = (seen.body for seen in self.server.requests)
         self.assertEqual(first["system"], [{"type": "text", "text": "You add.", "cache_control": EPHEMERAL}])
         self.assertEqual([t.get("cache_control") for t in first["tools"]], [None, EPHEMERAL])
-        self.assertEqual(first["messages"], [{"role": "user", "content": [
-            {"type": "text", "text": "What is 40 + 2?", "cache_control": EPHEMERAL}]}])
-        self.assertEqual(second["messages"][0], {"role": "user", "content": "What is 40 + 2?"})  # the old breakpoint moved on
+        task = {"role": "user", "content": [{"type": "text", "text": "What is 40 + 2?", "cache_control": EPHEMERAL}]}
+        self.assertEqual(first["messages"], [task])
+        self.assertEqual(json.dumps(first).count('"cache_control"'), 3)
+        self.assertEqual(second["messages"][0], task)  # where the first request wrote: read back exactly
+        self.assertNotIn("cache_control", json.dumps(second["messages"][1]))
         self.assertEqual(second["messages"][-1]["content"][-1]["cache_control"], EPHEMERAL)
-        marks = json.dumps(second).count('"cache_control"')
-        self.assertEqual(marks, 3)  # of the API's limit of 4
+        self.assertEqual(json.dumps(second).count('"cache_control"'), 4)  # the API's limit
         self.assertEqual(read_records(self.path())[0]["payload"]["model"]["cache"], True)
+
+    def test_each_turn_reads_what_the_last_wrote_with_a_budget_note_or_many_calls(self) -> None:
+        """A budget note after the results (not in the next request), or a turn of more than 20 blocks (past
+        the API's look-back): each request still reads back the prefix the one before it wrote."""
+        for calls, tell in ((1, True), (11, False)):
+            with self.subTest(calls=calls, tell_budgets=tell):
+                store = PromptCache(minimum=0)
+
+                def turn(number: int) -> Any:
+                    def answer(seen: Any) -> Any:
+                        usage = store.usage(seen.body, 5)
+                        if number == 4:
+                            return anthropic_reply("Done.", usage=usage)
+                        return anthropic_reply("Adding.", [("t%d_%d" % (number, i), "add", {"a": i, "b": number})
+                                                           for i in range(calls)], usage=usage)
+                    return answer
+
+                self.server = self.serve(*(turn(number) for number in range(1, 5)))
+                run("Add.", self.model(cache=True), some_tools("add"), transcript=self.path("c%d.jsonl" % calls), max_steps=4,
+                    max_tokens=10**6, max_tool_calls=100, tell_budgets=tell)
+                usages = [r["payload"]["usage"] for r in read_records(self.path("c%d.jsonl" % calls)) if r["kind"] == "assistant"]
+                for before, after in zip(usages, usages[1:]):  # all the earlier request wrote, read back
+                    self.assertEqual(after["cache_read_tokens"], before.get("cache_read_tokens", 0) + before["cache_write_tokens"])
+                for body in (seen.body for seen in self.server.requests):
+                    self.assertLessEqual(json.dumps(body).count('"cache_control"'), 4)
 
     def test_a_cached_run_records_and_prices_what_the_stand_in_reads_and_writes(self) -> None:
         store = PromptCache(minimum=0)

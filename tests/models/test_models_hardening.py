@@ -182,6 +182,10 @@ class TestShapes(LoopbackCase):
         self.assertIs(record["payload"]["truncated"], True)
         self.assertEqual(result.stop_reason, "no_tool_calls")
         self.assertFalse(claude([{"role": "user", "content": "t"}], []).truncated)
+        # The context window ran out mid-reply: cut as well (said in the stream's message_delta).
+        server = self.serve(anthropic_reply("half", stop_reason="model_context_window_exceeded"))
+        claude = AnthropicMessages("claude-test", base_url=server.url, api_key="", transport=self.transport(), stream=True)
+        self.assertTrue(claude([{"role": "user", "content": "t"}], []).truncated)
 
     def test_a_base_url_query_is_kept_after_the_appended_path(self) -> None:
         server = self.serve(openai_reply("ok"), anthropic_reply("ok"))

@@ -115,6 +115,9 @@ class TestRequests(ResponsesCase):
             with self.subTest(options), self.assertRaises(ModelConfigError) as caught:
                 self.model(**options)
             self.assertEqual(caught.exception.parameter, parameter)
+        with self.assertRaises(ModelConfigError) as caught:
+            self.model(prompt_cache_key="")
+        self.assertIn('must be a non-empty str, got ""', str(caught.exception))  # not "got str"
         with self.assertRaises(ModelConfigError):
             responses_input([{"role": "robot", "content": "x"}])
 

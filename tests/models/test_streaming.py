@@ -19,7 +19,7 @@ from agentloop.models.streaming import TextRelay
 
 from tests.support.helpers import read_lines, read_records
 from tests.support.loopback import Canned, anthropic_reply, openai_error, openai_reply, responses_reply
-from tests.support.loopback_streams import sse
+from tests.support.loopback_streams import chat_events, sse
 from tests.support.modelcase import NOW, LoopbackCase, some_tools
 
 THINKING = {"type": "enabled", "budget_tokens": 2048}
@@ -157,6 +157,45 @@ class TestBrokenStreams(StreamCase):
         failed = sse("error", {"type": "error", "code": "server_error", "message": "The model broke.", "sequence_number": 0})
         _, error = self.failing(Canned(events=[failed]), make="responses")
         self.assertIn("the stream reported an error: server_error: The model broke.", str(error))
+
+    def test_a_stream_that_is_not_utf8_is_refused_as_a_whole_body_is(self) -> None:
+        events = [sse(n, d if isinstance(d, str) else json.dumps(d, ensure_ascii=False))  # UTF-8 on the wire, as the APIs send it
+                  for n, d in chat_events(openai_reply("caf\u00e9 au lait"))]
+        split = b"".join(events).index("\u00e9".encode("utf-8")) + 1  # a character cut in two between writes
+        whole = b"".join(events)
+        self.server = self.serve(Canned(events=[whole[:split], whole[split:]]))
+        model = OpenAIChat("m", base_url=self.server.openai_url, api_key="", stream=True, transport=self.transport())
+        self.assertEqual(model([{"role": "user", "content": "t"}], []).text, "caf\u00e9 au lait")
+        bad = [event.replace("caf\u00e9".encode("utf-8"), b"caf\xe9") for event in events]  # Latin-1, not UTF-8
+        _, error = self.failing(Canned(events=bad))
+        self.assertIsInstance(error, ModelResponseError)
+        self.assertIn("unexpected response: $: the stream is not UTF-8 (invalid continuation byte)", str(error))
+
+    def test_an_error_or_unreadable_event_that_quotes_the_key_is_redacted(self) -> None:
+        keys = {"chat": "sk-test-key-0123", "responses": "sk-test-key-0123", "anthropic": "sk-ant-key-0123"}
+        for make, event in (
+            ("chat", lambda key: sse(None, {"error": {"message": "Incorrect API key provided: " + key, "type": "auth"}})),
+            ("responses", lambda key: sse("error", {"type": "error", "code": key, "message": "key " + key})),
+            ("anthropic", lambda key: sse("error", {"type": "error", "error": {"type": "x", "message": "key " + key}})),
+            ("chat", lambda key: sse(None, "not JSON, but the key: " + key)),
+            ("anthropic", lambda key: sse(None, {"type": "content_block_stop", "index": key})),
+            ("chat", lambda key: sse(None, {"error": {"message": "escaped: " + key.replace("-", "\\u002d")}})),
+        ):
+            with self.subTest(make, event=event("K")):
+                _, error = self.failing(Canned(events=[event(keys[make])]), make=make)
+                self.assertIsInstance(error, ModelResponseError)
+                self.assertNotIn(keys[make][3:], str(error))
+                self.assertRegex(str(error), r"\[redacted\]|withheld")
+
+    def test_an_on_text_that_raises_ends_the_call_and_nothing_is_sent_again(self) -> None:
+        def broken(text: str) -> None:
+            raise BrokenPipeError(32, "Broken pipe")  # e.g. printing to a pipe whose reader is gone
+
+        self.server = self.serve(Canned(openai_reply("a reply long enough")), Canned(openai_reply("again")))
+        model = self.adapters()[0][1](stream=True, on_text=broken, transport=self.transport())
+        with self.assertRaises(BrokenPipeError):
+            model([{"role": "user", "content": "t"}], [])
+        self.assertEqual((len(self.server.requests), self.waits), (1, []))  # not taken for a connection that failed
 
     def test_a_run_whose_stream_breaks_records_no_half_reply(self) -> None:
         self.server = self.serve(Canned(openai_reply("a half reply never recorded"), cut=4))

@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional
 
 from agentloop.errors import ModelResponseError
 from agentloop.models import HttpTransport, ModelConfigError, OpenAIChat
+from agentloop.models.http import unescaped_view
 from agentloop.models.streaming import ChatCollector, MessagesCollector, ResponsesCollector, TextRelay
 from agentloop.wire.sse import Event
 
@@ -88,6 +89,14 @@ class TestRefused(LoopbackCase):
         claude = lambda: MessagesCollector("p", "h", TextRelay(None))  # noqa: E731
         start = ("message_start", {"type": "message_start", "message": {"id": "m"}})
         block = ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+        tool = ("content_block_start", {"type": "content_block_start", "index": 0,
+                                        "content_block": {"type": "tool_use", "id": "t", "name": "n", "input": {}}})
+        stop = ("content_block_stop", {"type": "content_block_stop", "index": 0})
+
+        def json_piece(text: str) -> Any:
+            return ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                            "delta": {"type": "input_json_delta", "partial_json": text}})
+
         cases = [
             (chat(), [(None, "[1]")], "$stream[0]: the event's data is not a JSON object"),
             (chat(), [(None, {"error": {"message": "Overloaded", "type": "server_error"}})],
@@ -113,6 +122,9 @@ class TestRefused(LoopbackCase):
             (claude(), [start, (None, {"type": "content_block_stop", "index": True})],
              "$stream[1]: a content block index that is not the next one: true"),
             (claude(), [(None, {"type": "error", "error": "just a string"})], "$stream[0]: the stream reported an error"),
+            (claude(), [start, tool, json_piece('{"a": 1, "a": 2}'), stop],
+             '$stream[3]: content block 0\'s input: duplicate key "a"'),  # a whole reply with it is refused too
+            (claude(), [start, tool, json_piece('{"a": NaN}'), stop], "$stream[3]: content block 0's input: NaN is not JSON"),
         ]
         for collector, events, message in cases:
             with self.subTest(message):
@@ -123,9 +135,33 @@ class TestRefused(LoopbackCase):
         relay = TextRelay(shown.append, ["sk-0123456789abcdef"])
         relay("escaped: sk\\u002d0123456789abcdef, the end")
         relay.flush()
-        self.assertEqual(shown, ["esca", "[withheld]"])  # what came before the held-back part, then the rest withheld
+        self.assertEqual(shown, ["[withheld]"])  # held back whole (it has escapes), then withheld at the end
         relay.flush()  # nothing held: nothing passed
-        self.assertEqual(len(shown), 2)
+        self.assertEqual(len(shown), 1)
+
+    def test_the_text_relay_shows_no_escaped_key_that_arrives_in_small_pieces(self) -> None:
+        key = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdef"
+        around = "LaTeX \\frac{a}{b}, 50% off, C:\\dir\\file. " * 4
+        forms = {
+            "\\u": "".join("\\u%04x" % ord(c) for c in key),
+            "\\\\u": "".join("\\\\u%04x" % ord(c) for c in key),
+            "%": "".join("%%%02X" % ord(c) for c in key),
+            "one escape": key[:5] + "\\u%04x" % ord(key[5]) + key[6:],
+        }
+        for name, form in forms.items():
+            for size in (1, 4, 9):
+                with self.subTest(name, size=size):
+                    shown: List[str] = []
+                    relay = TextRelay(shown.append, [key])
+                    text = around + form + around * 10
+                    for at in range(0, len(text), size):
+                        relay(text[at:at + size])
+                    relay.flush()
+                    seen = unescaped_view("".join(shown))
+                    self.assertIn("[withheld]", shown)
+                    longest = max(n for n in range(len(key) + 1) if any(key[i:i + n] in seen for i in range(len(key) - n + 1)))
+                    self.assertLess(longest, len(key) // 3)  # at most a cut piece too short to be recognised
+                    self.assertTrue("".join(shown).endswith("file. "), shown[-2:])  # the text after it is shown
 
 
 class TestStreamLimits(LoopbackCase):

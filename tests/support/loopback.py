@@ -228,9 +228,14 @@ def responses_problem(body: Any) -> str:
 
 
 def anthropic_problem(body: Any) -> str:
-    """What the real Messages API would refuse (``""`` when nothing): a thinking block whose signature does not
-    match its text, or, with thinking enabled, a last assistant turn with tool_use that does not start with thinking."""
+    """What the real Messages API would refuse (``""`` when nothing): a blank text block, a thinking block whose
+    signature does not match its text, or, with thinking enabled, a last assistant turn with tool_use that does not start with thinking."""
     messages = body.get("messages") if isinstance(body, dict) else None
+    for message in messages if isinstance(messages, list) else []:
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "text" and not str(block.get("text", "")).strip():
+                return "messages: text content blocks must contain non-whitespace text"
     assistant = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"] if isinstance(messages, list) else []
     for message in assistant:
         for block in message.get("content") if isinstance(message.get("content"), list) else []:
