@@ -50,12 +50,31 @@ Verdict = Tuple[str, str]
 
 
 # Rough seconds of the slowest test modules, to balance the shards; others count 1.
-_WEIGHTS = {"test_hostile_cli": 16, "test_keys_cli": 16, "test_mcp": 9, "test_fuzz": 5,
-            "test_models_hardening": 3.5, "test_hardening": 3.3, "test_kill": 3.3, "test_transcript": 3.1,
-            "test_canonical": 2.7, "test_models_http": 2.6, "test_loop_parallel": 2.4, "test_models_openai": 2.2,
-            "test_batch": 2.1, "test_layers": 2, "test_cli": 1.6, "test_loop": 1.6,
-            "test_vectors": 4, "test_provenance": 3, "test_effects_once": 6, "test_signals": 4, "test_writer_publish": 3,
-            "test_otlp_http": 4.5, "test_observe": 2.5}
+_WEIGHTS = {
+    "test_hostile_cli": 16,
+    "test_keys_cli": 16,
+    "test_mcp": 9,
+    "test_fuzz": 5,
+    "test_models_hardening": 3.5,
+    "test_hardening": 3.3,
+    "test_kill": 3.3,
+    "test_transcript": 3.1,
+    "test_canonical": 2.7,
+    "test_models_http": 2.6,
+    "test_loop_parallel": 2.4,
+    "test_models_openai": 2.2,
+    "test_batch": 2.1,
+    "test_layers": 2,
+    "test_cli": 1.6,
+    "test_loop": 1.6,
+    "test_vectors": 4,
+    "test_provenance": 3,
+    "test_effects_once": 6,
+    "test_signals": 4,
+    "test_writer_publish": 3,
+    "test_otlp_http": 4.5,
+    "test_observe": 2.5,
+}
 
 
 def _test_modules() -> List[str]:
@@ -200,9 +219,17 @@ def leg_tamper() -> Verdict:
         #  None for "some fault, at a line, must be reported")
         cases: List[Tuple[str, List[bytes], Optional[int]]] = []
         for i in range(n):
-            cases.append(("rewrite payload of record %d" % i, edit(i, lambda r: dict(r, payload={"tampered": True})), i))
+            cases.append(
+                ("rewrite payload of record %d" % i, edit(i, lambda r: dict(r, payload={"tampered": True})), i)
+            )
             cases.append(("change kind of record %d" % i, edit(i, lambda r: dict(r, kind="forged")), i))
-            cases.append(("flip a hash digit of record %d" % i, edit(i, lambda r: dict(r, hash=("1" if r["hash"][0] == "0" else "0") + r["hash"][1:])), i))
+            cases.append(
+                (
+                    "flip a hash digit of record %d" % i,
+                    edit(i, lambda r: dict(r, hash=("1" if r["hash"][0] == "0" else "0") + r["hash"][1:])),
+                    i,
+                )
+            )
             cases.append(("renumber record %d" % i, edit(i, lambda r: dict(r, seq=r["seq"] + 1)), i))
             if i + 1 < n:
                 forged = edit(i, lambda r: _rehash(dict(r, payload=dict(r["payload"], forged=True))))
@@ -229,7 +256,9 @@ def leg_tamper() -> Verdict:
                 from_records = {(f.index, f.kind) for f in verify_records(parsed)}
                 from_file = {(f.index, f.kind) for f in result.faults if f.kind != "not_canonical"}
                 if from_records != from_file:
-                    missed.append("%s: verify_records says %s, verify_file %s" % (name, sorted(from_records), sorted(from_file)))
+                    missed.append(
+                        "%s: verify_records says %s, verify_file %s" % (name, sorted(from_records), sorted(from_file))
+                    )
             if expect_index is not None and first.index != expect_index:
                 missed.append("%s: first fault at %s, expected record %d" % (name, first.where(), expect_index))
             if expect_index is None and first.line is None:
@@ -270,22 +299,24 @@ def leg_demo() -> Verdict:
                 problems.append("%s: ok=%s count=%d (expected %d)" % (name, result.ok, result.count, count))
     if problems:
         return FAIL, "; ".join(problems)
-    return PASS, "demo.py exit 0; " + ", ".join("%s %d" % kv for kv in sorted(expected.items())) + " records, all verify"
+    return PASS, "demo.py exit 0; " + ", ".join(
+        "%s %d" % kv for kv in sorted(expected.items())
+    ) + " records, all verify"
 
 
 # The documented reasons a suite schema may be refused, and how to recognise
 # each in a SchemaError's reason.  Nothing else may be refused: the two groups
 # that $ref the meta-schema resolve it from agentloop/schema/metaschemas/.
-REFUSAL_REASONS = (
-    ("regex Python's re cannot express", "cannot be expressed in Python's re"),
-)
+REFUSAL_REASONS = (("regex Python's re cannot express", "cannot be expressed in Python's re"),)
 
 #: (right, refused, wrong) the suite at commit 44401e0c must give, exactly.
 CONFORMANCE = (720, 5, 0)
 
 
 def leg_conformance() -> Verdict:
-    suite = os.path.join(os.path.dirname(ROOT), "shared", "conformance", "json-schema-test-suite", "tests", "draft2020-12")
+    suite = os.path.join(
+        os.path.dirname(ROOT), "shared", "conformance", "json-schema-test-suite", "tests", "draft2020-12"
+    )
     if not os.path.isdir(suite):
         print("    !! SKIPPED: %s is not present, so the JSON-Schema-Test-Suite was NOT run" % suite)
         return PASS, "SKIPPED (suite not present, nothing graded): %s" % suite
@@ -314,8 +345,11 @@ def leg_conformance() -> Verdict:
                 continue
             for test in tests:
                 try:
-                    verdicts = {validator.is_valid(test["data"]), not validator.errors(test["data"]),
-                                validator.first_error(test["data"]) is None}
+                    verdicts = {
+                        validator.is_valid(test["data"]),
+                        not validator.errors(test["data"]),
+                        validator.first_error(test["data"]) is None,
+                    }
                 except Exception as exc:  # validation must never raise
                     print("    %s / %s: raised %s: %s" % (where, test["description"], type(exc).__name__, exc))
                     wrong += 1
@@ -329,8 +363,13 @@ def leg_conformance() -> Verdict:
         return UNGRADED, "no suite tests found in %s" % suite
     counts = (right, sum(refused.values()), wrong)
     detail = "%d verdicts right, %d refused (%s), %d wrong -- %d tests in %d files" % (
-        right, counts[1], ", ".join("%s: %d" % kv for kv in sorted(refused.items())) or "none",
-        wrong, total, len(names))
+        right,
+        counts[1],
+        ", ".join("%s: %d" % kv for kv in sorted(refused.items())) or "none",
+        wrong,
+        total,
+        len(names),
+    )
     if counts != CONFORMANCE:
         return FAIL, "%s; expected %d right, %d refused, %d wrong" % ((detail,) + CONFORMANCE)
     return PASS, detail
@@ -356,8 +395,13 @@ def leg_types() -> Verdict:
     return PASS, "mypy --strict agentloop: %s; %s" % (last, coverage_note)
 
 
-LEGS = [("suite", leg_suite), ("tamper", leg_tamper), ("demo", leg_demo), ("conformance", leg_conformance),
-        ("types", leg_types)]
+LEGS = [
+    ("suite", leg_suite),
+    ("tamper", leg_tamper),
+    ("demo", leg_demo),
+    ("conformance", leg_conformance),
+    ("types", leg_types),
+]
 
 
 def main() -> int:

@@ -166,7 +166,9 @@ def _claims_recover(result: RunResult, records: List[Dict[str, Any]]) -> List[Ch
     for seq, name, ok, outcome in RECOVER_EXPECTED:
         p = records[seq]["payload"] if seq < len(records) else {}
         got = p.get("value") if ok else p.get("error")
-        checks.append(("seq=%d %s ok=%s %s" % (seq, name, ok, outcome), (p.get("name"), p.get("ok"), got) == (name, ok, outcome)))
+        checks.append(
+            ("seq=%d %s ok=%s %s" % (seq, name, ok, outcome), (p.get("name"), p.get("ok"), got) == (name, ok, outcome))
+        )
     checks.append(("stops on no_tool_calls after 5 steps", (result.stop_reason, result.steps) == ("no_tool_calls", 5)))
     return checks
 
@@ -177,7 +179,10 @@ def _claims_budget(result: RunResult, records: List[Dict[str, Any]]) -> List[Che
         ("9 records", len(records) == 9),
         ("stops on token_budget (44 > max_tokens 40)", (result.stop_reason, result.tokens) == ("token_budget", 44)),
         ("steps == assistant records == 4", result.steps == 4 == assistants),
-        ("the over-budget turn is recorded, its echo is not run", [r["kind"] for r in records[-2:]] == ["assistant", "stop"]),
+        (
+            "the over-budget turn is recorded, its echo is not run",
+            [r["kind"] for r in records[-2:]] == ["assistant", "stop"],
+        ),
     ]
 
 
@@ -201,12 +206,24 @@ def parallel_tools() -> ToolRegistry:
         await asyncio.sleep(0.01 * (40 - celsius) / 40)  # they finish out of order; the records do not
         return {"fahrenheit": celsius * 9 / 5 + 32}
 
-    city = {"type": "object", "properties": {"city": {"enum": sorted(CITIES)}}, "required": ["city"], "additionalProperties": False}
-    degrees = {"type": "object", "properties": {"celsius": {"type": "integer"}}, "required": ["celsius"], "additionalProperties": False}
-    return ToolRegistry([
-        Tool("lookup", "Today's temperature of a city, in Celsius.", city, lookup, parallel=True),
-        Tool("fahrenheit", "Celsius to Fahrenheit.", degrees, fahrenheit, parallel=True),
-    ])
+    city = {
+        "type": "object",
+        "properties": {"city": {"enum": sorted(CITIES)}},
+        "required": ["city"],
+        "additionalProperties": False,
+    }
+    degrees = {
+        "type": "object",
+        "properties": {"celsius": {"type": "integer"}},
+        "required": ["celsius"],
+        "additionalProperties": False,
+    }
+    return ToolRegistry(
+        [
+            Tool("lookup", "Today's temperature of a city, in Celsius.", city, lookup, parallel=True),
+            Tool("fahrenheit", "Celsius to Fahrenheit.", degrees, fahrenheit, parallel=True),
+        ]
+    )
 
 
 def _parallel_answer(messages: List[Message], manifest: List[Dict[str, Any]]) -> ModelReply:
@@ -228,22 +245,53 @@ def _claims_parallel(result: RunResult, records: List[Dict[str, Any]]) -> List[C
     tools = [r["payload"] for r in records if r["kind"] == "tool"]
     return [
         ("11 records", len(records) == 11),
-        ("the three lookups met at the barrier: they ran at once", [t.get("value", {}).get("celsius") for t in tools[:3]] == [18, 4, 31]),
-        ("records in the model's order, not the finishing order", [t.get("value") for t in tools[3:]] == [
-            {"fahrenheit": 64.4}, {"fahrenheit": 39.2}, {"fahrenheit": 87.8}]),
-        ("stops on no_tool_calls after 3 steps with the answer", (result.stop_reason, result.steps, result.output) == (
-            "no_tool_calls", 3, "Paris 64.4 F, Oslo 39.2 F, Cairo 87.8 F.")),
+        (
+            "the three lookups met at the barrier: they ran at once",
+            [t.get("value", {}).get("celsius") for t in tools[:3]] == [18, 4, 31],
+        ),
+        (
+            "records in the model's order, not the finishing order",
+            [t.get("value") for t in tools[3:]] == [{"fahrenheit": 64.4}, {"fahrenheit": 39.2}, {"fahrenheit": 87.8}],
+        ),
+        (
+            "stops on no_tool_calls after 3 steps with the answer",
+            (result.stop_reason, result.steps, result.output)
+            == ("no_tool_calls", 3, "Paris 64.4 F, Oslo 39.2 F, Cairo 87.8 F."),
+        ),
     ]
 
 
 Demo = Tuple[str, str, Callable[[], Any], Dict[str, Any], Callable[[RunResult, List[Dict[str, Any]]], List[Check]]]
 
 DEMOS: List[Demo] = [
-    ("demo-answer.jsonl", "What is 40 + 2? Use the add tool.", answer_model, {"max_steps": 8, "max_tokens": 2000}, _claims_answer),
-    ("demo-recover.jsonl", "What is 6 * 7? Recover from tool failures.", recover_model, {"max_steps": 8, "max_tokens": 2000}, _claims_recover),
-    ("demo-budget.jsonl", "Echo forever; the budget must stop you.", lambda: budget_model, {"max_steps": 8, "max_tokens": 40}, _claims_budget),
-    ("demo-parallel.jsonl", "Today's temperatures of Paris, Oslo and Cairo in Fahrenheit.", parallel_model,
-     {"max_steps": 8, "max_tokens": 2000}, _claims_parallel),
+    (
+        "demo-answer.jsonl",
+        "What is 40 + 2? Use the add tool.",
+        answer_model,
+        {"max_steps": 8, "max_tokens": 2000},
+        _claims_answer,
+    ),
+    (
+        "demo-recover.jsonl",
+        "What is 6 * 7? Recover from tool failures.",
+        recover_model,
+        {"max_steps": 8, "max_tokens": 2000},
+        _claims_recover,
+    ),
+    (
+        "demo-budget.jsonl",
+        "Echo forever; the budget must stop you.",
+        lambda: budget_model,
+        {"max_steps": 8, "max_tokens": 40},
+        _claims_budget,
+    ),
+    (
+        "demo-parallel.jsonl",
+        "Today's temperatures of Paris, Oslo and Cairo in Fahrenheit.",
+        parallel_model,
+        {"max_steps": 8, "max_tokens": 2000},
+        _claims_parallel,
+    ),
 ]
 #: The demos that do not use :func:`demo_tools`.
 DEMO_TOOLS: Dict[str, Callable[[], ToolRegistry]] = {"demo-parallel.jsonl": parallel_tools}
@@ -294,15 +342,36 @@ def _approval_demo(folder: str) -> int:
     budgets: Dict[str, Any] = {"max_steps": 4, "max_tokens": 1000, "overwrite": True}
     reviewer = Approve(by="demo-reviewer")
     DELETED.clear()
-    run("Remove the 2023 log.", approval_model, approval_tools(), transcript=inline, approver=lambda request: reviewer, **budgets)
+    run(
+        "Remove the 2023 log.",
+        approval_model,
+        approval_tools(),
+        transcript=inline,
+        approver=lambda request: reviewer,
+        **budgets,
+    )
     DELETED.clear()
     asked: List[ApprovalRequest] = []
-    paused = run("Remove the 2023 log.", approval_model, approval_tools(), transcript=path, checkpoint=paused_at,
-                 approver=lambda request: asked.append(request), **budgets)  # None: defer to a person
+    paused = run(
+        "Remove the 2023 log.",
+        approval_model,
+        approval_tools(),
+        transcript=path,
+        checkpoint=paused_at,
+        approver=lambda request: asked.append(request),
+        **budgets,
+    )  # None: defer to a person
     at_pause = (paused.stop_reason, paused.records, list(DELETED), verify_file(path).complete)
     pending = [call.call_id for call in read_pending(path).calls]
-    result = resume(path, approval_model, approval_tools(), decisions={"call_rm": reviewer}, anchor=paused_at,
-                    checkpoint=final, overwrite=True)
+    result = resume(
+        path,
+        approval_model,
+        approval_tools(),
+        decisions={"call_rm": reviewer},
+        anchor=paused_at,
+        checkpoint=final,
+        overwrite=True,
+    )
     with open(path, "rb") as a, open(inline, "rb") as b:
         same = a.read() == b.read()
     os.remove(inline)
@@ -318,14 +387,24 @@ def _approval_demo(folder: str) -> int:
         print("  " + format_record(record))
     verdict = verify_file(path, expect_count=result.records, expect_head=result.head)
     checks = [
-        ("paused before the call: awaiting_approval, 2 records, nothing deleted, no stop record",
-         at_pause == ("awaiting_approval", 2, [], False)),
-        ("the pending call read from the file is the one the approver was asked about",
-         pending == [r.call_id for r in asked] == ["call_rm"]),
+        (
+            "paused before the call: awaiting_approval, 2 records, nothing deleted, no stop record",
+            at_pause == ("awaiting_approval", 2, [], False),
+        ),
+        (
+            "the pending call read from the file is the one the approver was asked about",
+            pending == [r.call_id for r in asked] == ["call_rm"],
+        ),
         ("resumed with Approve: the file deleted once, 5 records", (DELETED, len(records)) == (["logs/2023.log"], 5)),
-        ("the tool record says who approved", records[2]["payload"].get("approval") == {"decision": "approve", "by": "demo-reviewer"}),
+        (
+            "the tool record says who approved",
+            records[2]["payload"].get("approval") == {"decision": "approve", "by": "demo-reviewer"},
+        ),
         ("byte-identical to approving inline", same),
-        ("the pause checkpoint and the final one are consistent (RFC 9162)", consistent and (old.size, new.size) == (2, 5)),
+        (
+            "the pause checkpoint and the final one are consistent (RFC 9162)",
+            consistent and (old.size, new.size) == (2, 5),
+        ),
         ("verifies from disk (count and head as the run reported)", verdict.ok and verdict.complete),
     ]
     failed = 0
@@ -340,7 +419,9 @@ def _run_demos(folder: str) -> int:
     failed = 0
     for filename, task, make_model, budgets, claims in DEMOS:
         path = os.path.join(folder, filename)
-        result = run(task, make_model(), DEMO_TOOLS.get(filename, demo_tools)(), transcript=path, overwrite=True, **budgets)
+        result = run(
+            task, make_model(), DEMO_TOOLS.get(filename, demo_tools)(), transcript=path, overwrite=True, **budgets
+        )
         print("== %s" % (path,))
         records = _payloads(path)
         for record in records:

@@ -58,9 +58,22 @@ def _qualnames(path: str) -> Dict[int, str]:
 def measure(ruff: str) -> Dict[str, int]:
     """Every function of agentloop/ over THRESHOLD -> its McCabe complexity."""
     done = subprocess.run(
-        [ruff, "check", "--isolated", "--select", "C901", "--output-format", "json",
-         "--config", "lint.mccabe.max-complexity=%d" % THRESHOLD, "agentloop"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+        [
+            ruff,
+            "check",
+            "--isolated",
+            "--select",
+            "C901",
+            "--output-format",
+            "json",
+            "--config",
+            "lint.mccabe.max-complexity=%d" % THRESHOLD,
+            "agentloop",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
     )
     if done.returncode not in (0, 1):
         raise RuntimeError(done.stderr.strip() or "ruff exited %d" % done.returncode)
@@ -85,7 +98,9 @@ def judge(now: Dict[str, int], baseline: Dict[str, int]) -> Tuple[List[str], Lis
         if n >= CEILING:
             failures.append("%s: complexity %d, at or over the ceiling of %d" % (name, n, CEILING))
         elif was is None:
-            failures.append("%s: complexity %d, over %d (new code stays at %d or under)" % (name, n, THRESHOLD, THRESHOLD))
+            failures.append(
+                "%s: complexity %d, over %d (new code stays at %d or under)" % (name, n, THRESHOLD, THRESHOLD)
+            )
         elif n > was:
             failures.append("%s: complexity %d, was %d (it may only get simpler)" % (name, n, was))
         elif n < was:
@@ -123,8 +138,10 @@ def main(argv: List[str]) -> int:
     for line in failures:
         print("  FAIL " + line)
     worst = max(now.values()) if now else 0
-    print("complexity: %d functions over %d (the most complex %d; ceiling %d): %s"
-          % (len(now), THRESHOLD, worst, CEILING, "FAILED" if failures else "ok"))
+    print(
+        "complexity: %d functions over %d (the most complex %d; ceiling %d): %s"
+        % (len(now), THRESHOLD, worst, CEILING, "FAILED" if failures else "ok")
+    )
     return 1 if failures else 0
 
 

@@ -13,10 +13,10 @@ from . import _interrupt
 
 _interrupt.guard()  # Ctrl-C while the command line is still importing: one line, exit 130 (agentloop._interrupt)
 
-import importlib  # noqa: E402
-from typing import TYPE_CHECKING, Any, Dict, List, Tuple  # noqa: E402
+import importlib
+from typing import TYPE_CHECKING, Any, Dict, List, Tuple
 
-from ._version import __version__  # noqa: E402
+from ._version import __version__
 
 from .errors import (
     AgentloopError,
@@ -100,11 +100,27 @@ if TYPE_CHECKING:  # what a type checker and a reader see; at run time each name
 #: loads only the layers it uses.  ``tests/test_api.py`` keeps the two equal.
 _HOMES: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     (".canonical", ("MAX_DEPTH", "canonical_bytes")),
-    (".loop", ("ApprovalRequest", "Approve", "Deny", "Modify", "RunOptions", "Terminate", "estimate_tokens",
-               "read_pending", "run", "run_async", "verify_approvals")),
+    (
+        ".loop",
+        (
+            "ApprovalRequest",
+            "Approve",
+            "Deny",
+            "Modify",
+            "RunOptions",
+            "Terminate",
+            "estimate_tokens",
+            "read_pending",
+            "run",
+            "run_async",
+            "verify_approvals",
+        ),
+    ),
     (".loop.resume", ("resume",)),
-    (".messages", ("STOP_REASONS", "Message", "Model", "ModelReply", "RunEnd", "RunResult", "StopReason", "ToolCall",
-                   "Usage")),
+    (
+        ".messages",
+        ("STOP_REASONS", "Message", "Model", "ModelReply", "RunEnd", "RunResult", "StopReason", "ToolCall", "Usage"),
+    ),
     (".models.scripted", ("ScriptedModel",)),
     (".report", ("render_report", "write_report")),
     (".schema.validator", ("Validator", "check_schema", "compile_schema", "validate")),

@@ -72,7 +72,9 @@ MAX_DEPTH = 64
 # and object members, MUST NOT include code points that identify Surrogates or
 # Noncharacters as defined by [UNICODE]" (Unicode 15, section 23.7: U+FDD0..U+FDEF
 # and U+nFFFE, U+nFFFF for every plane n = 0..16).
-_NONCHARACTERS = "\ufdd0-\ufdef\ufffe\uffff" + "".join(chr(p + 0xFFFE) + chr(p + 0xFFFF) for p in range(0x10000, 0x110000, 0x10000))
+_NONCHARACTERS = "\ufdd0-\ufdef\ufffe\uffff" + "".join(
+    chr(p + 0xFFFE) + chr(p + 0xFFFF) for p in range(0x10000, 0x110000, 0x10000)
+)
 _NOT_I_JSON = re.compile("[\ud800-\udfff%s]" % (_NONCHARACTERS,))
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _encode_string: Callable[[str], str] = json.encoder.encode_basestring
@@ -263,9 +265,7 @@ def _encode(value: Any, path: str, depth: int, out: List[str]) -> None:
             _encode(value[key], json_path(path, key), depth + 1, out)
         out.append("}")
     elif isinstance(value, UnparsedInteger):
-        raise UnrecordableError(
-            path, "integer of %d digits is outside the I-JSON range +/-(2**53-1)" % (value.digits,)
-        )
+        raise UnrecordableError(path, "integer of %d digits is outside the I-JSON range +/-(2**53-1)" % (value.digits,))
     else:
         raise UnrecordableError(path, "a %s is not a JSON value" % (_type_name(value),))
 
@@ -281,6 +281,7 @@ def _encode(value: Any, path: str, depth: int, out: List[str]) -> None:
 # way to an error.  tests/test_canonical_fast.py compares the two over random
 # values (floats, unicode, big integers, deep nesting, non-JSON types).
 
+
 def _not_json(value: Any) -> Any:
     raise TypeError("not a JSON value")
 
@@ -291,7 +292,8 @@ def _not_json(value: Any) -> Any:
 # RecursionError, and the exact encoder decides.  None elsewhere: json.dumps.
 _C_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)
 _C_ENCODE: Optional[Callable[[Any, int], Sequence[str]]] = (
-    None if _C_MAKE_ENCODER is None
+    None
+    if _C_MAKE_ENCODER is None
     else _C_MAKE_ENCODER(None, _not_json, json.encoder.encode_basestring, None, ":", ",", True, False, False)
 )
 
@@ -303,7 +305,9 @@ _SCAN: Callable[[str, int], Tuple[Any, int]] = getattr(json.JSONDecoder(), "scan
 def _c_text(value: Any) -> str:
     if _C_ENCODE is not None:
         return "".join(_C_ENCODE(value, 0))
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False, check_circular=False)
+    return json.dumps(
+        value, ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False, check_circular=False
+    )
 
 
 def _fast(value: Any, depth: int) -> Optional[Tuple[str, Any]]:
@@ -450,7 +454,6 @@ def canonical_bytes(value: Any, path: str = "$", depth: int = 0) -> bytes:
 # and ``False`` otherwise -- "not proven", never "invalid": the caller then
 # decides with the exact encoder above.  Float tokens are vetted one by one
 # while the line is parsed (:class:`FloatVetter`).
-
 
 
 def _maybe_long_integer(raw: bytes) -> bool:
@@ -631,9 +634,7 @@ class FloatVetter:
         return float(token)
 
 
-def is_canonical_line(
-    value: Any, text: str, raw: bytes, floats: Optional[Sequence[Tuple[str, str]]] = None
-) -> bool:
+def is_canonical_line(value: Any, text: str, raw: bytes, floats: Optional[Sequence[Tuple[str, str]]] = None) -> bool:
     """Whether ``raw`` (the UTF-8 of ``text``) is provably the RFC 8785 form of ``value``.
 
     ``value`` is what ``json.loads(text)`` returned.  ``floats``, when given,

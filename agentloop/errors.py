@@ -155,9 +155,7 @@ class TranscriptExistsError(AgentloopError, FileExistsError):
 
     def __init__(self, path: str) -> None:
         self.path = path
-        super().__init__(
-            "transcript %s already exists (pass overwrite=True to replace it)" % (path,)
-        )
+        super().__init__("transcript %s already exists (pass overwrite=True to replace it)" % (path,))
 
 
 class ScriptExhaustedError(AgentloopError, LookupError):
@@ -587,6 +585,8 @@ class WitnessStateError(AgentloopError, ValueError):
         self.path = path
         self.reason = reason
         super().__init__("%s: %s" % (path, reason))
+
+
 # --- exports: OpenTelemetry, Inspect AI (issue 24) ---------------------------
 
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, Iterable, List, Literal, Mapping, Option
 from .canonical import MAX_SAFE_INTEGER, describe_integer, snapshot
 from .errors import MessageError, UnrecordableError
 
+
 def shown(value: object) -> str:
     if isinstance(value, (bool, float)) or value is None:
         return repr(value)
@@ -26,8 +27,18 @@ def shown(value: object) -> str:
 
 
 __all__ = [
-    "STOP_REASONS", "StopReason", "RunEnd", "AWAITING_APPROVAL", "APPROVAL_DECISIONS", "Message", "ToolCall", "Usage",
-    "ModelReply", "Model", "RunResult", "provider_data_problem",
+    "STOP_REASONS",
+    "StopReason",
+    "RunEnd",
+    "AWAITING_APPROVAL",
+    "APPROVAL_DECISIONS",
+    "Message",
+    "ToolCall",
+    "Usage",
+    "ModelReply",
+    "Model",
+    "RunResult",
+    "provider_data_problem",
 ]
 
 #: The closed set of reasons a run stops for (their precedence: :mod:`agentloop.loop.engine`),
@@ -136,12 +147,15 @@ class Usage:
                 raise MessageError("Usage." + name, "must be an int from 0 to 2**53-1, got %s" % (shown(value),))
         if self.cache_read_tokens + self.cache_write_tokens > self.input_tokens:
             raise MessageError(
-                "Usage.cache_read_tokens + cache_write_tokens", "(%d + %d) exceed input_tokens %d (they are part of it)"
-                % (self.cache_read_tokens, self.cache_write_tokens, self.input_tokens)
+                "Usage.cache_read_tokens + cache_write_tokens",
+                "(%d + %d) exceed input_tokens %d (they are part of it)"
+                % (self.cache_read_tokens, self.cache_write_tokens, self.input_tokens),
             )
         if self.reasoning_tokens > self.output_tokens:
-            raise MessageError("Usage.reasoning_tokens", "%d exceeds output_tokens %d (it is part of it)"
-                               % (self.reasoning_tokens, self.output_tokens))
+            raise MessageError(
+                "Usage.reasoning_tokens",
+                "%d exceeds output_tokens %d (it is part of it)" % (self.reasoning_tokens, self.output_tokens),
+            )
 
     def recorded(self) -> Dict[str, int]:
         """The assistant record's ``usage`` member: the two counts, and the cache and reasoning counts that are not 0."""
@@ -163,9 +177,11 @@ def provider_data_problem(value: object) -> str:
     """Why ``value`` cannot be a reply's ``provider_data`` ("" when it can): it must be
     ``{"api": str, "items": [object, ...]}`` and nothing else, plain JSON that can be recorded."""
     if not isinstance(value, dict):
-        return "must be a dict {\"api\": str, \"items\": [...]}, got %s" % (type(value).__name__,)
+        return 'must be a dict {"api": str, "items": [...]}, got %s' % (type(value).__name__,)
     if set(value) != {"api", "items"}:
-        return "must have exactly the keys 'api' and 'items', got %s" % (", ".join(repr(k) for k in sorted(map(str, value))) or "none",)
+        return "must have exactly the keys 'api' and 'items', got %s" % (
+            ", ".join(repr(k) for k in sorted(map(str, value))) or "none",
+        )
     if not isinstance(value["api"], str) or not value["api"]:
         return "['api'] must be a non-empty str naming the provider's API"
     items = value["items"]
@@ -228,7 +244,9 @@ class ModelReply:
         if self.usage is not None and not isinstance(self.usage, Usage):
             raise MessageError("ModelReply.usage", "must be a Usage or None, got %s" % (type(self.usage).__name__,))
         if not isinstance(self.truncated, bool):
-            raise MessageError("ModelReply.truncated", "must be True or False, got %s" % (type(self.truncated).__name__,))
+            raise MessageError(
+                "ModelReply.truncated", "must be True or False, got %s" % (type(self.truncated).__name__,)
+            )
         if self.provider_data is not None:
             object.__setattr__(self, "provider_data", _provider_data_copy(self.provider_data))
 
@@ -262,4 +280,3 @@ class RunResult:
     output: Any = None
     cost: Optional[str] = None
     pending: Tuple[Any, ...] = ()
-

@@ -31,4 +31,6 @@ def process_pool(max_workers: int, fork_if_alone: bool = False) -> concurrent.fu
         method = "fork"
     else:
         method = "forkserver" if "forkserver" in methods else "spawn"
-    return concurrent.futures.ProcessPoolExecutor(max_workers=max_workers, mp_context=multiprocessing.get_context(method))
+    return concurrent.futures.ProcessPoolExecutor(
+        max_workers=max_workers, mp_context=multiprocessing.get_context(method)
+    )

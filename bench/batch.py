@@ -77,9 +77,13 @@ def slow_model() -> SlowModel:
     return SlowModel()
 
 
-_PEAK_KIB = ("def peak():\n try:\n  return [int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')][0]\n"
-             " except (OSError, IndexError):\n  import resource; return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n")
-_RUN_MANY = _PEAK_KIB + """
+_PEAK_KIB = (
+    "def peak():\n try:\n  return [int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')][0]\n"
+    " except (OSError, IndexError):\n  import resource; return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+)
+_RUN_MANY = (
+    _PEAK_KIB
+    + """
 import concurrent.futures, os, resource, sys
 sys.path[:0] = [sys.argv[1], os.path.join(sys.argv[1], "bench")]
 import batch
@@ -91,7 +95,10 @@ with concurrent.futures.ThreadPoolExecutor(int(sys.argv[5])) as pool:
 assert result.ok, [e for e in result.entries if not e.ok][:2]
 print(peak(), os.path.getsize(result.manifest))
 """
-_AUDIT = _PEAK_KIB + """
+)
+_AUDIT = (
+    _PEAK_KIB
+    + """
 import glob, os, resource, sys
 sys.path.insert(0, sys.argv[1])
 from agentloop.batch import audit_batch
@@ -101,27 +108,50 @@ audit = audit_batch(files, os.path.join(sys.argv[2], "manifest.jsonl"), workers=
 assert audit.ok and len(audit.verified) == len(files)
 print(peak(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 """
+)
 
 
 def memory(sizes: List[int], steps: int, threads: int) -> None:
     """4. Peak RSS of run_many and of audit_batch at each size, each in a fresh process."""
     import subprocess
 
-    print("python %s on %s, %d cpus (load average %s); %d steps a run, %d threads" % (
-        platform.python_version(), platform.machine(), os.cpu_count() or 0, load(), steps, threads))
-    print("%8s %12s %16s %22s %24s" % ("runs", "ledger KB", "run_many peak MB", "run_many s (wall)", "audit_batch(workers=2) MB"))
+    print(
+        "python %s on %s, %d cpus (load average %s); %d steps a run, %d threads"
+        % (platform.python_version(), platform.machine(), os.cpu_count() or 0, load(), steps, threads)
+    )
+    print(
+        "%8s %12s %16s %22s %24s"
+        % ("runs", "ledger KB", "run_many peak MB", "run_many s (wall)", "audit_batch(workers=2) MB")
+    )
     for size in sizes:
         folder = tempfile.mkdtemp(prefix="agentloop-bench-batch-")
         try:
             runs = os.path.join(folder, "runs")
             start = time.perf_counter()
-            out = subprocess.run([sys.executable, "-c", _RUN_MANY, ROOT, runs, str(size), str(steps), str(threads)],
-                                 stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.split()
+            out = subprocess.run(
+                [sys.executable, "-c", _RUN_MANY, ROOT, runs, str(size), str(steps), str(threads)],
+                stdout=subprocess.PIPE,
+                universal_newlines=True,
+                check=True,
+            ).stdout.split()
             wall = time.perf_counter() - start
-            audit = subprocess.run([sys.executable, "-c", _AUDIT, ROOT, runs, "2"],
-                                   stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.split()
-            print("%8d %12.1f %16.1f %22.1f %24s" % (size, int(out[1]) / 1e3, int(out[0]) / 1024, wall,
-                                                   "%.1f (pool: %s)" % (int(audit[0]) / 1024, "%.1f" % (int(audit[1]) / 1024) if int(audit[1]) else "none")))
+            audit = subprocess.run(
+                [sys.executable, "-c", _AUDIT, ROOT, runs, "2"],
+                stdout=subprocess.PIPE,
+                universal_newlines=True,
+                check=True,
+            ).stdout.split()
+            print(
+                "%8d %12.1f %16.1f %22.1f %24s"
+                % (
+                    size,
+                    int(out[1]) / 1e3,
+                    int(out[0]) / 1024,
+                    wall,
+                    "%.1f (pool: %s)"
+                    % (int(audit[0]) / 1024, "%.1f" % (int(audit[1]) / 1024) if int(audit[1]) else "none"),
+                )
+            )
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -145,21 +175,37 @@ def main() -> None:
 
     folder = tempfile.mkdtemp(prefix="agentloop-bench-batch-")
     try:
-        print("python %s on %s, %d cpus (load average %s)" % (
-            platform.python_version(), platform.machine(), os.cpu_count() or 0, load()))
-        specs = [RunSpec("run-%04d" % i, "task %d" % i, args.steps + 1, 10 ** 9) for i in range(args.runs)]
+        print(
+            "python %s on %s, %d cpus (load average %s)"
+            % (platform.python_version(), platform.machine(), os.cpu_count() or 0, load())
+        )
+        specs = [RunSpec("run-%04d" % i, "task %d" % i, args.steps + 1, 10**9) for i in range(args.runs)]
         ideal = args.runs * args.steps * args.sleep / args.threads
         start = time.perf_counter()
         with concurrent.futures.ThreadPoolExecutor(args.threads) as pool:
             result = run_many(
-                specs, model="__main__:slow_model", tools="__main__:TOOLS", out_dir=os.path.join(folder, "runs"),
-                executor=pool, checkpoint=os.path.join(folder, "runs", "manifest.checkpoint"),
+                specs,
+                model="__main__:slow_model",
+                tools="__main__:TOOLS",
+                out_dir=os.path.join(folder, "runs"),
+                executor=pool,
+                checkpoint=os.path.join(folder, "runs", "manifest.checkpoint"),
             )
         wall = time.perf_counter() - start
         steps = {e.steps for e in result.entries}
-        print("run_many: %d runs x %s steps, %.0f ms a turn, %d threads: %.2f s; ideal %.2f s; ratio %.3fx (target <= 1.25x); all ok: %s" % (
-            args.runs, "/".join(map(str, sorted(s for s in steps if s is not None))), args.sleep * 1000, args.threads,
-            wall, ideal, wall / ideal, result.ok))
+        print(
+            "run_many: %d runs x %s steps, %.0f ms a turn, %d threads: %.2f s; ideal %.2f s; ratio %.3fx (target <= 1.25x); all ok: %s"
+            % (
+                args.runs,
+                "/".join(map(str, sorted(s for s in steps if s is not None))),
+                args.sleep * 1000,
+                args.threads,
+                wall,
+                ideal,
+                wall / ideal,
+                result.ok,
+            )
+        )
 
         files = [e.path for e in result.entries]
         size = sum(os.path.getsize(p) for p in files)
@@ -172,10 +218,15 @@ def main() -> None:
                 times.append(time.perf_counter() - start)
                 assert audit.ok and len(audit.verified) == args.runs
             best[workers] = min(times)
-            print("verify --manifest --workers %d: %d transcripts (%.1f MB) in %.3f s (best of %d): %.0f runs/s" % (
-                workers, len(files), size / 1e6, best[workers], args.repeat, args.runs / best[workers]))
+            print(
+                "verify --manifest --workers %d: %d transcripts (%.1f MB) in %.3f s (best of %d): %.0f runs/s"
+                % (workers, len(files), size / 1e6, best[workers], args.repeat, args.runs / best[workers])
+            )
         print("verify --workers 2 / --workers 1 throughput: %.2fx (target >= 1.7x)" % (best[1] / best[2],))
-        print("control: 2 processes / 1 on pure CPU work on this machine now: %.2fx (2.0 on 2 idle cores)" % (machine_speedup(),))
+        print(
+            "control: 2 processes / 1 on pure CPU work on this machine now: %.2fx (2.0 on 2 idle cores)"
+            % (machine_speedup(),)
+        )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

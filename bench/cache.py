@@ -39,9 +39,14 @@ def script(turns: int, cache: PromptCache) -> List[Any]:
             usage = cache.usage(seen.body, 40)
             if number == turns:
                 return anthropic_reply("All %d echoes are done." % (turns - 1,), usage=usage)
-            return anthropic_reply("Echo number %d." % (number,), [("toolu_%d" % number, "echo", {"text": "line %d" % number})],
-                                   usage=usage)
+            return anthropic_reply(
+                "Echo number %d." % (number,),
+                [("toolu_%d" % number, "echo", {"text": "line %d" % number})],
+                usage=usage,
+            )
+
         return answer
+
     return [turn(number) for number in range(1, turns + 1)]
 
 
@@ -49,8 +54,16 @@ def one_run(turns: int, system: str, cached: bool, folder: str) -> Dict[str, Any
     with LoopbackServer(script(turns, PromptCache())) as server:
         model = AnthropicMessages("claude-sonnet-4-5", base_url=server.url, api_key="", system=system, cache=cached)
         path = os.path.join(folder, "cache-%s.jsonl" % ("on" if cached else "off"))
-        result = run("Echo %d lines." % (turns - 1,), model, demo_tools(), transcript=path, max_steps=turns,
-                     max_tokens=10**9, prices=PRICES, max_cost="1000")
+        result = run(
+            "Echo %d lines." % (turns - 1,),
+            model,
+            demo_tools(),
+            transcript=path,
+            max_steps=turns,
+            max_tokens=10**9,
+            prices=PRICES,
+            max_cost="1000",
+        )
         model.transport.close()
     assert result.stop_reason == "no_tool_calls" and result.steps == turns and verify_file(path).ok, result
     totals = {"input_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0, "output_tokens": 0}
@@ -70,17 +83,33 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--system-chars", type=int, default=8000)
     args = parser.parse_args(argv)
     system = ("You are a careful assistant. Follow the house rules below exactly. " * 200)[: args.system_chars]
-    print("%d turns, a system prompt of %d characters (about %d tokens), the 4 demo tools"
-          % (args.turns, len(system), len(system) // 4))
-    print("%-10s %14s %14s %14s %14s %12s" % ("cache", "input tokens", "of which read", "of which written", "output", "cost (USD)"))
+    print(
+        "%d turns, a system prompt of %d characters (about %d tokens), the 4 demo tools"
+        % (args.turns, len(system), len(system) // 4)
+    )
+    print(
+        "%-10s %14s %14s %14s %14s %12s"
+        % ("cache", "input tokens", "of which read", "of which written", "output", "cost (USD)")
+    )
     with tempfile.TemporaryDirectory() as folder:
         runs = {cached: one_run(args.turns, system, cached, folder) for cached in (False, True)}
     for cached, totals in runs.items():
-        print("%-10s %14d %14d %14d %14d %12s" % ("on" if cached else "off", totals["input_tokens"], totals["cache_read_tokens"],
-                                                totals["cache_write_tokens"], totals["output_tokens"], totals["cost"]))
+        print(
+            "%-10s %14d %14d %14d %14d %12s"
+            % (
+                "on" if cached else "off",
+                totals["input_tokens"],
+                totals["cache_read_tokens"],
+                totals["cache_write_tokens"],
+                totals["output_tokens"],
+                totals["cost"],
+            )
+        )
     saved = runs[False]["cost"] - runs[True]["cost"]
-    print("cache=True costs %.2fx; it saves %s USD (%.0f%%) on this run"
-          % (runs[True]["cost"] / runs[False]["cost"], saved, 100 * saved / runs[False]["cost"]))
+    print(
+        "cache=True costs %.2fx; it saves %s USD (%.0f%%) on this run"
+        % (runs[True]["cost"] / runs[False]["cost"], saved, 100 * saved / runs[False]["cost"])
+    )
     return 0
 
 

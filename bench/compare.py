@@ -89,13 +89,22 @@ def smolagents_step(python: str, steps: int, folder: str) -> float:
 
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smolagents-python", required=True, metavar="PYTHON", help="a Python with smolagents installed")
+    parser.add_argument(
+        "--smolagents-python", required=True, metavar="PYTHON", help="a Python with smolagents installed"
+    )
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args(argv)
-    version = subprocess.run([args.smolagents_python, "-c", "import smolagents; print(smolagents.__version__)"],
-                             capture_output=True, text=True, check=True).stdout.strip()
-    print("python %s on %s, %d cpus; smolagents %s" % (platform.python_version(), platform.machine(), os.cpu_count() or 0, version))
+    version = subprocess.run(
+        [args.smolagents_python, "-c", "import smolagents; print(smolagents.__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    print(
+        "python %s on %s, %d cpus; smolagents %s"
+        % (platform.python_version(), platform.machine(), os.cpu_count() or 0, version)
+    )
     ours: List[float] = []
     theirs: List[float] = []
     with tempfile.TemporaryDirectory() as folder:

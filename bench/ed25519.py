@@ -66,10 +66,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         if not ed25519.verify(publics[i], messages[i], signatures[i]):
             raise SystemExit("bench: a signature did not verify")
 
-    verify = best(lambda i: ed25519.verify(publics[i % 16], messages[i % 16], signatures[i % 16]), args.count, args.repeats)
+    verify = best(
+        lambda i: ed25519.verify(publics[i % 16], messages[i % 16], signatures[i % 16]), args.count, args.repeats
+    )
     sign_pure = best(lambda i: ed25519.unsafe_sign(seeds[i % 16], messages[i % 16]), args.count, args.repeats)
 
-    print("python %s (%s), %d ops x %d rounds, best round" % (platform.python_version(), platform.machine(), args.count, args.repeats))
+    print(
+        "python %s (%s), %d ops x %d rounds, best round"
+        % (platform.python_version(), platform.machine(), args.count, args.repeats)
+    )
     print("base-point table, built once per process: %8.2f ms" % (table_ms,))
     print("verify, pure Python:                      %8.3f ms/signature" % (verify * 1000,))
     print("sign, pure Python (unsafe opt-in):        %8.3f ms/signature" % (sign_pure * 1000,))
@@ -84,10 +89,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         if keys[i].sign(messages[i]) != signatures[i]:
             raise SystemExit("bench: cryptography and the pure signer disagree")
     sign_fast = best(lambda i: keys[i % 16].sign(messages[i % 16]), args.count * 10, args.repeats)
-    verify_fast = best(lambda i: pubs[i % 16].verify(signatures[i % 16], messages[i % 16]), args.count * 10, args.repeats)
+    verify_fast = best(
+        lambda i: pubs[i % 16].verify(signatures[i % 16], messages[i % 16]), args.count * 10, args.repeats
+    )
     print("sign, cryptography:                       %8.3f ms/signature" % (sign_fast * 1000,))
     print("verify, cryptography:                     %8.3f ms/signature" % (verify_fast * 1000,))
-    print("ratios: pure verify / cryptography verify = %.0fx; pure sign / cryptography sign = %.0fx" % (verify / verify_fast, sign_pure / sign_fast))
+    print(
+        "ratios: pure verify / cryptography verify = %.0fx; pure sign / cryptography sign = %.0fx"
+        % (verify / verify_fast, sign_pure / sign_fast)
+    )
     return 0
 
 

@@ -61,8 +61,10 @@ def scaling() -> None:
                 start = time.perf_counter()
                 verdict = verify_file(path)
                 elapsed = time.perf_counter() - start
-                print("  %-22s %3d MB x2: %7.1f ms  (%5.1f ms/MB) faults=%d" % (
-                    label, megabytes, elapsed * 1000, elapsed * 1000 / (2 * megabytes), len(verdict.faults)))
+                print(
+                    "  %-22s %3d MB x2: %7.1f ms  (%5.1f ms/MB) faults=%d"
+                    % (label, megabytes, elapsed * 1000, elapsed * 1000 / (2 * megabytes), len(verdict.faults))
+                )
 
 
 def main(argv: List[str]) -> int:

@@ -41,16 +41,36 @@ from tests.support.loopback import LoopbackServer, openai_reply  # noqa: E402 --
 
 def script(turns: int) -> List[Any]:
     """``turns - 1`` replies that each call echo, then an answer."""
-    calls = [openai_reply("Turn %d: echoing." % i, [("c%d" % i, "echo", '{"text": "n\\u00e4chste %d"}' % i)])
-             for i in range(1, turns)]
+    calls = [
+        openai_reply("Turn %d: echoing." % i, [("c%d" % i, "echo", '{"text": "n\\u00e4chste %d"}' % i)])
+        for i in range(1, turns)
+    ]
     return calls + [openai_reply("Done.")]
 
 
 def certificate(folder: str) -> Optional[Tuple[str, str]]:
     """A self-signed certificate for 127.0.0.1 made with the ``openssl`` command (``None`` without it)."""
     cert, key = os.path.join(folder, "cert.pem"), os.path.join(folder, "key.pem")
-    command = ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-               "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert]
+    command = [
+        "openssl",
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1",
+        "-keyout",
+        key,
+        "-out",
+        cert,
+    ]
     try:
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except (OSError, subprocess.CalledProcessError):
@@ -68,9 +88,13 @@ def serve(turns: int, tls: Optional[Tuple[str, str]]) -> int:
     return 0
 
 
-def one_run(turns: int, keep_alive: bool, folder: str, tls: Optional[Tuple[str, str]] = None) -> Tuple[float, float, int]:
+def one_run(
+    turns: int, keep_alive: bool, folder: str, tls: Optional[Tuple[str, str]] = None
+) -> Tuple[float, float, int]:
     """Seconds for the whole run, the run's CPU seconds (this process: the client), and the connections the server saw."""
-    command = [sys.executable, os.path.abspath(__file__), "--serve", str(turns)] + (["--cert", tls[0], "--key", tls[1]] if tls else [])
+    command = [sys.executable, os.path.abspath(__file__), "--serve", str(turns)] + (
+        ["--cert", tls[0], "--key", tls[1]] if tls else []
+    )
     server = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert server.stdin is not None and server.stdout is not None
     try:
@@ -80,8 +104,15 @@ def one_run(turns: int, keep_alive: bool, folder: str, tls: Optional[Tuple[str, 
         model = OpenAIChat("bench", base_url=base_url, api_key="", transport=transport)
         tools = [t for t in demo_tools() if t.name == "echo"]
         start, cpu = time.perf_counter(), time.process_time()
-        result = run("Echo.", model, tools, transcript=os.path.join(folder, "keepalive.jsonl"), max_steps=turns,
-                     max_tokens=10**9, overwrite=True)
+        result = run(
+            "Echo.",
+            model,
+            tools,
+            transcript=os.path.join(folder, "keepalive.jsonl"),
+            max_steps=turns,
+            max_tokens=10**9,
+            overwrite=True,
+        )
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
         transport.close()
         server.stdin.close()
@@ -106,8 +137,10 @@ def main(argv: List[str]) -> int:
     args = parser.parse_args(argv)
     if args.serve:
         return serve(args.serve, (args.cert, args.key) if args.cert else None)
-    print("python %s on %s, %d cpus; %d turns against 127.0.0.1, best of %d"
-          % (platform.python_version(), platform.machine(), os.cpu_count() or 0, args.turns, args.repeat))
+    print(
+        "python %s on %s, %d cpus; %d turns against 127.0.0.1, best of %d"
+        % (platform.python_version(), platform.machine(), os.cpu_count() or 0, args.turns, args.repeat)
+    )
     print("%-36s %12s %12s %12s" % ("transport", "turns/s", "client ms CPU/turn", "connections"))
     with tempfile.TemporaryDirectory() as folder:
         tls = certificate(folder)
@@ -134,8 +167,10 @@ def compare(turns: int, repeat: int, folder: str, tls: Optional[Tuple[str, str]]
         rates[keep] = turns / min(seconds for seconds, _, _ in runs[keep])
         cpu[keep] = min(used for _, used, _ in runs[keep]) / turns * 1000
         print("%-36s %12.1f %12.2f %12d" % (label, rates[keep], cpu[keep], runs[keep][0][2]))
-    print("%s: kept alive / one per turn: %.2fx the turns per second, %.2fx the client's CPU per turn"
-          % (scheme, rates[True] / rates[False], cpu[True] / cpu[False]))
+    print(
+        "%s: kept alive / one per turn: %.2fx the turns per second, %.2fx the client's CPU per turn"
+        % (scheme, rates[True] / rates[False], cpu[True] / cpu[False])
+    )
 
 
 if __name__ == "__main__":

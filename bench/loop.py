@@ -35,8 +35,16 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from agentloop import ModelReply, Tool, ToolCall, canonical, run  # noqa: E402
 
-HITS = [{"title": "Zürich café %d — 東京" % i, "score": (9 - i) / 14, "rank": i, "tags": ["naïve", "données"],
-         "meta": {"lang": "de", "size": 1200 + i, "age_days": 12.5 + i / 3}} for i in range(5)]
+HITS = [
+    {
+        "title": "Zürich café %d — 東京" % i,
+        "score": (9 - i) / 14,
+        "rank": i,
+        "tags": ["naïve", "données"],
+        "meta": {"lang": "de", "size": 1200 + i, "age_days": 12.5 + i / 3},
+    }
+    for i in range(5)
+]
 
 
 def search(query: str, limit: int, filters: Dict[str, Any]) -> Dict[str, Any]:
@@ -46,17 +54,31 @@ def search(query: str, limit: int, filters: Dict[str, Any]) -> Dict[str, Any]:
 TOOL = Tool(
     "search",
     "Search the index.",
-    {"type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1},
-                                      "filters": {"type": "object"}},
-     "required": ["query", "limit", "filters"], "additionalProperties": False},
+    {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string"},
+            "limit": {"type": "integer", "minimum": 1},
+            "filters": {"type": "object"},
+        },
+        "required": ["query", "limit", "filters"],
+        "additionalProperties": False,
+    },
     search,
 )
 
 
 def fresh(messages: List[Dict[str, Any]], manifest: List[Dict[str, Any]]) -> ModelReply:
     """A new reply each turn, as a model's adapter builds one from each response."""
-    return ModelReply("Searching for cafés near Zürich (step %d)." % len(messages), [
-        ToolCall("search", {"query": "café Zürich 東京", "limit": 5, "filters": {"min_score": 0.35, "langs": ["de", "ja"]}})])
+    return ModelReply(
+        "Searching for cafés near Zürich (step %d)." % len(messages),
+        [
+            ToolCall(
+                "search",
+                {"query": "café Zürich 東京", "limit": 5, "filters": {"min_score": 0.35, "langs": ["de", "ja"]}},
+            )
+        ],
+    )
 
 
 REPLY = fresh([], [])
@@ -91,8 +113,15 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
-    print("python %s on %s, %d cpus, load average %s" % (
-        platform.python_version(), platform.machine(), os.cpu_count() or 0, " ".join("%.2f" % x for x in os.getloadavg())))
+    print(
+        "python %s on %s, %d cpus, load average %s"
+        % (
+            platform.python_version(),
+            platform.machine(),
+            os.cpu_count() or 0,
+            " ".join("%.2f" % x for x in os.getloadavg()),
+        )
+    )
     print("%8s %12s %14s %14s" % ("N", "us/step", "vs smallest N", "peak memory"))
     with tempfile.TemporaryDirectory() as folder:
         base = None
@@ -121,13 +150,21 @@ def main(argv: List[str]) -> int:
             finally:
                 canonical._fast = fast
         on, again, off = min(with_fast) / n * 1e6, min(same_reply) / n * 1e6, min(without) / n * 1e6
-        print("at N=%d: %.1f us/step with a fresh reply a turn, %.1f with one reply reused: %.2fx (target <= 1.1x)"
-              % (n, on, again, on / again))
-        print("  the same in CPU time of this process: %.1f and %.1f us/step: %.2fx" % (
-            min(cpu["fresh"]) / n * 1e6, min(cpu["reused"]) / n * 1e6, min(cpu["fresh"]) / min(cpu["reused"])))
-        print("fast path at N=%d: %.1f us/step with it, %.1f without (exact encoder only): %.2fx" % (n, on, off, off / on))
-        print("  the same in CPU time of this process: %.1f and %.1f us/step: %.2fx" % (
-            min(cpu["fresh"]) / n * 1e6, min(cpu["exact"]) / n * 1e6, min(cpu["exact"]) / min(cpu["fresh"])))
+        print(
+            "at N=%d: %.1f us/step with a fresh reply a turn, %.1f with one reply reused: %.2fx (target <= 1.1x)"
+            % (n, on, again, on / again)
+        )
+        print(
+            "  the same in CPU time of this process: %.1f and %.1f us/step: %.2fx"
+            % (min(cpu["fresh"]) / n * 1e6, min(cpu["reused"]) / n * 1e6, min(cpu["fresh"]) / min(cpu["reused"]))
+        )
+        print(
+            "fast path at N=%d: %.1f us/step with it, %.1f without (exact encoder only): %.2fx" % (n, on, off, off / on)
+        )
+        print(
+            "  the same in CPU time of this process: %.1f and %.1f us/step: %.2fx"
+            % (min(cpu["fresh"]) / n * 1e6, min(cpu["exact"]) / n * 1e6, min(cpu["exact"]) / min(cpu["fresh"]))
+        )
     return 0
 
 

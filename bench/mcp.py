@@ -57,7 +57,7 @@ else:
     server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]), json_response=True)
 '''
 
-SDK_CLIENT = r'''
+SDK_CLIENT = r"""
 import asyncio, json, sys, time
 from mcp import Client, StdioServerParameters
 
@@ -79,7 +79,7 @@ if mode == "stdio":
 else:
     target = sys.argv[4]
 asyncio.run(main(target, calls, warmup))
-'''
+"""
 
 
 def percentile(times: List[float], fraction: float) -> float:
@@ -102,8 +102,13 @@ def agentloop_leg(client: Any, calls: int, warmup: int) -> List[float]:
 
 
 def sdk_leg(python: str, script: str, mode: str, calls: int, warmup: int, *target: str) -> List[float]:
-    done = subprocess.run([python, script, mode, str(calls), str(warmup), *target], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
+    done = subprocess.run(
+        [python, script, mode, str(calls), str(warmup), *target],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        timeout=600,
+    )
     if done.returncode:
         raise SystemExit("the SDK's client failed:\n" + done.stderr[-2000:])
     return [float(t) for t in json.loads(done.stdout.strip().splitlines()[-1])]
@@ -128,8 +133,13 @@ def http_server(python: str, server: str) -> "tuple[subprocess.Popen[bytes], str
 
 def sdk_version(python: str) -> str:
     try:
-        probe = subprocess.run([python, "-c", "import importlib.metadata as m, mcp; print(m.version('mcp'))"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+        probe = subprocess.run(
+            [python, "-c", "import importlib.metadata as m, mcp; print(m.version('mcp'))"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            universal_newlines=True,
+            timeout=60,
+        )
     except OSError as exc:
         return "cannot run %s: %s" % (python, exc.strerror or exc)
     return probe.stdout.strip() if probe.returncode == 0 else ""
@@ -144,13 +154,25 @@ def main(argv: List[str]) -> int:
     args = parser.parse_args(argv)
     version = sdk_version(args.sdk_python) if args.sdk_python else ""
     if not version or not version[:1].isdigit():
-        print("bench/mcp.py: skipped: %s" % (
-            "no --sdk-python given" if not args.sdk_python else "the official MCP SDK is absent from %s (%s)" % (
-                args.sdk_python, version or "import mcp failed")))
+        print(
+            "bench/mcp.py: skipped: %s"
+            % (
+                "no --sdk-python given"
+                if not args.sdk_python
+                else "the official MCP SDK is absent from %s (%s)" % (args.sdk_python, version or "import mcp failed")
+            )
+        )
         return 0
-    print("python %s on %s, %d cpus, load average %s; SDK: mcp %s" % (
-        platform.python_version(), platform.machine(), os.cpu_count() or 0,
-        " ".join("%.2f" % x for x in os.getloadavg()), version))
+    print(
+        "python %s on %s, %d cpus, load average %s; SDK: mcp %s"
+        % (
+            platform.python_version(),
+            platform.machine(),
+            os.cpu_count() or 0,
+            " ".join("%.2f" % x for x in os.getloadavg()),
+            version,
+        )
+    )
     times: Dict[str, List[float]] = {}
     with tempfile.TemporaryDirectory() as folder:
         server, client = os.path.join(folder, "noop_server.py"), os.path.join(folder, "sdk_client.py")
@@ -161,10 +183,26 @@ def main(argv: List[str]) -> int:
         try:
             for _ in range(args.rounds):
                 legs = [
-                    ("stdio agentloop", lambda: agentloop_leg(MCPStdio([args.sdk_python, server, "stdio"], name="bench", protocol=MODERN,
-                                                                        init_timeout=60), args.calls, args.warmup)),
-                    ("stdio SDK", lambda: sdk_leg(args.sdk_python, client, "stdio", args.calls, args.warmup, args.sdk_python, server)),
-                    ("http agentloop", lambda: agentloop_leg(MCPHttp(url, name="bench", protocol=MODERN), args.calls, args.warmup)),
+                    (
+                        "stdio agentloop",
+                        lambda: agentloop_leg(
+                            MCPStdio(
+                                [args.sdk_python, server, "stdio"], name="bench", protocol=MODERN, init_timeout=60
+                            ),
+                            args.calls,
+                            args.warmup,
+                        ),
+                    ),
+                    (
+                        "stdio SDK",
+                        lambda: sdk_leg(
+                            args.sdk_python, client, "stdio", args.calls, args.warmup, args.sdk_python, server
+                        ),
+                    ),
+                    (
+                        "http agentloop",
+                        lambda: agentloop_leg(MCPHttp(url, name="bench", protocol=MODERN), args.calls, args.warmup),
+                    ),
                     ("http SDK", lambda: sdk_leg(args.sdk_python, client, "http", args.calls, args.warmup, url)),
                 ]
                 for name, leg in legs:
@@ -174,11 +212,19 @@ def main(argv: List[str]) -> int:
             proc.wait(10)
     print("%-16s %8s %10s %10s" % ("no-op call", "calls", "p50 ms", "p99 ms"))
     for name, taken in times.items():
-        print("%-16s %8d %10.3f %10.3f" % (name, len(taken), percentile(taken, 0.5) * 1e3, percentile(taken, 0.99) * 1e3))
+        print(
+            "%-16s %8d %10.3f %10.3f" % (name, len(taken), percentile(taken, 0.5) * 1e3, percentile(taken, 0.99) * 1e3)
+        )
     for transport in ("stdio", "http"):
         ours, theirs = times[transport + " agentloop"], times[transport + " SDK"]
-        print("%s: agentloop / SDK: p50 %.2fx, p99 %.2fx" % (
-            transport, percentile(ours, 0.5) / percentile(theirs, 0.5), percentile(ours, 0.99) / percentile(theirs, 0.99)))
+        print(
+            "%s: agentloop / SDK: p50 %.2fx, p99 %.2fx"
+            % (
+                transport,
+                percentile(ours, 0.5) / percentile(theirs, 0.5),
+                percentile(ours, 0.99) / percentile(theirs, 0.99),
+            )
+        )
     return 0
 
 

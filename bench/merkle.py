@@ -41,8 +41,13 @@ class _NoTree:
 
 def payloads(count: int) -> List[Dict[str, Any]]:
     return [
-        {"step": i, "id": "call_%d_0" % i, "name": "search", "ok": True,
-         "value": {"results": [{"title": "result %d" % j, "score": 0.5 + j / 100, "lang": "en"} for j in range(3)]}}
+        {
+            "step": i,
+            "id": "call_%d_0" % i,
+            "name": "search",
+            "ok": True,
+            "value": {"results": [{"title": "result %d" % j, "score": 0.5 + j / 100, "lang": "en"} for j in range(3)]},
+        }
         for i in range(count)
     ]
 
@@ -87,15 +92,19 @@ def main(argv: List[str]) -> int:
         tree_alone = min(tree_alone, time.perf_counter() - start)
 
     us = {name: seconds / n * 1e6 for name, seconds in best.items()}
-    print("python %s on %s; %d records, %.0f bytes each on average; best of %d"
-          % (platform.python_version(), platform.machine(), n, size / n, args.repeats))
+    print(
+        "python %s on %s; %d records, %.0f bytes each on average; best of %d"
+        % (platform.python_version(), platform.machine(), n, size / n, args.repeats)
+    )
     print("%-40s %10s %12s" % ("", "us/record", "records/s"))
     print("%-40s %10.2f %12.0f" % ("writer without the tree (stub)", us["without"], 1e6 / us["without"]))
     print("%-40s %10.2f %12.0f" % ("writer with the tree (as shipped)", us["with"], 1e6 / us["with"]))
     print("%-40s %10.2f %12.0f" % ("writer with the tree, root every record", us["root each"], 1e6 / us["root each"]))
     print("%-40s %10.2f %12.0f" % ("compact range alone (leaf + nodes)", tree_alone / n * 1e6, n / tree_alone))
-    print("tree cost: %+.2f us/record; ratio with/without: %.3fx"
-          % (us["with"] - us["without"], us["with"] / us["without"]))
+    print(
+        "tree cost: %+.2f us/record; ratio with/without: %.3fx"
+        % (us["with"] - us["without"], us["with"] / us["without"])
+    )
     return 0
 
 

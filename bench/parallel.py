@@ -30,8 +30,16 @@ from agentloop import ModelReply, ScriptedModel, Tool, ToolCall, run  # noqa: E4
 def timed(tool: Tool, calls: int, folder: str, workers: int) -> float:
     script = [ModelReply("", [ToolCall(tool.name, {"i": i}) for i in range(calls)]), ModelReply("done")]
     start = time.perf_counter()
-    result = run("bench", ScriptedModel(script), [tool], transcript=os.path.join(folder, "p.jsonl"), max_steps=3,
-                 max_tokens=10**9, overwrite=True, max_workers=workers)
+    result = run(
+        "bench",
+        ScriptedModel(script),
+        [tool],
+        transcript=os.path.join(folder, "p.jsonl"),
+        max_steps=3,
+        max_tokens=10**9,
+        overwrite=True,
+        max_workers=workers,
+    )
     elapsed = time.perf_counter() - start
     assert result.stop_reason == "no_tool_calls" and result.records == calls + 4, result
     return elapsed
@@ -57,8 +65,10 @@ def main(argv: List[str]) -> int:
         ("async, parallel=True", Tool("io", "", {"type": "object"}, io_bound_async, parallel=True)),
         ("sync, serial (default)", Tool("io", "", {"type": "object"}, io_bound)),
     ]
-    print("python %s on %s, %d cpus; %d calls of a %g ms tool in one turn"
-          % (platform.python_version(), platform.machine(), os.cpu_count() or 0, args.calls, args.sleep * 1000))
+    print(
+        "python %s on %s, %d cpus; %d calls of a %g ms tool in one turn"
+        % (platform.python_version(), platform.machine(), os.cpu_count() or 0, args.calls, args.sleep * 1000)
+    )
     print("%-24s %12s %12s %8s" % ("tool", "1 call (ms)", "%d calls (ms)" % args.calls, "ratio"))
     with tempfile.TemporaryDirectory() as folder:
         for label, tool in kinds:

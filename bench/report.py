@@ -51,8 +51,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     folder = args.keep or tempfile.mkdtemp(prefix="agentloop-bench-")
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "bench-%d.jsonl" % args.records)
-    result = run("Add numbers forever.", _model, demo_tools(), transcript=path, overwrite=True,
-                 max_steps=(args.records - 2) // 2, max_tokens=10**9)
+    result = run(
+        "Add numbers forever.",
+        _model,
+        demo_tools(),
+        transcript=path,
+        overwrite=True,
+        max_steps=(args.records - 2) // 2,
+        max_tokens=10**9,
+    )
     assert result.records == args.records, result
 
     verify_s = _best(3, lambda: verify_file(path))
@@ -65,10 +72,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print("transcript: %d records, %d bytes" % (result.records, os.path.getsize(path)))
     print("verify_file (baseline): %.3f s" % (verify_s,))
     print("render_report:          %.3f s (%.1fx verify_file)" % (render_s, render_s / verify_s))
-    print("page: %d bytes (%.1f MB, %.1fx the transcript), %d <details>, %d open"
-          % (len(page), len(page) / 1e6, len(page) / os.path.getsize(path),
-             pages[-1].count("<details"), pages[-1].count("<details class=\"turn\" open")
-             + pages[-1].count("<details class=\"turn fault\" open")))
+    print(
+        "page: %d bytes (%.1f MB, %.1fx the transcript), %d <details>, %d open"
+        % (
+            len(page),
+            len(page) / 1e6,
+            len(page) / os.path.getsize(path),
+            pages[-1].count("<details"),
+            pages[-1].count('<details class="turn" open') + pages[-1].count('<details class="turn fault" open'),
+        )
+    )
     if args.keep:
         print("kept in %s" % (folder,))
     else:

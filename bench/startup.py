@@ -29,7 +29,9 @@ sys.path.insert(0, ROOT)
 def _once(argv: List[str], env: Dict[str, str]) -> Tuple[float, float, int]:
     """Wall seconds, agentloop's import seconds and its module count, for one start."""
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-X", "importtime"] + argv, cwd=ROOT, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime"] + argv, cwd=ROOT, env=env, capture_output=True, text=True
+    )
     wall = time.perf_counter() - start
     own = [line.split("|") for line in done.stderr.splitlines() if line.startswith("import time:") and "|" in line]
     mine = [fields for fields in own if fields[2].strip().startswith("agentloop")]
@@ -48,8 +50,11 @@ def main() -> None:
         # Bytecode cached, as for an installed package (PYTHONDONTWRITEBYTECODE would time the compiler).
         env = dict(os.environ, PYTHONPATH=ROOT, PYTHONPYCACHEPREFIX=os.path.join(folder, "pyc"))
         env.pop("PYTHONDONTWRITEBYTECODE", None)
-        cases = {"python3 -c pass": ["-c", "pass"], "agentloop --help": ["-m", "agentloop", "--help"],
-                 "agentloop verify": ["-m", "agentloop", "verify", transcript]}
+        cases = {
+            "python3 -c pass": ["-c", "pass"],
+            "agentloop --help": ["-m", "agentloop", "--help"],
+            "agentloop verify": ["-m", "agentloop", "verify", transcript],
+        }
         results: Dict[str, List[Tuple[float, float, int]]] = {name: [] for name in cases}
         for argv in cases.values():  # a first start writes the bytecode cache
             _once(argv, env)
@@ -61,8 +66,17 @@ def main() -> None:
     for name, runs in results.items():
         walls = [wall for wall, _, _ in runs]
         imports = [imported for _, imported, _ in runs]
-        print("%-18s %10.1f %10.1f %8.2f %16.1f %8d" % (name, 1000 * min(walls), 1000 * statistics.median(walls),
-                                                       min(walls) / base, 1000 * min(imports), runs[0][2]))
+        print(
+            "%-18s %10.1f %10.1f %8.2f %16.1f %8d"
+            % (
+                name,
+                1000 * min(walls),
+                1000 * statistics.median(walls),
+                min(walls) / base,
+                1000 * min(imports),
+                runs[0][2],
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -89,9 +89,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     rows: List[Tuple[str, float]] = [
         ("baseline: hand-written isinstance checks (valid call)", base),
         ("Validator.is_valid (valid call)", per_call(lambda: validator.is_valid(VALID), n)),
-        ("Validator.first_error (valid call; what the loop runs)", per_call(lambda: validator.first_error(VALID, "$.t"), n)),
+        (
+            "Validator.first_error (valid call; what the loop runs)",
+            per_call(lambda: validator.first_error(VALID, "$.t"), n),
+        ),
         ("Validator.errors (valid call)", per_call(lambda: validator.errors(VALID, "$.t"), n)),
-        ("Validator.first_error (invalid call: days is a string)", per_call(lambda: validator.first_error(INVALID, "$.t"), n)),
+        (
+            "Validator.first_error (invalid call: days is a string)",
+            per_call(lambda: validator.first_error(INVALID, "$.t"), n),
+        ),
         ("baseline: hand-written check (invalid call)", per_call(lambda: baseline(INVALID), n)),
         ("compile_schema (once per tool)", per_call(lambda: compile_schema(SCHEMA), max(1, n // 20))),
     ]

@@ -54,23 +54,56 @@ CALLS = ("search", "calc", "fetch")
 
 def assistant(rng: random.Random, step: int, total: int) -> Dict[str, Any]:
     tokens = rng.randint(10, 500)
-    return {"step": step, "text": " ".join(rng.choice(WORDS) for _ in range(40)), "tool_calls": [
-        {"id": "call_%d_%d" % (step, i), "name": name, "arguments": {"query": rng.choice(WORDS), "limit": 10}}
-        for i, name in enumerate(CALLS)], "tokens": tokens, "total_tokens": total + tokens}
+    return {
+        "step": step,
+        "text": " ".join(rng.choice(WORDS) for _ in range(40)),
+        "tool_calls": [
+            {"id": "call_%d_%d" % (step, i), "name": name, "arguments": {"query": rng.choice(WORDS), "limit": 10}}
+            for i, name in enumerate(CALLS)
+        ],
+        "tokens": tokens,
+        "total_tokens": total + tokens,
+    }
 
 
 def result(rng: random.Random, step: int, position: int) -> Dict[str, Any]:
     head = {"step": step, "id": "call_%d_%d" % (step, position), "name": CALLS[position]}
     if position == 0:
-        return dict(head, ok=True, value={"results": [
-            {"title": " ".join(rng.choice(WORDS) for _ in range(6)), "score": rng.randrange(1, 14) / 14,
-             "similarity": round(rng.random(), 15), "rank": i, "tags": [rng.choice(WORDS) for _ in range(3)],
-             "meta": {"lang": rng.choice(("en", "de", "ja")), "size": rng.randint(0, 10**6), "age_days": rng.random() * 400}}
-            for i in range(8)]})
+        return dict(
+            head,
+            ok=True,
+            value={
+                "results": [
+                    {
+                        "title": " ".join(rng.choice(WORDS) for _ in range(6)),
+                        "score": rng.randrange(1, 14) / 14,
+                        "similarity": round(rng.random(), 15),
+                        "rank": i,
+                        "tags": [rng.choice(WORDS) for _ in range(3)],
+                        "meta": {
+                            "lang": rng.choice(("en", "de", "ja")),
+                            "size": rng.randint(0, 10**6),
+                            "age_days": rng.random() * 400,
+                        },
+                    }
+                    for i in range(8)
+                ]
+            },
+        )
     if position == 1:
-        return dict(head, ok=True, value={"sum": rng.randint(-10**9, 10**9), "mean": rng.uniform(-1e6, 1e6),
-                                          "ratio": rng.random() / 1e7, "series": [rng.gauss(0, 1) for _ in range(6)]})
-    return dict(head, ok=False, error="tool 'fetch' raised TimeoutError: " + "".join(rng.choice(WORDS) for _ in range(20)))
+        return dict(
+            head,
+            ok=True,
+            value={
+                "sum": rng.randint(-(10**9), 10**9),
+                "mean": rng.uniform(-1e6, 1e6),
+                "ratio": rng.random() / 1e7,
+                "series": [rng.gauss(0, 1) for _ in range(6)],
+            },
+        )
+    return dict(
+        head, ok=False, error="tool 'fetch' raised TimeoutError: " + "".join(rng.choice(WORDS) for _ in range(20))
+    )
 
 
 def generate(path: str, megabytes: float) -> int:
@@ -78,8 +111,15 @@ def generate(path: str, megabytes: float) -> int:
     rng = random.Random(6)
     target = megabytes * 1e6
     with TranscriptWriter(path, overwrite=True) as out:
-        out.append("task", {"format": "agentloop/1", "task": "bench", "budgets": {
-            "max_steps": 10**9, "max_tokens": 10**15, "stop_sentinel": None}, "tools": []})
+        out.append(
+            "task",
+            {
+                "format": "agentloop/1",
+                "task": "bench",
+                "budgets": {"max_steps": 10**9, "max_tokens": 10**15, "stop_sentinel": None},
+                "tools": [],
+            },
+        )
         step = total = 0
         while os.path.getsize(path) < target if step % 100 == 0 else True:
             step += 1
@@ -113,16 +153,23 @@ def best_of(repeat: int, fn: Any, *args: Any) -> float:
 
 # Peak RSS in KiB: VmHWM of this process image where Linux gives it (ru_maxrss
 # can carry the parent's peak across fork and exec), else ru_maxrss.
-_PEAK = ("def peak():\n try:\n  return [int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')][0]\n"
-         " except (OSError, IndexError):\n  import resource; return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n")
-CHILD = _PEAK + "import sys; sys.path.insert(0, sys.argv[1]); from agentloop import verify_file; r = verify_file(sys.argv[2]); print(r.ok, r.count, peak())"
+_PEAK = (
+    "def peak():\n try:\n  return [int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')][0]\n"
+    " except (OSError, IndexError):\n  import resource; return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+)
+CHILD = (
+    _PEAK
+    + "import sys; sys.path.insert(0, sys.argv[1]); from agentloop import verify_file; r = verify_file(sys.argv[2]); print(r.ok, r.count, peak())"
+)
 #: The same child, without the verify_file call: what the interpreter and agentloop's import hold.
 IDLE = _PEAK + "import sys; sys.path.insert(0, sys.argv[1]); from agentloop import verify_file; print(True, 0, peak())"
 
 
 def peak_rss(path: str, program: str = CHILD) -> float:
     """MB of peak RSS of a fresh process running ``program`` on ``path``."""
-    child = subprocess.run([sys.executable, "-c", program, ROOT, path], stdout=subprocess.PIPE, universal_newlines=True, check=True)
+    child = subprocess.run(
+        [sys.executable, "-c", program, ROOT, path], stdout=subprocess.PIPE, universal_newlines=True, check=True
+    )
     return int(child.stdout.split()[2]) / 1024
 
 
@@ -130,8 +177,10 @@ def hostile(repeat: int) -> None:
     """verify_file on the issue's two hostile files against valid files of the same sizes."""
     folder = tempfile.mkdtemp()
     try:
-        print("python %s on %s, %d cpus; verify_file, best of %d" % (
-            platform.python_version(), platform.machine(), os.cpu_count() or 0, repeat))
+        print(
+            "python %s on %s, %d cpus; verify_file, best of %d"
+            % (platform.python_version(), platform.machine(), os.cpu_count() or 0, repeat)
+        )
         print("peak RSS of a process that only imports agentloop: %.1f MB" % (peak_rss(os.devnull, IDLE),))
         print("%-30s %9s %9s %8s %12s %8s" % ("file", "MB", "seconds", "faults", "peak RSS MB", "x valid"))
         for label, unit, megabytes in (("x\\n lines", b"x\n", 1.0), ("{}\\n lines", b"{}\n", 6.0)):
@@ -162,11 +211,17 @@ def hostile(repeat: int) -> None:
 
 def _peaks(path: str, workers: int) -> str:
     """Peak RSS, in MB, of a fresh process verifying ``path`` with ``workers`` (and of its largest pool process)."""
-    program = _PEAK + ("import resource, sys; sys.path.insert(0, sys.argv[1]); from agentloop import verify_file; "
-                       "r = verify_file(sys.argv[2], workers=int(sys.argv[3])); "
-                       "print(r.ok, r.count, peak(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-    child = subprocess.run([sys.executable, "-c", program, ROOT, path, str(workers)], stdout=subprocess.PIPE,
-                           universal_newlines=True, check=True)
+    program = _PEAK + (
+        "import resource, sys; sys.path.insert(0, sys.argv[1]); from agentloop import verify_file; "
+        "r = verify_file(sys.argv[2], workers=int(sys.argv[3])); "
+        "print(r.ok, r.count, peak(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", program, ROOT, path, str(workers)],
+        stdout=subprocess.PIPE,
+        universal_newlines=True,
+        check=True,
+    )
     ok, count, own, pool = child.stdout.split()
     return "%.1f MB (pool processes: %s)" % (int(own) / 1024, "%.1f MB" % (int(pool) / 1024) if int(pool) else "none")
 
@@ -177,7 +232,9 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--workers", default="1,2,%d" % (os.cpu_count() or 1), help="worker counts, comma-separated")
     parser.add_argument("--keep", help="write the transcript here and keep it")
-    parser.add_argument("--hostile", action="store_true", help="the two hostile files against valid ones of the same size")
+    parser.add_argument(
+        "--hostile", action="store_true", help="the two hostile files against valid ones of the same size"
+    )
     args = parser.parse_args(argv)
     if args.hostile:
         hostile(max(args.repeat, 3))
@@ -188,17 +245,25 @@ def main(argv: List[str]) -> int:
     try:
         records = generate(path, args.mb) if not (args.keep and os.path.exists(path)) else 0
         size = os.path.getsize(path) / 1e6
-        print("python %s on %s, %d cpus, load average %s; %s: %.1f MB, %d records" % (
-            platform.python_version(), platform.machine(), os.cpu_count() or 0,
-            " ".join("%.2f" % x for x in os.getloadavg()), os.path.basename(path), size, records))
+        print(
+            "python %s on %s, %d cpus, load average %s; %s: %.1f MB, %d records"
+            % (
+                platform.python_version(),
+                platform.machine(),
+                os.cpu_count() or 0,
+                " ".join("%.2f" % x for x in os.getloadavg()),
+                os.path.basename(path),
+                size,
+                records,
+            )
+        )
         times: Dict[str, List[float]] = {}
 
         def checked(workers: int) -> None:
             verdict = verify_file(path, workers=workers)
             assert verdict.ok and (not records or verdict.count == records), verdict.faults[:3]
 
-        runs = [("baseline", lambda: baseline(path))] + [
-            ("workers=%d" % n, lambda n=n: checked(n)) for n in counts]  # type: ignore[misc]
+        runs = [("baseline", lambda: baseline(path))] + [("workers=%d" % n, lambda n=n: checked(n)) for n in counts]  # type: ignore[misc]
         for _ in range(args.repeat):  # interleaved: the load falls on each alike
             for name, fn in runs:
                 times.setdefault(name, []).append(best_of(1, fn))
@@ -207,11 +272,18 @@ def main(argv: List[str]) -> int:
         print("%-38s %10.2f %10.1f %10s" % ("baseline (loads + sha256 per line)", base, size / base, "1.00"))
         for n in counts:
             took = min(times["workers=%d" % n])
-            print("%-38s %10.2f %10.1f %10.2f" % ("verify_file, %d worker%s" % (n, "s" * (n > 1)), took, size / took, base / took))
-        print("(targets: >= 0.3x with 1 worker, >= 0.5x with 2 workers on 2 cores; load average now %s)" % (
-            " ".join("%.2f" % x for x in os.getloadavg()),))
-        print("control: 2 processes / 1 on pure CPU work on this machine now: %.2fx (2.0 on 2 idle cores)" % (
-            machine_speedup(),))
+            print(
+                "%-38s %10.2f %10.1f %10.2f"
+                % ("verify_file, %d worker%s" % (n, "s" * (n > 1)), took, size / took, base / took)
+            )
+        print(
+            "(targets: >= 0.3x with 1 worker, >= 0.5x with 2 workers on 2 cores; load average now %s)"
+            % (" ".join("%.2f" % x for x in os.getloadavg()),)
+        )
+        print(
+            "control: 2 processes / 1 on pure CPU work on this machine now: %.2fx (2.0 on 2 idle cores)"
+            % (machine_speedup(),)
+        )
         for n in counts:
             print("peak RSS verifying with %d worker%s: %s (target < 64 MB each)" % (n, "s" * (n > 1), _peaks(path, n)))
     finally:

@@ -27,8 +27,13 @@ from agentloop import TranscriptWriter  # noqa: E402
 
 def payloads(count: int) -> List[Dict[str, Any]]:
     return [
-        {"step": i, "id": "call_%d_0" % i, "name": "search", "ok": True,
-         "value": {"results": [{"title": "result %d" % j, "score": 0.5 + j / 100, "lang": "en"} for j in range(3)]}}
+        {
+            "step": i,
+            "id": "call_%d_0" % i,
+            "name": "search",
+            "ok": True,
+            "value": {"results": [{"title": "result %d" % j, "score": 0.5 + j / 100, "lang": "en"} for j in range(3)]},
+        }
         for i in range(count)
     ]
 

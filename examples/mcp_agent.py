@@ -29,17 +29,20 @@ def main() -> int:
     args = parser.parse_args()
     out = args.out or tempfile.mkdtemp(prefix="mcp-agent-")
     path = os.path.join(out, "mcp-agent.jsonl")
-    model = ScriptedModel([
-        ModelReply("First the sum.", [ToolCall("calc_add", {"a": 40, "b": 2})]),
-        ModelReply("Now a risky division.", [ToolCall("calc_divide", {"a": 42, "b": 0})]),
-        ModelReply("Dividing by 2 instead.", [ToolCall("calc_divide", {"a": 42, "b": 2})]),
-        ModelReply("42 / 2 = 21."),
-    ])
+    model = ScriptedModel(
+        [
+            ModelReply("First the sum.", [ToolCall("calc_add", {"a": 40, "b": 2})]),
+            ModelReply("Now a risky division.", [ToolCall("calc_divide", {"a": 42, "b": 0})]),
+            ModelReply("Dividing by 2 instead.", [ToolCall("calc_divide", {"a": 42, "b": 2})]),
+            ModelReply("42 / 2 = 21."),
+        ]
+    )
     server = [sys.executable, os.path.join(HERE, "mcp_calc_server.py")]
     with MCPStdio(server, name="calc", timeout=10) as calc:
         tools = calc.tools(prefix="calc_")
-        result = run("What is (40 + 2) / 2?", model, tools, transcript=path, max_steps=6, max_tokens=20000,
-                     overwrite=True)
+        result = run(
+            "What is (40 + 2) / 2?", model, tools, transcript=path, max_steps=6, max_tokens=20000, overwrite=True
+        )
         servers = describe(tools)
     check = verify_file(path)
     print("stop: %s; transcript %s: %s" % (result.stop_reason, path, "verified" if check.ok else "NOT VERIFIED"))

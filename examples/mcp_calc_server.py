@@ -16,8 +16,12 @@ from typing import Any, Dict, Optional
 MODERN = "2026-07-28"
 LEGACY = ("2025-11-25", "2025-06-18", "2025-03-26")
 INFO = {"name": "calc", "version": "1.0.0"}
-NUMBERS = {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-           "required": ["a", "b"], "additionalProperties": False}
+NUMBERS = {
+    "type": "object",
+    "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+    "required": ["a", "b"],
+    "additionalProperties": False,
+}
 RESULT = {"type": "object", "properties": {"result": {"type": "number"}}, "required": ["result"]}
 TOOLS = [
     {"name": "add", "description": "Add two numbers.", "inputSchema": NUMBERS, "outputSchema": RESULT},
@@ -30,7 +34,10 @@ def call(name: str, args: Dict[str, Any]) -> Dict[str, Any]:
     if name == "divide" and b == 0:
         return {"content": [{"type": "text", "text": "cannot divide %s by zero" % (a,)}], "isError": True}
     value = a + b if name == "add" else a / b
-    return {"content": [{"type": "text", "text": json.dumps({"result": value})}], "structuredContent": {"result": value}}
+    return {
+        "content": [{"type": "text", "text": json.dumps({"result": value})}],
+        "structuredContent": {"result": value},
+    }
 
 
 def handle(message: Dict[str, Any], state: Dict[str, Any]) -> Optional[Dict[str, Any]]:
@@ -58,8 +65,13 @@ def handle(message: Dict[str, Any], state: Dict[str, Any]) -> Optional[Dict[str,
     if not modern and "legacy" not in state:
         return error(-32601, "Method not found: %s" % (method,))
     if method == "server/discover":
-        return ok({"supportedVersions": [MODERN], "capabilities": {"tools": {}},
-                   "_meta": {"io.modelcontextprotocol/serverInfo": INFO}})
+        return ok(
+            {
+                "supportedVersions": [MODERN],
+                "capabilities": {"tools": {}},
+                "_meta": {"io.modelcontextprotocol/serverInfo": INFO},
+            }
+        )
     if method == "tools/list":
         return ok({"tools": TOOLS})
     if method == "tools/call" and params.get("name") in ("add", "divide"):

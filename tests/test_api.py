@@ -56,8 +56,11 @@ class TestPublicApi(unittest.TestCase):
         # What a type checker reads (the imports under TYPE_CHECKING) and what runs (_HOMES) name the same homes.
         with open(os.path.join(ROOT, "agentloop", "__init__.py"), encoding="utf-8") as handle:
             tree = ast.parse(handle.read())
-        guarded = [node for node in tree.body
-                   if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"]
+        guarded = [
+            node
+            for node in tree.body
+            if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+        ]
         self.assertEqual(len(guarded), 1)
         imported: Dict[str, Set[str]] = {}
         for node in guarded[0].body:

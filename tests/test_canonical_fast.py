@@ -59,7 +59,11 @@ class _Values:
         if r < 0.6:
             return chr(self.rng.randrange(0, 0x20))
         if r < 0.7:
-            return chr(self.rng.choice([0xD800, 0xDFFF, 0xFDD0, 0xFDEF, 0xFFFE, 0xFFFF, 0x1FFFE, 0x10FFFF, 0xE000, 0xFFFD, 0x2028, 0x7F]))
+            return chr(
+                self.rng.choice(
+                    [0xD800, 0xDFFF, 0xFDD0, 0xFDEF, 0xFFFE, 0xFFFF, 0x1FFFE, 0x10FFFF, 0xE000, 0xFFFD, 0x2028, 0x7F]
+                )
+            )
         if r < 0.85:
             return chr(self.rng.randrange(0x80, 0xD800))
         return chr(self.rng.randrange(0x10000, 0x110000))
@@ -74,8 +78,25 @@ class _Values:
         if r < 0.4:
             return self.rng.choice([2**53 - 1, -(2**53 - 1), 2**53, 10**16, 10**400, -(2**63)])
         if r < 0.6:
-            return self.rng.choice([0.0, -0.0, 1.0, 0.5, 1e-7, 1e-6, 1e21, 1e22, 1e16, 123456789012345680.0, 5e-324,
-                                    float("nan"), float("inf"), 0.1 + 0.2, 1.5e300])
+            return self.rng.choice(
+                [
+                    0.0,
+                    -0.0,
+                    1.0,
+                    0.5,
+                    1e-7,
+                    1e-6,
+                    1e21,
+                    1e22,
+                    1e16,
+                    123456789012345680.0,
+                    5e-324,
+                    float("nan"),
+                    float("inf"),
+                    0.1 + 0.2,
+                    1.5e300,
+                ]
+            )
         if r < 0.8:  # any bit pattern of a double
             return struct.unpack("<d", struct.pack("<Q", self.rng.getrandbits(64)))[0]
         return self.rng.uniform(-1e6, 1e6)
@@ -91,7 +112,9 @@ class _Values:
             return [self.value(depth + 1) for _ in range(self.rng.randrange(0, 5))]
         if r < 0.95:
             return {self.string(): self.value(depth + 1) for _ in range(self.rng.randrange(0, 5))}
-        return self.rng.choice([(1, 2), {1: "int key"}, {None: 1}, Color.RED, Odd(a=1), OrderedDict(b=1, a=2), {"s": {1, 2}}, b"x"])
+        return self.rng.choice(
+            [(1, 2), {1: "int key"}, {None: 1}, Color.RED, Odd(a=1), OrderedDict(b=1, a=2), {"s": {1, 2}}, b"x"]
+        )
 
 
 def _nested(levels: int) -> Any:
@@ -128,19 +151,43 @@ class TestFastPath(unittest.TestCase):
         self.assertGreater(answered, accepted * 0.3, (answered, accepted))
 
     def test_plain_records_take_the_fast_path(self) -> None:
-        record = {"kind": "tool", "payload": {"step": 3, "id": "call_3_0", "name": "add", "ok": True, "value": {"sum": 42.5, "t": "é✓"}},
-                  "prev": "1acbc9fe52df3169e14e33274d4d910e9141378ee918ab797aff379ba0a844fc", "seq": 5}
+        record = {
+            "kind": "tool",
+            "payload": {"step": 3, "id": "call_3_0", "name": "add", "ok": True, "value": {"sum": 42.5, "t": "é✓"}},
+            "prev": "1acbc9fe52df3169e14e33274d4d910e9141378ee918ab797aff379ba0a844fc",
+            "seq": 5,
+        }
         self.assertEqual(self.check(record), (True, True))
         record["prev"] = "0" * 64  # digits in a hex string follow a letter or a quote: no integer token
         self.assertEqual(self.check(record), (True, True))
-        record["prev"] = "at:1234567890123456"  # 16 digits after ":" might be an integer beyond 2**53-1: declined, needlessly but safely
+        record["prev"] = (
+            "at:1234567890123456"  # 16 digits after ":" might be an integer beyond 2**53-1: declined, needlessly but safely
+        )
         self.assertEqual(self.check(record), (False, True))
-        record["prev"] = "v1.0, 2.0]"  # looks like a float in repr layout (1.0 for ECMAScript's 1): declined, needlessly
+        record["prev"] = (
+            "v1.0, 2.0]"  # looks like a float in repr layout (1.0 for ECMAScript's 1): declined, needlessly
+        )
         self.assertEqual(self.check(record), (False, True))
 
     def test_each_difference_from_the_c_encoder_is_declined(self) -> None:
-        for value in ([1.0], [-0.0], [1e-7], [1e20], [2e-5], [2**53], ["\ud800"], ["\ufdd0"], ["\U0001fffe"], [{"\ue000": 1, "\U00010000": 2}],
-                      [(1,)], [{1: 2}], [Color.RED], [Odd(a=1)], [float("nan")], ["x"] * 3 + [{"a": set()}]):
+        for value in (
+            [1.0],
+            [-0.0],
+            [1e-7],
+            [1e20],
+            [2e-5],
+            [2**53],
+            ["\ud800"],
+            ["\ufdd0"],
+            ["\U0001fffe"],
+            [{"\ue000": 1, "\U00010000": 2}],
+            [(1,)],
+            [{1: 2}],
+            [Color.RED],
+            [Odd(a=1)],
+            [float("nan")],
+            ["x"] * 3 + [{"a": set()}],
+        ):
             with self.subTest(value=value):
                 self.assertIsNone(_fast(value, 0))
                 self.check(value)
@@ -173,15 +220,32 @@ def _step(value: float, by: int) -> float:
 
 def _floats(rng: random.Random) -> List[float]:
     """Doubles from every binary exponent, the decimal thresholds of both layouts, and the edges."""
-    values = [0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 0.1 + 0.2, 0.642857142857143,
-              9 / 14, 1 / 3, 2 / 3, 0.5, 1.5, 100.25, 2.0**53, 2.0**53 + 2, 123456789012345680.0]
+    values = [
+        0.0,
+        -0.0,
+        5e-324,
+        -5e-324,
+        2.2250738585072014e-308,
+        1.7976931348623157e308,
+        0.1 + 0.2,
+        0.642857142857143,
+        9 / 14,
+        1 / 3,
+        2 / 3,
+        0.5,
+        1.5,
+        100.25,
+        2.0**53,
+        2.0**53 + 2,
+        123456789012345680.0,
+    ]
     for power in range(-325, 309):  # every decimal threshold, its neighbours and its integral/halved forms
         base = float("1e%d" % power)
         values += [base, -base, _step(base, -1), _step(base, 1), base * 1.5, base * 9.999999999999998]
     for exponent in range(-1074, 1024, 3):  # every binary exponent (in steps of 3), random mantissas
         values += [math.ldexp(rng.random() + 0.5, exponent) * rng.choice((1, -1)) for _ in range(2)]
     values += [struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0] for _ in range(3000)]
-    values += [rng.randrange(-10**6, 10**6) / rng.choice((7, 14, 1000, 3)) for _ in range(1000)]  # scores, means
+    values += [rng.randrange(-(10**6), 10**6) / rng.choice((7, 14, 1000, 3)) for _ in range(1000)]  # scores, means
     return [v for v in values if math.isfinite(v)]
 
 
@@ -238,10 +302,16 @@ class TestSplicing(unittest.TestCase):
                 spliced_count += bool(texts)
         self.assertGreater(spliced_count, 200)
         keys = {"\ue000": 1, "\U00010000": [2.5], "a": "é"}  # UTF-16 order differs from code point order
-        self.assertEqual(canonical.canonical_text_spliced(dict(keys, a=canonical.placeholder(0)), ['"é"']), _exact(keys))
+        self.assertEqual(
+            canonical.canonical_text_spliced(dict(keys, a=canonical.placeholder(0)), ['"é"']), _exact(keys)
+        )
 
     def test_a_value_equal_to_a_placeholder_is_not_spliced(self) -> None:
-        for marked in ({"a": canonical.placeholder(0), "b": canonical.placeholder(0)}, {"a": 1}, {"a": [canonical.placeholder(0)], "b": canonical.placeholder(0)}):
+        for marked in (
+            {"a": canonical.placeholder(0), "b": canonical.placeholder(0)},
+            {"a": 1},
+            {"a": [canonical.placeholder(0)], "b": canonical.placeholder(0)},
+        ):
             with self.subTest(marked=marked):
                 self.assertIsNone(canonical.canonical_text_spliced(marked, ["1"]))
 
@@ -325,7 +395,13 @@ class TestFloats(unittest.TestCase):
         guard = canonical._float_layout_differs
         canonical._float_layout_differs = lambda raw: False  # type: ignore[assignment]
         try:
-            for value, ecmascript in ((1e-05, "0.00001"), (1.0, "1"), (1e16, "10000000000000000"), (-0.0, "0"), (2.5e-08, "2.5e-8")):
+            for value, ecmascript in (
+                (1e-05, "0.00001"),
+                (1.0, "1"),
+                (1e16, "10000000000000000"),
+                (-0.0, "0"),
+                (2.5e-08, "2.5e-8"),
+            ):
                 with self.subTest(value=value):
                     fast = _fast([value], 0)
                     self.assertEqual(fast[0] if fast else None, "[%s]" % (repr(value),))

@@ -49,9 +49,9 @@ class TestDemo(TempDir):
             demo.main(["--out", self.dir])
         listing = out.getvalue()
         for line in (
-            '  seq=2 multiply ok=False error="no tool named \'multiply\' (have: add, echo, fail, greet)"',
+            "  seq=2 multiply ok=False error=\"no tool named 'multiply' (have: add, echo, fail, greet)\"",
             '  seq=4 add      ok=False error="invalid arguments: $.add.a: expected type integer, got str"',
-            '  seq=6 fail     ok=False error="tool \'fail\' raised RuntimeError: the tool is broken on purpose"',
+            "  seq=6 fail     ok=False error=\"tool 'fail' raised RuntimeError: the tool is broken on purpose\"",
             '  seq=8 add      ok=True  value={"sum": 42}',
         ):
             self.assertIn(line + "\n", listing)

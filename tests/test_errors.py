@@ -76,7 +76,11 @@ class TestHierarchy(unittest.TestCase):
         }
         self.assertEqual(
             set(errors.__all__),
-            set(expected) | set(MODEL_ERRORS) | set(INTEGRITY_ERRORS) | set(LATER_ERRORS) | set(MISUSE_ERRORS)
+            set(expected)
+            | set(MODEL_ERRORS)
+            | set(INTEGRITY_ERRORS)
+            | set(LATER_ERRORS)
+            | set(MISUSE_ERRORS)
             | {"AgentloopError"},
         )
         for name, builtin in expected.items():
@@ -115,13 +119,24 @@ class TestHierarchy(unittest.TestCase):
 
     def test_misuse_error_messages_are_formatted_from_fields(self) -> None:
         e = errors.MessageError("ToolCall.name", "must be a str, got int")
-        self.assertEqual((e.field, e.reason, str(e)), ("ToolCall.name", "must be a str, got int", "ToolCall.name must be a str, got int"))
+        self.assertEqual(
+            (e.field, e.reason, str(e)),
+            ("ToolCall.name", "must be a str, got int", "ToolCall.name must be a str, got int"),
+        )
         e = errors.WrongTypeError("a note", "bytes", "text")
-        self.assertEqual((e.what, e.expected, e.got, str(e)), ("a note", "bytes", "str", "a note must be bytes, got str"))
+        self.assertEqual(
+            (e.what, e.expected, e.got, str(e)), ("a note", "bytes", "str", "a note must be bytes, got str")
+        )
         e = errors.BadArgumentError("limit", "must be a positive int, got 0")
-        self.assertEqual((e.parameter, e.reason, str(e)), ("limit", "must be a positive int, got 0", "limit must be a positive int, got 0"))
+        self.assertEqual(
+            (e.parameter, e.reason, str(e)),
+            ("limit", "must be a positive int, got 0", "limit must be a positive int, got 0"),
+        )
         e = errors.UnknownChoiceError("manifest style", "gemini", ["agentloop", "openai"])
-        self.assertEqual((e.what, e.value, e.choices, e.parameter), ("manifest style", "gemini", ("agentloop", "openai"), "manifest style"))
+        self.assertEqual(
+            (e.what, e.value, e.choices, e.parameter),
+            ("manifest style", "gemini", ("agentloop", "openai"), "manifest style"),
+        )
         self.assertEqual(str(e), "unknown manifest style 'gemini' (have: agentloop, openai)")
         e = errors.NotPicklableError("OpenAIChat", "its key would be written")
         self.assertEqual((e.owner, str(e)), ("OpenAIChat", "OpenAIChat is not pickled: its key would be written"))
@@ -133,16 +148,25 @@ class TestHierarchy(unittest.TestCase):
 
     def test_export_error_messages_are_formatted_from_fields(self) -> None:
         e = errors.ExportError("t.jsonl", "it does not verify")
-        self.assertEqual((e.what, e.reason, str(e)), ("t.jsonl", "it does not verify", "cannot export t.jsonl: it does not verify"))
+        self.assertEqual(
+            (e.what, e.reason, str(e)), ("t.jsonl", "it does not verify", "cannot export t.jsonl: it does not verify")
+        )
         e = errors.CollectorError("127.0.0.1:4318", "HTTP 503")
-        self.assertEqual((e.host, e.reason, str(e)), ("127.0.0.1:4318", "HTTP 503", "collector at 127.0.0.1:4318: HTTP 503"))
+        self.assertEqual(
+            (e.host, e.reason, str(e)), ("127.0.0.1:4318", "HTTP 503", "collector at 127.0.0.1:4318: HTTP 503")
+        )
 
     def test_integrity_error_messages_are_formatted_from_fields(self) -> None:
         self.assertEqual(str(errors.TranscriptLockedError("t.jsonl")), "transcript t.jsonl is locked by another writer")
         e = errors.MalformedCheckpointError(2, "size must be a decimal number")
-        self.assertEqual((e.line, e.reason, str(e)), (2, "size must be a decimal number", "checkpoint line 2: size must be a decimal number"))
+        self.assertEqual(
+            (e.line, e.reason, str(e)),
+            (2, "size must be a decimal number", "checkpoint line 2: size must be a decimal number"),
+        )
         self.assertEqual(str(errors.MalformedCheckpointError(None, "empty")), "checkpoint: empty")
-        self.assertEqual(str(errors.BadSignatureError("the checkpoint is not signed")), "bad signature: the checkpoint is not signed")
+        self.assertEqual(
+            str(errors.BadSignatureError("the checkpoint is not signed")), "bad signature: the checkpoint is not signed"
+        )
         self.assertEqual(str(errors.SigningKeyError("file k", "is 5 bytes")), "key file k: is 5 bytes")
         self.assertEqual(str(errors.ProofError("too few")), "too few")
         self.assertEqual(str(errors.RepairRefusedError("t.jsonl", "x")), "not repairing t.jsonl: x")
@@ -150,19 +174,33 @@ class TestHierarchy(unittest.TestCase):
     def test_model_error_messages_are_formatted_from_fields(self) -> None:
         e = errors.ModelAPIError("openai", "api.openai.com", 429, "requests/rate_limit_exceeded: slow down", 3)
         self.assertEqual((e.provider, e.host, e.status, e.attempts), ("openai", "api.openai.com", 429, 3))
-        self.assertEqual(str(e), "openai at api.openai.com: HTTP 429: requests/rate_limit_exceeded: slow down (gave up after 3 attempts)")
-        self.assertEqual(str(errors.ModelConnectionError("anthropic", "h:1", "connection failed: x")), "anthropic at h:1: connection failed: x")
-        self.assertEqual(str(errors.ModelResponseError("openai", "h", "$.choices", "expected list, got nothing")),
-                         "openai at h: unexpected response: $.choices: expected list, got nothing")
+        self.assertEqual(
+            str(e),
+            "openai at api.openai.com: HTTP 429: requests/rate_limit_exceeded: slow down (gave up after 3 attempts)",
+        )
+        self.assertEqual(
+            str(errors.ModelConnectionError("anthropic", "h:1", "connection failed: x")),
+            "anthropic at h:1: connection failed: x",
+        )
+        self.assertEqual(
+            str(errors.ModelResponseError("openai", "h", "$.choices", "expected list, got nothing")),
+            "openai at h: unexpected response: $.choices: expected list, got nothing",
+        )
         self.assertEqual(str(errors.ReplayMismatchError(2, "the tools differ")), "step 2: the tools differ")
-        self.assertEqual(str(errors.ReplayError("t.jsonl", "it holds no records")), "cannot replay t.jsonl: it holds no records")
+        self.assertEqual(
+            str(errors.ReplayError("t.jsonl", "it holds no records")), "cannot replay t.jsonl: it holds no records"
+        )
 
     def test_messages_are_formatted_from_fields(self) -> None:
-        self.assertEqual(str(errors.ValidationError("$.add.a", "expected type integer, got str")),
-                         "$.add.a: expected type integer, got str")
+        self.assertEqual(
+            str(errors.ValidationError("$.add.a", "expected type integer, got str")),
+            "$.add.a: expected type integer, got str",
+        )
         e = errors.SchemaError("$.properties.a", "unsupported keyword 'format'", tool="add")
         self.assertEqual((e.path, e.reason, e.tool), ("$.properties.a", "unsupported keyword 'format'", "add"))
         self.assertEqual(str(errors.SchemaError("$", "x")), "schema $: x")
-        self.assertEqual(str(errors.RunConfigError("max_steps", "must be a non-negative int, got -1")),
-                         "max_steps: must be a non-negative int, got -1")
+        self.assertEqual(
+            str(errors.RunConfigError("max_steps", "must be a non-negative int, got -1")),
+            "max_steps: must be a non-negative int, got -1",
+        )
         self.assertEqual(errors.TranscriptExistsError("t.jsonl").path, "t.jsonl")

@@ -139,7 +139,9 @@ def _check_arguments(
     names = set()
     for spec in specs:
         if spec.name in names:
-            raise RunConfigError("specs", "the name %s is used twice (it names the transcript)" % (json.dumps(spec.name),))
+            raise RunConfigError(
+                "specs", "the name %s is used twice (it names the transcript)" % (json.dumps(spec.name),)
+            )
         names.add(spec.name)
     for parameter, value in (("model", model), ("tools", tools), ("out_dir", out_dir)):
         if not isinstance(value, str) or not value:
@@ -172,9 +174,19 @@ def _judge(spec: RunSpec, origin: str, path: str, resumed: bool = False) -> RunE
     if reason:
         return RunEntry(spec.name, "rejected", origin, path, error=reason, message=facts["fault"])
     return RunEntry(
-        spec.name, "ok", origin, path,
-        records=facts["records"], head=facts["head"], root=facts["root"], sha256=facts["sha256"],
-        stop=facts["stop"] or "", steps=facts["steps"], tokens=facts["tokens"], cost=facts["cost"], resumed=resumed,
+        spec.name,
+        "ok",
+        origin,
+        path,
+        records=facts["records"],
+        head=facts["head"],
+        root=facts["root"],
+        sha256=facts["sha256"],
+        stop=facts["stop"] or "",
+        steps=facts["steps"],
+        tokens=facts["tokens"],
+        cost=facts["cost"],
+        resumed=resumed,
     )
 
 
@@ -203,7 +215,9 @@ def _receive(spec: RunSpec, origin: str, path: str, reply: object, max_bytes: in
         except (binascii.Error, ValueError, UnicodeEncodeError):
             return RunEntry(spec.name, "rejected", origin, path, error="bad_reply")
         if len(data) > max_bytes:
-            return RunEntry(spec.name, "rejected", origin, path, error="bad_reply", message="%d bytes returned" % (len(data),))
+            return RunEntry(
+                spec.name, "rejected", origin, path, error="bad_reply", message="%d bytes returned" % (len(data),)
+            )
         temp = path + ".tmp"
         try:
             with open(temp, "wb") as handle:
@@ -214,7 +228,9 @@ def _receive(spec: RunSpec, origin: str, path: str, reply: object, max_bytes: in
     return _judge(spec, origin, path)
 
 
-def _isolated(jobs: List[Tuple[int, str]], workers: int) -> Iterator[Tuple[int, Optional[str], Optional[BaseException]]]:
+def _isolated(
+    jobs: List[Tuple[int, str]], workers: int
+) -> Iterator[Tuple[int, Optional[str], Optional[BaseException]]]:
     """4. Run each job alone in a one-process pool (reused until a job breaks it), ``workers`` at a time."""
     local = threading.local()
     pools: List[concurrent.futures.ProcessPoolExecutor] = []
@@ -261,8 +277,14 @@ def _side_log(path: str, entries: Sequence[RunEntry]) -> Optional[str]:
 
 
 def _earlier(
-    previous: Optional[bytes], specs: List[RunSpec], paths: List[str], origins: List[str], origin: str,
-    checkpoint: Optional[str], key: Optional[bytes], signer: Optional[Signer],
+    previous: Optional[bytes],
+    specs: List[RunSpec],
+    paths: List[str],
+    origins: List[str],
+    origin: str,
+    checkpoint: Optional[str],
+    key: Optional[bytes],
+    signer: Optional[Signer],
 ) -> Tuple[Dict[str, Dict[str, Any]], Optional[ManifestCheckpoint]]:
     """An earlier ledger's last line per run, and its checkpoint: a malformed, foreign or altered one is
     refused (:mod:`agentloop.batch.earlier`), never overwritten.  ``({}, None)`` without one; a checkpoint
@@ -276,7 +298,8 @@ def _earlier(
     altered = altered_runs(certified, specs, paths)
     if altered:
         raise LedgerMismatchError(
-            "%d run(s) the earlier ledger certified are not those files any more" % (len(altered),), altered)
+            "%d run(s) the earlier ledger certified are not those files any more" % (len(altered),), altered
+        )
     return certified, note
 
 
@@ -374,8 +397,9 @@ def run_many(
             workers = min(len(broken), max(1, getattr(executor, "_max_workers", None) or os.cpu_count() or 1))
             for index, answer, error in _isolated([(i, batch.job(i)) for i in sorted(broken)], workers):
                 batch.finish(index, answer, error)
-    return _write_ledger(batch.final(), origin, manifest_path, checkpoint, key, signer, previous, certified,
-                         earlier_note)
+    return _write_ledger(
+        batch.final(), origin, manifest_path, checkpoint, key, signer, previous, certified, earlier_note
+    )
 
 
 #: How many runs :func:`run_many` keeps submitted to an executor at once (at least four per worker of its pool).
@@ -410,7 +434,11 @@ class _Batch:
     """The runs of one :func:`run_many` call: their entries, settled in spec order (5.)."""
 
     def __init__(
-        self, spec_list: List[RunSpec], paths: List[str], origins: List[str], how: Tuple[str, str, str, str, int],
+        self,
+        spec_list: List[RunSpec],
+        paths: List[str],
+        origins: List[str],
+        how: Tuple[str, str, str, str, int],
         progress: Optional[Progress],
     ) -> None:
         self.spec_list, self.paths, self.origins, self.how, self.progress = spec_list, paths, origins, how, progress
@@ -495,8 +523,14 @@ class _Batch:
 
 
 def _write_ledger(
-    final: List[RunEntry], origin: str, manifest_path: str, checkpoint: Optional[str], key: Optional[bytes],
-    signer: Optional[Signer], previous: Optional[bytes], certified: Dict[str, Dict[str, Any]],
+    final: List[RunEntry],
+    origin: str,
+    manifest_path: str,
+    checkpoint: Optional[str],
+    key: Optional[bytes],
+    signer: Optional[Signer],
+    previous: Optional[bytes],
+    certified: Dict[str, Dict[str, Any]],
     earlier_note: Optional[ManifestCheckpoint],
 ) -> BatchResult:
     """The ledger (the earlier one grown: :func:`_grown`), checked to extend the earlier checkpoint, then written."""

@@ -63,8 +63,10 @@ def _checkpoint(
 ) -> ManifestCheckpoint:
     """1. The earlier checkpoint at ``path`` is the earlier ledger's, of this batch, signed as it was."""
     if not os.path.lexists(path):
-        raise LedgerMismatchError("the earlier ledger has no checkpoint at %s to be checked against (it was removed?): "
-                                  "nothing can show it is the ledger that was certified" % (path,))
+        raise LedgerMismatchError(
+            "the earlier ledger has no checkpoint at %s to be checked against (it was removed?): "
+            "nothing can show it is the ledger that was certified" % (path,)
+        )
     try:
         with open(path, "rb") as handle:
             note = parse_manifest_checkpoint(handle.read(64 * 1024 + 1))
@@ -72,11 +74,15 @@ def _checkpoint(
         raise LedgerMismatchError("the earlier checkpoint %s cannot be read: %s" % (path, exc)) from None
     if note.origin != origin:
         raise LedgerMismatchError(
-            "the earlier checkpoint is of another spec list (%s), not this one (%s)" % (note.origin, origin))
+            "the earlier checkpoint is of another spec list (%s), not this one (%s)" % (note.origin, origin)
+        )
     verifiers, unchecked = _signers_of(note, key, signer)
     if note.signatures and not verifiers:
-        raise RunConfigError("key/signer", "the earlier checkpoint %s is signed (%s): resume with the same key, so "
-                             "that its signature is checked and the new checkpoint is signed too" % (path, unchecked))
+        raise RunConfigError(
+            "key/signer",
+            "the earlier checkpoint %s is signed (%s): resume with the same key, so "
+            "that its signature is checked and the new checkpoint is signed too" % (path, unchecked),
+        )
     try:
         check_manifest_checkpoint(note, data, None, verifiers)
     except AgentloopError as exc:
@@ -90,12 +96,19 @@ def check_orphan(checkpoint: Optional[str]) -> None:
     if checkpoint is not None and os.path.lexists(checkpoint):
         raise LedgerMismatchError(
             "the checkpoint %s is there, but not the ledger it certified (it was removed?): nothing can show which "
-            "transcripts it certified; move the checkpoint away to start the batch afresh" % (checkpoint,))
+            "transcripts it certified; move the checkpoint away to start the batch afresh" % (checkpoint,)
+        )
 
 
 def check_earlier(
-    lines: Sequence[Dict[str, Any]], data: bytes, specs: Sequence[RunSpec], origins: Sequence[str], origin: str,
-    checkpoint: Optional[str], key: Optional[bytes], signer: Optional[Signer],
+    lines: Sequence[Dict[str, Any]],
+    data: bytes,
+    specs: Sequence[RunSpec],
+    origins: Sequence[str],
+    origin: str,
+    checkpoint: Optional[str],
+    key: Optional[bytes],
+    signer: Optional[Signer],
 ) -> Optional[ManifestCheckpoint]:
     """1. The earlier ledger (parsed ``lines`` of ``data``) is of these specs and, with ``checkpoint``, matches it.
 
@@ -110,7 +123,8 @@ def check_earlier(
             if line["name"] in expected:
                 what = "has another origin than its spec implies"
             raise LedgerMismatchError(
-                "the earlier ledger is of another spec list: its run %s %s" % (json.dumps(line["name"]), what))
+                "the earlier ledger is of another spec list: its run %s %s" % (json.dumps(line["name"]), what)
+            )
     return None if checkpoint is None else _checkpoint(checkpoint, data, origin, key, signer)
 
 

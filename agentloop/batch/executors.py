@@ -29,7 +29,9 @@ class RayExecutor(concurrent.futures.Executor):
     ``shutdown`` calls ``ray.shutdown()`` only if this executor started Ray.
     """
 
-    def __init__(self, address: Optional[str] = None, *, init_options: Optional[Dict[str, Any]] = None, **remote_options: Any) -> None:
+    def __init__(
+        self, address: Optional[str] = None, *, init_options: Optional[Dict[str, Any]] = None, **remote_options: Any
+    ) -> None:
         self._address = address
         self._init_options = dict(init_options or {})
         self._remote_options: Dict[str, Any] = {"num_cpus": 1, "max_retries": 0}

@@ -50,9 +50,25 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, 
 from ..canonical import canonical_bytes
 from ..errors import BadSignatureError, MalformedCheckpointError, MalformedManifestError, ProofError, UnrecordableError
 from ..signing.hmac_sha256 import HmacKey
-from ..signing.note import Note, NoteSignature, Signer, Verifier, parse_signature_line, sign_note, strict_b64decode, verify_note
+from ..signing.note import (
+    Note,
+    NoteSignature,
+    Signer,
+    Verifier,
+    parse_signature_line,
+    sign_note,
+    strict_b64decode,
+    verify_note,
+)
 from ..transcript.checkpoint import ORIGIN_PREFIX
-from ..transcript.merkle import consistency_proof, inclusion_proof, leaf_hash, root_of, verify_consistency, verify_inclusion
+from ..transcript.merkle import (
+    consistency_proof,
+    inclusion_proof,
+    leaf_hash,
+    root_of,
+    verify_consistency,
+    verify_inclusion,
+)
 
 __all__ = [
     "MANIFEST_ORIGIN_PREFIX",
@@ -120,7 +136,7 @@ def _line_problem(value: object) -> str:
     if not isinstance(value["name"], str) or not value["name"]:
         return "name must be a non-empty string"
     origin = value["origin"]
-    if not isinstance(origin, str) or not origin.startswith(ORIGIN_PREFIX) or not _hex64(origin[len(ORIGIN_PREFIX):]):
+    if not isinstance(origin, str) or not origin.startswith(ORIGIN_PREFIX) or not _hex64(origin[len(ORIGIN_PREFIX) :]):
         return "origin must be %s and 64 lowercase hex digits" % (ORIGIN_PREFIX,)
     if status == "ok":
         records = value["records"]
@@ -181,7 +197,8 @@ def _final(number: int, line: Mapping[str, Any], certified: Set[str]) -> None:
     """Rule 4 of :func:`parse_ledger`: no line after a run's ``ok`` line (``certified`` collects their names)."""
     if line["name"] in certified:
         raise MalformedManifestError(
-            number, "the name %s appears again after its ok line" % (json.dumps(line["name"]),))
+            number, "the name %s appears again after its ok line" % (json.dumps(line["name"]),)
+        )
     if line["status"] == "ok":
         certified.add(line["name"])
 
@@ -236,7 +253,9 @@ def make_checkpoint(
         keys.insert(0, HmacKey(origin, key))
     if not keys:
         return unsigned
-    return ManifestCheckpoint(unsigned.origin, unsigned.size, unsigned.root, sign_note(unsigned.text(), *keys).signatures)
+    return ManifestCheckpoint(
+        unsigned.origin, unsigned.size, unsigned.root, sign_note(unsigned.text(), *keys).signatures
+    )
 
 
 def parse_manifest_checkpoint(data: bytes) -> ManifestCheckpoint:
@@ -267,7 +286,7 @@ def parse_manifest_checkpoint(data: bytes) -> ManifestCheckpoint:
     signatures = tuple(parse_signature_line(line, number, "checkpoint") for number, line in enumerate(lines[4:], 5))
     # 3.
     origin = lines[0]
-    if not origin.startswith(MANIFEST_ORIGIN_PREFIX) or not _hex64(origin[len(MANIFEST_ORIGIN_PREFIX):]):
+    if not origin.startswith(MANIFEST_ORIGIN_PREFIX) or not _hex64(origin[len(MANIFEST_ORIGIN_PREFIX) :]):
         raise MalformedCheckpointError(1, "origin must be %r and 64 lowercase hex digits" % (MANIFEST_ORIGIN_PREFIX,))
     # 4.
     size = lines[1]
@@ -316,7 +335,11 @@ def check_manifest_checkpoint(
     if keys:
         if not checkpoint.signatures:
             raise BadSignatureError("the checkpoint is not signed")
-        names = {k.name for k in keys} if require is None else set(require) | ({checkpoint.origin} if key is not None else set())
+        names = (
+            {k.name for k in keys}
+            if require is None
+            else set(require) | ({checkpoint.origin} if key is not None else set())
+        )
         verify_note(checkpoint.note(), keys, require=sorted(names))
 
 
@@ -336,7 +359,9 @@ def check_run_proof(line: Mapping[str, Any], index: int, proof: Sequence[str], c
         path = [bytes.fromhex(h) for h in proof]
     except ValueError:
         raise ProofError("a proof hash is not hex") from None
-    verify_inclusion(index, checkpoint.size, leaf_hash(canonical_bytes(dict(line))), path, bytes.fromhex(checkpoint.root))
+    verify_inclusion(
+        index, checkpoint.size, leaf_hash(canonical_bytes(dict(line))), path, bytes.fromhex(checkpoint.root)
+    )
 
 
 def prove_extension(old_size: int, data: bytes) -> List[str]:
@@ -354,4 +379,3 @@ def check_extension(old: ManifestCheckpoint, new: ManifestCheckpoint, proof: Seq
     except ValueError:
         raise ProofError("a proof hash is not hex") from None
     verify_consistency(old.size, new.size, bytes.fromhex(old.root), bytes.fromhex(new.root), path)
-

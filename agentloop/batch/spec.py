@@ -46,8 +46,21 @@ __all__ = [
 #: a callback, an approver, a signer, an approval signer) are not data, and ``max_seconds``
 #: records a clock reading in record 0, which no one can know before the run.
 RESERVED_OPTIONS = frozenset(
-    {"transcript", "overwrite", "checkpoint", "key", "max_steps", "max_tokens", "stop_sentinel",
-     "approver", "clock", "on_record", "signer", "approval_signer", "max_seconds"}
+    {
+        "transcript",
+        "overwrite",
+        "checkpoint",
+        "key",
+        "max_steps",
+        "max_tokens",
+        "stop_sentinel",
+        "approver",
+        "clock",
+        "on_record",
+        "signer",
+        "approval_signer",
+        "max_seconds",
+    }
 )
 #: A run's name is its transcript's file name, ``NAME.jsonl``.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
@@ -85,15 +98,20 @@ class RunSpec:
         where = "RunSpec(%s)" % (shown(self.name),)
         if not isinstance(self.name, str) or not _NAME.match(self.name):
             raise RunConfigError(
-                "%s.name" % (where,), "must be 1-128 of A-Z a-z 0-9 . _ - not starting with . _ or - (it names NAME.jsonl)"
+                "%s.name" % (where,),
+                "must be 1-128 of A-Z a-z 0-9 . _ - not starting with . _ or - (it names NAME.jsonl)",
             )
         if not isinstance(self.task, str):
             raise RunConfigError(where + ".task", "must be a str, got %s" % (type(self.task).__name__,))
         for name in ("max_steps", "max_tokens"):
             if not _count(getattr(self, name)):
-                raise RunConfigError("%s.%s" % (where, name), "must be an int from 0 to 2**53-1, got %s" % (shown(getattr(self, name)),))
+                raise RunConfigError(
+                    "%s.%s" % (where, name), "must be an int from 0 to 2**53-1, got %s" % (shown(getattr(self, name)),)
+                )
         if self.stop_sentinel is not None and not isinstance(self.stop_sentinel, str):
-            raise RunConfigError(where + ".stop_sentinel", "must be None or a str, got %s" % (shown(self.stop_sentinel),))
+            raise RunConfigError(
+                where + ".stop_sentinel", "must be None or a str, got %s" % (shown(self.stop_sentinel),)
+            )
         if not isinstance(self.options, Mapping):
             raise RunConfigError(where + ".options", "must be a dict, got %s" % (type(self.options).__name__,))
         allowed = run_options()
@@ -111,7 +129,12 @@ class RunSpec:
 
     def to_json(self) -> Dict[str, Any]:
         """The spec as a JSON object: ``stop_sentinel`` and ``options`` only when set."""
-        out: Dict[str, Any] = {"name": self.name, "task": self.task, "max_steps": self.max_steps, "max_tokens": self.max_tokens}
+        out: Dict[str, Any] = {
+            "name": self.name,
+            "task": self.task,
+            "max_steps": self.max_steps,
+            "max_tokens": self.max_tokens,
+        }
         if self.stop_sentinel is not None:
             out["stop_sentinel"] = self.stop_sentinel
         if self.options:
@@ -141,8 +164,9 @@ class RunSpec:
         naming the spec and the option.
         """
         try:
-            return RunOptions(max_steps=self.max_steps, max_tokens=self.max_tokens, stop_sentinel=self.stop_sentinel,
-                              **self.options)
+            return RunOptions(
+                max_steps=self.max_steps, max_tokens=self.max_tokens, stop_sentinel=self.stop_sentinel, **self.options
+            )
         except RunConfigError as exc:
             raise RunConfigError("spec %s: %s" % (self.name, exc.parameter), exc.reason) from None
 

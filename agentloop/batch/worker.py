@@ -45,7 +45,14 @@ def transcript_path(out_dir: str, name: str) -> str:
 
 def make_job(spec: RunSpec, model: str, tools: str, out_dir: str, transfer: str, max_bytes: int) -> str:
     """The JSON string :func:`run_one` takes."""
-    job = {"spec": spec.to_json(), "model": model, "tools": tools, "out_dir": out_dir, "transfer": transfer, "max_bytes": max_bytes}
+    job = {
+        "spec": spec.to_json(),
+        "model": model,
+        "tools": tools,
+        "out_dir": out_dir,
+        "transfer": transfer,
+        "max_bytes": max_bytes,
+    }
     return json.dumps(job, sort_keys=True, ensure_ascii=True)
 
 
@@ -108,7 +115,9 @@ def run_one(job_text: str) -> str:
             run(spec.task, model, tools, options, transcript=path)
             size = os.path.getsize(path)
             if size > job["max_bytes"]:
-                raise RunConfigError("max_transfer_bytes", "transcript of %d bytes exceeds %d" % (size, job["max_bytes"]))
+                raise RunConfigError(
+                    "max_transfer_bytes", "transcript of %d bytes exceeds %d" % (size, job["max_bytes"])
+                )
             with open(path, "rb") as handle:
                 data = handle.read()
         finally:

@@ -57,7 +57,6 @@ from ..report import CheckpointStatus
 from .keys import add_sign_options, add_trust_options, load_signers, load_trusted, signer_names
 from .output import (
     Commands,
-    Refused,
     check_input,
     check_output,
     complain,
@@ -80,6 +79,7 @@ __all__ = [
     "default_checkpoint_path",
 ]
 
+
 def default_checkpoint_path(path: str) -> str:
     """``run.jsonl`` -> ``run.checkpoint``; any other name gets ``.checkpoint`` appended."""
     return path[: -len(".jsonl")] + ".checkpoint" if path.endswith(".jsonl") else path + ".checkpoint"
@@ -92,7 +92,9 @@ def _usage(command: str, message: str) -> int:
 
 def _key_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--key-file", metavar="K", help="the HMAC-SHA256 key, in a file (one trailing newline is ignored)")
+    group.add_argument(
+        "--key-file", metavar="K", help="the HMAC-SHA256 key, in a file (one trailing newline is ignored)"
+    )
     group.add_argument("--key-env", metavar="VAR", help="the HMAC-SHA256 key, in an environment variable")
 
 
@@ -114,7 +116,6 @@ def _signed(args: argparse.Namespace, key: Optional[bytes], names: Sequence[str]
     return "%ssigned by %s" % ("both " if plural else "", signer_names(names))
 
 
-
 # --- verify --checkpoint / --since -------------------------------------------
 
 
@@ -129,12 +130,20 @@ def add_verify_options(verify: argparse.ArgumentParser) -> None:
 
 def is_anchored(args: argparse.Namespace) -> bool:
     """Whether ``verify`` was given a checkpoint option."""
-    return any(getattr(args, name, None) for name in ("checkpoint", "since", "exact", "key_file", "key_env", "trust", "require"))
+    return any(
+        getattr(args, name, None)
+        for name in ("checkpoint", "since", "exact", "key_file", "key_env", "trust", "require")
+    )
 
 
 def _anchor_json(result: AnchoredResult) -> Dict[str, Any]:
-    return {"anchored": result.anchored, "unanchored": result.unanchored, "root": result.root, "signed": result.signed,
-            "signers": list(result.signers)}
+    return {
+        "anchored": result.anchored,
+        "unanchored": result.unanchored,
+        "root": result.root,
+        "signed": result.signed,
+        "signers": list(result.signers),
+    }
 
 
 def verify_anchored(args: argparse.Namespace, out: TextIO) -> int:
@@ -146,29 +155,46 @@ def verify_anchored(args: argparse.Namespace, out: TextIO) -> int:
     if args.exact and args.checkpoint is None:
         return _usage("verify", "--exact needs --checkpoint")
     if args.expect_count is not None or args.expect_head is not None:
-        return _usage("verify", "--expect-count/--expect-head are not taken with --checkpoint/--since (a checkpoint holds both)")
+        return _usage(
+            "verify", "--expect-count/--expect-head are not taken with --checkpoint/--since (a checkpoint holds both)"
+        )
     path = args.files[0]
     for name in [path] + [c for c in (args.checkpoint, args.since) if c is not None]:
         check_input(name, pipe=name == path)
     key = _key(args)
     trusted = load_trusted(args)
-    result = verify_checkpoint(path, args.checkpoint, since=args.since, key=key, trusted=trusted, require=args.require, exact=args.exact)
+    result = verify_checkpoint(
+        path, args.checkpoint, since=args.since, key=key, trusted=trusted, require=args.require, exact=args.exact
+    )
     if args.json:
-        entry = {"file": path, "ok": result.ok, "count": result.count, "head": result.head, "complete": result.complete,
-                 "faults": [fault_json(f) for f in result.faults], "checkpoint": _anchor_json(result)}
+        entry = {
+            "file": path,
+            "ok": result.ok,
+            "count": result.count,
+            "head": result.head,
+            "complete": result.complete,
+            "faults": [fault_json(f) for f in result.faults],
+            "checkpoint": _anchor_json(result),
+        }
         emit(out, json.dumps([entry], indent=2, ensure_ascii=False), lines=True)
         return 0 if result.ok else 1
     report_verdict(path, result, out)
     if result.ok:
         signed = ", " + _signed(args, key, result.signers) if result.signed else ""
         if args.checkpoint is not None:
-            emit(out, "%s: checkpoint %s: the first %d records match its root and head%s"
-                  % (path, args.checkpoint, result.anchored, signed))
+            emit(
+                out,
+                "%s: checkpoint %s: the first %d records match its root and head%s"
+                % (path, args.checkpoint, result.anchored, signed),
+            )
         if args.since is not None:
             emit(out, "%s: extends the older checkpoint %s%s" % (path, args.since, signed))
         if result.unanchored:
-            emit(out, "note: %d record%s after the checkpoint %s not anchored by it (unanchored_tail; --exact makes this a failure)"
-                  % (result.unanchored, "" if result.unanchored == 1 else "s", "is" if result.unanchored == 1 else "are"))
+            emit(
+                out,
+                "note: %d record%s after the checkpoint %s not anchored by it (unanchored_tail; --exact makes this a failure)"
+                % (result.unanchored, "" if result.unanchored == 1 else "s", "is" if result.unanchored == 1 else "are"),
+            )
         if key is None and not trusted:
             emit(out, "note: the checkpoint's signature was not checked (no --trust or --key-file/--key-env)")
     return 0 if result.ok else 1
@@ -323,11 +349,17 @@ def _cmd_check_proof(args: argparse.Namespace, out: TextIO) -> int:
         return _proof_failure(args.proof, exc, out)
     signed = "; " + _signed(args, key, names) if key is not None or trusted else "; its signature was not checked"
     if isinstance(proof, ConsistencyProof):
-        emit(out, "%s: ok, the first %d records (root %s) are a prefix of the %d of checkpoint %s%s"
-              % (args.proof, proof.old_size, proof.old_root, proof.size, args.checkpoint, signed))
+        emit(
+            out,
+            "%s: ok, the first %d records (root %s) are a prefix of the %d of checkpoint %s%s"
+            % (args.proof, proof.old_size, proof.old_root, proof.size, args.checkpoint, signed),
+        )
     else:
-        emit(out, "%s: ok, leaf hash %s is record %d of the %d of checkpoint %s%s"
-              % (args.proof, proof.leaf_hash, proof.index, proof.size, args.checkpoint, signed))
+        emit(
+            out,
+            "%s: ok, leaf hash %s is record %d of the %d of checkpoint %s%s"
+            % (args.proof, proof.leaf_hash, proof.index, proof.size, args.checkpoint, signed),
+        )
     return 0
 
 
@@ -338,15 +370,25 @@ def _cmd_consistency(args: argparse.Namespace, out: TextIO) -> int:
     try:
         proof = _read_proof(args.proof)
         if not isinstance(proof, ConsistencyProof):
-            raise ProofError("%s is an inclusion proof; make a consistency proof with 'agentloop prove FILE --from M'" % (args.proof,))
+            raise ProofError(
+                "%s is an inclusion proof; make a consistency proof with 'agentloop prove FILE --from M'"
+                % (args.proof,)
+            )
         old = _read_checkpoint(args.old, "old checkpoint")
         new = _read_checkpoint(args.new, "new checkpoint")
         check_consistency(old, new, proof, key, trusted=trusted, require=args.require)
         if trusted:
-            names = sorted(set(verify_signatures(old, trusted, args.require, key)) & set(verify_signatures(new, trusted, args.require, key)))
+            names = sorted(
+                set(verify_signatures(old, trusted, args.require, key))
+                & set(verify_signatures(new, trusted, args.require, key))
+            )
     except (ProofError, MalformedCheckpointError, BadSignatureError) as exc:
         return _proof_failure(args.new, exc, out)
-    signed = "; " + _signed(args, key, names, plural=True) if key is not None or trusted else "; their signatures were not checked"
+    signed = (
+        "; " + _signed(args, key, names, plural=True)
+        if key is not None or trusted
+        else "; their signatures were not checked"
+    )
     emit(out, "%s: ok, extends %s (%d records -> %d)%s" % (args.new, args.old, old.size, new.size, signed))
     return 0
 
@@ -374,13 +416,16 @@ def _cmd_repair(args: argparse.Namespace, out: TextIO) -> int:
     return 0 if done.result.ok else 1
 
 
-
-
 def add_commands(sub: Commands) -> None:
     """Add ``checkpoint``, ``prove``, ``check-proof``, ``consistency`` and ``repair``."""
     ckpt = sub.add_parser("checkpoint")
     ckpt.add_argument("file", metavar="FILE")
-    ckpt.add_argument("-o", "--output", metavar="OUT", help="where to write it (default: FILE with .jsonl replaced by .checkpoint; - for stdout)")
+    ckpt.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="where to write it (default: FILE with .jsonl replaced by .checkpoint; - for stdout)",
+    )
     ckpt.add_argument("--force", "--overwrite", dest="force", action="store_true", help="replace an existing file OUT")
     _key_options(ckpt)
     add_sign_options(ckpt)
@@ -390,7 +435,9 @@ def add_commands(sub: Commands) -> None:
     prove.add_argument("file", metavar="FILE")
     which = prove.add_mutually_exclusive_group()
     which.add_argument("--index", type=count_arg, metavar="I", help="prove that record I is in the tree")
-    which.add_argument("--from", dest="from_size", type=positive_arg, metavar="M", help="prove that the first M records are a prefix")
+    which.add_argument(
+        "--from", dest="from_size", type=positive_arg, metavar="M", help="prove that the first M records are a prefix"
+    )
     prove.add_argument("--size", type=positive_arg, metavar="N", help="the tree of the first N records (default: all)")
     prove.add_argument("-o", "--output", metavar="OUT", help="write the proof there (default: stdout)")
     prove.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")

@@ -83,8 +83,13 @@ from .output import (
 )
 
 __all__ = [
-    "add_commands", "add_approve_options", "approver_from_args", "report_pause", "verify_decisions",
-    "EXIT_PAUSED", "MAX_ASKS",
+    "add_commands",
+    "add_approve_options",
+    "approver_from_args",
+    "report_pause",
+    "verify_decisions",
+    "EXIT_PAUSED",
+    "MAX_ASKS",
 ]
 
 #: The exit status of a run (or a resume) that paused for approval.
@@ -111,7 +116,11 @@ class TerminalApprover:
         self.prompt = prompt
 
     def __call__(self, request: ApprovalRequest) -> Optional[Decision]:
-        emit(self.prompt, "approval needed: call %s of step %d, tool %s" % (quote(request.call_id, None), request.step, quote(request.tool, None)))
+        emit(
+            self.prompt,
+            "approval needed: call %s of step %d, tool %s"
+            % (quote(request.call_id, None), request.step, quote(request.tool, None)),
+        )
         emit(self.prompt, "  arguments (SHA-256 %s): %s" % (request.arguments_sha256, quote(request.arguments, None)))
         for _ in range(MAX_ASKS):
             emit(self.prompt, _HELP)
@@ -187,13 +196,19 @@ def _bound(path: str, where: str, call_id: str, value: object) -> object:
     runs = value.get("decision") in ("approve", "modify")
     if ANY_ARGUMENTS in value:
         if value[ANY_ARGUMENTS] is not True or not runs or "arguments_sha256" in value:
-            raise Refused(path, "%s.%s: must be true, on an approve or modify decision without arguments_sha256"
-                          % (where, ANY_ARGUMENTS))
+            raise Refused(
+                path,
+                "%s.%s: must be true, on an approve or modify decision without arguments_sha256"
+                % (where, ANY_ARGUMENTS),
+            )
         return {k: v for k, v in value.items() if k != ANY_ARGUMENTS}
     if runs and value.get("arguments_sha256") is None:  # absent or null: bound to nothing
-        raise Refused(path, "%s: the %s decision for call %s names no arguments_sha256: it would run the call with "
-                      "whatever arguments it has (agentloop pending FILE shows each call's; \"%s\": true accepts any)"
-                      % (where, value["decision"], json.dumps(call_id), ANY_ARGUMENTS))
+        raise Refused(
+            path,
+            "%s: the %s decision for call %s names no arguments_sha256: it would run the call with "
+            'whatever arguments it has (agentloop pending FILE shows each call\'s; "%s": true accepts any)'
+            % (where, value["decision"], json.dumps(call_id), ANY_ARGUMENTS),
+        )
     return value
 
 
@@ -217,20 +232,38 @@ def approver_from_args(args: argparse.Namespace) -> Optional[Callable[[ApprovalR
 
 def add_approve_options(command: argparse.ArgumentParser, what: Optional[str] = None) -> None:
     """``--approve`` and ``--by``, for ``run``, ``resume`` and ``replay``."""
-    command.add_argument("--approve", metavar="ask|deny-all|FILE",
-                         help=what or "who decides calls of tools that require approval: ask on the terminal, deny "
-                         "all, or decisions from a JSON file; EOF or an undecided call pauses the run (exit 5)")
-    command.add_argument("--by", metavar="NAME", help="who decides, recorded with each decision (default: the login name)")
+    command.add_argument(
+        "--approve",
+        metavar="ask|deny-all|FILE",
+        help=what
+        or "who decides calls of tools that require approval: ask on the terminal, deny "
+        "all, or decisions from a JSON file; EOF or an undecided call pauses the run (exit 5)",
+    )
+    command.add_argument(
+        "--by", metavar="NAME", help="who decides, recorded with each decision (default: the login name)"
+    )
 
 
 def report_pause(result: RunResult, path: str, out: TextIO) -> int:
     """After a run that paused: what waits, and how to go on; returns :data:`EXIT_PAUSED`."""
     emit(out, "paused: %s" % (result.detail,))
     for request in result.pending:
-        emit(out, "  waiting: call %s of step %d, tool %s, arguments (SHA-256 %s): %s" % (
-            quote(request.call_id, None), request.step, quote(request.tool, None), request.arguments_sha256, quote(request.arguments, None)))
-    emit(out, "transcript: %s (%d records, head %s); go on with: agentloop resume %s --decisions D.json ..." % (
-        path, result.records, result.head, path))
+        emit(
+            out,
+            "  waiting: call %s of step %d, tool %s, arguments (SHA-256 %s): %s"
+            % (
+                quote(request.call_id, None),
+                request.step,
+                quote(request.tool, None),
+                request.arguments_sha256,
+                quote(request.arguments, None),
+            ),
+        )
+    emit(
+        out,
+        "transcript: %s (%d records, head %s); go on with: agentloop resume %s --decisions D.json ..."
+        % (path, result.records, result.head, path),
+    )
     return EXIT_PAUSED
 
 
@@ -238,22 +271,52 @@ def _cmd_pending(args: argparse.Namespace, out: TextIO) -> int:
     check_input(args.file, pipe=False)
     found = read_pending(args.file)
     if args.json:
-        calls = [{"call_id": c.call_id, "tool": c.tool, "arguments": c.arguments, "arguments_sha256": c.arguments_sha256,
-                  "approval": c.policy, "position": c.position} for c in found.calls]
-        emit(out, json.dumps({"origin": found.origin, "step": found.step, "assistant_hash": found.assistant_hash,
-                              "stop": found.stop, "calls": calls}, sort_keys=True))
+        calls = [
+            {
+                "call_id": c.call_id,
+                "tool": c.tool,
+                "arguments": c.arguments,
+                "arguments_sha256": c.arguments_sha256,
+                "approval": c.policy,
+                "position": c.position,
+            }
+            for c in found.calls
+        ]
+        emit(
+            out,
+            json.dumps(
+                {
+                    "origin": found.origin,
+                    "step": found.step,
+                    "assistant_hash": found.assistant_hash,
+                    "stop": found.stop,
+                    "calls": calls,
+                },
+                sort_keys=True,
+            ),
+        )
         return EXIT_OK
     if found.stop is not None:
         emit(out, "%s: nothing waits: the run is finished (stop: %s)" % (args.file, found.stop))
         return EXIT_OK
     if not found.calls:
-        emit(out, "%s: no call waits (%d records, no stop record: the run can go on with its next turn)" % (args.file, found.records))
+        emit(
+            out,
+            "%s: no call waits (%d records, no stop record: the run can go on with its next turn)"
+            % (args.file, found.records),
+        )
         return EXIT_OK
-    emit(out, "%s: %d call(s) of step %d wait (run %s, asked by record %s)" % (
-        args.file, len(found.calls), found.step, found.origin, found.assistant_hash))
+    emit(
+        out,
+        "%s: %d call(s) of step %d wait (run %s, asked by record %s)"
+        % (args.file, len(found.calls), found.step, found.origin, found.assistant_hash),
+    )
     for call in found.calls:
-        emit(out, "call %s (position %d): tool %s, approval %s" % (
-            quote(call.call_id, None), call.position, quote(call.tool, None), call.policy or "not required"))
+        emit(
+            out,
+            "call %s (position %d): tool %s, approval %s"
+            % (quote(call.call_id, None), call.position, quote(call.tool, None), call.policy or "not required"),
+        )
         emit(out, "  arguments (SHA-256 %s): %s" % (call.arguments_sha256 or "-", quote(call.arguments, None)))
     return EXIT_OK
 
@@ -279,8 +342,11 @@ def verify_decisions(args: argparse.Namespace, out: TextIO) -> int:
     decision holds, else 1.
     """
     if args.expect_count is not None or args.expect_head is not None or args.exact:
-        raise Refused("--trust", "without --checkpoint, checks the decisions' notes: --expect-count/--expect-head/"
-                      "--exact are not taken with it")
+        raise Refused(
+            "--trust",
+            "without --checkpoint, checks the decisions' notes: --expect-count/--expect-head/"
+            "--exact are not taken with it",
+        )
     trusted = load_trusted(args)
     failed = False
     results = []
@@ -293,9 +359,17 @@ def verify_decisions(args: argparse.Namespace, out: TextIO) -> int:
         failed = failed or not verdict.ok or bool(problems)
         signer = _declared_signer(path)
         if args.json:
-            results.append({"file": path, "ok": verdict.ok and not problems, "count": verdict.count,
-                            "head": verdict.head, "complete": verdict.complete, "approval_signer": signer,
-                            "decisions": [{"index": i, "line": i + 1, "problem": p} for i, p in problems if i >= 0]})
+            results.append(
+                {
+                    "file": path,
+                    "ok": verdict.ok and not problems,
+                    "count": verdict.count,
+                    "head": verdict.head,
+                    "complete": verdict.complete,
+                    "approval_signer": signer,
+                    "decisions": [{"index": i, "line": i + 1, "problem": p} for i, p in problems if i >= 0],
+                }
+            )
             continue
         report_verdict(path, verdict, out)
         for index, problem in problems:
@@ -338,20 +412,37 @@ def _resume(args: argparse.Namespace, out: TextIO) -> int:
     decisions = {} if args.decisions is None else _decisions_file(args.decisions)
     tools = load_tools(args.tools)
     live = live_text(args)
-    model = model_from_spec(args.model, base_url=args.base_url, model_name=args.model_name,
-                            max_output_tokens=args.max_output_tokens, timeout=args.timeout, max_retries=args.max_retries,
-                            **model_options(args, live))
+    model = model_from_spec(
+        args.model,
+        base_url=args.base_url,
+        model_name=args.model_name,
+        max_output_tokens=args.max_output_tokens,
+        timeout=args.timeout,
+        max_retries=args.max_retries,
+        **model_options(args, live),
+    )
     if args.checkpoint is None and (args.key_file is not None or args.key_env is not None):
         raise RunConfigError("--key-file/--key-env", "needs --checkpoint")
     key = load_key(args.key_file, args.key_env) if args.key_file is not None or args.key_env is not None else None
     approver = approver_from_args(args)
     try:
         with on_termination():
-            result = resume(args.file, model, tools, decisions=decisions, approver=approver,
-                            rerun_unrecorded=args.rerun_unrecorded, anchor=args.anchor, checkpoint=args.checkpoint,
-                            key=key, overwrite=args.overwrite, clock=RESUMED_CLOCK,
-                            on_record=(lambda record: emit(out, format_record(record))) if live is None
-                            else live.before(lambda record: emit(out, format_record(record))))
+            result = resume(
+                args.file,
+                model,
+                tools,
+                decisions=decisions,
+                approver=approver,
+                rerun_unrecorded=args.rerun_unrecorded,
+                anchor=args.anchor,
+                checkpoint=args.checkpoint,
+                key=key,
+                overwrite=args.overwrite,
+                clock=RESUMED_CLOCK,
+                on_record=(lambda record: emit(out, format_record(record)))
+                if live is None
+                else live.before(lambda record: emit(out, format_record(record))),
+            )
     except (KeyboardInterrupt, Terminated) as ended:  # Ctrl-C, SIGTERM, SIGHUP: said, with what the file holds
         _left(args.file, "terminated (%s)" % (ended.name,) if isinstance(ended, Terminated) else "interrupted (Ctrl-C)")
         return ended.status if isinstance(ended, Terminated) else EXIT_INTERRUPTED
@@ -364,7 +455,9 @@ def _resume(args: argparse.Namespace, out: TextIO) -> int:
         _left(args.file, "standard output was closed (a broken pipe)")
         raise
     except OSError as exc:
-        raise Refused(str(getattr(exc, "filename", None) or args.file), "cannot open it: %s" % (exc.strerror or exc,)) from None
+        raise Refused(
+            str(getattr(exc, "filename", None) or args.file), "cannot open it: %s" % (exc.strerror or exc,)
+        ) from None
     if result.stop_reason == AWAITING_APPROVAL:
         return report_pause(result, args.file, out)
     emit(out, "stop: %s (steps=%d, tokens=%d): %s" % (result.stop_reason, result.steps, result.tokens, result.detail))
@@ -373,7 +466,11 @@ def _resume(args: argparse.Namespace, out: TextIO) -> int:
         emit(out, "checkpoint: %s%s" % (args.checkpoint, " (signed)" if key is not None else ""))
     if result.output is not None:
         emit(out, "answer:")
-        text = result.output if isinstance(result.output, str) else json.dumps(result.output, ensure_ascii=False, sort_keys=True)
+        text = (
+            result.output
+            if isinstance(result.output, str)
+            else json.dumps(result.output, ensure_ascii=False, sort_keys=True)
+        )
         emit(out, text, lines=True)
     return _status(result)
 
@@ -384,32 +481,52 @@ def _left(path: str, what: str) -> None:
 
 def add_commands(sub: Commands) -> None:
     """Register ``pending`` and ``resume``."""
-    waiting = sub.add_parser("pending",
-                             epilog="exit status: 0 listed (or nothing waits), 2 a file that cannot be read or does not verify")
+    waiting = sub.add_parser(
+        "pending", epilog="exit status: 0 listed (or nothing waits), 2 a file that cannot be read or does not verify"
+    )
     waiting.add_argument("file", metavar="FILE")
-    waiting.add_argument("--json", action="store_true", help="one JSON object: origin, step, assistant_hash, stop, calls")
+    waiting.add_argument(
+        "--json", action="store_true", help="one JSON object: origin, step, assistant_hash, stop, calls"
+    )
     waiting.set_defaults(handler=_cmd_pending)
 
     again = sub.add_parser(
         "resume",
         epilog="exit status: as run (0 an answer, 1 model_error, 2 usage error or a refused decision, 3 another stop, "
-        "4, 70, 130), and 5 paused again. The model and tools must be the recorded run's.")
+        "4, 70, 130), and 5 paused again. The model and tools must be the recorded run's.",
+    )
     again.add_argument("file", metavar="FILE")
-    again.add_argument("--decisions", metavar="D.json", help='{"CALL_ID": {"decision": "approve"|"deny"|"modify"|"terminate", "by": ..., '
-                       '"reason": ..., "arguments": {...}, "arguments_sha256": ...}}')
+    again.add_argument(
+        "--decisions",
+        metavar="D.json",
+        help='{"CALL_ID": {"decision": "approve"|"deny"|"modify"|"terminate", "by": ..., '
+        '"reason": ..., "arguments": {...}, "arguments_sha256": ...}}',
+    )
     add_approve_options(again)
     again.add_argument("--model", required=True, metavar="SPEC", help="as for run")
     again.add_argument("--model-name", metavar="NAME")
     again.add_argument("--base-url", metavar="URL")
     again.add_argument("--tools", required=True, metavar="MODULE:REGISTRY")
-    again.add_argument("--max-output-tokens", type=count_arg, metavar="N", help="anthropic: max_tokens per reply (default %d)" % DEFAULT_MAX_TOKENS)
+    again.add_argument(
+        "--max-output-tokens",
+        type=count_arg,
+        metavar="N",
+        help="anthropic: max_tokens per reply (default %d)" % DEFAULT_MAX_TOKENS,
+    )
     add_model_options(again)  # --thinking, --cache, --prompt-cache-key: as the run had them
     again.add_argument("--timeout", type=seconds_arg, default=DEFAULT_TIMEOUT, metavar="SECONDS")
     again.add_argument("--max-retries", type=count_arg, default=DEFAULT_MAX_RETRIES, metavar="N")
-    again.add_argument("--rerun-unrecorded", action="store_true",
-                       help="run again a call with no record that needs no approval (it may have run before a crash)")
-    again.add_argument("--anchor", metavar="CKPT", help="the checkpoint written at the pause: FILE must be exactly what it covers")
-    again.add_argument("--checkpoint", metavar="CKPT", help="write the run's checkpoint there at the next pause or the stop")
+    again.add_argument(
+        "--rerun-unrecorded",
+        action="store_true",
+        help="run again a call with no record that needs no approval (it may have run before a crash)",
+    )
+    again.add_argument(
+        "--anchor", metavar="CKPT", help="the checkpoint written at the pause: FILE must be exactly what it covers"
+    )
+    again.add_argument(
+        "--checkpoint", metavar="CKPT", help="write the run's checkpoint there at the next pause or the stop"
+    )
     again.add_argument("--overwrite", action="store_true", help="replace --checkpoint if it exists")
     keys = again.add_mutually_exclusive_group()
     keys.add_argument("--key-file", metavar="K", help="HMAC key: check --anchor's signature and sign --checkpoint")

@@ -65,8 +65,10 @@ def _executor(args: argparse.Namespace) -> Tuple[Optional[concurrent.futures.Exe
         try:  # only when asked for: agentloop depends on no engine
             distributed = importlib.import_module("distributed")
         except ImportError:
-            raise RunConfigError("--executor", "dask:// needs the distributed package (pip install 'dask[distributed]')") from None
-        client = distributed.Client("tcp://" + args.executor[len("dask://"):])
+            raise RunConfigError(
+                "--executor", "dask:// needs the distributed package (pip install 'dask[distributed]')"
+            ) from None
+        client = distributed.Client("tcp://" + args.executor[len("dask://") :])
         # pure=False: Dask would otherwise run identical submissions once.
         return client.get_executor(pure=False), client.close
     factory = import_reference(args.executor, "--executor", "mypool:make_executor")
@@ -90,8 +92,11 @@ def _signing(path: Optional[str], unsafe: bool) -> Tuple[Optional[bytes], Option
     if head != _SIGNER_PREFIX:
         return load_key(path), None
     if not unsafe and not cryptography_available():
-        raise Refused("--sign", "signing with an Ed25519 key needs the 'cryptography' package (pip install "
-                      "agentloop[sign]); --unsafe-pure-python-signer signs with the slow pure-Python signer instead")
+        raise Refused(
+            "--sign",
+            "signing with an Ed25519 key needs the 'cryptography' package (pip install "
+            "agentloop[sign]); --unsafe-pure-python-signer signs with the slow pure-Python signer instead",
+        )
     signer = Ed25519Signer(read_signer_key(path, allow_slow_unsafe_signer=unsafe), allow_slow_unsafe_signer=unsafe)
     signer.sign(b"agentloop batch: can this key sign?\n")  # fail before the batch, not after it
     return None, signer
@@ -121,7 +126,14 @@ class _Progress:
         left = elapsed / done * (total - done) if done else 0.0
         cost = " | cost %.4f" % (self.cost,) if self.priced else ""
         self.line = "%d/%d done | %d failed | %d tokens%s | %.1fs elapsed | ~%.0fs left " % (
-            done, total, self.failed, self.tokens, cost, elapsed, left)
+            done,
+            total,
+            self.failed,
+            self.tokens,
+            cost,
+            elapsed,
+            left,
+        )
         emit(self.out, self.line, end="\r")  # the next line is written over this one
 
     def end(self) -> None:
@@ -137,14 +149,27 @@ def _summary(result: BatchResult, out: TextIO) -> None:
     for e in result.entries:
         if e.ok:
             reasons[e.stop] = reasons.get(e.stop, 0) + 1
-            emit(out, "%-*s  %-12s  %-14s  %6s  %9s" % (
-                width, e.name, "ok" + (" (resumed)" if e.resumed else ""), quote(e.stop)[1:-1],
-                "-" if e.steps is None else e.steps, "-" if e.tokens is None else e.tokens))
+            emit(
+                out,
+                "%-*s  %-12s  %-14s  %6s  %9s"
+                % (
+                    width,
+                    e.name,
+                    "ok" + (" (resumed)" if e.resumed else ""),
+                    quote(e.stop)[1:-1],
+                    "-" if e.steps is None else e.steps,
+                    "-" if e.tokens is None else e.tokens,
+                ),
+            )
         else:
             emit(out, "%-*s  %-12s  %s" % (width, e.name, e.status, quote(e.error)[1:-1]))
     counts = ", ".join("%s %d" % (quote(k)[1:-1], v) for k, v in sorted(reasons.items()))
     emit(out, "stops: %s" % (counts or "none",))
-    emit(out, "runs: %d, ok %d, failed %d" % (len(result.entries), len(result.entries) - len(result.failed), len(result.failed)))
+    emit(
+        out,
+        "runs: %d, ok %d, failed %d"
+        % (len(result.entries), len(result.entries) - len(result.failed), len(result.failed)),
+    )
 
 
 def _cmd_batch(args: argparse.Namespace, out: TextIO) -> int:
@@ -156,15 +181,26 @@ def _cmd_batch(args: argparse.Namespace, out: TextIO) -> int:
     progress = _Progress(out, out.isatty())
     try:
         result = run_many(
-            specs, model=args.model, tools=args.tools, out_dir=args.out, executor=executor, manifest=manifest,
-            checkpoint=checkpoint, signer=signer, key=key, resume=args.resume, transfer=args.transfer,
+            specs,
+            model=args.model,
+            tools=args.tools,
+            out_dir=args.out,
+            executor=executor,
+            manifest=manifest,
+            checkpoint=checkpoint,
+            signer=signer,
+            key=key,
+            resume=args.resume,
+            transfer=args.transfer,
             progress=progress,
         )
     except LedgerMismatchError as exc:  # evidence that changed: reported, never re-run, overwritten or re-signed
         for name, why in exc.altered:
             emit(out, "ALTERED %s: %s" % (quote(name), quote(why)[1:-1]))
-        emit(out, "refused: %s; nothing was run, and %s and %s were left as they were"
-             % (exc.reason, manifest, checkpoint))
+        emit(
+            out,
+            "refused: %s; nothing was run, and %s and %s were left as they were" % (exc.reason, manifest, checkpoint),
+        )
         return EXIT_FAULT
     finally:
         progress.end()
@@ -179,16 +215,21 @@ def _cmd_batch(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK if result.ok else EXIT_FAULT
 
 
-
 def _audit_json(manifest: str, result: AuditResult, signed: bool) -> Dict[str, Any]:
     """``verify --manifest --json``: every member is documented in docs/batch.md ("verify --manifest --json")."""
     return {
-        "manifest": manifest, "ok": result.ok, "runs": result.runs, "verified": len(result.verified),
-        "missing": list(result.missing), "extra": list(result.extra),
+        "manifest": manifest,
+        "ok": result.ok,
+        "runs": result.runs,
+        "verified": len(result.verified),
+        "missing": list(result.missing),
+        "extra": list(result.extra),
         "repeated": [{"path": p, "first": f} for p, f in result.repeated],
         "altered": [{"name": n, "why": w} for n, w in result.altered],
-        "failed": [{"name": n, "status": s} for n, s in result.failed], "checkpoint": result.checkpoint,
-        "ledger_trusted": result.checkpoint is None, "signature_checked": result.checkpoint is not None and signed,
+        "failed": [{"name": n, "status": s} for n, s in result.failed],
+        "checkpoint": result.checkpoint,
+        "ledger_trusted": result.checkpoint is None,
+        "signature_checked": result.checkpoint is not None and signed,
     }
 
 
@@ -204,8 +245,13 @@ def verify_manifest(args: argparse.Namespace, out: TextIO) -> int:
         raise Refused("--key-file/--key-env/--trust", "need --checkpoint (the manifest's checkpoint)")
     try:
         result = audit_batch(
-            args.files, args.manifest, checkpoint=args.checkpoint, key=key, verifiers=verifiers,
-            require=list(args.require) if verifiers else None, workers=args.workers or 1,
+            args.files,
+            args.manifest,
+            checkpoint=args.checkpoint,
+            key=key,
+            verifiers=verifiers,
+            require=list(args.require) if verifiers else None,
+            workers=args.workers or 1,
         )
     except OSError as exc:
         raise Refused(exc.filename or args.manifest, "cannot be read: %s" % (exc.strerror or exc,)) from None
@@ -224,15 +270,30 @@ def verify_manifest(args: argparse.Namespace, out: TextIO) -> int:
     for name, status in result.failed:
         emit(out, "FAILED %s: the run failed in the batch (%s)" % (quote(name), quote(status)[1:-1]))
     if result.checkpoint is not None:
-        emit(out, "checkpoint %s: %s" % (quote(args.checkpoint), "ok" if not result.checkpoint else "FAILED: " + result.checkpoint))
+        emit(
+            out,
+            "checkpoint %s: %s"
+            % (quote(args.checkpoint), "ok" if not result.checkpoint else "FAILED: " + result.checkpoint),
+        )
         if not result.checkpoint and key is None and not verifiers:
             emit(out, "note: the checkpoint's signature was not checked (no --trust or --key-file/--key-env)")
     else:
-        emit(out, "note: the ledger itself was taken on trust: whoever can write it can rewrite it and its transcripts "
-                  "together; check it against its checkpoint kept elsewhere (--checkpoint, with --trust or --key-file)")
-    emit(out, "%s: %s: %d of %d transcripts match the ledger (%d runs)" % (
-        "ok" if result.ok else "FAILED", quote(args.manifest), len(result.verified),
-        len(result.verified) + len(result.missing) + len(result.altered), result.runs))
+        emit(
+            out,
+            "note: the ledger itself was taken on trust: whoever can write it can rewrite it and its transcripts "
+            "together; check it against its checkpoint kept elsewhere (--checkpoint, with --trust or --key-file)",
+        )
+    emit(
+        out,
+        "%s: %s: %d of %d transcripts match the ledger (%d runs)"
+        % (
+            "ok" if result.ok else "FAILED",
+            quote(args.manifest),
+            len(result.verified),
+            len(result.verified) + len(result.missing) + len(result.altered),
+            result.runs,
+        ),
+    )
     return EXIT_OK if result.ok else EXIT_FAULT
 
 
@@ -242,16 +303,39 @@ def add_commands(sub: Commands) -> None:
         "batch",
         epilog="exit status: 0 every run ok, 1 some run failed (worker_error or rejected), 2 usage error",
     )
-    batch.add_argument("tasks", metavar="TASKS.jsonl", help='one spec per line: {"name":..., "task":..., "max_steps":..., "max_tokens":...}')
+    batch.add_argument(
+        "tasks",
+        metavar="TASKS.jsonl",
+        help='one spec per line: {"name":..., "task":..., "max_steps":..., "max_tokens":...}',
+    )
     batch.add_argument("--model", required=True, metavar="SPEC", help="openai:MODEL, anthropic:MODEL or MODULE:FACTORY")
     batch.add_argument("--tools", required=True, metavar="MODULE:REGISTRY", help="the tools, e.g. demo:demo_tools")
-    batch.add_argument("--out", required=True, metavar="DIR", help="where NAME.jsonl, manifest.jsonl and manifest.checkpoint go")
+    batch.add_argument(
+        "--out", required=True, metavar="DIR", help="where NAME.jsonl, manifest.jsonl and manifest.checkpoint go"
+    )
     engine = batch.add_mutually_exclusive_group()
     engine.add_argument("--workers", type=positive_arg, metavar="N", help="a pool of N processes")
-    engine.add_argument("--threads", type=positive_arg, metavar="N", help="a pool of N threads (runs waiting on an API)")
-    engine.add_argument("--executor", metavar="URL|MODULE:FACTORY", help="dask://HOST:PORT, or a factory returning a concurrent.futures.Executor")
-    batch.add_argument("--resume", action="store_true", help="keep the transcripts that verify with the expected origin; run the rest")
-    batch.add_argument("--sign", metavar="KEYFILE", help="sign the checkpoint: an Ed25519 signer key (PRIVATE+KEY+...) or an HMAC key file")
+    engine.add_argument(
+        "--threads", type=positive_arg, metavar="N", help="a pool of N threads (runs waiting on an API)"
+    )
+    engine.add_argument(
+        "--executor",
+        metavar="URL|MODULE:FACTORY",
+        help="dask://HOST:PORT, or a factory returning a concurrent.futures.Executor",
+    )
+    batch.add_argument(
+        "--resume", action="store_true", help="keep the transcripts that verify with the expected origin; run the rest"
+    )
+    batch.add_argument(
+        "--sign",
+        metavar="KEYFILE",
+        help="sign the checkpoint: an Ed25519 signer key (PRIVATE+KEY+...) or an HMAC key file",
+    )
     add_unsafe_option(batch)
-    batch.add_argument("--transfer", choices=("path", "bytes"), default="path", help="bytes: workers return transcripts (no shared file system)")
+    batch.add_argument(
+        "--transfer",
+        choices=("path", "bytes"),
+        default="path",
+        help="bytes: workers return transcripts (no shared file system)",
+    )
     batch.set_defaults(handler=_cmd_batch)

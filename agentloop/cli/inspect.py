@@ -70,8 +70,12 @@ def _cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
         check_input(path)
     for path in args.files:
         result = verify_file(
-            path, expect_count=args.expect_count, expect_head=args.expect_head,
-            max_faults=args.max_faults, require_complete=args.complete, workers=args.workers or 1,
+            path,
+            expect_count=args.expect_count,
+            expect_head=args.expect_head,
+            max_faults=args.max_faults,
+            require_complete=args.complete,
+            workers=args.workers or 1,
         )
         failed = failed or not result.ok
         if args.json:
@@ -123,7 +127,9 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
                 text = "    " + text
         emit(out, text, shade, paint)
 
-    result = verify_file(args.file, on_line=show, max_faults=args.max_faults)  # one pass: the lines shown are the bytes judged
+    result = verify_file(
+        args.file, on_line=show, max_faults=args.max_faults
+    )  # one pass: the lines shown are the bytes judged
     report_verdict(args.file, result, out, paint)
     return 0 if result.ok else 1
 
@@ -165,7 +171,10 @@ def _cmd_report(args: argparse.Namespace, out: TextIO) -> int:
 
 def _max_faults_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--max-faults", type=positive_arg, default=MAX_FAULTS, metavar="N",
+        "--max-faults",
+        type=positive_arg,
+        default=MAX_FAULTS,
+        metavar="N",
         help="keep the first N faults, then stop judging and count the lines left (default %d)" % (MAX_FAULTS,),
     )
 
@@ -173,20 +182,26 @@ def _max_faults_option(parser: argparse.ArgumentParser) -> None:
 def _manifest_options(verify: argparse.ArgumentParser) -> None:
     """``verify``'s batch options: ``--manifest`` and ``--workers`` (also for one transcript);
     its checkpoint takes ``--trust``/``--require``."""
-    verify.add_argument("--manifest", metavar="MANIFEST",
-                        help="check the FILEs against a batch ledger (agentloop batch)")
-    verify.add_argument("--workers", type=positive_arg, metavar="N",
-                        help="read each FILE (with --manifest: the files) in N processes")
+    verify.add_argument(
+        "--manifest", metavar="MANIFEST", help="check the FILEs against a batch ledger (agentloop batch)"
+    )
+    verify.add_argument(
+        "--workers", type=positive_arg, metavar="N", help="read each FILE (with --manifest: the files) in N processes"
+    )
 
 
 def add_commands(sub: Commands) -> None:
     """Register ``verify``, ``show`` and ``report``."""
     verify = sub.add_parser("verify")
     verify.add_argument("files", nargs="+", metavar="FILE")
-    verify.add_argument("--expect-count", type=count_arg, metavar="N", help="the record count kept elsewhere (one FILE)")
+    verify.add_argument(
+        "--expect-count", type=count_arg, metavar="N", help="the record count kept elsewhere (one FILE)"
+    )
     verify.add_argument("--expect-head", type=hash_arg, metavar="HASH", help="the last hash kept elsewhere (one FILE)")
     verify.add_argument("--json", action="store_true", help="print the results as JSON")
-    verify.add_argument("--complete", action="store_true", help="a run without its stop record is a failure (fault incomplete)")
+    verify.add_argument(
+        "--complete", action="store_true", help="a run without its stop record is a failure (fault incomplete)"
+    )
     _max_faults_option(verify)
     add_verify_options(verify)
     _manifest_options(verify)
@@ -196,15 +211,19 @@ def add_commands(sub: Commands) -> None:
     show.add_argument("file", metavar="FILE")
     show.add_argument("--turns", action="store_true", help="group the records by turn")
     show.add_argument("--no-color", action="store_true", help="never colour (also: NO_COLOR=1)")
-    show.add_argument("--full", action="store_true", help="print texts and values whole, and each tool call's arguments")
+    show.add_argument(
+        "--full", action="store_true", help="print texts and values whole, and each tool call's arguments"
+    )
     _max_faults_option(show)
     show.set_defaults(handler=_cmd_show)
 
     report = sub.add_parser("report")
     report.add_argument("file", nargs="?", metavar="FILE")
     report.add_argument(
-        "-o", "--output", metavar="OUT.html",
-        help="where to write the page (default: FILE with .jsonl replaced by .html; --manifest: batch.html beside it)"
+        "-o",
+        "--output",
+        metavar="OUT.html",
+        help="where to write the page (default: FILE with .jsonl replaced by .html; --manifest: batch.html beside it)",
     )
     report.add_argument(
         "--overwrite", action="store_true", help="replace OUT.html even if it is not a page agentloop report wrote"

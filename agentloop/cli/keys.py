@@ -51,12 +51,20 @@ import os
 import re
 import stat
 import time
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, TextIO, Tuple, Union
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, TextIO, Tuple, Union
 
 from ..errors import BadSignatureError, MalformedCheckpointError, ProofError
 from ..signing.backend import cryptography_available
 from ..signing.cosignature import CosignatureSigner, verifier_from_key
-from ..signing.keys import ALG_COSIGNATURE_V1, ALG_ED25519, generate_key, read_signer_key, read_verifier_key, write_signer_key, write_verifier_key
+from ..signing.keys import (
+    ALG_COSIGNATURE_V1,
+    ALG_ED25519,
+    generate_key,
+    read_signer_key,
+    read_verifier_key,
+    write_signer_key,
+    write_verifier_key,
+)
 from ..signing.note import Ed25519Signer, Verifier
 from ..signing.witness import build_add_checkpoint_request
 from ..transcript.anchor import verify_checkpoint
@@ -100,17 +108,28 @@ def add_unsafe_option(parser: argparse.ArgumentParser) -> None:
 
 def add_sign_options(parser: argparse.ArgumentParser) -> None:
     """``--sign KEY`` (repeatable) and ``--unsafe-pure-python-signer``."""
-    parser.add_argument("--sign", action="append", default=[], metavar="KEY",
-                        help="also sign with this Ed25519 note key file (PRIVATE+KEY+...; repeatable)")
+    parser.add_argument(
+        "--sign",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="also sign with this Ed25519 note key file (PRIVATE+KEY+...; repeatable)",
+    )
     add_unsafe_option(parser)
 
 
 def add_trust_options(parser: argparse.ArgumentParser) -> None:
     """``--trust VKEY`` and ``--require NAME`` (both repeatable)."""
-    parser.add_argument("--trust", action="append", default=[], metavar="VKEY",
-                        help="a public key file (note key or witness key) whose signatures count; repeatable")
-    parser.add_argument("--require", action="append", default=[], metavar="NAME",
-                        help="this --trust key must have signed; repeatable")
+    parser.add_argument(
+        "--trust",
+        action="append",
+        default=[],
+        metavar="VKEY",
+        help="a public key file (note key or witness key) whose signatures count; repeatable",
+    )
+    parser.add_argument(
+        "--require", action="append", default=[], metavar="NAME", help="this --trust key must have signed; repeatable"
+    )
 
 
 def _can_sign(args: argparse.Namespace, option: str) -> bool:
@@ -126,7 +145,11 @@ def _signer_key(path: str, option: str, alg: int, unsafe: bool) -> Any:
     key = read_signer_key(path, allow_slow_unsafe_signer=unsafe)
     if key.alg != alg:
         if alg == ALG_ED25519:
-            raise Refused(option, "%s is a witness key (cosignature/v1): it cosigns with 'agentloop cosign', it does not sign checkpoints" % (path,))
+            raise Refused(
+                option,
+                "%s is a witness key (cosignature/v1): it cosigns with 'agentloop cosign', it does not sign checkpoints"
+                % (path,),
+            )
         raise Refused(option, "%s is not a witness key (make one with 'agentloop keygen NAME --witness')" % (path,))
     return key
 
@@ -178,8 +201,9 @@ def _cmd_keygen(args: argparse.Namespace, out: TextIO) -> int:
     except OSError:
         mode = None
     if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # -o /dev/null: keys beside a device
-        raise Refused(prefix, "is %s: -o takes a file prefix (PREFIX.key and PREFIX.pub are written)"
-                      % (file_type(mode),))
+        raise Refused(
+            prefix, "is %s: -o takes a file prefix (PREFIX.key and PREFIX.pub are written)" % (file_type(mode),)
+        )
     private, public = prefix + ".key", prefix + ".pub"
     for path in (private, public):
         if os.path.lexists(path):
@@ -202,6 +226,7 @@ def _cmd_keygen(args: argparse.Namespace, out: TextIO) -> int:
 
 # --- cosign: a witness -------------------------------------------------------------------------
 
+
 def _read_state(path: str) -> "WitnessState":
     """The witness state (:func:`agentloop.tlog.witness.load_state`): the last checkpoint cosigned per log."""
     from ..tlog.witness import load_state  # only here: the other commands of this module (and verify) need no witness
@@ -214,7 +239,9 @@ def _read_state(path: str) -> "WitnessState":
 def _timestamp_arg(text: str) -> int:
     """``--time``: C2SP tlog-cosignature's timestamp "MUST NOT exceed 2^63 - 1"; a witness's is never 0 (tlog-witness)."""
     if not text.isascii() or not text.isdigit() or len(text) > 20 or not 1 <= int(text) <= 2**63 - 1:
-        raise argparse.ArgumentTypeError("must be seconds since the UNIX epoch (a non-negative integer), from 1 to 2**63-1")
+        raise argparse.ArgumentTypeError(
+            "must be seconds since the UNIX epoch (a non-negative integer), from 1 to 2**63-1"
+        )
     return int(text)
 
 
@@ -289,8 +316,11 @@ def _cmd_cosign(args: argparse.Namespace, out: TextIO) -> int:
         emit(out, data.decode("utf-8"), lines=True, end="")
         return 0
     write_file(target, data)
-    emit(out, "%s: cosigned by %s at time %d: %d records, signed by %s, %s"
-         % (target, witness.name, stamp, ckpt.size, signer_names(signers), history))
+    emit(
+        out,
+        "%s: cosigned by %s at time %d: %d records, signed by %s, %s"
+        % (target, witness.name, stamp, ckpt.size, signer_names(signers), history),
+    )
     return 0
 
 
@@ -351,7 +381,9 @@ def _cmd_witness_request(args: argparse.Namespace, out: TextIO) -> int:
     except OSError as exc:
         raise Refused(args.new, "cannot read it: %s" % (exc.strerror or exc,)) from None
     if not new.signatures:
-        raise Refused(args.new, "is not signed: a witness verifies the log's signature (agentloop checkpoint --sign KEY)")
+        raise Refused(
+            args.new, "is not signed: a witness verifies the log's signature (agentloop checkpoint --sign KEY)"
+        )
     found = _old_and_proof(args, new, out)
     if isinstance(found, int):
         return found
@@ -363,27 +395,50 @@ def _cmd_witness_request(args: argparse.Namespace, out: TextIO) -> int:
 def add_commands(sub: Commands) -> None:
     """Register ``keygen``, ``cosign`` and ``witness-request``."""
     keygen = sub.add_parser("keygen")
-    keygen.add_argument("name", metavar="NAME", help="the key name in signature lines (yours to choose; no space or '+')")
-    keygen.add_argument("--witness", action="store_true", help="a witness key (cosignature/v1) instead of a note signing key")
-    keygen.add_argument("-o", "--output", metavar="PREFIX", help="write PREFIX.key and PREFIX.pub (default: NAME, made a file name)")
+    keygen.add_argument(
+        "name", metavar="NAME", help="the key name in signature lines (yours to choose; no space or '+')"
+    )
+    keygen.add_argument(
+        "--witness", action="store_true", help="a witness key (cosignature/v1) instead of a note signing key"
+    )
+    keygen.add_argument(
+        "-o", "--output", metavar="PREFIX", help="write PREFIX.key and PREFIX.pub (default: NAME, made a file name)"
+    )
     add_unsafe_option(keygen)
     keygen.set_defaults(handler=_cmd_keygen)
 
     cosign = sub.add_parser("cosign")
     cosign.add_argument("ckpt", metavar="CKPT", nargs="?", help="the checkpoint to cosign (with --transcript)")
-    cosign.add_argument("--key", required=True, metavar="WITNESS_KEY", help="the witness's private key (keygen --witness)")
+    cosign.add_argument(
+        "--key", required=True, metavar="WITNESS_KEY", help="the witness's private key (keygen --witness)"
+    )
     cosign.add_argument("--transcript", metavar="FILE", help="the log's transcript, to compute the consistency proof")
-    cosign.add_argument("--state", metavar="STATE", help="the witness's memory: the last size cosigned per log (created if missing)")
-    cosign.add_argument("--time", type=_timestamp_arg, metavar="T", help="the cosignature's timestamp, seconds since the epoch (default: now)")
-    cosign.add_argument("-o", "--output", metavar="OUT", help="write the cosigned checkpoint there (default: replace CKPT; - for stdout)")
+    cosign.add_argument(
+        "--state", metavar="STATE", help="the witness's memory: the last size cosigned per log (created if missing)"
+    )
+    cosign.add_argument(
+        "--time",
+        type=_timestamp_arg,
+        metavar="T",
+        help="the cosignature's timestamp, seconds since the epoch (default: now)",
+    )
+    cosign.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="write the cosigned checkpoint there (default: replace CKPT; - for stdout)",
+    )
     cosign.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     add_trust_options(cosign)
     add_unsafe_option(cosign)
     cosign.set_defaults(handler=_cmd_cosign)
 
     request = sub.add_parser("witness-request")
-    request.add_argument("old", metavar="OLD",
-                         help="the checkpoint the witness last cosigned, or the size it holds (0 for none)")
+    request.add_argument(
+        "old", metavar="OLD", help="the checkpoint the witness last cosigned, or the size it holds (0 for none)"
+    )
     request.add_argument("new", metavar="NEW", help="the new signed checkpoint")
-    request.add_argument("--transcript", metavar="FILE", help="the transcript, to compute the consistency proof from OLD to NEW")
+    request.add_argument(
+        "--transcript", metavar="FILE", help="the transcript, to compute the consistency proof from OLD to NEW"
+    )
     request.set_defaults(handler=_cmd_witness_request)

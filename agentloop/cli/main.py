@@ -78,7 +78,11 @@ COMMANDS: Tuple[Tuple[str, str, str], ...] = (
     ("witness-request", "keys", "print the body of a C2SP tlog-witness add-checkpoint request"),
     ("witness", "tlog", "a C2SP tlog-witness over HTTP: serve one, or submit a checkpoint to one"),
     ("attest", "provenance", "verify a transcript (or a batch), then write its in-toto attestation: FILE.intoto.jsonl"),
-    ("statement", "provenance", "verify a transcript, then write a SCITT signed statement (COSE_Sign1) of its checkpoint"),
+    (
+        "statement",
+        "provenance",
+        "verify a transcript, then write a SCITT signed statement (COSE_Sign1) of its checkpoint",
+    ),
     ("export", "observe", "write a verified run (or batch) as OpenTelemetry GenAI spans or an Inspect AI eval log"),
 )
 _HELP = {name: help for name, _, help in COMMANDS}
@@ -178,8 +182,10 @@ def _silence_stdout() -> None:
 
 
 def _dispatch(args: argparse.Namespace, stream: TextIO) -> int:
-    if args.command == "verify" and len(args.files) > 1 and (
-        args.expect_count is not None or args.expect_head is not None
+    if (
+        args.command == "verify"
+        and len(args.files) > 1
+        and (args.expect_count is not None or args.expect_head is not None)
     ):
         complain("verify", "--expect-count/--expect-head take exactly one FILE")
         return EXIT_USAGE
@@ -207,8 +213,10 @@ def main(argv: Optional[Sequence[str]] = None, out: Optional[TextIO] = None) -> 
     try:
         args, unknown = parser.parse_known_args(given)
         if unknown:  # said by the subcommand they follow, with its usage (argparse would print the top level's)
-            before = given[:given.index(args.command)] if args.command in given else given
-            (parser if unknown[0] in before else commands[args.command]).error("unrecognized arguments: %s" % " ".join(unknown))
+            before = given[: given.index(args.command)] if args.command in given else given
+            (parser if unknown[0] in before else commands[args.command]).error(
+                "unrecognized arguments: %s" % " ".join(unknown)
+            )
     except SystemExit as exc:  # argparse exits on --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
@@ -221,13 +229,19 @@ def main(argv: Optional[Sequence[str]] = None, out: Optional[TextIO] = None) -> 
         complain(args.command, "interrupted (Ctrl-C)")
         return EXIT_INTERRUPTED
     except SystemExit as exc:  # raised by code agentloop ran (a tools module): said, not obeyed silently
-        complain(args.command, "stopped: SystemExit(%s) was raised by code agentloop ran (a tools module?)" % (exc.code,))
+        complain(
+            args.command, "stopped: SystemExit(%s) was raised by code agentloop ran (a tools module?)" % (exc.code,)
+        )
         return EXIT_UNFINISHED
     except Exception as exc:  # a bug: still one line, never a traceback
         text = str(exc)
         if len(text) > _INTERNAL_CHARS:
             text = text[:_INTERNAL_CHARS] + "..."
-        complain(args.command, "internal error: %s: %s (a bug in agentloop %s; please report it)" % (type(exc).__name__, text, __version__))
+        complain(
+            args.command,
+            "internal error: %s: %s (a bug in agentloop %s; please report it)"
+            % (type(exc).__name__, text, __version__),
+        )
         return EXIT_INTERNAL
 
 

@@ -103,8 +103,10 @@ def _apply(servers: Mapping[str, ServerSpec], option: str) -> None:
     where = "--mcp-option %s" % (quote(target),)
     server = servers.get(name)
     if server is None:
-        raise Refused(where, "no --mcp server is named %s (given: %s)" % (
-            quote(name), ", ".join(quote(n) for n in servers) or "none"))
+        raise Refused(
+            where,
+            "no --mcp server is named %s (given: %s)" % (quote(name), ", ".join(quote(n) for n in servers) or "none"),
+        )
     if key not in KEYS:
         raise Refused(where, "unknown key %s (known: %s)" % (quote(key), ", ".join(KEYS)))
     if key in _HTTP_ONLY and not server.http:
@@ -162,8 +164,10 @@ def _seconds(value: str) -> float:
 
 def _env_name(value: str) -> str:
     if not _ENV_NAME.match(value):  # not quoted: a token pasted in place of its variable's name would be shown
-        raise _Bad("takes the name of an environment variable ([A-Za-z_][A-Za-z0-9_]*), not a value; "
-                   "what was given is not shown")
+        raise _Bad(
+            "takes the name of an environment variable ([A-Za-z_][A-Za-z0-9_]*), not a value; "
+            "what was given is not shown"
+        )
     return value
 
 
@@ -187,12 +191,16 @@ def build_client(server: ServerSpec, environ: Optional[Mapping[str, str]] = None
         value = environ.get(variable)
         where = "--mcp-option %s" % (quote(server.name + "." + key),)
         if not value:
-            raise Refused(where, "the environment variable %s is %s" % (
-                variable, "empty" if value == "" else "not set"))
+            raise Refused(
+                where, "the environment variable %s is %s" % (variable, "empty" if value == "" else "not set")
+            )
         headers[header] = "Bearer " + value if key == "bearer-env" else value
         if header_problem(header, headers[header]) is not None:
-            raise Refused(where, "the environment variable %s holds a line break, a control character or a "
-                          "non-ASCII character, which a header cannot carry" % (variable,))
+            raise Refused(
+                where,
+                "the environment variable %s holds a line break, a control character or a "
+                "non-ASCII character, which a header cannot carry" % (variable,),
+            )
     try:
         return _client(server, headers)
     except MCPConfigError as exc:
@@ -202,10 +210,21 @@ def build_client(server: ServerSpec, environ: Optional[Mapping[str, str]] = None
 def _client(server: ServerSpec, headers: Dict[str, str]) -> MCPClient:
     timeout = 30.0 if server.timeout is None else server.timeout
     if server.http:
-        return MCPHttp(server.where, name=server.name, headers=headers, protocol=server.protocol, timeout=timeout,
-                       init_timeout=server.init_timeout)
-    return MCPStdio(server.where, name=server.name, protocol=server.protocol, timeout=timeout,
-                    init_timeout=30.0 if server.init_timeout is None else server.init_timeout)
+        return MCPHttp(
+            server.where,
+            name=server.name,
+            headers=headers,
+            protocol=server.protocol,
+            timeout=timeout,
+            init_timeout=server.init_timeout,
+        )
+    return MCPStdio(
+        server.where,
+        name=server.name,
+        protocol=server.protocol,
+        timeout=timeout,
+        init_timeout=30.0 if server.init_timeout is None else server.init_timeout,
+    )
 
 
 def _reason(exc: MCPConfigError) -> str:

@@ -39,23 +39,38 @@ class LiveText:
 
     def before(self, then: Callable[[Any], Any]) -> Callable[[Any], Any]:
         """``then``, with the live text's line ended first (for ``on_record`` and ``on_retry``)."""
+
         def ended(value: Any) -> Any:
             self.end()
             return then(value)
-        return ended
 
+        return ended
 
 
 def add_model_options(command: argparse.ArgumentParser) -> None:
     """Register the options on ``command``."""
-    command.add_argument("--thinking", type=count_arg, metavar="N",
-                         help="anthropic: extended thinking with a budget of N tokens (from 1024, below --max-output-tokens)")
-    command.add_argument("--cache", action="store_true",
-                         help="anthropic: place prompt-cache breakpoints (the tools, the system prompt, the newest two turns)")
-    command.add_argument("--prompt-cache-key", metavar="KEY", help="openai, openai-responses: the prompt_cache_key of every request")
+    command.add_argument(
+        "--thinking",
+        type=count_arg,
+        metavar="N",
+        help="anthropic: extended thinking with a budget of N tokens (from 1024, below --max-output-tokens)",
+    )
+    command.add_argument(
+        "--cache",
+        action="store_true",
+        help="anthropic: place prompt-cache breakpoints (the tools, the system prompt, the newest two turns)",
+    )
+    command.add_argument(
+        "--prompt-cache-key", metavar="KEY", help="openai, openai-responses: the prompt_cache_key of every request"
+    )
     shown = command.add_mutually_exclusive_group()
-    shown.add_argument("--stream", dest="stream", action="store_true", default=None,
-                       help="stream each reply and show its text on stderr as it arrives (default when stderr is a terminal)")
+    shown.add_argument(
+        "--stream",
+        dest="stream",
+        action="store_true",
+        default=None,
+        help="stream each reply and show its text on stderr as it arrives (default when stderr is a terminal)",
+    )
     shown.add_argument("--no-stream", dest="stream", action="store_false", help="ask for whole replies")
 
 
@@ -72,5 +87,10 @@ def live_text(args: argparse.Namespace) -> Optional[LiveText]:
 
 def model_options(args: argparse.Namespace, live: Optional[LiveText] = None) -> Dict[str, Any]:
     """The options as :func:`~agentloop.models.spec.model_from_spec` keywords (``live``: stream, and show the text)."""
-    return {"thinking": args.thinking, "cache": args.cache, "prompt_cache_key": args.prompt_cache_key,
-            "stream": live is not None, "on_text": live}
+    return {
+        "thinking": args.thinking,
+        "cache": args.cache,
+        "prompt_cache_key": args.prompt_cache_key,
+        "stream": live is not None,
+        "on_text": live,
+    }

@@ -175,8 +175,10 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         combined = _combine(local, [_server_tools(spec, client) for spec, client in zip(specs, clients)])
         for client in clients:  # a refused tool is said, and named in the task record's mcp member
             for refused in client.describe([]).get("refused", []):
-                note("agentloop run: note: MCP server %s: tool %s refused: %s" % (
-                    quote(client.name), quote(refused.get("name")), refused.get("reason")))
+                note(
+                    "agentloop run: note: MCP server %s: tool %s refused: %s"
+                    % (quote(client.name), quote(refused.get("name")), refused.get("reason"))
+                )
         tools = ToolRegistry(combined, servers=clients)  # servers all of whose tools were refused are recorded too
         return _run_with(args, out, tools, signers)
 
@@ -212,7 +214,9 @@ def _run_with(args: argparse.Namespace, out: TextIO, tools: Any, signers: List[A
         transport.on_retry = lambda text: note("agentloop run: waiting to retry: %s" % (text,))
         if live is not None:
             transport.on_retry = live.before(transport.on_retry)
-    printed: Callable[[Any], Any] = lambda record: emit(out, format_record(record))  # each record, live, as written
+    def printed(record: Any) -> None:  # each record, live, as written
+        emit(out, format_record(record))
+
     prices = None if args.prices is None else _read_prices(args.prices)
     if args.checkpoint is None and (args.key_file is not None or args.key_env is not None):
         raise RunConfigError("--key-file/--key-env", "needs --checkpoint")
@@ -220,28 +224,32 @@ def _run_with(args: argparse.Namespace, out: TextIO, tools: Any, signers: List[A
     if args.key_file is not None or args.key_env is not None:
         key = load_key(args.key_file, args.key_env)
     approver = approver_from_args(args)  # --approve: who decides calls of tools that require approval
-    result = _guarded("run", args.output, lambda: run(
-        args.task,
-        model,
-        tools,
-        transcript=args.output,
-        max_steps=args.max_steps,
-        max_tokens=args.max_tokens,
-        stop_sentinel=args.stop_sentinel,
-        overwrite=args.overwrite,
-        checkpoint=args.checkpoint,
-        key=key,
-        signer=signers or None,
-        system=args.system,
-        on_record=printed if live is None else live.before(printed),
-        max_tool_calls=args.max_tool_calls,
-        max_cost=args.max_cost,
-        prices=prices,
-        max_seconds=args.max_seconds,
-        tell_budgets=args.tell_budgets,
-        tool_timeout=args.tool_timeout,
-        approver=approver,
-    ))
+    result = _guarded(
+        "run",
+        args.output,
+        lambda: run(
+            args.task,
+            model,
+            tools,
+            transcript=args.output,
+            max_steps=args.max_steps,
+            max_tokens=args.max_tokens,
+            stop_sentinel=args.stop_sentinel,
+            overwrite=args.overwrite,
+            checkpoint=args.checkpoint,
+            key=key,
+            signer=signers or None,
+            system=args.system,
+            on_record=printed if live is None else live.before(printed),
+            max_tool_calls=args.max_tool_calls,
+            max_cost=args.max_cost,
+            prices=prices,
+            max_seconds=args.max_seconds,
+            tell_budgets=args.tell_budgets,
+            tool_timeout=args.tool_timeout,
+            approver=approver,
+        ),
+    )
     if result.pending:  # paused for approval: no stop record, exit 5 (cli/approval.py)
         return report_pause(result, args.output, out)
     _finish(result, args.output, out)
@@ -289,18 +297,26 @@ def _replay(args: argparse.Namespace, target: str, out: TextIO) -> int:
     _check_paths(target, None, args.overwrite, source=args.file)
     tools = "recorded" if args.recorded_tools else load_tools(args.tools)
     if args.recorded_tools and args.approve is not None:
-        raise Refused("--approve", "is for --tools: --recorded-tools runs nothing and feeds back the recorded "
-                      "decisions")
+        raise Refused(
+            "--approve", "is for --tools: --recorded-tools runs nothing and feeds back the recorded decisions"
+        )
     approver = approver_from_args(args)
 
     def refused(request: Any) -> None:  # a recorded approval authorised the original run, not this replay
-        note("agentloop replay: call %s of step %d (tool %s) was approved in the original run; a recorded approval "
-             "does not authorise a replay: denied (decide again with --approve ask|FILE)"
-             % (quote(request.call_id, None), request.step, quote(request.tool, None)))
+        note(
+            "agentloop replay: call %s of step %d (tool %s) was approved in the original run; a recorded approval "
+            "does not authorise a replay: denied (decide again with --approve ask|FILE)"
+            % (quote(request.call_id, None), request.step, quote(request.tool, None))
+        )
 
     try:
-        outcome = _guarded("replay", target, lambda: replay(
-            args.file, tools, transcript=target, overwrite=args.overwrite, approver=approver, on_refused=refused))
+        outcome = _guarded(
+            "replay",
+            target,
+            lambda: replay(
+                args.file, tools, transcript=target, overwrite=args.overwrite, approver=approver, on_refused=refused
+            ),
+        )
     except _Stopped as stopped:
         return stopped.status
     _finish(outcome.run, target, out)
@@ -311,8 +327,6 @@ def _replay(args: argparse.Namespace, target: str, out: TextIO) -> int:
     return 1
 
 
-
-
 def add_commands(sub: Commands) -> None:
     """Register ``run`` and ``replay`` on the command line's subparsers."""
     command = sub.add_parser(
@@ -321,17 +335,29 @@ def add_commands(sub: Commands) -> None:
         "4 a tool raised SystemExit or the output could not be written, 130 Ctrl-C (the transcript stays a verifiable prefix). "
         "Keys: OPENAI_API_KEY / ANTHROPIC_API_KEY (required for the official endpoints only).",
     )
-    command.add_argument("--model", required=True, metavar="SPEC",
-                         help="openai:MODEL, openai-responses:MODEL, anthropic:MODEL, or an OpenAI-compatible base URL (up to /v1)")
+    command.add_argument(
+        "--model",
+        required=True,
+        metavar="SPEC",
+        help="openai:MODEL, openai-responses:MODEL, anthropic:MODEL, or an OpenAI-compatible base URL (up to /v1)",
+    )
     command.add_argument("--model-name", metavar="NAME", help="the model name, with a URL --model")
-    command.add_argument("--base-url", metavar="URL", help="another base URL for openai: (up to /v1) or anthropic: (without /v1)")
+    command.add_argument(
+        "--base-url", metavar="URL", help="another base URL for openai: (up to /v1) or anthropic: (without /v1)"
+    )
     command.add_argument("--tools", metavar="MODULE:REGISTRY", help="the local tools, e.g. demo:demo_tools")
     command.add_argument(
-        "--mcp", action="append", default=[], metavar="NAME=SERVER",
+        "--mcp",
+        action="append",
+        default=[],
+        metavar="NAME=SERVER",
         help="tools from an MCP server (repeatable): NAME=COMMAND (stdio) or NAME=URL (Streamable HTTP)",
     )
     command.add_argument(
-        "--mcp-option", action="append", default=[], metavar="NAME.KEY=VALUE",
+        "--mcp-option",
+        action="append",
+        default=[],
+        metavar="NAME.KEY=VALUE",
         help="an option of --mcp server NAME (repeatable); KEY: %s; e.g. web.bearer-env=WEB_TOKEN "
         "(header values come from environment variables, never the command line)" % (", ".join(KEYS),),
     )
@@ -340,20 +366,65 @@ def add_commands(sub: Commands) -> None:
     command.add_argument("--max-tokens", required=True, type=count_arg, metavar="N", help="the run's token budget")
     command.add_argument("--stop-sentinel", metavar="TEXT")
     command.add_argument("--system", metavar="TEXT", help="a system prompt (recorded in the task record)")
-    command.add_argument("--max-tool-calls", type=count_arg, metavar="N", help="stop (tool_call_budget) before a turn whose calls would exceed N")
-    command.add_argument("--max-cost", metavar="USD", help="stop (cost_budget) once the cost exceeds USD, a decimal like 0.50; needs --prices")
-    command.add_argument("--prices", metavar="FILE.json", help='USD per million tokens by model: {"MODEL": {"input": "3.00", "output": "15.00"}}; records each turn\'s cost')
-    command.add_argument("--max-seconds", type=_budget_seconds, metavar="SECONDS", help="stop (time_budget) before a turn once SECONDS have passed")
-    command.add_argument("--tell-budgets", action="store_true", help="show the model what remains of each budget before each turn")
-    command.add_argument("--tool-timeout", type=seconds_arg, metavar="SECONDS", help="a tool call past SECONDS fails as data (default: none)")
-    command.add_argument("--max-output-tokens", type=count_arg, metavar="N",
-                         help="anthropic: max_tokens per reply (default %d); openai-responses: max_output_tokens" % DEFAULT_MAX_TOKENS)
+    command.add_argument(
+        "--max-tool-calls",
+        type=count_arg,
+        metavar="N",
+        help="stop (tool_call_budget) before a turn whose calls would exceed N",
+    )
+    command.add_argument(
+        "--max-cost",
+        metavar="USD",
+        help="stop (cost_budget) once the cost exceeds USD, a decimal like 0.50; needs --prices",
+    )
+    command.add_argument(
+        "--prices",
+        metavar="FILE.json",
+        help='USD per million tokens by model: {"MODEL": {"input": "3.00", "output": "15.00"}}; records each turn\'s cost',
+    )
+    command.add_argument(
+        "--max-seconds",
+        type=_budget_seconds,
+        metavar="SECONDS",
+        help="stop (time_budget) before a turn once SECONDS have passed",
+    )
+    command.add_argument(
+        "--tell-budgets", action="store_true", help="show the model what remains of each budget before each turn"
+    )
+    command.add_argument(
+        "--tool-timeout",
+        type=seconds_arg,
+        metavar="SECONDS",
+        help="a tool call past SECONDS fails as data (default: none)",
+    )
+    command.add_argument(
+        "--max-output-tokens",
+        type=count_arg,
+        metavar="N",
+        help="anthropic: max_tokens per reply (default %d); openai-responses: max_output_tokens" % DEFAULT_MAX_TOKENS,
+    )
     add_model_options(command)
-    command.add_argument("--timeout", type=seconds_arg, default=DEFAULT_TIMEOUT, metavar="SECONDS", help="per request (default %g)" % DEFAULT_TIMEOUT)
-    command.add_argument("--max-retries", type=count_arg, default=DEFAULT_MAX_RETRIES, metavar="N", help="default %d" % DEFAULT_MAX_RETRIES)
+    command.add_argument(
+        "--timeout",
+        type=seconds_arg,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help="per request (default %g)" % DEFAULT_TIMEOUT,
+    )
+    command.add_argument(
+        "--max-retries",
+        type=count_arg,
+        default=DEFAULT_MAX_RETRIES,
+        metavar="N",
+        help="default %d" % DEFAULT_MAX_RETRIES,
+    )
     command.add_argument("-o", "--output", required=True, metavar="OUT.jsonl", help="the transcript to write")
-    command.add_argument("--overwrite", action="store_true", help="replace OUT.jsonl (and the checkpoint) if they exist")
-    command.add_argument("--checkpoint", metavar="CKPT", help="also write the run's checkpoint there (see agentloop checkpoint)")
+    command.add_argument(
+        "--overwrite", action="store_true", help="replace OUT.jsonl (and the checkpoint) if they exist"
+    )
+    command.add_argument(
+        "--checkpoint", metavar="CKPT", help="also write the run's checkpoint there (see agentloop checkpoint)"
+    )
     keys = command.add_mutually_exclusive_group()
     keys.add_argument("--key-file", metavar="K", help="sign the checkpoint with the HMAC-SHA256 key in this file")
     keys.add_argument("--key-env", metavar="VAR", help="sign the checkpoint with the key in this environment variable")
@@ -370,13 +441,24 @@ def add_commands(sub: Commands) -> None:
     )
     again.add_argument("file", metavar="FILE")
     source = again.add_mutually_exclusive_group(required=True)
-    source.add_argument("--tools", metavar="MODULE:REGISTRY", help="the tools, e.g. demo:demo_tools: they run again, for real")
     source.add_argument(
-        "--recorded-tools", action="store_true",
+        "--tools", metavar="MODULE:REGISTRY", help="the tools, e.g. demo:demo_tools: they run again, for real"
+    )
+    source.add_argument(
+        "--recorded-tools",
+        action="store_true",
         help="run no tool: feed back each call's recorded result (after checking its name and arguments); no side effects",
     )
-    again.add_argument("-o", "--output", metavar="OUT.jsonl", help="the new transcript (default: FILE with .jsonl replaced by .replay.jsonl)")
+    again.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT.jsonl",
+        help="the new transcript (default: FILE with .jsonl replaced by .replay.jsonl)",
+    )
     again.add_argument("--overwrite", action="store_true", help="replace OUT.jsonl if it exists")
-    add_approve_options(again, "with --tools, who decides again the gated calls the original run approved (a recorded "
-                        "approval never runs a real tool; without --approve they are denied)")
+    add_approve_options(
+        again,
+        "with --tools, who decides again the gated calls the original run approved (a recorded "
+        "approval never runs a real tool; without --approve they are denied)",
+    )
     again.set_defaults(handler=_cmd_replay)

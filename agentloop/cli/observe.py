@@ -175,8 +175,9 @@ def _check_outputs(args: argparse.Namespace, source: str, kind: str) -> None:
     if args.start is not None and args.start > _LAST_START:
         raise Refused("--start", "must be at most %d (9999-12-31)" % (_LAST_START,))
     if kind == "otel" and args.start is not None and args.start > _LAST_SPAN_START:
-        raise Refused("--start", "must be at most %d (2261-07-15) for spans: 64-bit nanosecond times" % (
-            _LAST_SPAN_START,))
+        raise Refused(
+            "--start", "must be at most %d (2261-07-15) for spans: 64-bit nanosecond times" % (_LAST_SPAN_START,)
+        )
     if args.endpoint is not None:
         try:
             collector(args.endpoint)
@@ -285,8 +286,10 @@ def report_manifest(args: argparse.Namespace, out: TextIO) -> int:
     audit = written.audit
     problems = batch_problems(audit)  # the evidence's problems; then the runs the batch did not complete
     if audit.failed:
-        problems.append("%d run%s failed in the batch (%s)" % (
-            len(audit.failed), "" if len(audit.failed) == 1 else "s", ", ".join(quote(n) for n, _ in audit.failed)))
+        problems.append(
+            "%d run%s failed in the batch (%s)"
+            % (len(audit.failed), "" if len(audit.failed) == 1 else "s", ", ".join(quote(n) for n, _ in audit.failed))
+        )
     emit(
         out,
         "%s: %s: %d of %d transcripts match the ledger (%d runs)%s"
@@ -322,9 +325,7 @@ def add_commands(sub: Commands) -> None:
     )
     kind.add_argument("--inspect", action="store_true", help="an Inspect AI eval log (JSON)")
     export.add_argument("file", nargs="?", metavar="FILE", help="the transcript")
-    export.add_argument(
-        "--manifest", metavar="MANIFEST", help="a batch instead of FILE: one trace or sample per run"
-    )
+    export.add_argument("--manifest", metavar="MANIFEST", help="a batch instead of FILE: one trace or sample per run")
     export.add_argument("-o", "--output", metavar="OUT", help="where to write the export")
     export.add_argument("--overwrite", action="store_true", help="replace OUT even if this command did not write it")
     export.add_argument(

@@ -41,11 +41,40 @@ from ..transcript.format import Fault, VerifyResult, is_hash
 from ..transcript.verify import verify_file
 
 __all__ = [
-    "Commands", "Paint", "Refused", "visible", "quote", "field", "as_dict", "as_list", "format_record", "fault_json",
-    "plain", "ansi", "painter", "emit", "live", "complain", "cli_message", "check_input", "check_output",
-    "report_verdict", "tone", "same_file", "hash_arg", "count_arg", "positive_arg", "seconds_arg",
-    "EXIT_OK", "EXIT_FAULT", "EXIT_USAGE", "EXIT_BUDGET", "EXIT_UNFINISHED", "EXIT_INTERNAL",
-    "EXIT_INTERRUPTED", "EXIT_PIPE",
+    "Commands",
+    "Paint",
+    "Refused",
+    "visible",
+    "quote",
+    "field",
+    "as_dict",
+    "as_list",
+    "format_record",
+    "fault_json",
+    "plain",
+    "ansi",
+    "painter",
+    "emit",
+    "live",
+    "complain",
+    "cli_message",
+    "check_input",
+    "check_output",
+    "report_verdict",
+    "tone",
+    "same_file",
+    "hash_arg",
+    "count_arg",
+    "positive_arg",
+    "seconds_arg",
+    "EXIT_OK",
+    "EXIT_FAULT",
+    "EXIT_USAGE",
+    "EXIT_BUDGET",
+    "EXIT_UNFINISHED",
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_PIPE",
 ]
 
 EXIT_OK = 0
@@ -103,10 +132,7 @@ def visible(text: str, lines: bool = False) -> str:
     if text.isprintable():
         return text
     return "".join(
-        _escape(ord(ch))
-        if unicodedata.category(ch) in _HIDDEN and not (lines and ch in "\n\t")
-        else ch
-        for ch in text
+        _escape(ord(ch)) if unicodedata.category(ch) in _HIDDEN and not (lines and ch in "\n\t") else ch for ch in text
     )
 
 
@@ -155,8 +181,10 @@ def _calls(calls: List[Any], full: bool) -> str:
     for call in calls:
         c = as_dict(call)
         arguments = c.get("arguments")
-        inner = quote(arguments, None) if arguments is not None or "arguments_error" not in c else "error=%s" % (
-            quote(c.get("arguments_error"), None),
+        inner = (
+            quote(arguments, None)
+            if arguments is not None or "arguments_error" not in c
+            else "error=%s" % (quote(c.get("arguments_error"), None),)
         )
         shown.append("%s(%s)" % (quote(c.get("name"), None), inner))
     return ",".join(shown) or "-"
@@ -246,7 +274,9 @@ class OutputError(Refused):
         super().__init__(stream, "cannot write: %s" % (reason,))
 
 
-def emit(out: TextIO, text: str, tone: Optional[str] = None, paint: Paint = plain, lines: bool = False, end: str = "\n") -> None:
+def emit(
+    out: TextIO, text: str, tone: Optional[str] = None, paint: Paint = plain, lines: bool = False, end: str = "\n"
+) -> None:
     """Print ``text`` to ``out`` made :func:`visible` (``lines=True`` keeps its newlines), then painted."""
     try:
         out.write(paint(visible(text, lines), tone) + end)

@@ -429,7 +429,9 @@ def _batch_outputs(args: argparse.Namespace) -> str:
     """The batch's attestation path; it and every receipt path are refused now if they exist."""
     manifest = os.path.join(args.out, "manifest.jsonl")
     attestation = default_name(manifest)
-    names = [spec.name for spec in read_specs(args.tasks)] if args.attest is not None or args.receipts is not None else []
+    names = (
+        [spec.name for spec in read_specs(args.tasks)] if args.attest is not None or args.receipts is not None else []
+    )
     if args.attest is not None and run_name(attestation) in names:
         raise Refused(
             attestation,
@@ -494,8 +496,7 @@ def _after_batch(args: argparse.Namespace, out: TextIO, signers: Dict[str, Ed255
         emit(
             out,
             "receipts: %d in %s (NAME.receipt.cose: COSE receipts of inclusion, RFC9162_SHA256, "
-            "issuer %s, signed by %s)"
-            % (len(made), args.out, json.dumps(issuer), signer.name),
+            "issuer %s, signed by %s)" % (len(made), args.out, json.dumps(issuer), signer.name),
         )
     return status
 
@@ -518,7 +519,6 @@ def batch_with(original: Handler, args: argparse.Namespace, out: TextIO) -> int:
 
 
 # --- registration --------------------------------------------------------------------------
-
 
 
 def add_commands(sub: Commands) -> None:
@@ -551,4 +551,3 @@ def add_commands(sub: Commands) -> None:
     statement.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     add_unsafe_option(statement)
     statement.set_defaults(handler=_cmd_statement)
-

@@ -54,7 +54,6 @@ from ..transcript.format import MAX_LINE_BYTES
 from .keys import (
     _can_sign,
     _signer_key,
-    _timestamp_arg,
     add_trust_options,
     add_unsafe_option,
     load_trusted,

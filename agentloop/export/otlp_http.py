@@ -262,7 +262,5 @@ def send_otlp(
         )
     rejected, why = taken
     if rejected:
-        raise CollectorError(
-            where.host, "rejected %d of %d spans: %s" % (rejected, spans, _shown(why, secrets))
-        )
+        raise CollectorError(where.host, "rejected %d of %d spans: %s" % (rejected, spans, _shown(why, secrets)))
     return Sent(status, spans)

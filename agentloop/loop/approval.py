@@ -120,9 +120,15 @@ class ApprovalRequest:
 
     def to_json(self) -> Dict[str, Any]:
         """The request as a JSON object (``agentloop pending --json``)."""
-        return {"origin": self.origin, "step": self.step, "call_id": self.call_id, "tool": self.tool,
-                "arguments": self.arguments, "arguments_sha256": self.arguments_sha256,
-                "assistant_hash": self.assistant_hash}
+        return {
+            "origin": self.origin,
+            "step": self.step,
+            "call_id": self.call_id,
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "arguments_sha256": self.arguments_sha256,
+            "assistant_hash": self.assistant_hash,
+        }
 
 
 def _check_by(kind: str, by: object) -> None:
@@ -259,17 +265,17 @@ def closed(reason: str) -> Verdict:
 def note_text(request: ApprovalRequest, verdict: Verdict) -> str:
     """The text a decision note signs (every value ASCII; strings as JSON)::
 
-        agentloop-approval/1
-        agentloop/1/<hash of record 0>
-        step <n>
-        assistant <hash of the assistant record>
-        call <call id as JSON>
-        tool <tool name as JSON>
-        arguments <SHA-256 of the recorded arguments>
-        decision <approve|deny|modify|terminate>
-        by <who, as JSON>
-        reason <reason as JSON>            (deny and terminate only)
-        modified <SHA-256 of the new arguments>   (modify only)
+    agentloop-approval/1
+    agentloop/1/<hash of record 0>
+    step <n>
+    assistant <hash of the assistant record>
+    call <call id as JSON>
+    tool <tool name as JSON>
+    arguments <SHA-256 of the recorded arguments>
+    decision <approve|deny|modify|terminate>
+    by <who, as JSON>
+    reason <reason as JSON>            (deny and terminate only)
+    modified <SHA-256 of the new arguments>   (modify only)
     """
     lines = [
         NOTE_HEADER,
@@ -304,8 +310,9 @@ def check_approval_signer(signer: object) -> None:
     except Exception:
         ok = False
     if not ok:
-        raise RunConfigError("approval_signer", "must be None or a note signer (name, a 4-byte key_id, sign), "
-                             "such as an Ed25519Signer")
+        raise RunConfigError(
+            "approval_signer", "must be None or a note signer (name, a 4-byte key_id, sign), such as an Ed25519Signer"
+        )
 
 
 def approval_members(policy: Mapping[str, str], signer: Any) -> Dict[str, Any]:
@@ -352,17 +359,27 @@ def judge(
         member = answer.member
         recorded = member.get("arguments")
         recorded_text = canonical_bytes(recorded).decode("utf-8") if isinstance(recorded, dict) else ""
-        return Verdict(str(member.get("decision")), member.get("by"), str(member.get("reason", "")),
-                       recorded if isinstance(recorded, dict) else None, recorded_text, str(member.get("note", "")))
+        return Verdict(
+            str(member.get("decision")),
+            member.get("by"),
+            str(member.get("reason", "")),
+            recorded if isinstance(recorded, dict) else None,
+            recorded_text,
+            str(member.get("note", "")),
+        )
     # 2.
     kind = _NAMES.get(type(answer))
     if kind is None:
-        return closed("the approver returned %s, not Approve, Deny, Modify, Terminate or None" % (type(answer).__name__,))
+        return closed(
+            "the approver returned %s, not Approve, Deny, Modify, Terminate or None" % (type(answer).__name__,)
+        )
     decision: Decision = answer  # type: ignore[assignment]
     # 3.
     if decision.arguments_sha256 is not None and decision.arguments_sha256 != request.arguments_sha256:
-        return closed("the decision of %s is bound to arguments with SHA-256 %s, but this call's are %s"
-                      % (json.dumps(decision.by, ensure_ascii=False), decision.arguments_sha256, request.arguments_sha256))
+        return closed(
+            "the decision of %s is bound to arguments with SHA-256 %s, but this call's are %s"
+            % (json.dumps(decision.by, ensure_ascii=False), decision.arguments_sha256, request.arguments_sha256)
+        )
     # 4.
     arguments: Optional[Dict[str, Any]] = None
     text = ""
@@ -370,10 +387,15 @@ def judge(
         try:
             value, text = snapshot(dict(decision.arguments), "$.arguments", _MODIFIED_DEPTH)
         except UnrecordableError as exc:
-            return closed("the arguments modified by %s cannot be recorded: %s" % (json.dumps(decision.by, ensure_ascii=False), exc))
+            return closed(
+                "the arguments modified by %s cannot be recorded: %s"
+                % (json.dumps(decision.by, ensure_ascii=False), exc)
+            )
         if len(text.encode("utf-8")) > max_arguments_bytes:
-            return closed("the arguments modified by %s are %d bytes, more than a record holds (%d)"
-                          % (json.dumps(decision.by, ensure_ascii=False), len(text.encode("utf-8")), max_arguments_bytes))
+            return closed(
+                "the arguments modified by %s are %d bytes, more than a record holds (%d)"
+                % (json.dumps(decision.by, ensure_ascii=False), len(text.encode("utf-8")), max_arguments_bytes)
+            )
         arguments = dict(value)
     reason = getattr(decision, "reason", "")
     try:
@@ -390,8 +412,10 @@ def _signed(verdict: Verdict, request: ApprovalRequest, decision: Decision, run_
     signer = decision.signer if decision.signer is not None else run_signer
     who = json.dumps(decision.by, ensure_ascii=False)
     if run_signer is not None and signer is not run_signer and _safe_key(signer) != _key(run_signer):
-        return closed("the decision of %s is signed by key %s, not by the run's approval signer %s" % (
-            who, "+".join(_safe_key(signer)), "+".join(_key(run_signer))))
+        return closed(
+            "the decision of %s is signed by key %s, not by the run's approval signer %s"
+            % (who, "+".join(_safe_key(signer)), "+".join(_key(run_signer)))
+        )
     if signer is None:
         return verdict
     try:
@@ -434,10 +458,14 @@ def decision_from_json(value: object, where: str = "$") -> Decision:
     allowed = {"decision", "by", "reason", "arguments", "arguments_sha256"}
     extra = sorted(set(value) - allowed)
     if extra:
-        raise ValidationError(where, "unknown member %s (have: %s)" % (json.dumps(extra[0]), ", ".join(sorted(allowed))))
+        raise ValidationError(
+            where, "unknown member %s (have: %s)" % (json.dumps(extra[0]), ", ".join(sorted(allowed)))
+        )
     kind = value.get("decision")
     if kind not in APPROVAL_DECISIONS:
-        raise ValidationError(where + ".decision", "%s is not one of %s" % (json.dumps(kind), ", ".join(APPROVAL_DECISIONS)))
+        raise ValidationError(
+            where + ".decision", "%s is not one of %s" % (json.dumps(kind), ", ".join(APPROVAL_DECISIONS))
+        )
     by, sha = value.get("by"), value.get("arguments_sha256")
     try:
         if kind == "approve":
@@ -519,17 +547,33 @@ class _NoteReader:
         if "note" not in member:
             if self.signer is not None:  # a fail-closed denial too: the run's key signs it (seal_closed)
                 return "the decision of %s has no note, but the run names %s as its approval signer" % (
-                    json.dumps(member.get("by")), "+".join(self.signer))
+                    json.dumps(member.get("by")),
+                    "+".join(self.signer),
+                )
             return ""
         arguments = self.calls.get(payload.get("id"), {}).get("arguments")
         if not isinstance(arguments, dict):
             return "the call has no recorded arguments, so nothing to bind the note to"
-        request = ApprovalRequest(self.origin, self.step, payload["id"], payload["name"], arguments,
-                                  arguments_sha256(arguments), self.assistant_hash)
+        request = ApprovalRequest(
+            self.origin,
+            self.step,
+            payload["id"],
+            payload["name"],
+            arguments,
+            arguments_sha256(arguments),
+            self.assistant_hash,
+        )
         modified = member.get("arguments")
-        expected = note_text(request, Verdict(
-            str(member.get("decision")), member.get("by"), str(member.get("reason", "")), None,
-            canonical_bytes(modified).decode("utf-8") if isinstance(modified, dict) else ""))
+        expected = note_text(
+            request,
+            Verdict(
+                str(member.get("decision")),
+                member.get("by"),
+                str(member.get("reason", "")),
+                None,
+                canonical_bytes(modified).decode("utf-8") if isinstance(modified, dict) else "",
+            ),
+        )
         keys = self.trusted
         if self.signer is not None:
             keys = [k for k in self.trusted if _safe_key(k) == self.signer]

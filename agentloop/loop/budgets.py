@@ -62,7 +62,9 @@ def seconds_value(value: object, name: str, allow_zero: bool) -> Seconds:
     if isinstance(value, float) and not math.isfinite(value):
         raise RunConfigError(name, "must be a finite number of seconds, got %r" % (value,))
     if value < 0 or (value == 0 and not allow_zero) or abs(value) > MAX_SAFE_INTEGER:
-        raise RunConfigError(name, "must be %s 0 and at most 2**53-1, got %s" % (">=" if allow_zero else ">", shown(value)))
+        raise RunConfigError(
+            name, "must be %s 0 and at most 2**53-1, got %s" % (">=" if allow_zero else ">", shown(value))
+        )
     return value
 
 
@@ -93,7 +95,11 @@ class Budgets:
 
     def recorded(self) -> Dict[str, Any]:
         """The task record's ``budgets``: the first three always, every other one only when set."""
-        budgets: Dict[str, Any] = {"max_steps": self.max_steps, "max_tokens": self.max_tokens, "stop_sentinel": self.stop_sentinel}
+        budgets: Dict[str, Any] = {
+            "max_steps": self.max_steps,
+            "max_tokens": self.max_tokens,
+            "stop_sentinel": self.stop_sentinel,
+        }
         if self.max_record_bytes != MAX_RECORD_BYTES:
             budgets["max_record_bytes"] = self.max_record_bytes
         if self.max_tool_calls is not None:
@@ -112,7 +118,9 @@ class Budgets:
 
     # -- the one helper the loop asks, before and after each turn ------------
 
-    def before_turn(self, spent: Spent, reading: Optional[Seconds], price: Optional[Dict[str, Decimal]], model: str) -> Optional[Stop]:
+    def before_turn(
+        self, spent: Spent, reading: Optional[Seconds], price: Optional[Dict[str, Decimal]], model: str
+    ) -> Optional[Stop]:
         """The stop due before the next model call (nothing of the turn is spent yet), or ``None``.
 
         In order: ``step_budget``, ``time_budget``, ``cost_unknown`` (no price for the model).
@@ -122,11 +130,20 @@ class Budgets:
         if self.max_seconds is not None and reading is not None and spent.started is not None:
             elapsed = reading - spent.started
             if elapsed >= self.max_seconds:
-                return Stop("time_budget", "max_seconds of %s reached (%s seconds since the start, by the recorded clock readings)"
-                            % (_seconds_text(self.max_seconds), _seconds_text(elapsed)))
+                return Stop(
+                    "time_budget",
+                    "max_seconds of %s reached (%s seconds since the start, by the recorded clock readings)"
+                    % (_seconds_text(self.max_seconds), _seconds_text(elapsed)),
+                )
         if self.prices is not None and price is None:
-            return Stop("cost_unknown", "prices has no entry for the model %s (have: %s); nothing was spent"
-                        % (shown(model) if model else "(a model without model_info()['model'])", ", ".join(sorted(self.prices))))
+            return Stop(
+                "cost_unknown",
+                "prices has no entry for the model %s (have: %s); nothing was spent"
+                % (
+                    shown(model) if model else "(a model without model_info()['model'])",
+                    ", ".join(sorted(self.prices)),
+                ),
+            )
         return None
 
     def charge(self, spent: Spent, tokens: int, priced: bool, cost: Optional[Decimal], cost_problem: str) -> None:
@@ -149,15 +166,26 @@ class Budgets:
         """
         not_run = "%d tool call(s) not run" % (calls,)
         if spent.tokens > self.max_tokens:
-            return Stop("token_budget", "max_tokens of %d exceeded (tokens=%d); %s" % (self.max_tokens, spent.tokens, not_run))
+            return Stop(
+                "token_budget", "max_tokens of %d exceeded (tokens=%d); %s" % (self.max_tokens, spent.tokens, not_run)
+            )
         if spent.cost_problem:
-            return Stop("cost_unknown", "the cost of step %d cannot be counted: %s; %s" % (spent.steps, spent.cost_problem, not_run))
+            return Stop(
+                "cost_unknown",
+                "the cost of step %d cannot be counted: %s; %s" % (spent.steps, spent.cost_problem, not_run),
+            )
         if self.max_cost is not None and spent.cost is not None and spent.cost > self.max_cost:
-            return Stop("cost_budget", "max_cost of %s USD exceeded (cost=%s USD); %s"
-                        % (amount_text(self.max_cost), amount_text(spent.cost), not_run))
+            return Stop(
+                "cost_budget",
+                "max_cost of %s USD exceeded (cost=%s USD); %s"
+                % (amount_text(self.max_cost), amount_text(spent.cost), not_run),
+            )
         if self.max_tool_calls is not None and spent.tool_calls + calls > self.max_tool_calls:
-            return Stop("tool_call_budget", "max_tool_calls of %d would be exceeded (%d run, %d more asked for); %s"
-                        % (self.max_tool_calls, spent.tool_calls, calls, not_run))
+            return Stop(
+                "tool_call_budget",
+                "max_tool_calls of %d would be exceeded (%d run, %d more asked for); %s"
+                % (self.max_tool_calls, spent.tool_calls, calls, not_run),
+            )
         return None
 
     def note(self, spent: Spent, reading: Optional[Seconds]) -> str:
@@ -169,7 +197,9 @@ class Budgets:
         if self.max_tool_calls is not None:
             parts.append("%d of %d tool calls" % (max(0, self.max_tool_calls - spent.tool_calls), self.max_tool_calls))
         if self.max_cost is not None and spent.cost is not None:
-            parts.append("%s of %s USD" % (amount_text(max(Decimal(0), self.max_cost - spent.cost)), amount_text(self.max_cost)))
+            parts.append(
+                "%s of %s USD" % (amount_text(max(Decimal(0), self.max_cost - spent.cost)), amount_text(self.max_cost))
+            )
         if self.max_seconds is not None and reading is not None and spent.started is not None:
             left = max(0.0, self.max_seconds - (reading - spent.started))
             parts.append("%.1f of %s seconds" % (left, _seconds_text(self.max_seconds)))
@@ -194,13 +224,19 @@ def budgets_from(
         raise RunConfigError(
             "stop_sentinel", "must be None or a non-empty str (every text contains %s)" % (shown(stop_sentinel),)
         )
-    if isinstance(max_record_bytes, bool) or not isinstance(max_record_bytes, int) or max_record_bytes < MIN_RECORD_BYTES:
-        raise RunConfigError("max_record_bytes", "must be an int of at least %d, got %s" % (MIN_RECORD_BYTES, shown(max_record_bytes)))
+    if (
+        isinstance(max_record_bytes, bool)
+        or not isinstance(max_record_bytes, int)
+        or max_record_bytes < MIN_RECORD_BYTES
+    ):
+        raise RunConfigError(
+            "max_record_bytes", "must be an int of at least %d, got %s" % (MIN_RECORD_BYTES, shown(max_record_bytes))
+        )
     calls = None if max_tool_calls is None else _count(max_tool_calls, "max_tool_calls")
     table = None if prices is None else price_table(prices)
     cost = None if max_cost is None else parse_amount(max_cost, "max_cost")
     if cost is not None and table is None:
-        raise RunConfigError("max_cost", "needs prices={model name: {\"input\": ..., \"output\": ...}} to count the cost")
+        raise RunConfigError("max_cost", 'needs prices={model name: {"input": ..., "output": ...}} to count the cost')
     seconds = None if max_seconds is None else seconds_value(max_seconds, "max_seconds", allow_zero=True)
     timeout = None if tool_timeout is None else seconds_value(tool_timeout, "tool_timeout", allow_zero=False)
     if not isinstance(tell_budgets, bool):

@@ -218,7 +218,9 @@ async def _run_job(job: Job, slots: asyncio.Semaphore) -> Outcome:
         return await _within(asyncio.ensure_future(_invoke_async(job)), job)
     async with slots:
         future: "asyncio.Future[Outcome]" = loop.create_future()
-        worker = threading.Thread(target=_thread, args=(job, loop, future), name="agentloop-tool-" + job.tool.name, daemon=True)
+        worker = threading.Thread(
+            target=_thread, args=(job, loop, future), name="agentloop-tool-" + job.tool.name, daemon=True
+        )
         worker.start()
         return await _within(future, job)
 

@@ -68,7 +68,19 @@ import os
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import (
-    TYPE_CHECKING, Any, Callable, Coroutine, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, cast
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Coroutine,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+    cast,
 )
 
 from .approval import ApprovalRequest, Verdict, approval_policy, closed, judge, seal_closed
@@ -78,8 +90,18 @@ from ..canonical import MAX_SAFE_INTEGER, canonical_text, canonical_text_spliced
 from ..errors import UnrecordableError
 from .final import FINAL_RESULT
 from ..messages import (
-    AWAITING_APPROVAL, PROVIDER_DATA_DEPTH, Message, Model, ModelReply, RunEnd, RunResult, StopReason, ToolCall, Usage,
-    provider_data_problem, shown,
+    AWAITING_APPROVAL,
+    PROVIDER_DATA_DEPTH,
+    Message,
+    Model,
+    ModelReply,
+    RunEnd,
+    RunResult,
+    StopReason,
+    ToolCall,
+    Usage,
+    provider_data_problem,
+    shown,
 )
 from .options import Approver, OnRecord, RunOptions, RunOverrides
 from .plan import RECORD_OVERHEAD, PlannedCall, TurnPlan, plan_turn
@@ -94,8 +116,15 @@ if TYPE_CHECKING:
     from typing import Unpack  # PEP 692: a type checker targeting 3.11+ checks run()'s keywords
 
 __all__ = [
-    "run", "run_async", "run_as_recorded", "estimate_tokens", "approval_policy", "Approver", "Resumed",
-    "MAX_ERROR_CHARS", "DEFAULT_MAX_WORKERS",
+    "run",
+    "run_async",
+    "run_as_recorded",
+    "estimate_tokens",
+    "approval_policy",
+    "Approver",
+    "Resumed",
+    "MAX_ERROR_CHARS",
+    "DEFAULT_MAX_WORKERS",
 ]
 
 
@@ -152,8 +181,10 @@ def _usage_problem(usage: object) -> str:
     """Why a reply's ``usage`` cannot be counted ("" when it can, or is ``None``)."""
     if usage is None:
         return ""
-    counts = [getattr(usage, name, None) for name in
-              ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")]
+    counts = [
+        getattr(usage, name, None)
+        for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+    ]
     if not isinstance(usage, Usage) or not all(type(n) is int and 0 <= n <= MAX_SAFE_INTEGER for n in counts):
         return "model reply usage is %s, not a Usage of two ints from 0 to 2**53-1" % (type(usage).__name__,)
     if usage.cache_read_tokens + usage.cache_write_tokens > usage.input_tokens:
@@ -249,7 +280,9 @@ def _make_durable(path: str) -> None:
         os.close(fd)
 
 
-def _turn_payload(plan: TurnPlan, reply: ModelReply, spent: Spent, tokens: int, cost: Optional[Decimal], reading: Optional[Seconds]) -> Dict[str, Any]:
+def _turn_payload(
+    plan: TurnPlan, reply: ModelReply, spent: Spent, tokens: int, cost: Optional[Decimal], reading: Optional[Seconds]
+) -> Dict[str, Any]:
     """The assistant record of a turn; members beyond the first five only when they say something."""
     payload: Dict[str, Any] = {
         "step": spent.steps + 1,
@@ -275,7 +308,9 @@ class _Ending:
     """How a run ends: its stop record (none for a pause, whose records are
     made durable first) and checkpoint, then the :class:`RunResult`."""
 
-    def __init__(self, r: _Run, spent: Spent, record: "_Recorder", out: TranscriptWriter, messages: List[Message]) -> None:
+    def __init__(
+        self, r: _Run, spent: Spent, record: "_Recorder", out: TranscriptWriter, messages: List[Message]
+    ) -> None:
         self.r, self.spent, self.record, self.out, self.messages = r, spent, record, out, messages
 
     def both(self) -> Tuple[Callable[..., RunResult], Callable[[_Halt], RunResult]]:
@@ -291,7 +326,12 @@ class _Ending:
 
     def stop(self, reason: StopReason, detail: str, reading: Optional[Seconds] = None, output: Any = None) -> RunResult:
         spent = self.spent
-        payload: Dict[str, Any] = {"reason": reason, "steps": spent.steps, "tokens": spent.tokens, "detail": _bounded(detail)}
+        payload: Dict[str, Any] = {
+            "reason": reason,
+            "steps": spent.steps,
+            "tokens": spent.tokens,
+            "detail": _bounded(detail),
+        }
         if reading is not None:
             payload["clock"] = reading
         self.record.append("stop", payload)
@@ -299,7 +339,9 @@ class _Ending:
         if reason in ("no_tool_calls", "sentinel"):
             output = self.messages[-1]["content"]
         cost = amount_text(self.spent.cost) if self.r.price is not None and self.spent.cost is not None else None
-        return RunResult(reason, self.spent.steps, self.spent.tokens, self.out.count, self.out.head, _bounded(detail), output, cost)
+        return RunResult(
+            reason, self.spent.steps, self.spent.tokens, self.out.count, self.out.head, _bounded(detail), output, cost
+        )
 
     def halt(self, ended: _Halt) -> RunResult:
         if ended.reason != AWAITING_APPROVAL:
@@ -308,8 +350,17 @@ class _Ending:
         if not self._checkpoint():
             _make_durable(self.out.path)
         cost = amount_text(self.spent.cost) if self.r.price is not None and self.spent.cost is not None else None
-        return RunResult(AWAITING_APPROVAL, self.spent.steps, self.spent.tokens, self.out.count, self.out.head,
-                         _bounded(ended.detail), None, cost, ended.pending)
+        return RunResult(
+            AWAITING_APPROVAL,
+            self.spent.steps,
+            self.spent.tokens,
+            self.out.count,
+            self.out.head,
+            _bounded(ended.detail),
+            None,
+            cost,
+            ended.pending,
+        )
 
 
 def _opened(r: _Run, resumed: Optional[Resumed]) -> Tuple[Spent, TranscriptWriter]:
@@ -318,8 +369,12 @@ def _opened(r: _Run, resumed: Optional[Resumed]) -> Tuple[Spent, TranscriptWrite
         return resumed.spent, resumed.out
     options = r.options
     assert options.transcript is not None  # prepare_run requires it
-    writer = TranscriptWriter(options.transcript, overwrite=options.overwrite, fsync=options.fsync,
-                              max_record_bytes=r.budgets.max_record_bytes)
+    writer = TranscriptWriter(
+        options.transcript,
+        overwrite=options.overwrite,
+        fsync=options.fsync,
+        max_record_bytes=r.budgets.max_record_bytes,
+    )
     return Spent(started=r.started), writer
 
 
@@ -334,7 +389,11 @@ def _turn_stop(r: _Run, reply: ModelReply, plan: TurnPlan, spent: Spent) -> Opti
     answer = None if r.final is None else r.final.answer(plan)
     if answer is not None:
         detail = "the model called %s with valid arguments (call %d of step %d); %d other tool call(s) not run" % (
-            FINAL_RESULT, answer[0], spent.steps, len(plan.calls) - 1)
+            FINAL_RESULT,
+            answer[0],
+            spent.steps,
+            len(plan.calls) - 1,
+        )
         return "final_result", detail, None, answer[1]
     if not plan.calls:
         return "no_tool_calls", "the assistant asked for no tools", None, None
@@ -356,7 +415,9 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
         stop, halt = _Ending(r, spent, record, out, messages).both()
 
         if resumed is not None and resumed.plan is not None:  # the turn a pause (or a crash) left unfinished
-            ended = await _run_calls(r, runner, resumed.plan, spent.steps, record, messages, resumed.asked_by, resumed.answered)
+            ended = await _run_calls(
+                r, runner, resumed.plan, spent.steps, record, messages, resumed.asked_by, resumed.answered
+            )
             if ended is not None:
                 return halt(ended)
 
@@ -372,7 +433,11 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
 
             # 2. One model turn; an Exception, a non-ModelReply or a reply that
             #    cannot be recorded is a model_error.
-            shown_messages = messages + [{"role": "user", "content": r.budgets.note(spent, reading)}] if r.budgets.tell_budgets else messages
+            shown_messages = (
+                messages + [{"role": "user", "content": r.budgets.note(spent, reading)}]
+                if r.budgets.tell_budgets
+                else messages
+            )
             try:
                 reply = await runner.ask(r.model, shown_messages, r.manifest)
             except Exception as exc:
@@ -385,7 +450,11 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
             #    out of the record when they cannot be recorded), its tokens
             #    (reported usage, else the estimate) and its cost counted.
             plan = plan_turn(reply, spent.steps + 1, r.budgets.max_record_bytes)
-            tokens = estimate_tokens(plan.emitted) if reply.usage is None else reply.usage.input_tokens + reply.usage.output_tokens
+            tokens = (
+                estimate_tokens(plan.emitted)
+                if reply.usage is None
+                else reply.usage.input_tokens + reply.usage.output_tokens
+            )
             cost, cost_problem = turn_cost(r.price, reply.usage) if r.price is not None else (None, "")
             try:
                 payload = _turn_payload(plan, reply, spent, tokens, cost, reading)
@@ -412,8 +481,15 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
 
 def _request(r: _Run, record: _Recorder, step: int, call: PlannedCall, asked_by: str) -> ApprovalRequest:
     text = call.arguments_text or canonical_text(call.arguments)
-    return ApprovalRequest(ORIGIN_PREFIX + record.first, step, call.id, call.name, json.loads(text),
-                           hashlib.sha256(text.encode("utf-8")).hexdigest(), asked_by)
+    return ApprovalRequest(
+        ORIGIN_PREFIX + record.first,
+        step,
+        call.id,
+        call.name,
+        json.loads(text),
+        hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        asked_by,
+    )
 
 
 def _identified(item: Union[Done, Job], record: _Recorder, step: int, call: PlannedCall) -> Union[Done, Job]:
@@ -457,7 +533,11 @@ def _act(verdict: Verdict, job: Job, call: PlannedCall) -> Union[Done, Job]:
     if verdict.decision == "modify" and verdict.arguments is not None:
         error = job.tool.first_error(verdict.arguments, json_path("$", call.name))
         if error is not None:
-            return False, "invalid arguments (modified by %s): %s" % (json.dumps(verdict.by, ensure_ascii=False), error), ""
+            return (
+                False,
+                "invalid arguments (modified by %s): %s" % (json.dumps(verdict.by, ensure_ascii=False), error),
+                "",
+            )
         return Job(job.tool, json.loads(verdict.arguments_text), job.timeout, job.context)
     return False, verdict.error(), ""
 
@@ -473,7 +553,14 @@ async def _decide(r: _Run, runner: Runner, request: ApprovalRequest) -> Optional
 
 
 async def _run_calls(
-    r: _Run, runner: Runner, plan: TurnPlan, step: int, record: _Recorder, messages: List[Message], asked_by: str, start: int = 0
+    r: _Run,
+    runner: Runner,
+    plan: TurnPlan,
+    step: int,
+    record: _Recorder,
+    messages: List[Message],
+    asked_by: str,
+    start: int = 0,
 ) -> Optional[_Halt]:
     """Step 5: each group's calls started together, their outcomes recorded in order as they come.
 
@@ -486,8 +573,10 @@ async def _run_calls(
         group = [position for position in whole if position >= start]
         if not group:
             continue
-        ready = [_identified(prepare(plan.calls[p], r.registry, r.have, r.budgets.tool_timeout), record, step,
-                             plan.calls[p]) for p in group]
+        ready = [
+            _identified(prepare(plan.calls[p], r.registry, r.have, r.budgets.tool_timeout), record, step, plan.calls[p])
+            for p in group
+        ]
         verdict: Optional[Verdict] = None
         gate = _gate(r, ready[0], plan.calls[group[0]]) if len(group) == 1 else None  # a gated call is a group of one
         if gate:
@@ -526,13 +615,23 @@ async def _run_calls(
             )
         if verdict is not None and verdict.decision == "terminate":
             call = plan.calls[group[0]]
-            return _Halt("approval_terminated", "%s terminated the run at call %s (%s) of step %d: %s" % (
-                json.dumps(verdict.by, ensure_ascii=False), json.dumps(call.id, ensure_ascii=False), call.name, step,
-                verdict.reason or "(no reason given)"))
+            return _Halt(
+                "approval_terminated",
+                "%s terminated the run at call %s (%s) of step %d: %s"
+                % (
+                    json.dumps(verdict.by, ensure_ascii=False),
+                    json.dumps(call.id, ensure_ascii=False),
+                    call.name,
+                    step,
+                    verdict.reason or "(no reason given)",
+                ),
+            )
     return None
 
 
-def _pause(r: _Run, record: _Recorder, plan: TurnPlan, step: int, position: int, request: ApprovalRequest, asked_by: str) -> _Halt:
+def _pause(
+    r: _Run, record: _Recorder, plan: TurnPlan, step: int, position: int, request: ApprovalRequest, asked_by: str
+) -> _Halt:
     """The halt of a deferred call: its request, and those of the gated calls after it in the turn (not yet asked)."""
     pending = [request]
     for later in range(position + 1, len(plan.calls)):
@@ -540,7 +639,11 @@ def _pause(r: _Run, record: _Recorder, plan: TurnPlan, step: int, position: int,
         if _gated(r, prepare(call, r.registry, r.have, r.budgets.tool_timeout), call):
             pending.append(_request(r, record, step, call, asked_by))
     detail = "call %s (%s) of step %d awaits approval; %d gated call(s) of this turn wait in all" % (
-        json.dumps(request.call_id, ensure_ascii=False), request.tool, step, len(pending))
+        json.dumps(request.call_id, ensure_ascii=False),
+        request.tool,
+        step,
+        len(pending),
+    )
     return _Halt(AWAITING_APPROVAL, detail, tuple(pending))
 
 
@@ -617,7 +720,10 @@ def run(
 
 
 def run_as_recorded(
-    task: str, model: Model, tools: Union[ToolRegistry, Iterable[Tool]], options: RunOptions,
+    task: str,
+    model: Model,
+    tools: Union[ToolRegistry, Iterable[Tool]],
+    options: RunOptions,
     recorded: Mapping[str, Any],
 ) -> RunResult:
     """:func:`run`, for a replay of the run whose record 0's payload is ``recorded``: a run written before

@@ -84,19 +84,25 @@ def final_result(output_schema: object) -> FinalResult:
     if isinstance(output_schema, Mapping):
         schema = copy.deepcopy(dict(output_schema))
     elif output_schema is None or isinstance(output_schema, (bool, str, int, float, list)):
-        raise RunConfigError("output_schema", "must be a JSON Schema (a dict) or a type, got %s" % (type(output_schema).__name__,))
+        raise RunConfigError(
+            "output_schema", "must be a JSON Schema (a dict) or a type, got %s" % (type(output_schema).__name__,)
+        )
     else:
         try:
             schema, convert = type_schema(output_schema)
         except ToolDefinitionError as exc:
             raise RunConfigError("output_schema", exc.reason) from None
     if schema.get("type") == "object":
+
         def unwrap(**arguments: Any) -> Any:
             return convert(arguments)
+
         parameters = schema
     else:
+
         def unwrap(**arguments: Any) -> Any:
             return convert(arguments[_WRAP])
+
         parameters = _wrapped(schema)
     fn: Callable[..., Any] = unwrap
     return FinalResult(Tool(FINAL_RESULT, FINAL_DESCRIPTION, parameters, fn))

@@ -84,7 +84,11 @@ class TurnPlan:
 
     def message(self) -> Message:
         """The assistant message the model sees in later turns."""
-        message: Message = {"role": "assistant", "content": self.text, "tool_calls": [call.shown() for call in self.calls]}
+        message: Message = {
+            "role": "assistant",
+            "content": self.text,
+            "tool_calls": [call.shown() for call in self.calls],
+        }
         if self.provider_data is not None:
             message["provider_data"] = self.provider_data
         return message
@@ -109,7 +113,9 @@ def plan_turn(reply: ModelReply, step: int, max_record_bytes: int) -> TurnPlan:
         call_id = call.id or "call_%d_%d" % (step, position)
         problem = "call id %s is used twice in this turn" % (json.dumps(call_id),) if call_id in seen else ""
         seen.add(call_id)
-        arguments, text, unrecordable = _read_arguments(call.name, call.arguments, call.arguments_error, call_id, room, max_record_bytes)
+        arguments, text, unrecordable = _read_arguments(
+            call.name, call.arguments, call.arguments_error, call_id, room, max_record_bytes
+        )
         if arguments is None:
             problem = problem or unrecordable
             emitted.append(call.name)

@@ -43,7 +43,9 @@ _AMOUNT = re.compile(r"(?:0|[1-9][0-9]*)(?:\.[0-9]+)?\Z")
 _MAX_AMOUNT_CHARS = 40
 # Wide enough for any product of a 2**53 token count and a 40-digit price,
 # summed over 2**53 turns; Inexact is trapped, so a rounding would raise.
-_EXACT = decimal.Context(prec=200, Emax=10**6, Emin=-(10**6), traps=[decimal.Inexact, decimal.Overflow, decimal.InvalidOperation])
+_EXACT = decimal.Context(
+    prec=200, Emax=10**6, Emin=-(10**6), traps=[decimal.Inexact, decimal.Overflow, decimal.InvalidOperation]
+)
 _MILLION = 6
 
 
@@ -54,16 +56,22 @@ def parse_amount(value: object, where: str) -> Decimal:
     """
     if isinstance(value, str):
         if len(value) > _MAX_AMOUNT_CHARS or not _AMOUNT.match(value):
-            raise RunConfigError(where, 'must be a decimal string like "0.075" (digits, one optional point), got %s' % (shown(value),))
+            raise RunConfigError(
+                where, 'must be a decimal string like "0.075" (digits, one optional point), got %s' % (shown(value),)
+            )
         return Decimal(value)
     if isinstance(value, Decimal):
         if not value.is_finite() or value < 0 or len(amount_text(value)) > _MAX_AMOUNT_CHARS:
-            raise RunConfigError(where, "must be a finite Decimal >= 0 of at most %d digits, got %s" % (_MAX_AMOUNT_CHARS, value))
+            raise RunConfigError(
+                where, "must be a finite Decimal >= 0 of at most %d digits, got %s" % (_MAX_AMOUNT_CHARS, value)
+            )
         return value
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10**_MAX_AMOUNT_CHARS:
         return Decimal(value)
     if isinstance(value, float):
-        raise RunConfigError(where, 'must be a decimal string like "0.075", not a float (%r is not exact in binary)' % (value,))
+        raise RunConfigError(
+            where, 'must be a decimal string like "0.075", not a float (%r is not exact in binary)' % (value,)
+        )
     raise RunConfigError(where, 'must be a decimal string like "0.075", got %s' % (shown(value),))
 
 
@@ -78,7 +86,9 @@ def amount_text(value: Decimal) -> str:
 def price_table(prices: object) -> Prices:
     """Check a price table (see the module docstring); raise :class:`~agentloop.errors.RunConfigError` naming the entry."""
     if not isinstance(prices, Mapping) or not prices:
-        raise RunConfigError("prices", "must be a non-empty dict {model name: {\"input\": ..., \"output\": ...}}, got %s" % (shown(prices),))
+        raise RunConfigError(
+            "prices", 'must be a non-empty dict {model name: {"input": ..., "output": ...}}, got %s' % (shown(prices),)
+        )
     table: Prices = {}
     for model, entry in prices.items():
         if not isinstance(model, str) or not model:
@@ -116,7 +126,11 @@ def turn_cost(price: Mapping[str, Decimal], usage: Optional[Usage]) -> Tuple[Opt
         if not tokens:
             continue
         if key not in price:
-            return None, "the model reported %d %s tokens and prices has no %r price" % (tokens, key.replace("_", " "), key)
+            return None, "the model reported %d %s tokens and prices has no %r price" % (
+                tokens,
+                key.replace("_", " "),
+                key,
+            )
         total = _EXACT.add(total, _EXACT.multiply(Decimal(tokens), price[key]))
     return _EXACT.scaleb(total, -_MILLION), ""
 

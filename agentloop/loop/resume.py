@@ -93,7 +93,8 @@ def _read(path: PathLike) -> _State:
         lines = handle.readlines()  # a verified file: every line whole, ending in a newline
     task = records[0]["payload"]
     messages: List[Message] = ([{"role": "system", "content": task["system"]}] if "system" in task else []) + [
-        {"role": "user", "content": task["task"]}]
+        {"role": "user", "content": task["task"]}
+    ]
     spent = Spent(started=task.get("clock"))
     last, answered, stop = 0, 0, None
     for index, record in enumerate(records[1:], 1):
@@ -109,7 +110,9 @@ def _read(path: PathLike) -> _State:
             answered += 1
             ok = payload["ok"]
             content = canonical_text(payload["value"]) if ok is True else payload["error"]
-            messages.append({"role": "tool", "tool_call_id": payload["id"], "name": payload["name"], "ok": ok, "content": content})
+            messages.append(
+                {"role": "tool", "tool_call_id": payload["id"], "name": payload["name"], "ok": ok, "content": content}
+            )
         elif kind == "stop":
             stop = payload["reason"]
     return _State(records, lines, task, messages, spent, last, answered, stop)
@@ -130,11 +133,20 @@ def _pending_of(state: _State) -> Pending:
     plan = plan_from_record(assistant["payload"])
     calls = []
     if state.stop is None:
-        for position, call in enumerate(plan.calls[state.answered:], state.answered):
+        for position, call in enumerate(plan.calls[state.answered :], state.answered):
             sha = "" if call.arguments is None else hashlib.sha256(call.arguments_text.encode("utf-8")).hexdigest()
             rule = policy.get(call.name) if isinstance(policy, dict) else None
-            calls.append(PendingCall(position, call.id, call.name, call.arguments, sha, rule if isinstance(rule, str) else None))
-    return Pending(ORIGIN_PREFIX + first, assistant["payload"]["step"], assistant["hash"], tuple(calls), state.stop, len(state.records))
+            calls.append(
+                PendingCall(position, call.id, call.name, call.arguments, sha, rule if isinstance(rule, str) else None)
+            )
+    return Pending(
+        ORIGIN_PREFIX + first,
+        assistant["payload"]["step"],
+        assistant["hash"],
+        tuple(calls),
+        state.stop,
+        len(state.records),
+    )
 
 
 def read_pending(transcript: PathLike) -> Pending:
@@ -161,16 +173,19 @@ def _combined(decisions: Mapping[str, Any], step: int, approver: Optional[Approv
     if not decisions and approver is None:
         return None
     if approver is not None and is_async_callable(approver):
+
         async def asynchronous(request: ApprovalRequest) -> Any:
             if request.step == step and request.call_id in decisions:
                 return decisions[request.call_id]
             return await approver(request)
+
         return asynchronous
 
     def synchronous(request: ApprovalRequest) -> Any:
         if request.step == step and request.call_id in decisions:
             return decisions[request.call_id]
         return None if approver is None else approver(request)
+
     return synchronous
 
 
@@ -199,8 +214,11 @@ def _clock_of(
             raise RunConfigError("clock", "must be a callable or %s, got %s" % (resumed, json.dumps(clock)))
         clock = _resumed_clock(records) if recorded.max_seconds is not None else None
     if recorded.max_seconds is not None and clock is None:
-        raise RunConfigError("clock", "the run has max_seconds: resume needs clock=, a clock that goes on from "
-                                      "the recorded readings (clock=%s: the pause not counted)" % (resumed,))
+        raise RunConfigError(
+            "clock",
+            "the run has max_seconds: resume needs clock=, a clock that goes on from "
+            "the recorded readings (clock=%s: the pause not counted)" % (resumed,),
+        )
     return clock
 
 
@@ -264,7 +282,13 @@ def resume(
     """
     given = _given(decisions, approver, rerun_unrecorded)  # 1.
     path = os.fspath(transcript)
-    flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    flags = (
+        os.O_WRONLY
+        | os.O_APPEND
+        | getattr(os, "O_BINARY", 0)
+        | getattr(os, "O_NONBLOCK", 0)
+        | getattr(os, "O_NOCTTY", 0)
+    )
     fd = os.open(path, flags)
     owned = True
     try:
@@ -278,16 +302,27 @@ def resume(
         tool_list = tools if isinstance(tools, ToolRegistry) else list(tools)  # a registry keeps its servers
         recorded = RunOptions.from_task_record(task, tool_list)
         options = dataclasses.replace(
-            recorded, transcript=path, overwrite=overwrite, fsync=fsync, checkpoint=checkpoint,
-            key=key if checkpoint is not None else None, signer=signer, on_record=on_record,
-            clock=_clock_of(clock, recorded, state.records), max_workers=max_workers,
-            approver=_combined(given, 0, approver), approval_signer=approval_signer)
+            recorded,
+            transcript=path,
+            overwrite=overwrite,
+            fsync=fsync,
+            checkpoint=checkpoint,
+            key=key if checkpoint is not None else None,
+            signer=signer,
+            on_record=on_record,
+            clock=_clock_of(clock, recorded, state.records),
+            max_workers=max_workers,
+            approver=_combined(given, 0, approver),
+            approval_signer=approval_signer,
+        )
         r = prepare_run(task["task"], model, tool_list, options, deferred=True)
         if "predicate_outcomes" not in task:  # a file written before outcomes were recorded goes on without them
             r.task_payload.pop("predicate_outcomes", None)
         changed = _first_change(task, r.task_payload)
         if changed:
-            raise RunConfigError("tools", "the model and tools given do not give the recorded task record: its %r differs" % (changed,))
+            raise RunConfigError(
+                "tools", "the model and tools given do not give the recorded task record: its %r differs" % (changed,)
+            )
         # 4.
         pending = _pending_of(state)
         plan: Optional[TurnPlan] = None
@@ -295,15 +330,23 @@ def resume(
             plan = plan_from_record(state.records[state.last_assistant]["payload"])
             _check_decisions(r, plan, pending, given, rerun_unrecorded)
         elif given:
-            raise RunConfigError("decisions", "call %s is not pending: no call waits in %s" % (json.dumps(next(iter(given))), path))
-        r = dataclasses.replace(r, task_payload=task, started=task.get("clock"), approver=_combined(given, pending.step, approver))
-        out = TranscriptWriter.continuing(path, fd, state.lines, fsync=fsync, max_record_bytes=r.budgets.max_record_bytes)
+            raise RunConfigError(
+                "decisions", "call %s is not pending: no call waits in %s" % (json.dumps(next(iter(given))), path)
+            )
+        r = dataclasses.replace(
+            r, task_payload=task, started=task.get("clock"), approver=_combined(given, pending.step, approver)
+        )
+        out = TranscriptWriter.continuing(
+            path, fd, state.lines, fsync=fsync, max_record_bytes=r.budgets.max_record_bytes
+        )
         owned = False  # the writer closes fd from here
     finally:
         if owned:
             os.close(fd)
     # 5.
-    resumed = Resumed(out, state.records[0]["hash"], state.messages, state.spent, plan, state.answered, pending.assistant_hash)
+    resumed = Resumed(
+        out, state.records[0]["hash"], state.messages, state.spent, plan, state.answered, pending.assistant_hash
+    )
     runner = SyncRunner(r.options.max_workers)
     try:
         return _drive(_loop(r, runner, resumed))
@@ -316,8 +359,11 @@ def _given(decisions: Optional[Mapping[str, Any]], approver: object, rerun_unrec
     given: Dict[str, Any] = dict(decisions or {})
     for call_id, decision in given.items():
         if not isinstance(call_id, str) or not isinstance(decision, _DECISIONS):
-            raise RunConfigError("decisions", "must map call ids (str) to Approve, Deny, Modify or Terminate; "
-                                 "got %s for %s" % (type(decision).__name__, json.dumps(str(call_id))))
+            raise RunConfigError(
+                "decisions",
+                "must map call ids (str) to Approve, Deny, Modify or Terminate; "
+                "got %s for %s" % (type(decision).__name__, json.dumps(str(call_id))),
+            )
     if approver is not None and not callable(approver):
         raise RunConfigError("approver", "must be None or a callable taking an ApprovalRequest")
     if not isinstance(rerun_unrecorded, bool):
@@ -330,13 +376,15 @@ def _unfinished(path: str, anchor: Optional[PathLike], key: Optional[bytes], tru
     _verified(path)
     state = _read(path)
     if state.stop is not None:
-        raise RunConfigError("transcript", "%s is a finished run (stop record: %s): nothing to resume"
-                             % (path, state.stop))
+        raise RunConfigError(
+            "transcript", "%s is a finished run (stop record: %s): nothing to resume" % (path, state.stop)
+        )
     if anchor is not None:
         anchored = verify_checkpoint(path, anchor, key=key, trusted=trusted, exact=True)
         if not anchored.ok:
-            raise RunConfigError("anchor", "%s does not match the checkpoint %s: %s"
-                                 % (path, anchor, anchored.faults[0]))
+            raise RunConfigError(
+                "anchor", "%s does not match the checkpoint %s: %s" % (path, anchor, anchored.faults[0])
+            )
     return state
 
 
@@ -355,15 +403,23 @@ def _check_decisions(r: Any, plan: TurnPlan, pending: Pending, given: Dict[str, 
     ids = [item.call_id for item in pending.calls]
     for call_id, decision in given.items():
         if call_id not in ids:
-            raise RunConfigError("decisions", "call %s is not pending (pending: %s)" % (
-                json.dumps(call_id), ", ".join(json.dumps(i) for i in ids)))
+            raise RunConfigError(
+                "decisions",
+                "call %s is not pending (pending: %s)" % (json.dumps(call_id), ", ".join(json.dumps(i) for i in ids)),
+            )
         if call_id not in gated:
             raise RunConfigError("decisions", "call %s is pending but needs no approval" % (json.dumps(call_id),))
         if decision.arguments_sha256 is not None and decision.arguments_sha256 != gated[call_id]:
-            raise RunConfigError("decisions", "the decision for call %s is bound to arguments with SHA-256 %s, but the pending call's are %s"
-                                 % (json.dumps(call_id), decision.arguments_sha256, gated[call_id]))
+            raise RunConfigError(
+                "decisions",
+                "the decision for call %s is bound to arguments with SHA-256 %s, but the pending call's are %s"
+                % (json.dumps(call_id), decision.arguments_sha256, gated[call_id]),
+            )
     if not first_gated and not rerun_unrecorded:
         first = pending.calls[0]
-        raise RunConfigError("rerun_unrecorded", "call %s (%s) of step %d has no record and needs no approval: it may already "
-                             "have run before the run ended; pass rerun_unrecorded=True to run it again"
-                             % (json.dumps(first.call_id), first.tool, pending.step))
+        raise RunConfigError(
+            "rerun_unrecorded",
+            "call %s (%s) of step %d has no record and needs no approval: it may already "
+            "have run before the run ended; pass rerun_unrecorded=True to run it again"
+            % (json.dumps(first.call_id), first.tool, pending.step),
+        )

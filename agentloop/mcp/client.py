@@ -167,11 +167,13 @@ def _callable(execution: Any) -> None:
         raise Refused("execution is not an object")
     support = execution.get("taskSupport", "forbidden")
     if support == "required":
-        raise Refused('execution.taskSupport is "required": the tool must be called as a task, '
-                      "which agentloop does not do")
+        raise Refused(
+            'execution.taskSupport is "required": the tool must be called as a task, which agentloop does not do'
+        )
     if support not in _TASK_SUPPORT:
-        raise Refused("execution.taskSupport %s is not one of %s" % (
-            short(repr(support), 60), ", ".join(_TASK_SUPPORT)))
+        raise Refused(
+            "execution.taskSupport %s is not one of %s" % (short(repr(support), 60), ", ".join(_TASK_SUPPORT))
+        )
 
 
 def _server_info(value: Any) -> Dict[str, str]:
@@ -216,8 +218,11 @@ class MCPClient(ToolServer):
         self._refused: Dict[str, str] = {}
 
     def __reduce_ex__(self, protocol: Any) -> Any:
-        raise NotPicklableError(type(self).__name__, "it is a connection to a running server (and MCPHttp's "
-                                "headers may hold a token); start the client in the process that uses it")
+        raise NotPicklableError(
+            type(self).__name__,
+            "it is a connection to a running server (and MCPHttp's "
+            "headers may hold a token); start the client in the process that uses it",
+        )
 
     # --- the transport's half --------------------------------------------
 
@@ -226,7 +231,9 @@ class MCPClient(ToolServer):
         """Start the server (stdio) or check the URL (HTTP); raise ``Failed`` or an ``AgentloopError``."""
 
     @abc.abstractmethod
-    def _exchange(self, method: str, params: Dict[str, Any], timeout: float, origin: Optional[Origin] = None) -> Dict[str, Any]:
+    def _exchange(
+        self, method: str, params: Dict[str, Any], timeout: float, origin: Optional[Origin] = None
+    ) -> Dict[str, Any]:
         """One request and its result; raise ``Failed`` (``RpcFailed`` for a JSON-RPC error)."""
 
     @abc.abstractmethod
@@ -326,7 +333,9 @@ class MCPClient(ToolServer):
     def closed(self) -> bool:
         return self._closed
 
-    def _request(self, method: str, params: Dict[str, Any], timeout: float, origin: Optional[Origin] = None) -> Dict[str, Any]:
+    def _request(
+        self, method: str, params: Dict[str, Any], timeout: float, origin: Optional[Origin] = None
+    ) -> Dict[str, Any]:
         params = dict(params)
         if self.modern:
             params["_meta"] = {
@@ -354,8 +363,11 @@ class MCPClient(ToolServer):
         elif wanted == "auto" and any(v in LEGACY_ACCEPTED for v in versions):
             self._initialize(next(v for v in LEGACY_ACCEPTED if v in versions))
         else:
-            raise MCPError(self.name, "it supports protocol versions %s; agentloop speaks %s" % (
-                ", ".join(versions) or "(none listed)", ", ".join(PROTOCOLS[1:])))
+            raise MCPError(
+                self.name,
+                "it supports protocol versions %s; agentloop speaks %s"
+                % (", ".join(versions) or "(none listed)", ", ".join(PROTOCOLS[1:])),
+            )
 
     def _discover(self, strict: bool) -> Tuple[bool, Optional[List[str]]]:
         """2026-07-28 ``server/discover``: (answered, the server's versions or ``None`` for a legacy server).
@@ -412,8 +424,11 @@ class MCPClient(ToolServer):
             raise MCPError(self.name, "initialize failed%s: %s" % (before, exc.text)) from None
         version = result.get("protocolVersion")
         if version not in LEGACY_ACCEPTED:
-            raise MCPError(self.name, "it answered initialize with protocol version %r; agentloop accepts %s" % (
-                version, ", ".join(LEGACY_ACCEPTED)))
+            raise MCPError(
+                self.name,
+                "it answered initialize with protocol version %r; agentloop accepts %s"
+                % (version, ", ".join(LEGACY_ACCEPTED)),
+            )
         self.protocol = str(version)
         self.server_info = _server_info(result.get("serverInfo"))
         try:
@@ -448,8 +463,11 @@ class MCPClient(ToolServer):
             if cursor is None:  # "Treat a missing nextCursor as the end of results"
                 return tools
             if not isinstance(cursor, str) or cursor in seen:
-                raise MCPError(self.name, "tools/list nextCursor %s" % (
-                    "repeats %r" % (cursor,) if isinstance(cursor, str) else "is not a string"))
+                raise MCPError(
+                    self.name,
+                    "tools/list nextCursor %s"
+                    % ("repeats %r" % (cursor,) if isinstance(cursor, str) else "is not a string"),
+                )
             seen.add(cursor)
         raise MCPError(self.name, "tools/list has more than %d pages" % (MAX_PAGES,))
 
@@ -479,8 +497,11 @@ class MCPClient(ToolServer):
         if wanted is not None:
             missing = [w for w in wanted if w not in names]
             if missing:
-                raise MCPConfigError("include", "MCP server %r has no tool %s (it has: %s)" % (
-                    self.name, ", ".join(repr(m) for m in missing), short(", ".join(str(n) for n in names), 300)))
+                raise MCPConfigError(
+                    "include",
+                    "MCP server %r has no tool %s (it has: %s)"
+                    % (self.name, ", ".join(repr(m) for m in missing), short(", ".join(str(n) for n in names), 300)),
+                )
         out: List[Tool] = []
         taken: Dict[str, str] = {}
         for definition in listed:
@@ -489,8 +510,11 @@ class MCPClient(ToolServer):
                 continue
             name = agentloop_name(prefix, server_name)
             if name in taken:
-                raise MCPNameCollisionError(name, "tool %r of MCP server %r" % (taken[name], self.name),
-                                            "tool %r of MCP server %r" % (server_name, self.name))
+                raise MCPNameCollisionError(
+                    name,
+                    "tool %r of MCP server %r" % (taken[name], self.name),
+                    "tool %r of MCP server %r" % (server_name, self.name),
+                )
             taken[name] = server_name
             try:
                 tool = self._tool(name, server_name, definition)
@@ -556,11 +580,15 @@ class MCPClient(ToolServer):
         where = prefix + "tool %r " % (origin.tool,)
         kind = result.get("resultType", "complete")  # 2026-07-28 "ResultType": absent means complete
         if kind == "input_required":
-            raise ToolFailure(where + "asked for client input (resultType input_required), which agentloop does not provide")
+            raise ToolFailure(
+                where + "asked for client input (resultType input_required), which agentloop does not provide"
+            )
         if kind != "complete":
             raise ToolFailure(where + "sent a result of unknown resultType %s" % (short(repr(kind), 60),))
         content = result.get("content")
-        if not isinstance(content, list) or not all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in content):
+        if not isinstance(content, list) or not all(
+            isinstance(b, dict) and isinstance(b.get("type"), str) for b in content
+        ):
             raise ToolFailure(where + "sent a malformed result: content must be a list of typed blocks")
         is_error = result.get("isError", False)
         if not isinstance(is_error, bool):
@@ -573,8 +601,11 @@ class MCPClient(ToolServer):
                 raise ToolFailure(where + "declares an outputSchema but sent no structuredContent")
             errors = origin.output.errors(result["structuredContent"], "$.structuredContent", limit=3)
             if errors:
-                raise ToolFailure(where + "sent structuredContent that does not match its outputSchema: %s" % (
-                    "; ".join(str(e) for e in errors),))
+                raise ToolFailure(
+                    where
+                    + "sent structuredContent that does not match its outputSchema: %s"
+                    % ("; ".join(str(e) for e in errors),)
+                )
         return {k: v for k, v in result.items() if k != "_meta"}
 
     # --- the record ------------------------------------------------------

@@ -85,7 +85,7 @@ _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _PLAIN = re.compile(r"[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?\Z")
 _FIELD_VALUE = re.compile(r"[\x20-\x7e\t]*\Z")
 _TARGET = re.compile(r"[\x21-\x7e]+\Z")
-_SAFE_INTEGER = 2 ** 53 - 1
+_SAFE_INTEGER = 2**53 - 1
 _MAX_WAIT_MS = 2 * 86400 * 1000  # longer than the longest timeout (86400 s)
 _PROTOCOL_HEADERS = ("content-type", "accept", "mcp-protocol-version", "mcp-method", "mcp-name", "mcp-session-id")
 
@@ -120,8 +120,10 @@ def header_problem(name: Any, value: Any) -> Optional[str]:
     if name.lower() in _PROTOCOL_HEADERS:
         return "%s is set by the client" % (name,)
     if not isinstance(value, str) or not _FIELD_VALUE.match(value):
-        return ("the value of %s must be a string of visible ASCII characters, spaces and tabs "
-                "(no line break, control character or non-ASCII character)" % (name,))
+        return (
+            "the value of %s must be a string of visible ASCII characters, spaces and tabs "
+            "(no line break, control character or non-ASCII character)" % (name,)
+        )
     return None
 
 
@@ -172,8 +174,9 @@ class MCPHttp(MCPClient):
         self.host = parts.netloc
         self._target = (parts.path or "/") + ("?" + parts.query if parts.query else "")
         if not _TARGET.match(self._target):  # http.client would say so quoting it (a query may hold a token), or crash
-            raise MCPConfigError("url", "must have a path and query of visible ASCII "
-                                 "(percent-encode spaces and the rest)")
+            raise MCPConfigError(
+                "url", "must have a path and query of visible ASCII (percent-encode spaces and the rest)"
+            )
         self._headers: Dict[str, str] = {}
         for key, value in (headers or {}).items():
             problem = header_problem(key, value)
@@ -183,7 +186,8 @@ class MCPHttp(MCPClient):
         self._secrets = sorted(
             {v for v in self._headers.values() if len(v) >= 3}
             | {part for v in self._headers.values() for part in v.split() if len(part) >= 4},
-            key=len, reverse=True,
+            key=len,
+            reverse=True,
         )
         self._session: Optional[str] = None
         self._session_lock = threading.RLock()
@@ -191,7 +195,12 @@ class MCPHttp(MCPClient):
 
     def __repr__(self) -> str:
         headers = "" if not self._headers else ", headers=<%d>" % (len(self._headers),)
-        return "MCPHttp(host=%r, name=%r%s, protocol=%r)" % (self.host, self.name, headers, self.protocol or self.requested_protocol)
+        return "MCPHttp(host=%r, name=%r%s, protocol=%r)" % (
+            self.host,
+            self.name,
+            headers,
+            self.protocol or self.requested_protocol,
+        )
 
     def _where(self) -> Dict[str, Any]:
         return {"host": self.host}
@@ -212,7 +221,7 @@ class MCPHttp(MCPClient):
         for index, piece in enumerate(pieces[:-1]):
             starts = [k for secret in self._secrets for k in range(4, len(secret)) if piece.endswith(secret[:k])]
             if starts:
-                pieces[index] = piece[:-max(starts)] + "[redacted]"
+                pieces[index] = piece[: -max(starts)] + "[redacted]"
         return "...".join(pieces)
 
     # --- one POST ------------------------------------------------------
@@ -223,8 +232,9 @@ class MCPHttp(MCPClient):
     def _connection(self, deadline: float) -> http.client.HTTPConnection:
         left = max(deadline - time.monotonic(), 0.001)
         if self._https:
-            return http.client.HTTPSConnection(self._hostname, self._port, timeout=left,
-                                               context=ssl.create_default_context())
+            return http.client.HTTPSConnection(
+                self._hostname, self._port, timeout=left, context=ssl.create_default_context()
+            )
         return http.client.HTTPConnection(self._hostname, self._port, timeout=left)
 
     @staticmethod
@@ -254,9 +264,12 @@ class MCPHttp(MCPClient):
                     if isinstance(value, float) and value.is_integer():
                         value = int(value)
                     if not isinstance(value, (str, int)) or (
-                            not isinstance(value, bool) and isinstance(value, int) and abs(value) > _SAFE_INTEGER):
-                        raise Failed("argument %s cannot go into header Mcp-Param-%s" % (
-                            ".".join(param.path), param.header), "malformed")
+                        not isinstance(value, bool) and isinstance(value, int) and abs(value) > _SAFE_INTEGER
+                    ):
+                        raise Failed(
+                            "argument %s cannot go into header Mcp-Param-%s" % (".".join(param.path), param.header),
+                            "malformed",
+                        )
                     headers["Mcp-Param-" + param.header] = header_value(value)
         else:
             with self._session_lock:  # a session being renewed (_renew) is waited for
@@ -266,8 +279,15 @@ class MCPHttp(MCPClient):
                     headers["Mcp-Session-Id"] = self._session
         return headers
 
-    def _post(self, body: bytes, headers: Dict[str, str], deadline: float, want: Optional[Union[int, str]],
-              method: str, timeout: float) -> Dict[str, Any]:
+    def _post(
+        self,
+        body: bytes,
+        headers: Dict[str, str],
+        deadline: float,
+        want: Optional[Union[int, str]],
+        method: str,
+        timeout: float,
+    ) -> Dict[str, Any]:
         conn = self._connection(deadline)
         sent = False
         response: Optional[http.client.HTTPResponse] = None
@@ -343,8 +363,15 @@ class MCPHttp(MCPClient):
         assert message.result is not None
         return message.result
 
-    def _stream(self, conn: http.client.HTTPConnection, response: http.client.HTTPResponse, deadline: float,
-                want: Union[int, str], method: str, session: Optional[str]) -> Dict[str, Any]:
+    def _stream(
+        self,
+        conn: http.client.HTTPConnection,
+        response: http.client.HTTPResponse,
+        deadline: float,
+        want: Union[int, str],
+        method: str,
+        session: Optional[str],
+    ) -> Dict[str, Any]:
         """The response to request ``want`` from an SSE stream, resuming the stream when it breaks (:meth:`_resume`)."""
         parser = EventStreamParser()
         ended = self._follow(conn, response, parser, deadline, want)
@@ -352,8 +379,14 @@ class MCPHttp(MCPClient):
             return ended
         return self._resume(ended, parser.last_event_id, parser.retry, deadline, want, method, session)
 
-    def _follow(self, conn: http.client.HTTPConnection, response: http.client.HTTPResponse, parser: EventStreamParser,
-                deadline: float, want: Union[int, str]) -> Union[Dict[str, Any], str]:
+    def _follow(
+        self,
+        conn: http.client.HTTPConnection,
+        response: http.client.HTTPResponse,
+        parser: EventStreamParser,
+        deadline: float,
+        want: Union[int, str],
+    ) -> Union[Dict[str, Any], str]:
         """Read one stream: the response's result, or why the stream ended without it.
 
         MCP messages are UTF-8 (2025-11-25 "Base Protocol"), as a JSON body
@@ -403,8 +436,16 @@ class MCPHttp(MCPClient):
             self._refuse(message, deadline)
         return None  # notifications (progress, logging) carry nothing to record
 
-    def _resume(self, ended: str, cursor: str, retry: Optional[int], deadline: float, want: Union[int, str],
-                method: str, session: Optional[str]) -> Dict[str, Any]:
+    def _resume(
+        self,
+        ended: str,
+        cursor: str,
+        retry: Optional[int],
+        deadline: float,
+        want: Union[int, str],
+        method: str,
+        session: Optional[str],
+    ) -> Dict[str, Any]:
         """2025-11-25 "Resumability and Redelivery": resume a broken stream with ``GET`` and ``Last-Event-ID``.
 
         1. Only a 2025 session resumes (2026-07-28 removed resumability:
@@ -441,11 +482,17 @@ class MCPHttp(MCPClient):
                 response = conn.getresponse()
                 kind = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
                 if response.status == 404 and session is not None:  # 3. (the next POST gets a 404 and renews)
-                    raise Failed("the server ended the session (HTTP 404) while the answer to %s was streaming; "
-                                 "the request had been delivered, so it was not sent again" % (method,), "http")
+                    raise Failed(
+                        "the server ended the session (HTTP 404) while the answer to %s was streaming; "
+                        "the request had been delivered, so it was not sent again" % (method,),
+                        "http",
+                    )
                 if response.status != 200 or kind != "text/event-stream":
-                    raise Failed("%s before the response to %s, and resuming it failed (GET with Last-Event-ID: "
-                                 "HTTP %d)" % (ended, method, response.status), "http")
+                    raise Failed(
+                        "%s before the response to %s, and resuming it failed (GET with Last-Event-ID: "
+                        "HTTP %d)" % (ended, method, response.status),
+                        "http",
+                    )
                 parser = EventStreamParser()
                 result = self._follow(conn, response, parser, deadline, want)
                 if isinstance(result, dict):
@@ -463,17 +510,28 @@ class MCPHttp(MCPClient):
         if message.method == "ping":
             reply: Dict[str, Any] = {"jsonrpc": "2.0", "id": message.id, "result": {}}
         else:
-            reply = error_response(message.id, METHOD_NOT_FOUND, "Method not found: agentloop does not serve %s" % (
-                short(message.method, 80),))
+            reply = error_response(
+                message.id,
+                METHOD_NOT_FOUND,
+                "Method not found: agentloop does not serve %s" % (short(message.method, 80),),
+            )
         try:
-            self._post(encode(reply), self._protocol_headers("", {}, None), min(deadline, time.monotonic() + 5.0),
-                       None, "a response", 5.0)
+            self._post(
+                encode(reply),
+                self._protocol_headers("", {}, None),
+                min(deadline, time.monotonic() + 5.0),
+                None,
+                "a response",
+                5.0,
+            )
         except Failed:
             pass
 
     # --- the client's half ----------------------------------------------
 
-    def _exchange(self, method: str, params: Dict[str, Any], timeout: float, origin: Optional[Origin] = None) -> Dict[str, Any]:
+    def _exchange(
+        self, method: str, params: Dict[str, Any], timeout: float, origin: Optional[Origin] = None
+    ) -> Dict[str, Any]:
         deadline = time.monotonic() + timeout
         with self._session_lock:
             session = self._session
@@ -487,8 +545,9 @@ class MCPHttp(MCPClient):
         self._renew(session)
         return self._send(method, params, deadline, timeout, origin)
 
-    def _send(self, method: str, params: Dict[str, Any], deadline: float, timeout: float,
-              origin: Optional[Origin]) -> Dict[str, Any]:
+    def _send(
+        self, method: str, params: Dict[str, Any], deadline: float, timeout: float, origin: Optional[Origin]
+    ) -> Dict[str, Any]:
         id_ = next(self._ids)
         headers = self._protocol_headers(method, params, origin)
         try:
@@ -496,8 +555,11 @@ class MCPHttp(MCPClient):
         except Failed as exc:
             if exc.kind == "timeout" and not self.modern and self.protocol is not None:
                 # 2025-11-25: a disconnect is not a cancellation; say it.
-                self._best_effort(notification("notifications/cancelled", {
-                    "requestId": id_, "reason": "timed out after %g s" % (timeout,)}))
+                self._best_effort(
+                    notification(
+                        "notifications/cancelled", {"requestId": id_, "reason": "timed out after %g s" % (timeout,)}
+                    )
+                )
             raise
 
     def _renew(self, expired: Optional[str]) -> None:
@@ -519,24 +581,40 @@ class MCPHttp(MCPClient):
                 self._initialize(protocol, "for a new session after HTTP 404")
                 spoken = self.protocol
             except MCPError as exc:
-                raise Failed("HTTP 404: the server ended the session, and a new one could not be started: %s" % (
-                    exc.reason,), "dead") from None
+                raise Failed(
+                    "HTTP 404: the server ended the session, and a new one could not be started: %s" % (exc.reason,),
+                    "dead",
+                ) from None
             finally:  # _initialize reset them
                 self.protocol, self.server_info = protocol, info
             if spoken != protocol:
-                raise Failed("HTTP 404: the server ended the session, and the new one speaks %s, not %s" % (
-                    spoken, protocol), "dead")
+                raise Failed(
+                    "HTTP 404: the server ended the session, and the new one speaks %s, not %s" % (spoken, protocol),
+                    "dead",
+                )
 
     def _best_effort(self, message: Dict[str, Any]) -> None:
         try:
-            self._post(encode(message), self._protocol_headers(str(message.get("method")), {}, None),
-                       time.monotonic() + 2.0, None, str(message.get("method")), 2.0)
+            self._post(
+                encode(message),
+                self._protocol_headers(str(message.get("method")), {}, None),
+                time.monotonic() + 2.0,
+                None,
+                str(message.get("method")),
+                2.0,
+            )
         except Failed:
             pass
 
     def _notify(self, method: str, params: Optional[Dict[str, Any]], timeout: float) -> None:
-        self._post(encode(notification(method, params)), self._protocol_headers(method, {}, None),
-                   time.monotonic() + timeout, None, method, timeout)
+        self._post(
+            encode(notification(method, params)),
+            self._protocol_headers(method, {}, None),
+            time.monotonic() + timeout,
+            None,
+            method,
+            timeout,
+        )
 
     def _shutdown(self) -> None:
         """2025-11-25 "Session Management" 5: a client that no longer needs the session SHOULD DELETE it."""

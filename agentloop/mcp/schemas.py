@@ -78,14 +78,36 @@ _STRIPPED = frozenset(
 _KEPT_ANNOTATIONS = frozenset(("title", "description", "default", "examples", "$comment"))
 _DATA = frozenset(("enum", "const", "default", "examples"))
 _SUB_ONE = frozenset(
-    ("additionalProperties", "items", "not", "if", "then", "else", "propertyNames", "contains",
-     "unevaluatedItems", "unevaluatedProperties")
+    (
+        "additionalProperties",
+        "items",
+        "not",
+        "if",
+        "then",
+        "else",
+        "propertyNames",
+        "contains",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+    )
 )
 _SUB_LIST = frozenset(("allOf", "anyOf", "oneOf", "prefixItems"))
 _SUB_MAP = frozenset(("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"))
 _ONLY_2020 = frozenset(
-    ("$defs", "prefixItems", "unevaluatedItems", "unevaluatedProperties", "dependentRequired",
-     "dependentSchemas", "$anchor", "$dynamicRef", "$dynamicAnchor", "$vocabulary", "minContains", "maxContains")
+    (
+        "$defs",
+        "prefixItems",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "dependentRequired",
+        "dependentSchemas",
+        "$anchor",
+        "$dynamicRef",
+        "$dynamicAnchor",
+        "$vocabulary",
+        "minContains",
+        "maxContains",
+    )
 )
 _DRAFT_07_DIFFERENT = {
     "additionalItems": "additionalItems (2020-12 spells it items, beside prefixItems)",
@@ -122,11 +144,19 @@ class _Import:
             return node  # a boolean schema, or something the validator will refuse
         out: Dict[str, Any] = {}
         if "$ref" in node and self.dialect == "draft-07":
-            beside = [k for k in node if k != "$ref" and k not in _KEPT_ANNOTATIONS and k not in _STRIPPED
-                      and not k.startswith("x-") and k != "$schema"]
+            beside = [
+                k
+                for k in node
+                if k != "$ref"
+                and k not in _KEPT_ANNOTATIONS
+                and k not in _STRIPPED
+                and not k.startswith("x-")
+                and k != "$schema"
+            ]
             if beside:
-                raise self.refuse(pointer, "draft-07 ignores %s beside $ref, 2020-12 applies it" % (
-                    ", ".join(sorted(beside)),))
+                raise self.refuse(
+                    pointer, "draft-07 ignores %s beside $ref, 2020-12 applies it" % (", ".join(sorted(beside)),)
+                )
         if "definitions" in node and "$defs" in node:
             raise self.refuse(pointer, "both definitions and $defs")
         for key, value in node.items():
@@ -143,13 +173,19 @@ class _Import:
                 continue
             if self.dialect == "draft-07":
                 if key in _ONLY_2020:
-                    raise self.refuse(pointer, "%s is not a draft-07 keyword (draft-07 ignores it, 2020-12 applies it)" % (key,))
+                    raise self.refuse(
+                        pointer, "%s is not a draft-07 keyword (draft-07 ignores it, 2020-12 applies it)" % (key,)
+                    )
                 if key in _DRAFT_07_DIFFERENT:
-                    raise self.refuse(pointer, "draft-07 %s means something else in 2020-12" % (_DRAFT_07_DIFFERENT[key],))
+                    raise self.refuse(
+                        pointer, "draft-07 %s means something else in 2020-12" % (_DRAFT_07_DIFFERENT[key],)
+                    )
                 if key == "items" and isinstance(value, list):
                     raise self.refuse(pointer, "draft-07 array-form items (2020-12 spells it prefixItems)")
                 if key == "$id" and isinstance(value, str) and value.startswith("#"):
-                    raise self.refuse(pointer, "draft-07 $id %r is a plain-name fragment (2020-12 spells it $anchor)" % (value,))
+                    raise self.refuse(
+                        pointer, "draft-07 $id %r is a plain-name fragment (2020-12 spells it $anchor)" % (value,)
+                    )
             if key in _DATA:
                 out[key] = value
             elif key == "$ref" and isinstance(value, str):
@@ -173,12 +209,16 @@ class _Import:
         if not isinstance(value, str) or not _TOKEN.match(value):
             raise self.refuse(pointer, "x-mcp-header must be a non-empty HTTP token, got %r" % (value,))
         if not reach:
-            raise self.refuse(pointer, "x-mcp-header %r is not on a property reached through properties alone" % (value,))
+            raise self.refuse(
+                pointer, "x-mcp-header %r is not on a property reached through properties alone" % (value,)
+            )
         declared = node.get("type")
         types = declared if isinstance(declared, list) else [declared]
         primitive = [t for t in types if t != "null"]
         if not primitive or any(t not in _HEADER_TYPES for t in primitive):
-            raise self.refuse(pointer, "x-mcp-header %r is on a property whose type is not string, integer or boolean" % (value,))
+            raise self.refuse(
+                pointer, "x-mcp-header %r is on a property whose type is not string, integer or boolean" % (value,)
+            )
         if any(h.header.lower() == value.lower() for h in self.headers):
             raise self.refuse(pointer, "x-mcp-header %r is used twice" % (value,))
         self.headers.append(HeaderParam(value, reach))

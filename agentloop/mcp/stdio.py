@@ -36,7 +36,19 @@ from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from ..errors import MCPConfigError, MCPError
 from .client import MCPClient, Origin, Failed, RpcFailed
-from .jsonrpc import METHOD_NOT_FOUND, Malformed, Notification, Request, Response, encode, error_response, notification, parse, request, short
+from .jsonrpc import (
+    METHOD_NOT_FOUND,
+    Malformed,
+    Notification,
+    Request,
+    Response,
+    encode,
+    error_response,
+    notification,
+    parse,
+    request,
+    short,
+)
 
 __all__ = ["MCPStdio", "STDERR_KEEP", "STDERR_SHOWN", "MAX_MESSAGE", "CLOSE_GRACE"]
 
@@ -113,7 +125,12 @@ class MCPStdio(MCPClient):
 
     def __repr__(self) -> str:
         env = "" if not self._env else ", env=<%d names>" % (len(self._env),)
-        return "MCPStdio(%r, name=%r%s, protocol=%r)" % (self.command, self.name, env, self.protocol or self.requested_protocol)
+        return "MCPStdio(%r, name=%r%s, protocol=%r)" % (
+            self.command,
+            self.name,
+            env,
+            self.protocol or self.requested_protocol,
+        )
 
     def _where(self) -> Dict[str, Any]:
         return {"command": list(self.command)}
@@ -125,12 +142,18 @@ class MCPStdio(MCPClient):
         environ.update(self._env)
         try:
             self._proc = subprocess.Popen(
-                self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                env=environ, cwd=self.cwd,
+                self.command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=environ,
+                cwd=self.cwd,
             )
         except OSError as exc:
-            raise MCPError(self.name, "cannot start %s: %s" % (
-                short(" ".join(self.command), 200), exc.strerror or exc.__class__.__name__)) from None
+            raise MCPError(
+                self.name,
+                "cannot start %s: %s" % (short(" ".join(self.command), 200), exc.strerror or exc.__class__.__name__),
+            ) from None
         for target, label in ((self._read_stdout, "stdout"), (self._read_stderr, "stderr")):
             thread = threading.Thread(target=target, name="mcp-%s-%s" % (self.name, label), daemon=True)
             thread.start()
@@ -143,7 +166,7 @@ class MCPStdio(MCPClient):
             if len(value) >= 3:
                 text = text.replace(value, "[redacted]")
         text = " ".join(text.split())
-        return text if len(text) <= STDERR_SHOWN else "..." + text[-(STDERR_SHOWN - 3):]
+        return text if len(text) <= STDERR_SHOWN else "..." + text[-(STDERR_SHOWN - 3) :]
 
     def _read_stderr(self) -> None:
         proc = self._proc
@@ -203,13 +226,18 @@ class MCPStdio(MCPClient):
                 slot.response = message
                 slot.event.set()
             elif message.id is None and message.error is not None:
-                self._fail_pending("sent an error about an unreadable request: %s" % (message.error.describe(),), "malformed")
+                self._fail_pending(
+                    "sent an error about an unreadable request: %s" % (message.error.describe(),), "malformed"
+                )
         elif isinstance(message, Request):
             if message.method == "ping":
                 reply: Dict[str, Any] = {"jsonrpc": "2.0", "id": message.id, "result": {}}
             else:
-                reply = error_response(message.id, METHOD_NOT_FOUND, "Method not found: agentloop does not serve %s" % (
-                    short(message.method, 80),))
+                reply = error_response(
+                    message.id,
+                    METHOD_NOT_FOUND,
+                    "Method not found: agentloop does not serve %s" % (short(message.method, 80),),
+                )
             try:
                 self._write(reply)
             except Failed:
@@ -277,7 +305,9 @@ class MCPStdio(MCPClient):
 
     # --- requests --------------------------------------------------------
 
-    def _exchange(self, method: str, params: Dict[str, Any], timeout: float, origin: Optional[Origin] = None) -> Dict[str, Any]:
+    def _exchange(
+        self, method: str, params: Dict[str, Any], timeout: float, origin: Optional[Origin] = None
+    ) -> Dict[str, Any]:
         if self._dead is not None:
             raise Failed(self._dead, "dead")
         id_ = next(self._ids)
@@ -297,8 +327,11 @@ class MCPStdio(MCPClient):
                 if method == "initialize":  # "The initialize request MUST NOT be cancelled by clients"
                     raise Failed("timed out after %g s" % (timeout,), "timeout")
                 try:
-                    self._write(notification("notifications/cancelled", {
-                        "requestId": id_, "reason": "timed out after %g s" % (timeout,)}))
+                    self._write(
+                        notification(
+                            "notifications/cancelled", {"requestId": id_, "reason": "timed out after %g s" % (timeout,)}
+                        )
+                    )
                 except Failed:
                     pass
                 raise Failed("timed out after %g s (sent notifications/cancelled)" % (timeout,), "timeout")

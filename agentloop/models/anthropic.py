@@ -98,8 +98,15 @@ from .base import Adapter, Endpoint, Reader, join_url, system_prompt, usage_from
 from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport, Notice
 from .streaming import MessagesCollector
 
-__all__ = ["AnthropicMessages", "DEFAULT_BASE_URL", "API_VERSION", "DEFAULT_MAX_TOKENS", "API", "messages_api_messages",
-           "messages_api_reply"]
+__all__ = [
+    "AnthropicMessages",
+    "DEFAULT_BASE_URL",
+    "API_VERSION",
+    "DEFAULT_MAX_TOKENS",
+    "API",
+    "messages_api_messages",
+    "messages_api_reply",
+]
 
 #: ``provider_data["api"]`` of this adapter's replies.
 API = "anthropic-messages"
@@ -158,17 +165,31 @@ class AnthropicMessages(Adapter):
         stream: bool = False,
         on_text: Optional[Callable[[str], None]] = None,
     ) -> None:
-        if isinstance(model, str) and model and (
-            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= 2**31
+        if (
+            isinstance(model, str)
+            and model
+            and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= 2**31)
         ):
             raise ModelConfigError("max_tokens", "must be a positive int, got %r" % (max_tokens,))
         if not isinstance(cache, bool):
             raise ModelConfigError("cache", "must be True or False, got %s" % (type(cache).__name__,))
         end = Endpoint(
-            model, base_url=base_url, api_key=api_key, system=system, params=params, headers=headers,
-            timeout=timeout, max_retries=max_retries, transport=transport, on_retry=on_retry,
-            base_url_env="ANTHROPIC_BASE_URL", default_base_url=DEFAULT_BASE_URL, api_key_env="ANTHROPIC_API_KEY",
-            official_host=_OFFICIAL_HOST, reserved=_RESERVED, style="anthropic",
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            system=system,
+            params=params,
+            headers=headers,
+            timeout=timeout,
+            max_retries=max_retries,
+            transport=transport,
+            on_retry=on_retry,
+            base_url_env="ANTHROPIC_BASE_URL",
+            default_base_url=DEFAULT_BASE_URL,
+            api_key_env="ANTHROPIC_API_KEY",
+            official_host=_OFFICIAL_HOST,
+            reserved=_RESERVED,
+            style="anthropic",
         )
         self._take(end)
         self._streaming(stream, on_text)
@@ -215,7 +236,11 @@ class AnthropicMessages(Adapter):
     def request_body(self, messages: List[Message], manifest: List[Dict[str, Any]]) -> Dict[str, Any]:
         """The JSON body sent for one turn (see the module docstring)."""
         system, messages = system_prompt(messages, self.system)
-        body: Dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "messages": messages_api_messages(messages)}
+        body: Dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "messages": messages_api_messages(messages),
+        }
         if system is not None:
             body["system"] = system
         tools = self._tools(manifest)
@@ -238,8 +263,10 @@ def _thinking(value: object, max_tokens: int) -> Dict[str, Any]:
     if value["type"] == "enabled":
         budget = value.get("budget_tokens")
         if isinstance(budget, bool) or not isinstance(budget, int) or not 1024 <= budget < max_tokens:
-            raise ModelConfigError("thinking", "budget_tokens must be an int from 1024 and below max_tokens %d, got %r"
-                                   % (max_tokens, budget))
+            raise ModelConfigError(
+                "thinking",
+                "budget_tokens must be an int from 1024 and below max_tokens %d, got %r" % (max_tokens, budget),
+            )
     try:
         checked: Dict[str, Any] = json.loads(json.dumps(dict(value), allow_nan=False))
     except (TypeError, ValueError):
@@ -281,7 +308,11 @@ def _cache_points(messages: List[Dict[str, Any]]) -> List[int]:
     if write >= 1 and messages[write].get("role") == "user" and messages[write - 1].get("role") == "user":
         write -= 1
     assistant = [at for at, message in enumerate(messages) if message.get("role") == "assistant"]
-    read = [at for at, message in enumerate(messages[:assistant[-1]]) if message.get("role") == "user"] if assistant else []
+    read = (
+        [at for at, message in enumerate(messages[: assistant[-1]]) if message.get("role") == "user"]
+        if assistant
+        else []
+    )
     return [write] + [read[-1]] if read and read[-1] != write else [write]
 
 
@@ -341,12 +372,18 @@ def messages_api_messages(messages: List[Message]) -> List[Dict[str, Any]]:
         elif role == "assistant":
             out.append({"role": "assistant", "content": _assistant_content(message)})
         elif role == "tool":
-            result: Dict[str, Any] = {"type": "tool_result", "tool_use_id": message["tool_call_id"], "content": message["content"]}
+            result: Dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": message["tool_call_id"],
+                "content": message["content"],
+            }
             if not message["ok"]:
                 result["is_error"] = True
             results.append(result)
         else:
-            raise ModelConfigError("messages", "messages[%d] has role %r, not user, assistant or tool" % (position, role))
+            raise ModelConfigError(
+                "messages", "messages[%d] has role %r, not user, assistant or tool" % (position, role)
+            )
     if results:
         out.append({"role": "user", "content": results})
     return out
@@ -373,12 +410,23 @@ def messages_api_reply(answer: Mapping[str, Any], provider: str = "anthropic", h
             if isinstance(arguments, dict):
                 calls.append(ToolCall(name, arguments, call_id))
             else:
-                kind_name = "null" if arguments is None else "an array" if isinstance(arguments, list) else type(arguments).__name__
+                kind_name = (
+                    "null"
+                    if arguments is None
+                    else "an array"
+                    if isinstance(arguments, list)
+                    else type(arguments).__name__
+                )
                 calls.append(ToolCall(name, {}, call_id, "tool_use input must be a JSON object, got %s" % (kind_name,)))
         elif kind in _OPAQUE:
             opaque = True
     usage = usage_from(
-        answer, "input_tokens", "output_tokens", ("cache_read_input_tokens",), ("cache_creation_input_tokens",), read=read,
+        answer,
+        "input_tokens",
+        "output_tokens",
+        ("cache_read_input_tokens",),
+        ("cache_creation_input_tokens",),
+        read=read,
         reasoning="output_tokens_details.thinking_tokens",
     )
     data = {"api": API, "items": list(blocks)} if opaque else None

@@ -38,8 +38,17 @@ from ..canonical import canonical_bytes, strict_loads
 from ..errors import ModelConfigError, ModelResponseError, NotPicklableError, UnrecordableError
 from ..messages import Message, ModelReply, ToolCall, Usage
 from ..tools.providers import anthropic_tool, openai_tool, responses_tool
-from .http import (DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, Collector, HttpTransport, Notice, RetryPolicy, endpoint_host,
-                   holds_secret, redact)
+from .http import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    Collector,
+    HttpTransport,
+    Notice,
+    RetryPolicy,
+    endpoint_host,
+    holds_secret,
+    redact,
+)
 from .streaming import TextRelay
 
 __all__ = [
@@ -81,10 +90,19 @@ def base_url_from(base_url: Optional[str], env_var: str, default: str) -> str:
         raise ModelConfigError("base_url", "is not a URL that can be read (a bracketed host?)%s" % (source,)) from None
     # Credentials first, and never the whole URL in an error: it may hold a key (user:password@, a query).
     if "@" in parts.netloc:
-        raise ModelConfigError("base_url", "must not hold credentials (user:password@)%s; pass api_key= instead" % (source,))
+        raise ModelConfigError(
+            "base_url", "must not hold credentials (user:password@)%s; pass api_key= instead" % (source,)
+        )
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ModelConfigError("base_url", "must be an http:// or https:// URL with a host%s, got scheme %s and %s" % (
-            source, json.dumps(parts.scheme[:20]), "host " + json.dumps(parts.hostname[:100]) if parts.hostname else "no host"))
+        raise ModelConfigError(
+            "base_url",
+            "must be an http:// or https:// URL with a host%s, got scheme %s and %s"
+            % (
+                source,
+                json.dumps(parts.scheme[:20]),
+                "host " + json.dumps(parts.hostname[:100]) if parts.hostname else "no host",
+            ),
+        )
     if parts.fragment:
         raise ModelConfigError("base_url", "must not have a #fragment")
     try:
@@ -150,7 +168,9 @@ def extra_headers(headers: Optional[Mapping[str, str]]) -> Dict[str, str]:
     """Extra request headers: names and values must be str."""
     if headers is None:
         return {}
-    if not isinstance(headers, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
+    if not isinstance(headers, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+    ):
         raise ModelConfigError("headers", "must map header names to str values")
     for name, value in headers.items():
         # Refused here, not sent: http.client would raise with the value in
@@ -159,7 +179,9 @@ def extra_headers(headers: Optional[Mapping[str, str]]) -> Dict[str, str]:
             raise ModelConfigError("headers", "a header name is not a valid HTTP token (it is not shown)")
         if not _latin1(value) or any(ord(ch) < 32 and ch != "\t" or ord(ch) == 127 for ch in value):
             raise ModelConfigError(
-                "headers", "the value of header %s holds control or non-Latin-1 characters (it is not shown)" % (json.dumps(name),)
+                "headers",
+                "the value of header %s holds control or non-Latin-1 characters (it is not shown)"
+                % (json.dumps(name),),
             )
     return dict(headers)
 
@@ -173,7 +195,9 @@ def make_transport(
     if not isinstance(transport, HttpTransport):
         raise ModelConfigError("transport", "must be an HttpTransport, got %s" % (type(transport).__name__,))
     if timeout != DEFAULT_TIMEOUT or max_retries != DEFAULT_MAX_RETRIES or on_retry is not None:
-        raise ModelConfigError("transport", "give timeout, max_retries and on_retry to the HttpTransport, not beside it")
+        raise ModelConfigError(
+            "transport", "give timeout, max_retries and on_retry to the HttpTransport, not beside it"
+        )
     return transport
 
 
@@ -235,19 +259,26 @@ class Endpoint:
 
 
 def _keyless_state(
-    attributes: Dict[str, Any], owner: str, key_env: Optional[str], secrets: Sequence[str], key_name: str, secrets_name: str
+    attributes: Dict[str, Any],
+    owner: str,
+    key_env: Optional[str],
+    secrets: Sequence[str],
+    key_name: str,
+    secrets_name: str,
 ) -> Dict[str, Any]:
     """An object's attributes for a pickle, without its key; :class:`NotPicklableError` when
     the key (or a secret header) could not be re-read where it is unpickled."""
     if secrets[1:]:
         raise NotPicklableError(
-            owner, "a header value of 8 characters or more is treated as a secret and cannot be"
-            " re-read from the environment; build the adapter in the process that uses it"
+            owner,
+            "a header value of 8 characters or more is treated as a secret and cannot be"
+            " re-read from the environment; build the adapter in the process that uses it",
         )
     if secrets and secrets[0] and key_env is None:
         raise NotPicklableError(
-            owner, "its API key was given as api_key= and would be written into the pickle;"
-            " build it without api_key= so that it reads the key from the environment where it is unpickled"
+            owner,
+            "its API key was given as api_key= and would be written into the pickle;"
+            " build it without api_key= so that it reads the key from the environment where it is unpickled",
         )
     state = dict(attributes)
     state[key_name] = ""
@@ -304,18 +335,28 @@ class Adapter:
         """The request headers (with the key: do not print them)."""
         raise NotImplementedError
 
-    def _post(self, body: Dict[str, Any], collector: Callable[[str, str, TextRelay], Collector],
-              stream_body: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    def _post(
+        self,
+        body: Dict[str, Any],
+        collector: Callable[[str, str, TextRelay], Collector],
+        stream_body: Optional[Mapping[str, Any]] = None,
+    ) -> Dict[str, Any]:
         """The answer to ``body``: posted as it is, or, with ``stream``, with ``stream_body``'s
         members added and read through ``collector`` (the API's answer either way)."""
         if not self.stream:
-            return self.transport.post_json(self.url, self.headers(), body, provider=self.provider, secrets=self._secrets)
+            return self.transport.post_json(
+                self.url, self.headers(), body, provider=self.provider, secrets=self._secrets
+            )
         headers = {k: v for k, v in self.headers().items() if k.lower() != "accept"}
         headers["Accept"] = "text/event-stream"
         relay = TextRelay(self.on_text, self._secrets)
         return self.transport.post_stream(
-            self.url, headers, dict(body, **(stream_body or {"stream": True})), lambda: collector(self.provider, self.host, relay),
-            provider=self.provider, secrets=self._secrets,
+            self.url,
+            headers,
+            dict(body, **(stream_body or {"stream": True})),
+            lambda: collector(self.provider, self.host, relay),
+            provider=self.provider,
+            secrets=self._secrets,
         )
 
     def __getstate__(self) -> Dict[str, Any]:
@@ -388,7 +429,10 @@ def scrub_reply(reply: ModelReply, secrets: Sequence[str], provider: str, host: 
         data = _scrub(reply.provider_data, hidden, "$.provider_data")
     except ValueError as exc:
         raise ModelResponseError(
-            provider, host, str(exc), "the reply holds the API key (or a secret header) in an escaped form; refused, not recorded"
+            provider,
+            host,
+            str(exc),
+            "the reply holds the API key (or a secret header) in an escaped form; refused, not recorded",
         ) from None
     return ModelReply(text, calls, reply.usage, reply.truncated, data)
 
@@ -410,7 +454,9 @@ class ToolShapes:
             try:
                 self._tools = [shape(entry) for entry in manifest]
             except (KeyError, TypeError) as exc:
-                raise ModelConfigError("manifest", "each entry needs name, description and parameters (%s)" % (exc,)) from None
+                raise ModelConfigError(
+                    "manifest", "each entry needs name, description and parameters (%s)" % (exc,)
+                ) from None
             self._key = key
         return json.loads(json.dumps(self._tools))  # type: ignore[no-any-return]
 
@@ -492,14 +538,24 @@ def usage_from(
     if read_tokens + written > prompt:
         return bad("$.usage", "%d cached tokens is more than the prompt's %d" % (read_tokens + written, prompt))
     if (thought[0] or 0) > (raw[1] or 0):
-        return bad("$.usage." + reasoning, "%d reasoning tokens is more than the output's %d" % (thought[0] or 0, raw[1] or 0))
+        return bad(
+            "$.usage." + reasoning, "%d reasoning tokens is more than the output's %d" % (thought[0] or 0, raw[1] or 0)
+        )
     try:
-        return Usage(prompt, raw[1] or 0, cache_read_tokens=read_tokens, cache_write_tokens=written, reasoning_tokens=thought[0] or 0)
+        return Usage(
+            prompt,
+            raw[1] or 0,
+            cache_read_tokens=read_tokens,
+            cache_write_tokens=written,
+            reasoning_tokens=thought[0] or 0,
+        )
     except (TypeError, ValueError):  # beyond 2**53-1
         return bad("$.usage", "a token count beyond 2**53-1")
 
 
-def _token_count(usage: Mapping[str, Any], path: str, default: Optional[int], bad: Callable[[str, str], Any]) -> Optional[int]:
+def _token_count(
+    usage: Mapping[str, Any], path: str, default: Optional[int], bad: Callable[[str, str], Any]
+) -> Optional[int]:
     """The count at the dotted ``path`` of ``usage``: an integer >= 0 (an integral float taken as one),
     ``default`` when absent or null (if there is one), else ``bad(place, reason)`` and ``None``."""
     value: Any = usage
@@ -510,8 +566,17 @@ def _token_count(usage: Mapping[str, Any], path: str, default: Optional[int], ba
     if isinstance(value, float) and value.is_integer():  # 100000.0 from some compatible servers
         value = int(value)
     if type(value) is not int or value < 0:
-        bad("$.usage." + path, "expected a token count (an integer >= 0), got %s" % (
-            "nothing" if value is None else json.dumps(value) if isinstance(value, (int, float, str)) else type(value).__name__,))
+        bad(
+            "$.usage." + path,
+            "expected a token count (an integer >= 0), got %s"
+            % (
+                "nothing"
+                if value is None
+                else json.dumps(value)
+                if isinstance(value, (int, float, str))
+                else type(value).__name__,
+            ),
+        )
         return None
     return value
 

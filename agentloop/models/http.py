@@ -138,7 +138,11 @@ class RetryPolicy:
     max_total: float = 600.0
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) or not 0 <= self.max_retries <= 100:
+        if (
+            isinstance(self.max_retries, bool)
+            or not isinstance(self.max_retries, int)
+            or not 0 <= self.max_retries <= 100
+        ):
             raise ModelConfigError("max_retries", "must be an int from 0 to 100, got %r" % (self.max_retries,))
         for name in ("initial_delay", "max_delay", "max_retry_after", "max_total"):
             value = getattr(self, name)
@@ -161,7 +165,7 @@ def _base64_cores(secret: str) -> List[str]:
     for offset in range(3):
         encoded = base64.b64encode(b"\0" * offset + data).decode("ascii")
         first, last = -(-offset // 3), (offset + len(data)) // 3  # whole 3-byte groups of the secret
-        core = encoded[4 * first: 4 * last]
+        core = encoded[4 * first : 4 * last]
         if len(core) >= 16:
             cores.extend(dict.fromkeys((core, core.replace("+", "-").replace("/", "_"))))
     return cores
@@ -174,7 +178,7 @@ def _pieces(text: str, secret: str) -> str:
     least = max(_MIN_PIECE, len(secret) // 3)
     if len(secret) <= least:
         return text
-    if secret[:least] in text[-len(secret):]:
+    if secret[:least] in text[-len(secret) :]:
         for size in range(len(secret) - 1, least - 1, -1):
             if text.endswith(secret[:size]):
                 text = text[: len(text) - size] + _REDACTED
@@ -230,6 +234,7 @@ _ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})|%([0-9a-fA-F]{2})
 
 def _unescaped(text: str) -> str:
     """``text`` with ``\\uXXXX``, ``\\xXX``, ``%XX`` and ``\\c`` escapes decoded (once, leniently)."""
+
     def one(match: "re.Match[str]") -> str:
         code = match.group(1) or match.group(2) or match.group(3)
         return chr(int(code, 16)) if code else match.group(4)
@@ -501,7 +506,13 @@ class HttpTransport:
         self.pool.close()
 
     def _exchange(
-        self, url: str, headers: Mapping[str, str], data: bytes, secrets: Tuple[str, ...], seconds: float, success: "_Success"
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        data: bytes,
+        secrets: Tuple[str, ...],
+        seconds: float,
+        success: "_Success",
     ) -> "_Outcome":
         """One try, connect to last byte within ``seconds``: a 2xx answer read by ``success``, or another
         status with its (bounded) body; :class:`_Unreachable` when no answer came."""
@@ -513,7 +524,9 @@ class HttpTransport:
             if 200 <= exchange.status < 300:
                 outcome = _Outcome(exchange.status, exchange.headers, b"", success(exchange, deadline, seconds))
             else:
-                outcome = _Outcome(exchange.status, exchange.headers, exchange.response.read(_ERROR_BODY_BYTES + 1)[:_ERROR_BODY_BYTES])
+                outcome = _Outcome(
+                    exchange.status, exchange.headers, exchange.response.read(_ERROR_BODY_BYTES + 1)[:_ERROR_BODY_BYTES]
+                )
             exchange.release(reusable=not deadline.expired)
         except (AgentloopError, _Aborted):  # a body that is not the API's, a stream cut short: no try again
             raise
@@ -598,15 +611,25 @@ class HttpTransport:
         except _Aborted as aborted:
             raise aborted.error from None
 
-    def _stream(self, exchange: Exchange, deadline: _Deadline, seconds: float, collector: "Collector", provider: str,
-                host: str, secrets: Tuple[str, ...]) -> Dict[str, Any]:
+    def _stream(
+        self,
+        exchange: Exchange,
+        deadline: _Deadline,
+        seconds: float,
+        collector: "Collector",
+        provider: str,
+        host: str,
+        secrets: Tuple[str, ...],
+    ) -> Dict[str, Any]:
         """Read the events of one stream into ``collector`` (see :meth:`post_stream`)."""
         parser = EventStreamParser()
         utf8 = codecs.getincrementaldecoder("utf-8")()  # strict, as a whole body is read (the parser would put U+FFFD)
         start, size, events = self.monotonic(), 0, 0
 
         def cut(why: str) -> ModelConnectionError:
-            return ModelConnectionError(provider, host, redact("the stream was cut short after %d event(s): %s" % (events, why), secrets))
+            return ModelConnectionError(
+                provider, host, redact("the stream was cut short after %d event(s): %s" % (events, why), secrets)
+            )
 
         while True:
             chunk = self._chunk(exchange, deadline, seconds, start, cut)
@@ -616,16 +639,26 @@ class HttpTransport:
                 raise cut(self._late(seconds) if deadline.expired else "it ended before its last event")
             size += len(chunk)
             if size > self.max_response_bytes:
-                raise ModelResponseError(provider, host, "$", "the stream is longer than %d bytes" % (self.max_response_bytes,))
+                raise ModelResponseError(
+                    provider, host, "$", "the stream is longer than %d bytes" % (self.max_response_bytes,)
+                )
             if not collector.done:
                 try:
                     utf8.decode(chunk)
                 except UnicodeDecodeError as exc:
-                    raise ModelResponseError(provider, host, "$", "the stream is not UTF-8 (%s)" % (exc.reason,)) from None
+                    raise ModelResponseError(
+                        provider, host, "$", "the stream is not UTF-8 (%s)" % (exc.reason,)
+                    ) from None
             events += _feed(collector, parser.feed(chunk))
 
-    def _chunk(self, exchange: Exchange, deadline: _Deadline, seconds: float, start: float,
-               cut: Callable[[str], ModelConnectionError]) -> bytes:
+    def _chunk(
+        self,
+        exchange: Exchange,
+        deadline: _Deadline,
+        seconds: float,
+        start: float,
+        cut: Callable[[str], ModelConnectionError],
+    ) -> bytes:
         """The next bytes of a stream (``b""`` at its end), within the idle gap and what is left of the deadline."""
         left = seconds - (self.monotonic() - start)
         sock = exchange.sock
@@ -637,12 +670,21 @@ class HttpTransport:
             return exchange.response.read1(65536)
         except (socket.timeout, TimeoutError):
             late = deadline.expired or self.monotonic() - start >= seconds - 0.001
-            raise cut(self._late(seconds) if late else "no event within the idle_timeout of %g s" % (self.idle_timeout,)) from None
+            raise cut(
+                self._late(seconds) if late else "no event within the idle_timeout of %g s" % (self.idle_timeout,)
+            ) from None
         except (OSError, http.client.HTTPException, ValueError) as exc:
             raise cut(self._late(seconds) if deadline.expired else self._why(exc, seconds)) from None
 
-    def _post(self, url: str, headers: Mapping[str, str], body: Mapping[str, Any], provider: str, hidden: Tuple[str, ...],
-              success: "_Success") -> Dict[str, Any]:
+    def _post(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        body: Mapping[str, Any],
+        provider: str,
+        hidden: Tuple[str, ...],
+        success: "_Success",
+    ) -> Dict[str, Any]:
         """The retry loop of :meth:`post_json` and :meth:`post_stream` (the module docstring)."""
         host = endpoint_host(url)
         data = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
@@ -655,8 +697,13 @@ class HttpTransport:
 
         def waiting(wait: float, why: str) -> None:
             if self.on_retry is not None:
-                self.on_retry(redact("%s at %s: %s; retry %d of %d in %.1f s"
-                                     % (provider, host, why, attempt, self.retry.max_retries, wait), hidden))
+                self.on_retry(
+                    redact(
+                        "%s at %s: %s; retry %d of %d in %.1f s"
+                        % (provider, host, why, attempt, self.retry.max_retries, wait),
+                        hidden,
+                    )
+                )
             self.sleep(wait)
 
         while True:
@@ -684,8 +731,16 @@ class HttpTransport:
             message = "(the error text is withheld: it holds a secret in an escaped form)"
         return message
 
-    def _failed(self, outcome: "_Outcome", provider: str, host: str, hidden: Tuple[str, ...], attempt: int,
-                retries_left: bool, may_wait: Callable[[float], bool]) -> float:
+    def _failed(
+        self,
+        outcome: "_Outcome",
+        provider: str,
+        host: str,
+        hidden: Tuple[str, ...],
+        attempt: int,
+        retries_left: bool,
+        may_wait: Callable[[float], bool],
+    ) -> float:
         """The wait before retrying an error status, or its :class:`~agentloop.errors.ModelAPIError`."""
         status, answer_headers = outcome.status, outcome.headers
         message = self._message(outcome, hidden)
@@ -706,7 +761,10 @@ class HttpTransport:
         pause = wait if wait is not None else self.retry.backoff(attempt - 1, self.jitter())
         if not may_wait(pause):
             raise ModelAPIError(
-                provider, host, status, "%s (not retried: the wait would pass max_total %g s)" % (message, self.retry.max_total),
+                provider,
+                host,
+                status,
+                "%s (not retried: the wait would pass max_total %g s)" % (message, self.retry.max_total),
                 attempt,
             )
         return pause
@@ -721,7 +779,9 @@ class HttpTransport:
 
     def _parse(self, provider: str, host: str, raw: bytes, secrets: Tuple[str, ...]) -> Dict[str, Any]:
         if len(raw) > self.max_response_bytes:
-            raise ModelResponseError(provider, host, "$", "the body is longer than %d bytes" % (self.max_response_bytes,))
+            raise ModelResponseError(
+                provider, host, "$", "the body is longer than %d bytes" % (self.max_response_bytes,)
+            )
         for secret in secrets:  # a reply that quotes the key (a hostile proxy) must not put it in the transcript
             if '"' not in secret and "\\" not in secret:
                 raw = raw.replace(secret.encode("utf-8"), _REDACTED.encode("ascii"))
@@ -777,7 +837,9 @@ class Collector(Protocol):
 class _Outcome:
     """One try's answer: a 2xx read into ``answer``, or an error ``status`` with its ``raw`` body."""
 
-    def __init__(self, status: int, headers: Dict[str, str], raw: bytes, answer: Optional[Dict[str, Any]] = None) -> None:
+    def __init__(
+        self, status: int, headers: Dict[str, str], raw: bytes, answer: Optional[Dict[str, Any]] = None
+    ) -> None:
         self.status, self.headers, self.raw, self.answer = status, headers, raw, answer
 
 

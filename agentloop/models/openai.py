@@ -77,7 +77,9 @@ _OFFICIAL_HOST = "api.openai.com"
 _RESERVED = ("model", "messages", "tools", "stream", "stream_options")
 
 
-def cache_key_params(params: Optional[Mapping[str, Any]], prompt_cache_key: Optional[str]) -> Optional[Mapping[str, Any]]:
+def cache_key_params(
+    params: Optional[Mapping[str, Any]], prompt_cache_key: Optional[str]
+) -> Optional[Mapping[str, Any]]:
     """``params`` with ``prompt_cache_key`` added when given (OpenAI routes requests that share
     one to the same prompt cache): a body parameter, passed through and recorded with ``params``."""
     if prompt_cache_key is None:
@@ -125,10 +127,22 @@ class OpenAIChat(Adapter):
         on_text: Optional[Callable[[str], None]] = None,
     ) -> None:
         end = Endpoint(
-            model, base_url=base_url, api_key=api_key, system=system, params=cache_key_params(params, prompt_cache_key), headers=headers,
-            timeout=timeout, max_retries=max_retries, transport=transport, on_retry=on_retry,
-            base_url_env="OPENAI_BASE_URL", default_base_url=DEFAULT_BASE_URL, api_key_env="OPENAI_API_KEY",
-            official_host=_OFFICIAL_HOST, reserved=_RESERVED, style="openai",
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            system=system,
+            params=cache_key_params(params, prompt_cache_key),
+            headers=headers,
+            timeout=timeout,
+            max_retries=max_retries,
+            transport=transport,
+            on_retry=on_retry,
+            base_url_env="OPENAI_BASE_URL",
+            default_base_url=DEFAULT_BASE_URL,
+            api_key_env="OPENAI_API_KEY",
+            official_host=_OFFICIAL_HOST,
+            reserved=_RESERVED,
+            style="openai",
         )
         self._take(end)
         self._streaming(stream, on_text)
@@ -168,8 +182,11 @@ class OpenAIChat(Adapter):
         return body
 
     def __call__(self, messages: List[Message], manifest: List[Dict[str, Any]]) -> ModelReply:
-        answer = self._post(self.request_body(messages, manifest), ChatCollector,
-                            {"stream": True, "stream_options": {"include_usage": True}})
+        answer = self._post(
+            self.request_body(messages, manifest),
+            ChatCollector,
+            {"stream": True, "stream_options": {"include_usage": True}},
+        )
         return self._reply(chat_reply(answer, self.provider, self.host))
 
 
@@ -184,7 +201,10 @@ def chat_messages(messages: List[Message], system: Optional[str] = None) -> List
             out.append({"role": "user", "content": message["content"]})
         elif role == "assistant":
             calls = message.get("tool_calls") or []
-            entry: Dict[str, Any] = {"role": "assistant", "content": message["content"] if message["content"] or not calls else None}
+            entry: Dict[str, Any] = {
+                "role": "assistant",
+                "content": message["content"] if message["content"] or not calls else None,
+            }
             if calls:
                 entry["tool_calls"] = [
                     {
@@ -202,7 +222,8 @@ def chat_messages(messages: List[Message], system: Optional[str] = None) -> List
             out.append({"role": "tool", "tool_call_id": message["tool_call_id"], "content": message["content"]})
         else:
             raise ModelConfigError(
-                "messages", "messages[%d] has role %r, not user, assistant or tool (system only first)" % (position, role)
+                "messages",
+                "messages[%d] has role %r, not user, assistant or tool (system only first)" % (position, role),
             )
     return out
 
@@ -227,7 +248,7 @@ def chat_reply(answer: Mapping[str, Any], provider: str = "openai", host: str = 
             raise read.fail(at, "expected an object")
         kind = call.get("type", "function")
         if kind != "function":
-            raise read.fail(at + ".type", "expected \"function\", got %r" % (kind,))
+            raise read.fail(at + ".type", 'expected "function", got %r' % (kind,))
         function = read.get(call, "function", at, dict)
         name = read.get(function, "name", at + ".function", str)
         call_id = read.get(call, "id", at, str, optional=True) or ""
@@ -235,6 +256,16 @@ def chat_reply(answer: Mapping[str, Any], provider: str = "openai", host: str = 
         calls.append(ToolCall(name, arguments, call_id, problem))
     # finish_reason "length": the reply was cut at its token limit (max_completion_tokens or the context).
     truncated = choices[0].get("finish_reason") == "length"
-    return ModelReply(text, calls, usage_from(
-        answer, "prompt_tokens", "completion_tokens", ("prompt_tokens_details.cached_tokens",), cache_included=True, read=read
-    ), truncated)
+    return ModelReply(
+        text,
+        calls,
+        usage_from(
+            answer,
+            "prompt_tokens",
+            "completion_tokens",
+            ("prompt_tokens_details.cached_tokens",),
+            cache_included=True,
+            read=read,
+        ),
+        truncated,
+    )

@@ -37,7 +37,7 @@ from ..errors import AgentloopError, ReplayError, ReplayMismatchError, RunConfig
 from ..loop.final import FINAL_RESULT
 from ..loop.budgets import BUDGET_NOTE_PREFIX
 from ..loop.calls import is_async_callable
-from ..loop.engine import MAX_ERROR_CHARS, run, run_as_recorded
+from ..loop.engine import MAX_ERROR_CHARS, run_as_recorded
 from ..loop.options import RunOptions
 from ..loop.plan import plan_from_record
 from ..messages import Message, ModelReply, RunResult, ToolCall, Usage
@@ -49,8 +49,10 @@ from ..transcript.verify import iter_file, verify_file
 __all__ = ["ReplayModel", "Difference", "ReplayResult", "first_difference", "replay", "REPLAY_REFUSED"]
 
 #: Why a replay with real tools denies a call the recording shows approved (or modified), unless an approver decides.
-REPLAY_REFUSED = ("replay with real tools: the recorded decision authorised the original run, not this replay; "
-                  "an approver must decide again (agentloop replay --approve)")
+REPLAY_REFUSED = (
+    "replay with real tools: the recorded decision authorised the original run, not this replay; "
+    "an approver must decide again (agentloop replay --approve)"
+)
 
 _RAISED = "model raised "
 _CUT = re.compile(r"\.\.\. \((\d+) characters cut\)\Z")
@@ -89,7 +91,11 @@ def _first_change(old: object, new: object, path: str) -> Optional[Tuple[str, ob
         return None
     if isinstance(old, dict) and isinstance(new, dict):
         for key in sorted(set(old) | set(new)):
-            where = "%s.%s" % (path, key) if re.match(r"[A-Za-z_][A-Za-z0-9_]*\Z", key) else "%s[%s]" % (path, json.dumps(key))
+            where = (
+                "%s.%s" % (path, key)
+                if re.match(r"[A-Za-z_][A-Za-z0-9_]*\Z", key)
+                else "%s[%s]" % (path, json.dumps(key))
+            )
             change = _first_change(old.get(key, _ABSENT), new.get(key, _ABSENT), where)
             if change is not None:
                 return change
@@ -121,12 +127,12 @@ def _reproduction(detail: str) -> Optional[BaseException]:
     """An exception the loop describes as exactly ``detail`` (``model raised Name: message``), or ``None``."""
     if not detail.startswith(_RAISED):
         return None
-    body = detail[len(_RAISED):]
+    body = detail[len(_RAISED) :]
     cut = _CUT.search(detail)
     if cut is not None and len(detail) - len(cut.group(0)) == MAX_ERROR_CHARS:
         # The loop cut the detail to MAX_ERROR_CHARS: pad the message back to
         # the original length so the loop cuts it the same way.
-        body = detail[len(_RAISED): MAX_ERROR_CHARS] + "." * int(cut.group(1))
+        body = detail[len(_RAISED) : MAX_ERROR_CHARS] + "." * int(cut.group(1))
     name, _, message = body.partition(": ")
     try:
         kind = type(name, (_RecordedFailure,), {"__module__": __name__})
@@ -183,8 +189,11 @@ def _gated_calls(records: List[Any]) -> Set[Tuple[str, bytes]]:
             if isinstance(payload.get("approval"), dict) and call is not None and isinstance(call["arguments"], dict):
                 gated.add((call["name"], canonical_bytes(call["arguments"])))
     if records and records[-1]["kind"] != "stop":
-        gated.update((c["name"], canonical_bytes(c["arguments"])) for i, c in calls.items()
-                     if i not in answered and isinstance(c["arguments"], dict))
+        gated.update(
+            (c["name"], canonical_bytes(c["arguments"]))
+            for i, c in calls.items()
+            if i not in answered and isinstance(c["arguments"], dict)
+        )
     return gated
 
 
@@ -192,15 +201,22 @@ def _reply(payload: Dict[str, Any]) -> ModelReply:
     calls = []
     for call in payload["tool_calls"]:
         if call["arguments"] is None:
-            calls.append(ToolCall(call["name"], {}, call["id"], call.get("arguments_error") or "unrecordable arguments"))
+            calls.append(
+                ToolCall(call["name"], {}, call["id"], call.get("arguments_error") or "unrecordable arguments")
+            )
         else:
             calls.append(ToolCall(call["name"], call["arguments"], call["id"]))
     usage = payload.get("usage")
     return ModelReply(
         payload["text"],
         calls,
-        None if usage is None else Usage(
-            usage["input_tokens"], usage["output_tokens"], usage.get("cache_read_tokens", 0), usage.get("cache_write_tokens", 0),
+        None
+        if usage is None
+        else Usage(
+            usage["input_tokens"],
+            usage["output_tokens"],
+            usage.get("cache_read_tokens", 0),
+            usage.get("cache_write_tokens", 0),
             usage.get("reasoning_tokens", 0),
         ),
         truncated=payload.get("truncated") is True,
@@ -287,7 +303,14 @@ class ReplayModel:
     state and can replay the same run again.
     """
 
-    def __init__(self, task: Dict[str, Any], steps: List[_Step], after: List[Message], stop: Optional[Dict[str, Any]], source: str) -> None:
+    def __init__(
+        self,
+        task: Dict[str, Any],
+        steps: List[_Step],
+        after: List[Message],
+        stop: Optional[Dict[str, Any]],
+        source: str,
+    ) -> None:
         self._task = task
         self._steps = steps
         self._after = after
@@ -309,7 +332,9 @@ class ReplayModel:
         try:
             return cls._build(records, name)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-            raise ReplayError(name, "it holds a record this version of agentloop cannot replay (%s: %s)" % (type(exc).__name__, exc)) from None
+            raise ReplayError(
+                name, "it holds a record this version of agentloop cannot replay (%s: %s)" % (type(exc).__name__, exc)
+            ) from None
 
     @classmethod
     def _build(cls, records: List[Any], source: str) -> "ReplayModel":
@@ -328,15 +353,26 @@ class ReplayModel:
             elif kind == "tool":
                 ok = payload["ok"]
                 content = canonical_text(payload["value"]) if ok is True else payload["error"]
-                messages.append({"role": "tool", "tool_call_id": payload["id"], "name": payload["name"], "ok": ok, "content": content})
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": payload["id"],
+                        "name": payload["name"],
+                        "ok": ok,
+                        "content": content,
+                    }
+                )
             elif kind == "stop":
                 stop = payload
         model = cls(task, steps, messages, stop, source)
         # The clock readings of a max_seconds run, in the order the loop took them.
         model._readings = [r["payload"]["clock"] for r in records if "clock" in r["payload"]]
         model._results = _recorded_results(records)
-        model._decisions = {(r["payload"]["step"], r["payload"]["id"]): r["payload"]["approval"] for r in records
-                            if r["kind"] == "tool" and isinstance(r["payload"].get("approval"), dict)}
+        model._decisions = {
+            (r["payload"]["step"], r["payload"]["id"]): r["payload"]["approval"]
+            for r in records
+            if r["kind"] == "tool" and isinstance(r["payload"].get("approval"), dict)
+        }
         model._gated = _gated_calls(records)
         return model
 
@@ -379,12 +415,15 @@ class ReplayModel:
             options = dataclasses.replace(options, approver=self.recorded_approver())
         signer = self._task.get("approval_signer")
         if isinstance(signer, dict):  # named again in the task record; it cannot sign a new decision
-            options = dataclasses.replace(options, approval_signer=_RecordedSigner(
-                str(signer.get("name")), str(signer.get("key_id")), self.source))
+            options = dataclasses.replace(
+                options,
+                approval_signer=_RecordedSigner(str(signer.get("name")), str(signer.get("key_id")), self.source),
+            )
         return options
 
     def again_approver(
-        self, approver: Optional[Callable[[ApprovalRequest], Any]] = None,
+        self,
+        approver: Optional[Callable[[ApprovalRequest], Any]] = None,
         on_refused: Optional[Callable[[ApprovalRequest], None]] = None,
     ) -> Callable[[ApprovalRequest], Any]:
         """The approver of a replay with real tools: a recorded decision authorised the original run only.
@@ -410,14 +449,17 @@ class ReplayModel:
             return True, RecordedDecision({"decision": "deny", "by": None, "reason": REPLAY_REFUSED})
 
         if approver is not None and is_async_callable(approver):
+
             async def asynchronous(request: ApprovalRequest) -> Any:
                 done, answer = recorded(request)
                 return answer if done else await approver(request)
+
             return asynchronous
 
         def synchronous(request: ApprovalRequest) -> Any:
             done, answer = recorded(request)
             return answer if done or approver is None else approver(request)
+
         return synchronous
 
     def recorded_approver(self) -> Callable[[ApprovalRequest], Optional[RecordedDecision]]:
@@ -482,11 +524,23 @@ class ReplayModel:
 
         origins = _recorded_origins(self._task)
         servers = self._task.get("mcp")
-        toolless = [_RecordedServer("mcp", entry) for entry in (servers if isinstance(servers, list) else [])
-                    if isinstance(entry, dict) and not entry.get("tools")]  # every tool refused: named all the same
+        toolless = [
+            _RecordedServer("mcp", entry)
+            for entry in (servers if isinstance(servers, list) else [])
+            if isinstance(entry, dict) and not entry.get("tools")
+        ]  # every tool refused: named all the same
         return ToolRegistry(
-            [_RecordedTool(e["name"], e["description"], e["parameters"], stand_in(e["name"]),
-                           requires_approval=rule(e["name"]), origin=origins.get(e["name"])) for e in entries],
+            [
+                _RecordedTool(
+                    e["name"],
+                    e["description"],
+                    e["parameters"],
+                    stand_in(e["name"]),
+                    requires_approval=rule(e["name"]),
+                    origin=origins.get(e["name"]),
+                )
+                for e in entries
+            ],
             servers=toolless,
         )
 
@@ -495,10 +549,14 @@ class ReplayModel:
         info = self._task.get("model")
         return dict(info) if isinstance(info, dict) else None
 
-    def _check(self, step: int, expected: List[Message], messages: List[Message], manifest: List[Dict[str, Any]]) -> None:
+    def _check(
+        self, step: int, expected: List[Message], messages: List[Message], manifest: List[Dict[str, Any]]
+    ) -> None:
         change = _first_change(self.tools, manifest, "tools")
         if change is not None:
-            raise ReplayMismatchError(step, "the tools differ from the recorded ones: %s" % (_change_text(change, "recorded", "now"),))
+            raise ReplayMismatchError(
+                step, "the tools differ from the recorded ones: %s" % (_change_text(change, "recorded", "now"),)
+            )
         change = _first_change(expected, list(messages), "messages")
         if change is not None:
             raise ReplayMismatchError(
@@ -506,8 +564,12 @@ class ReplayModel:
             )
 
     def __call__(self, messages: List[Message], manifest: List[Dict[str, Any]]) -> ModelReply:
-        if self._task["budgets"].get("tell_budgets") is True and messages and isinstance(messages[-1], dict) and \
-                str(messages[-1].get("content")).startswith(BUDGET_NOTE_PREFIX):
+        if (
+            self._task["budgets"].get("tell_budgets") is True
+            and messages
+            and isinstance(messages[-1], dict)
+            and str(messages[-1].get("content")).startswith(BUDGET_NOTE_PREFIX)
+        ):
             messages = messages[:-1]  # run(tell_budgets=True)'s transient note: derived, not recorded
         step = 1 + sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
         if step <= len(self._steps):
@@ -519,10 +581,18 @@ class ReplayModel:
             if failure is not None:
                 raise failure
             raise ReplayMismatchError(
-                step, "the recorded run ended here with a model error a replay cannot reproduce: %s" % (self._stop.get("detail"),)
+                step,
+                "the recorded run ended here with a model error a replay cannot reproduce: %s"
+                % (self._stop.get("detail"),),
             )
-        ending = "it ends without a stop record" if self._stop is None else "it stopped with %s" % (self._stop.get("reason"),)
-        raise ReplayMismatchError(step, "the recording holds no reply for step %d (%d recorded; %s)" % (step, len(self._steps), ending))
+        ending = (
+            "it ends without a stop record"
+            if self._stop is None
+            else "it stopped with %s" % (self._stop.get("reason"),)
+        )
+        raise ReplayMismatchError(
+            step, "the recording holds no reply for step %d (%d recorded; %s)" % (step, len(self._steps), ending)
+        )
 
 
 @dataclass(frozen=True)
@@ -626,7 +696,7 @@ def replay(
     again = False
     if isinstance(tools, str):
         if tools != "recorded":
-            raise RunConfigError("tools", "must be tools or \"recorded\", got %s" % (json.dumps(tools[:40]),))
+            raise RunConfigError("tools", 'must be tools or "recorded", got %s' % (json.dumps(tools[:40]),))
         tools = model.recorded_tools()
     else:
         again = True

@@ -115,10 +115,22 @@ class OpenAIResponses(Adapter):
         if not isinstance(store, bool):
             raise ModelConfigError("store", "must be True or False, got %s" % (type(store).__name__,))
         end = Endpoint(
-            model, base_url=base_url, api_key=api_key, system=system, params=cache_key_params(params, prompt_cache_key),
-            headers=headers, timeout=timeout, max_retries=max_retries, transport=transport, on_retry=on_retry,
-            base_url_env="OPENAI_BASE_URL", default_base_url=DEFAULT_BASE_URL, api_key_env="OPENAI_API_KEY",
-            official_host=_OFFICIAL_HOST, reserved=_RESERVED, style="responses",
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            system=system,
+            params=cache_key_params(params, prompt_cache_key),
+            headers=headers,
+            timeout=timeout,
+            max_retries=max_retries,
+            transport=transport,
+            on_retry=on_retry,
+            base_url_env="OPENAI_BASE_URL",
+            default_base_url=DEFAULT_BASE_URL,
+            api_key_env="OPENAI_API_KEY",
+            official_host=_OFFICIAL_HOST,
+            reserved=_RESERVED,
+            style="responses",
         )
         self._take(end)
         self._streaming(stream, on_text)
@@ -204,10 +216,13 @@ def responses_input(messages: List[Message]) -> List[Dict[str, Any]]:
         elif role == "assistant":
             items.extend(_assistant_items(message))
         elif role == "tool":
-            items.append({"type": "function_call_output", "call_id": message["tool_call_id"], "output": message["content"]})
+            items.append(
+                {"type": "function_call_output", "call_id": message["tool_call_id"], "output": message["content"]}
+            )
         else:
             raise ModelConfigError(
-                "messages", "messages[%d] has role %r, not user, assistant or tool (system only first)" % (position, role)
+                "messages",
+                "messages[%d] has role %r, not user, assistant or tool (system only first)" % (position, role),
             )
     return items
 
@@ -260,9 +275,20 @@ def responses_reply(answer: Mapping[str, Any], provider: str = "openai", host: s
         elif kind == "reasoning":
             reasoning = True
     details = answer.get("incomplete_details")
-    truncated = answer.get("status") == "incomplete" and isinstance(details, dict) and details.get("reason") == "max_output_tokens"
-    usage = usage_from(answer, "input_tokens", "output_tokens", ("input_tokens_details.cached_tokens",),
-                       ("input_tokens_details.cache_write_tokens",), cache_included=True, read=read,
-                       reasoning="output_tokens_details.reasoning_tokens")
+    truncated = (
+        answer.get("status") == "incomplete"
+        and isinstance(details, dict)
+        and details.get("reason") == "max_output_tokens"
+    )
+    usage = usage_from(
+        answer,
+        "input_tokens",
+        "output_tokens",
+        ("input_tokens_details.cached_tokens",),
+        ("input_tokens_details.cache_write_tokens",),
+        cache_included=True,
+        read=read,
+        reasoning="output_tokens_details.reasoning_tokens",
+    )
     data = {"api": API, "items": list(output)} if reasoning else None
     return ModelReply("".join(texts) or "".join(refusals), calls, usage, truncated, data)

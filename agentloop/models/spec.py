@@ -40,18 +40,30 @@ def _from_factory(spec: str, options: bool) -> Model:
     return model  # type: ignore[no-any-return]
 
 
-def _check_options(provider: str, max_output_tokens: Optional[int], thinking: Optional[int], cache: bool,
-                   prompt_cache_key: Optional[str]) -> None:
+def _check_options(
+    provider: str,
+    max_output_tokens: Optional[int],
+    thinking: Optional[int],
+    cache: bool,
+    prompt_cache_key: Optional[str],
+) -> None:
     """Each provider option only with a provider that has it."""
     if max_output_tokens is not None and provider == "openai":
         raise RunConfigError("--max-output-tokens", "only goes with anthropic: and openai-responses: models")
     if provider != "anthropic":
         if thinking is not None:
-            raise RunConfigError("--thinking", "only goes with anthropic: models (for OpenAI reasoning, use openai-responses:)")
+            raise RunConfigError(
+                "--thinking", "only goes with anthropic: models (for OpenAI reasoning, use openai-responses:)"
+            )
         if cache:
-            raise RunConfigError("--cache", "only goes with anthropic: models (OpenAI caches prompts itself: give --prompt-cache-key)")
+            raise RunConfigError(
+                "--cache", "only goes with anthropic: models (OpenAI caches prompts itself: give --prompt-cache-key)"
+            )
     elif prompt_cache_key is not None:
-        raise RunConfigError("--prompt-cache-key", "only goes with openai:, openai-responses: and URL models (for anthropic: give --cache)")
+        raise RunConfigError(
+            "--prompt-cache-key",
+            "only goes with openai:, openai-responses: and URL models (for anthropic: give --cache)",
+        )
 
 
 def model_from_spec(
@@ -85,12 +97,22 @@ def model_from_spec(
         if base_url is not None:
             raise RunConfigError("--base-url", "the model is already a URL")
         if not model_name:
-            raise RunConfigError("--model-name", "an OpenAI-compatible URL needs --model-name (the name the server knows)")
+            raise RunConfigError(
+                "--model-name", "an OpenAI-compatible URL needs --model-name (the name the server knows)"
+            )
         _check_options("openai", max_output_tokens, thinking, cache, prompt_cache_key)
         # A bare URL is someone else's server: never send it $OPENAI_API_KEY
         # (use openai:NAME --base-url URL to send that key on purpose).
-        return OpenAIChat(model_name, base_url=spec, api_key="", system=system, timeout=timeout, max_retries=max_retries,
-                          prompt_cache_key=prompt_cache_key, **live)
+        return OpenAIChat(
+            model_name,
+            base_url=spec,
+            api_key="",
+            system=system,
+            timeout=timeout,
+            max_retries=max_retries,
+            prompt_cache_key=prompt_cache_key,
+            **live,
+        )
     provider, sep, name = spec.partition(":")
     if sep and name and provider and provider not in _PROVIDERS:
         options = (base_url, model_name, max_output_tokens, system, thinking, prompt_cache_key) != (None,) * 6 or cache
@@ -98,21 +120,38 @@ def model_from_spec(
     if not sep or not name or provider not in _PROVIDERS:
         raise RunConfigError(
             "--model",
-            "must be openai:MODEL, openai-responses:MODEL, anthropic:MODEL, an http(s):// base URL or MODULE:FACTORY, got %s" % (json.dumps(spec),),
+            "must be openai:MODEL, openai-responses:MODEL, anthropic:MODEL, an http(s):// base URL or MODULE:FACTORY, got %s"
+            % (json.dumps(spec),),
         )
     if model_name is not None:
         raise RunConfigError("--model-name", "only goes with a URL --model")
-    if max_output_tokens is not None and (isinstance(max_output_tokens, bool) or not isinstance(max_output_tokens, int)
-                                          or max_output_tokens < 1):
+    if max_output_tokens is not None and (
+        isinstance(max_output_tokens, bool) or not isinstance(max_output_tokens, int) or max_output_tokens < 1
+    ):
         raise RunConfigError("--max-output-tokens", "must be a positive int, got %r" % (max_output_tokens,))
     _check_options(provider, max_output_tokens, thinking, cache, prompt_cache_key)
     if provider == "openai":
-        return OpenAIChat(name, base_url=base_url, system=system, timeout=timeout, max_retries=max_retries,
-                          prompt_cache_key=prompt_cache_key, **live)
+        return OpenAIChat(
+            name,
+            base_url=base_url,
+            system=system,
+            timeout=timeout,
+            max_retries=max_retries,
+            prompt_cache_key=prompt_cache_key,
+            **live,
+        )
     if provider == "openai-responses":
         params = None if max_output_tokens is None else {"max_output_tokens": max_output_tokens}
-        return OpenAIResponses(name, base_url=base_url, system=system, timeout=timeout, max_retries=max_retries,
-                               params=params, prompt_cache_key=prompt_cache_key, **live)
+        return OpenAIResponses(
+            name,
+            base_url=base_url,
+            system=system,
+            timeout=timeout,
+            max_retries=max_retries,
+            params=params,
+            prompt_cache_key=prompt_cache_key,
+            **live,
+        )
     return AnthropicMessages(
         name,
         base_url=base_url,

@@ -137,7 +137,9 @@ class _Collector:
         try:
             value = strict_loads(event.data)  # a repeated member or NaN: refused, as in a whole reply
         except (ValueError, RecursionError):
-            quoted = json.dumps(redact(event.data, self.relay.secrets)[:200])  # redacted before the cut, which could split a key
+            quoted = json.dumps(
+                redact(event.data, self.relay.secrets)[:200]
+            )  # redacted before the cut, which could split a key
             raise self.fail("the event's data is not JSON: %s" % (quoted,)) from None
         if not isinstance(value, dict):
             raise self.fail("the event's data is not a JSON object")
@@ -233,7 +235,11 @@ class ChatCollector(_Collector):
             self._call(piece)
 
     def _call(self, piece: object) -> None:
-        if not isinstance(piece, dict) or isinstance(piece.get("index"), bool) or not isinstance(piece.get("index"), int):
+        if (
+            not isinstance(piece, dict)
+            or isinstance(piece.get("index"), bool)
+            or not isinstance(piece.get("index"), int)
+        ):
             raise self.fail("a tool_calls delta without an integer index")
         index = piece["index"]
         if not 0 <= index <= len(self.calls):
@@ -252,14 +258,20 @@ class ChatCollector(_Collector):
                 self.call_pieces[index][key].append(_text(function.get(key)))
 
     def result(self) -> Dict[str, Any]:
-        message: Dict[str, Any] = {"role": "assistant", "content": _joined(self.content),
-                                   "refusal": _joined(self.refusal)}
+        message: Dict[str, Any] = {
+            "role": "assistant",
+            "content": _joined(self.content),
+            "refusal": _joined(self.refusal),
+        }
         for call, pieces in zip(self.calls, self.call_pieces):
             call["function"] = {key: "".join(pieces[key]) for key in ("name", "arguments")}
         if self.calls:
             message["tool_calls"] = self.calls
-        body: Dict[str, Any] = dict(self.head, object="chat.completion",
-                                    choices=[{"index": 0, "message": message, "finish_reason": self.finish}])
+        body: Dict[str, Any] = dict(
+            self.head,
+            object="chat.completion",
+            choices=[{"index": 0, "message": message, "finish_reason": self.finish}],
+        )
         if self.usage is not None:
             body["usage"] = self.usage
         return body

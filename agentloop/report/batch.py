@@ -170,7 +170,9 @@ def _state(audit: AuditResult, changed: bool) -> str:
 
 def _only_runs_failed(audit: AuditResult) -> bool:
     """Every file matches the ledger and the ledger its checkpoint; what fails is runs the batch did not complete."""
-    return bool(audit.failed) and not (audit.missing or audit.extra or audit.repeated or audit.altered or audit.checkpoint)
+    return bool(audit.failed) and not (
+        audit.missing or audit.extra or audit.repeated or audit.altered or audit.checkpoint
+    )
 
 
 def _verdict(batch: Batch, rows: List[_Row], checkpoint: Optional[str], signed: bool) -> str:
@@ -183,14 +185,19 @@ def _verdict(batch: Batch, rows: List[_Row], checkpoint: Optional[str], signed: 
     if ok:
         parts.append(
             '<p class="verdict good"><strong>✓ LEDGER VERIFIED</strong>: '
-            "all %d transcripts match the ledger (%d run%s)</p>"
-            % (matched, audit.runs, "" if audit.runs == 1 else "s")
+            "all %d transcripts match the ledger (%d run%s)</p>" % (matched, audit.runs, "" if audit.runs == 1 else "s")
         )
     elif _only_runs_failed(audit) and not changed:  # the evidence holds; the batch did not complete every run
         parts.append(
             '<p class="verdict bad"><strong>✗ RUNS FAILED</strong>: '
             "all %d transcripts match the ledger (%d run%s); %d run%s failed in the batch</p>"
-            % (matched, audit.runs, "" if audit.runs == 1 else "s", len(audit.failed), "" if len(audit.failed) == 1 else "s")
+            % (
+                matched,
+                audit.runs,
+                "" if audit.runs == 1 else "s",
+                len(audit.failed),
+                "" if len(audit.failed) == 1 else "s",
+            )
         )
     else:
         parts.append(

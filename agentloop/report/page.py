@@ -29,7 +29,9 @@ _LABEL_CHARS = 60  # a name or id in a heading or a line of text
 _HIDDEN = frozenset(("Cc", "Cf", "Cs", "Zl", "Zp"))  # the categories cli._quote escapes too
 _KEPT = frozenset("\n\t")
 #: How every page begins; the generator ``<meta>`` marks a page agentloop wrote.
-_PAGE_HEAD = '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta name="generator" content="agentloop">\n'
+_PAGE_HEAD = (
+    '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta name="generator" content="agentloop">\n'
+)
 
 _CSS = """\
 :root{color-scheme:light dark;--ok:#1a7f37;--bad:#cf222e;--warn:#9a6700;--mute:#59636e;--bg2:#f6f8fa;--line:#d0d7de}
@@ -59,7 +61,6 @@ details.raw>summary,details.fold>summary{cursor:pointer;color:var(--mute);font-s
 """
 
 
-
 def _csp(css: str = _CSS) -> str:
     digest = base64.b64encode(hashlib.sha256(css.encode("utf-8")).digest()).decode("ascii")
     return (
@@ -70,14 +71,16 @@ def _csp(css: str = _CSS) -> str:
 
 def _page_start(title: str, css: str = _CSS) -> str:
     """Everything before ``<header>``: the head, its CSP (allowing ``css`` by hash), ``title`` escaped."""
-    return "".join((
-        _PAGE_HEAD,
-        '<meta http-equiv="Content-Security-Policy" content="%s">\n' % (_csp(css),),
-        '<meta name="referrer" content="no-referrer">\n',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
-        "<title>%s</title>\n" % (_escape(title, markup=False),),
-        "<style>%s</style>\n</head>\n<body>\n" % (css,),
-    ))
+    return "".join(
+        (
+            _PAGE_HEAD,
+            '<meta http-equiv="Content-Security-Policy" content="%s">\n' % (_csp(css),),
+            '<meta name="referrer" content="no-referrer">\n',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
+            "<title>%s</title>\n" % (_escape(title, markup=False),),
+            "<style>%s</style>\n</head>\n<body>\n" % (css,),
+        )
+    )
 
 
 def _marker(ch: str, markup: bool) -> str:
@@ -169,7 +172,6 @@ def _short_hash(value: object) -> str:
     return "<code>%s</code>" % (_escape(text[:_HASH_CHARS] + ("…" if len(text) > _HASH_CHARS else "")),)
 
 
-
 def _label(value: object) -> str:
     """A name, id or number inside a line of text.  A long or multi-line one is
     cut here, marked with an ellipsis; the record's full view holds it whole."""
@@ -181,7 +183,6 @@ def _label(value: object) -> str:
 
 def _fields(rows: List[Tuple[str, str]]) -> str:
     return '<dl class="kv">%s</dl>' % "".join("<dt>%s</dt><dd>%s</dd>" % row for row in rows)
-
 
 
 def is_report_page(head: bytes) -> bool:

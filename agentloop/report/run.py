@@ -109,13 +109,15 @@ class _Summary:
     size: int = 0
 
 
-
 def _render_task(p: Dict[str, Any]) -> str:
     budgets = _dict(p.get("budgets"))
     names = ", ".join(_label(_dict(t).get("name")) for t in _list(p.get("tools")))
     rows = [
         ("Task", _block(_as_text(p.get("task")))),
-        ("Budgets", "max_steps %s · max_tokens %s" % (_label(budgets.get("max_steps")), _label(budgets.get("max_tokens")))),
+        (
+            "Budgets",
+            "max_steps %s · max_tokens %s" % (_label(budgets.get("max_steps")), _label(budgets.get("max_tokens"))),
+        ),
         ("Stop sentinel", _value(budgets.get("stop_sentinel"))),
     ]
     if "model" in p:
@@ -135,9 +137,13 @@ def _render_assistant(p: Dict[str, Any]) -> str:
         parts.append("<p>%d tool call%s:</p><ol>" % (len(calls), "" if len(calls) == 1 else "s"))
         for call in calls:
             c = _dict(call)
-            parts.append('<li><strong>%s</strong> <span class="mute">id %s</span>' % (_label(c.get("name")), _label(c.get("id"))))
+            parts.append(
+                '<li><strong>%s</strong> <span class="mute">id %s</span>' % (_label(c.get("name")), _label(c.get("id")))
+            )
             if "arguments_error" in c:
-                parts.append('<p class="bad">✗ arguments not recorded:</p>' + _block(_as_text(c.get("arguments_error")), "err"))
+                parts.append(
+                    '<p class="bad">✗ arguments not recorded:</p>' + _block(_as_text(c.get("arguments_error")), "err")
+                )
             parts.append(_block(_pretty(c.get("arguments"))) + "</li>")
         parts.append("</ol>")
     return "".join(parts)
@@ -203,12 +209,16 @@ def _render_record(line: int, record: object, raw: str, faults: List[Fault], lin
         body = ""
     parts = [
         link,
-        '<article id="line-%d" class="%s"><h4>%s%s</h4><p class="meta">%s</p>' % (line, " ".join(classes), mark, title, meta),
+        '<article id="line-%d" class="%s"><h4>%s%s</h4><p class="meta">%s</p>'
+        % (line, " ".join(classes), mark, title, meta),
     ]
     if faults:
         parts.append(_fault_items(faults))
     parts.append(body)
-    parts.append('<details class="raw"><summary>Full record (line %d)</summary>%s</details>' % (line, _block(_pretty(record), fold=False)))
+    parts.append(
+        '<details class="raw"><summary>Full record (line %d)</summary>%s</details>'
+        % (line, _block(_pretty(record), fold=False))
+    )
     if faults:
         parts.append('<details class="raw"><summary>Raw bytes of line %d</summary>%s</details>' % (line, raw))
     parts.append("</article>")
@@ -363,7 +373,9 @@ def _group_html(group: _Group, number: int, last_turn: int) -> str:
         status.append('<span class="good">✓ ok</span>')
     facts = []
     if group.first_seq is not None:
-        span = group.first_seq if group.first_seq == group.last_seq else "%d–%d" % (group.first_seq, group.last_seq or 0)
+        span = (
+            group.first_seq if group.first_seq == group.last_seq else "%d–%d" % (group.first_seq, group.last_seq or 0)
+        )
         facts.append("seq %s" % (span,))
     if group.kind == "turn":
         facts.append("%d tool call%s" % (group.calls, "" if group.calls == 1 else "s"))
@@ -409,9 +421,14 @@ def _verdict(path: str, result: VerifyResult, summary: _Summary, checkpoint: Opt
         )
         parts.append('<ul class="faults">')
         for fault in result.faults[:_LISTED_FAULTS]:
-            parts.append("<li>✗ %s: %s: %s</li>" % (_fault_link(fault, summary.lines), _escape(fault.kind), _escape(fault.detail)))
+            parts.append(
+                "<li>✗ %s: %s: %s</li>"
+                % (_fault_link(fault, summary.lines), _escape(fault.kind), _escape(fault.detail))
+            )
         if len(result.faults) > _LISTED_FAULTS:
-            parts.append("<li>… and %d more, each marked at its line below</li>" % (len(result.faults) - _LISTED_FAULTS,))
+            parts.append(
+                "<li>… and %d more, each marked at its line below</li>" % (len(result.faults) - _LISTED_FAULTS,)
+            )
         parts.append("</ul>")
     if checkpoint is not None:
         ok, detail = checkpoint
@@ -429,14 +446,19 @@ def _verdict(path: str, result: VerifyResult, summary: _Summary, checkpoint: Opt
         parts.append("<dt>Stop detail</dt><dd>%s</dd>" % (_value(stop.get("detail")),))
         steps, tokens, note = _int(stop.get("steps")), _int(stop.get("tokens")), ""
     else:
-        parts.append('<dt>Stop reason</dt><dd class="warn">✗ no stop record: the run did not finish, or its tail is missing</dd>')
+        parts.append(
+            '<dt>Stop reason</dt><dd class="warn">✗ no stop record: the run did not finish, or its tail is missing</dd>'
+        )
         steps, tokens = summary.assistants, summary.last_total_tokens
         note = ' <span class="mute">(counted from the records)</span>'
     parts.append(_meter("Steps", steps, _int(budgets.get("max_steps")), note))
     parts.append(_meter("Tokens", tokens, _int(budgets.get("max_tokens")), note))
     model = _value(task.get("model")) if "model" in task else '<span class="mute">not recorded</span>'
     parts.append("<dt>Model</dt><dd>%s</dd>" % (model,))
-    parts.append("<dt>Task</dt><dd>%s</dd>" % (_block(_as_text(task.get("task"))) if summary.task is not None else "not recorded",))
+    parts.append(
+        "<dt>Task</dt><dd>%s</dd>"
+        % (_block(_as_text(task.get("task"))) if summary.task is not None else "not recorded",)
+    )
     parts.append(
         "<dt>File</dt><dd>%s · %d bytes · %d lines · SHA-256 <code>%s</code></dd>"
         % (_inline(path), summary.size, summary.lines, summary.digest.hexdigest())

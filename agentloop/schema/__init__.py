@@ -11,7 +11,16 @@ resolves without a fetch (``bundled``).
 
 from __future__ import annotations
 
-from .validator import ANNOTATIONS, KNOWN_KEYWORDS, MAX_ERRORS, MAX_REF_DEPTH, Validator, check_schema, compile_schema, validate
+from .validator import (
+    ANNOTATIONS,
+    KNOWN_KEYWORDS,
+    MAX_ERRORS,
+    MAX_REF_DEPTH,
+    Validator,
+    check_schema,
+    compile_schema,
+    validate,
+)
 
 __all__ = [
     "check_schema",

@@ -40,8 +40,16 @@ META_SCHEMAS: Dict[str, str] = {
 #: bundled document may declare.
 VOCABULARIES = frozenset(
     "https://json-schema.org/draft/2020-12/vocab/" + name
-    for name in ("core", "applicator", "unevaluated", "validation", "meta-data",
-                 "format-annotation", "format-assertion", "content")
+    for name in (
+        "core",
+        "applicator",
+        "unevaluated",
+        "validation",
+        "meta-data",
+        "format-annotation",
+        "format-assertion",
+        "content",
+    )
 )
 
 _parsed: Dict[str, Any] = {}

@@ -56,29 +56,68 @@ from .values import is_integer, is_number, show, type_name
 from .patterns import UnsupportedPattern, compile_pattern
 from .uri import parse_pointer, resolve, split_fragment
 
-__all__ = ["KNOWN_KEYWORDS", "ANNOTATIONS", "META_KEYWORDS", "NUMBER_KEYWORDS", "DEFAULT_BASE", "Document",
-           "Place", "Pointer", "Schema", "ecma_regex"]
+__all__ = [
+    "KNOWN_KEYWORDS",
+    "ANNOTATIONS",
+    "META_KEYWORDS",
+    "NUMBER_KEYWORDS",
+    "DEFAULT_BASE",
+    "Document",
+    "Place",
+    "Pointer",
+    "Schema",
+    "ecma_regex",
+]
 
 #: Keywords agentloop enforces (or, for ``$id``/``$anchor``/``$defs``, resolves).
 KNOWN_KEYWORDS: FrozenSet[str] = frozenset(
     (
-        "type", "enum", "const",
-        "multipleOf", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-        "minLength", "maxLength", "pattern", "format",
-        "minItems", "maxItems", "uniqueItems", "prefixItems", "items", "unevaluatedItems",
-        "required", "dependentRequired", "minProperties", "maxProperties",
-        "properties", "patternProperties", "additionalProperties", "propertyNames",
-        "unevaluatedProperties", "dependentSchemas",
-        "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
-        "$ref", "$defs", "$id", "$anchor",
+        "type",
+        "enum",
+        "const",
+        "multipleOf",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "format",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "prefixItems",
+        "items",
+        "unevaluatedItems",
+        "required",
+        "dependentRequired",
+        "minProperties",
+        "maxProperties",
+        "properties",
+        "patternProperties",
+        "additionalProperties",
+        "propertyNames",
+        "unevaluatedProperties",
+        "dependentSchemas",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "$ref",
+        "$defs",
+        "$id",
+        "$anchor",
     )
 )
 
 #: Keywords accepted and ignored, their values checked where the specification
 #: gives a type (Validation 9.1-9.5, Core 8.3; ``$schema`` must name draft 2020-12).
 ANNOTATIONS: FrozenSet[str] = frozenset(
-    ("title", "description", "default", "deprecated", "readOnly", "writeOnly", "examples", "$comment",
-     "$schema")
+    ("title", "description", "default", "deprecated", "readOnly", "writeOnly", "examples", "$comment", "$schema")
 )
 
 #: Keywords read only inside the bundled meta-schemas (see the module docstring).
@@ -89,8 +128,17 @@ DEFAULT_BASE = "agentloop:/schema"  # the base URI of a schema without $id (Core
 _TYPE_NAMES = ("null", "boolean", "object", "array", "number", "string", "integer")
 NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 _COUNT_KEYWORDS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
-_SUBSCHEMA = ("additionalProperties", "items", "not", "if", "then", "else", "propertyNames",
-              "unevaluatedItems", "unevaluatedProperties")
+_SUBSCHEMA = (
+    "additionalProperties",
+    "items",
+    "not",
+    "if",
+    "then",
+    "else",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+)
 _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "dependentSchemas")
 _IN_PLACE = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas")
@@ -267,12 +315,15 @@ class Document:
         try:
             document = bundled.load(uri)
         except (OSError, ValueError) as exc:
-            raise self.fail(place.where, "$ref %s names a bundled meta-schema that cannot be read: %s"
-                            % (show(ref), exc)) from None
+            raise self.fail(
+                place.where, "$ref %s names a bundled meta-schema that cannot be read: %s" % (show(ref), exc)
+            ) from None
         if document is None:
-            raise self.fail(place.where, "$ref %s is a remote reference (%s is not part of this "
-                            "schema); only references within the schema are supported"
-                            % (show(ref), show(uri)))
+            raise self.fail(
+                place.where,
+                "$ref %s is a remote reference (%s is not part of this "
+                "schema); only references within the schema are supported" % (show(ref), show(uri)),
+            )
         self.scan(document, uri, (scope, uri), uri, 0, scope)
         if (scope, uri) not in self.resources:
             raise self.fail(place.where, "the bundled meta-schema %s does not declare $id %s" % (show(ref), show(uri)))
@@ -285,8 +336,11 @@ class Document:
         initial = self.dynamic_anchors.get((place.scope, "%s#%s" % (uri, fragment)))
         outermost = self.dynamic_anchors.get((place.scope, "%s#%s" % (place.scope, fragment)))
         if not ref.startswith("#") or initial is None or outermost is None:
-            raise self.fail(place.where, "$dynamicRef %s is not supported: only \"#name\" where this resource "
-                            "and %s both declare $dynamicAnchor name" % (show(ref), show(place.scope)))
+            raise self.fail(
+                place.where,
+                '$dynamicRef %s is not supported: only "#name" where this resource '
+                "and %s both declare $dynamicAnchor name" % (show(ref), show(place.scope)),
+            )
         return outermost
 
     def _in_place(self, place: Place) -> List[Pointer]:
@@ -323,11 +377,13 @@ class Document:
                     continue
                 nxt = todo[-1].pop()
                 if state.get(nxt) == 1:
-                    cycle = path[path.index(nxt):] + [nxt]
+                    cycle = path[path.index(nxt) :] + [nxt]
                     where = self.places[path[-1]].where
-                    raise self.fail(where, "$ref cycle that never moves into the instance: %s "
-                                    "(it would recurse forever, Core 9.4.1)"
-                                    % " -> ".join(self.places[p].where for p in cycle))
+                    raise self.fail(
+                        where,
+                        "$ref cycle that never moves into the instance: %s "
+                        "(it would recurse forever, Core 9.4.1)" % " -> ".join(self.places[p].where for p in cycle),
+                    )
                 if nxt not in state:
                     state[nxt] = 1
                     path.append(nxt)
@@ -393,8 +449,9 @@ def _check_vocabulary(at: _At) -> None:  # Core 8.1.2
         raise at.fail("$vocabulary must be an object, got %s" % type_name(at.value))
     for uri, required in at.value.items():
         if uri not in bundled.VOCABULARIES or not isinstance(required, bool):
-            raise at.fail("$vocabulary must map draft 2020-12 vocabularies to booleans, got %s: %s"
-                          % (show(uri), show(required)))
+            raise at.fail(
+                "$vocabulary must map draft 2020-12 vocabularies to booleans, got %s: %s" % (show(uri), show(required))
+            )
 
 
 def _check_string(at: _At) -> None:  # Validation 9.1 title, description; Core 8.3 $comment
@@ -469,8 +526,9 @@ def _check_format(at: _At) -> None:  # Validation 7
         raise at.fail("format must be a string, got %s" % type_name(at.value))
     # The meta-schemas declare the format-annotation vocabulary (Validation 7.2.1).
     if at.doc.assert_formats and not at.place.scope and at.value not in FORMAT_CHECKS:
-        raise at.fail("format %s cannot be asserted (assertable: %s)"
-                      % (show(at.value), ", ".join(sorted(FORMAT_CHECKS))))
+        raise at.fail(
+            "format %s cannot be asserted (assertable: %s)" % (show(at.value), ", ".join(sorted(FORMAT_CHECKS)))
+        )
 
 
 def _check_required(at: _At) -> None:  # Validation 6.5.3 required, 6.5.4 dependentRequired
@@ -515,11 +573,21 @@ def _check_subschema_map(at: _At) -> None:  # Core 10.3.2.1-10.3.2.2, 10.2.2.4, 
 
 def _checks() -> Dict[str, Callable[[_At], None]]:
     table: Dict[str, Callable[[_At], None]] = {
-        "$schema": _check_schema_uri, "$anchor": _check_anchor, "$dynamicAnchor": _check_anchor,
-        "$ref": _check_ref, "$dynamicRef": _check_ref, "$vocabulary": _check_vocabulary,
-        "examples": _check_examples, "type": _check_type, "enum": _check_enum, "const": _check_const,
-        "multipleOf": _check_multiple_of, "pattern": _check_pattern, "format": _check_format,
-        "required": _check_required, "dependentRequired": _check_required,
+        "$schema": _check_schema_uri,
+        "$anchor": _check_anchor,
+        "$dynamicAnchor": _check_anchor,
+        "$ref": _check_ref,
+        "$dynamicRef": _check_ref,
+        "$vocabulary": _check_vocabulary,
+        "examples": _check_examples,
+        "type": _check_type,
+        "enum": _check_enum,
+        "const": _check_const,
+        "multipleOf": _check_multiple_of,
+        "pattern": _check_pattern,
+        "format": _check_format,
+        "required": _check_required,
+        "dependentRequired": _check_required,
     }
     groups = (
         (("title", "description", "$comment"), _check_string),

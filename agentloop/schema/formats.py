@@ -26,10 +26,10 @@ from typing import Callable, Dict, Optional
 __all__ = ["FORMAT_CHECKS", "check_format"]
 
 _DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})\Z")
-_TIME = re.compile(
-    r"([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]+)?(?:([Zz])|([+-])([0-9]{2}):([0-9]{2}))\Z"
+_TIME = re.compile(r"([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]+)?(?:([Zz])|([+-])([0-9]{2}):([0-9]{2}))\Z")
+_IPV4 = re.compile(
+    r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\Z"
 )
-_IPV4 = re.compile(r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\Z")
 _IPV6_CHARS = re.compile(r"[0-9A-Fa-f:.]+\Z")
 _UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\Z")
 _DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
@@ -47,14 +47,17 @@ _PCHAR = r"(?:[%s%s:@]|%s)" % (_UNRESERVED, _SUB_DELIMS, _PCT)
 _URI = re.compile(
     r"[A-Za-z][A-Za-z0-9+.\-]*:"  # scheme ":"
     r"(?:"
-    r"//(?:((?:[%s%s:]|%s)*)@)?" % (_UNRESERVED, _SUB_DELIMS, _PCT)  # "//" [userinfo "@"]
+    r"//(?:((?:[%s%s:]|%s)*)@)?"
+    % (_UNRESERVED, _SUB_DELIMS, _PCT)  # "//" [userinfo "@"]
     + r"(\[[^\]]*\]|(?:[%s%s]|%s)*)" % (_UNRESERVED, _SUB_DELIMS, _PCT)  # host
     + r"(?::[0-9]*)?"  # [":" port]
-    r"(?:/%s*)*" % _PCHAR  # path-abempty
+    r"(?:/%s*)*"
+    % _PCHAR  # path-abempty
     + r"|/(?:%s+(?:/%s*)*)?" % (_PCHAR, _PCHAR)  # path-absolute
     + r"|%s+(?:/%s*)*" % (_PCHAR, _PCHAR)  # path-rootless
     + r"|)"  # path-empty
-    r"(?:\?(?:%s|[/?])*)?" % _PCHAR  # [ "?" query ]
+    r"(?:\?(?:%s|[/?])*)?"
+    % _PCHAR  # [ "?" query ]
     + r"(?:#(?:%s|[/?])*)?\Z" % _PCHAR  # [ "#" fragment ]
 )
 _IP_FUTURE = re.compile(r"v[0-9A-Fa-f]+\.[%s%s:]+\Z" % (_UNRESERVED, _SUB_DELIMS))

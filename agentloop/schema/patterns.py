@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import re
 from typing import List
+
 _SURROGATE_PAIR = re.compile(r"\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})")
 
 __all__ = ["compile_pattern", "UnsupportedPattern", "UNICODE_PROPERTY"]

@@ -120,7 +120,6 @@ _BRANCH_TEXT = 100  # longest branch error inside an anyOf/oneOf summary
 _BRANCH_LIMIT = 8  # most branches listed in a summary
 
 
-
 class _Ctx:
     """The state of one validation call: where errors go and how deep ``$ref`` is.
 
@@ -271,16 +270,32 @@ class _Compiler:
         assert isinstance(schema, dict)
         tokens = place.pointer
         checks: List[Check] = []
-        for make in (self._type, self._enum, self._const, self._numbers, self._strings,
-                     self._arrays, self._objects, self._ref, self._all_of, self._any_of,
-                     self._one_of, self._not, self._conditional, self._dependent_schemas):
+        for make in (
+            self._type,
+            self._enum,
+            self._const,
+            self._numbers,
+            self._strings,
+            self._arrays,
+            self._objects,
+            self._ref,
+            self._all_of,
+            self._any_of,
+            self._one_of,
+            self._not,
+            self._conditional,
+            self._dependent_schemas,
+        ):
             check = make(schema, tokens)
             if isinstance(check, list):
                 checks.extend(check)
             elif check is not None:
                 checks.append(check)
-        unevaluated = [c for c in (self._unevaluated_items(schema, tokens),
-                                   self._unevaluated_properties(schema, tokens)) if c is not None]
+        unevaluated = [
+            c
+            for c in (self._unevaluated_items(schema, tokens), self._unevaluated_properties(schema, tokens))
+            if c is not None
+        ]
         inner = _all(checks)
         if not unevaluated:
             return _fast_leaf(schema, inner, self._asserts_formats(tokens)) or inner
@@ -460,8 +475,7 @@ class _Compiler:
                     if key in first:
                         if ctx.errors is None:
                             return False
-                        ctx.add(path, "expected unique items, but [%d] and [%d] are equal"
-                                % (first[key], index))
+                        ctx.add(path, "expected unique items, but [%d] and [%d] are equal" % (first[key], index))
                         ok = False
                         break
                     first[key] = index
@@ -507,10 +521,13 @@ class _Compiler:
         return checks
 
     def _members(self, schema: Mapping[str, Any], tokens: Pointer) -> Optional[Check]:
-        properties = [(name, _suffix(name), self.node(tokens + ("properties", name)))
-                      for name in schema.get("properties", {})]
-        patterns = [(ecma_regex(text), self.node(tokens + ("patternProperties", text)))
-                    for text in schema.get("patternProperties", {})]
+        properties = [
+            (name, _suffix(name), self.node(tokens + ("properties", name))) for name in schema.get("properties", {})
+        ]
+        patterns = [
+            (ecma_regex(text), self.node(tokens + ("patternProperties", text)))
+            for text in schema.get("patternProperties", {})
+        ]
         extra_schema = schema.get("additionalProperties")
         if not properties and not patterns and extra_schema is None:
             return None
@@ -685,8 +702,7 @@ class _Compiler:
         return check_if
 
     def _dependent_schemas(self, schema: Mapping[str, Any], tokens: Pointer) -> Optional[Check]:
-        pairs = [(name, self.node(tokens + ("dependentSchemas", name)))
-                 for name in schema.get("dependentSchemas", {})]
+        pairs = [(name, self.node(tokens + ("dependentSchemas", name))) for name in schema.get("dependentSchemas", {})]
         if not pairs:
             return None
 
@@ -749,8 +765,10 @@ class _Compiler:
                 if rest_schema is False:
                     if ctx.errors is None:
                         return False
-                    ctx.add(path, "unevaluated property %s is not allowed (unevaluatedProperties is false)"
-                            % short_repr(key))
+                    ctx.add(
+                        path,
+                        "unevaluated property %s is not allowed (unevaluatedProperties is false)" % short_repr(key),
+                    )
                     ok = False
                 elif not rest(v[key], path + _suffix(key), ctx, None):
                     ok = False
@@ -899,6 +917,7 @@ def _object_counts(
     required: List[str], dependent: List[Tuple[str, List[str]]], low: Optional[int], high: Optional[int]
 ) -> Check:
     """``required``, ``dependentRequired``, ``minProperties``, ``maxProperties`` in one pass."""
+
     def check_counts(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
         if not isinstance(v, dict):
             return True
@@ -917,8 +936,10 @@ def _object_counts(
                     if name not in v:
                         if ctx.errors is None:
                             return False
-                        ctx.add(path, "missing property %s, required when %s is present"
-                                % (short_repr(name), short_repr(owner)))
+                        ctx.add(
+                            path,
+                            "missing property %s, required when %s is present" % (short_repr(name), short_repr(owner)),
+                        )
                         if ctx.stop:
                             return False
                         ok = False
@@ -949,8 +970,10 @@ def _property_names(names_check: Check) -> Check:
             if not _quiet(names_check, key, path, ctx, None):
                 if ctx.errors is None:
                     return False
-                ctx.add(path, "property name %s is invalid: %s"
-                        % (short_repr(key), _first_reason(names_check, key, path, ctx)))
+                ctx.add(
+                    path,
+                    "property name %s is invalid: %s" % (short_repr(key), _first_reason(names_check, key, path, ctx)),
+                )
                 if ctx.stop:
                     return False
                 ok = False

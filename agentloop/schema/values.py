@@ -27,8 +27,18 @@ from typing import Any, Iterator, List, Mapping, Sequence, Tuple, Union, cast
 from ..canonical import canonical_text, format_number
 from ..errors import UnrecordableError
 
-__all__ = ["type_name", "show", "short_repr", "is_number", "is_integer", "json_equal", "freeze", "scalar_key",
-           "is_multiple", "SHOW_LIMIT"]
+__all__ = [
+    "type_name",
+    "show",
+    "short_repr",
+    "is_number",
+    "is_integer",
+    "json_equal",
+    "freeze",
+    "scalar_key",
+    "is_multiple",
+    "SHOW_LIMIT",
+]
 
 #: The longest rendering of a value inside a message.
 SHOW_LIMIT = 60
@@ -50,9 +60,7 @@ class _Raw:
         self.text = text
 
 
-_OPEN_ARRAY, _CLOSE_ARRAY, _OPEN_OBJECT, _CLOSE_OBJECT, _COMMA = (
-    _Raw("["), _Raw("]"), _Raw("{"), _Raw("}"), _Raw(",")
-)
+_OPEN_ARRAY, _CLOSE_ARRAY, _OPEN_OBJECT, _CLOSE_OBJECT, _COMMA = (_Raw("["), _Raw("]"), _Raw("{"), _Raw("}"), _Raw(","))
 
 
 def _utf16_key(key: str) -> bytes:

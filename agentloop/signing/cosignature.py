@@ -29,7 +29,16 @@ from typing import Iterable, Optional, Sequence, Union
 
 from ..errors import BadArgumentError, SigningKeyError
 from . import backend, ed25519
-from .keys import ALG_COSIGNATURE_V1, ALG_ED25519, SignerKey, VerifierKey, is_valid_key_name, key_hash, parse_signer_key, parse_verifier_key
+from .keys import (
+    ALG_COSIGNATURE_V1,
+    ALG_ED25519,
+    SignerKey,
+    VerifierKey,
+    is_valid_key_name,
+    key_hash,
+    parse_signer_key,
+    parse_verifier_key,
+)
 from .note import Ed25519Signer, Ed25519Verifier, Note, NoteSignature, Verifier, sign_note, verify_note
 
 __all__ = [
@@ -63,7 +72,10 @@ def cosignature_timestamp(signature: Union[NoteSignature, bytes]) -> int:
     """The timestamp (seconds since the epoch) of a 72-byte ``timestamped_signature``."""
     raw = signature.signature if isinstance(signature, NoteSignature) else bytes(signature)
     if len(raw) != COSIGNATURE_SIZE:
-        raise BadArgumentError("signature", "must be a %d-byte cosignature/v1 timestamped_signature, got %d bytes" % (COSIGNATURE_SIZE, len(raw)))
+        raise BadArgumentError(
+            "signature",
+            "must be a %d-byte cosignature/v1 timestamped_signature, got %d bytes" % (COSIGNATURE_SIZE, len(raw)),
+        )
     return int.from_bytes(raw[:8], "big")
 
 
@@ -109,7 +121,10 @@ class CosignatureSigner:
 
     def __post_init__(self) -> None:
         if self.key.alg != ALG_COSIGNATURE_V1:
-            raise SigningKeyError("signer key %s" % (self.key.name,), "is of type 0x%02x, not a cosignature/v1 key (0x04)" % (self.key.alg,))
+            raise SigningKeyError(
+                "signer key %s" % (self.key.name,),
+                "is of type 0x%02x, not a cosignature/v1 key (0x04)" % (self.key.alg,),
+            )
 
     @property
     def name(self) -> str:
@@ -148,7 +163,9 @@ def signer_from_key(
     skey: Union[str, SignerKey], timestamp: Optional[int] = None, allow_slow_unsafe_signer: bool = False
 ) -> Union[Ed25519Signer, CosignatureSigner]:
     """A signer for a Go-format signer key: type 0x01 (note signer) or 0x04 (witness, at ``timestamp``)."""
-    parsed = parse_signer_key(skey, allow_slow_unsafe_signer=allow_slow_unsafe_signer) if isinstance(skey, str) else skey
+    parsed = (
+        parse_signer_key(skey, allow_slow_unsafe_signer=allow_slow_unsafe_signer) if isinstance(skey, str) else skey
+    )
     if parsed.alg == ALG_COSIGNATURE_V1:
         return CosignatureSigner(parsed, timestamp, allow_slow_unsafe_signer)
     if parsed.alg == ALG_ED25519:
@@ -156,7 +173,9 @@ def signer_from_key(
     raise SigningKeyError("signer key %s" % (parsed.name,), "of unknown type 0x%02x" % (parsed.alg,))
 
 
-def cosign(note: Note, log_verifiers: Iterable[Verifier], witness: CosignatureSigner, require: Sequence[str] = ()) -> Note:
+def cosign(
+    note: Note, log_verifiers: Iterable[Verifier], witness: CosignatureSigner, require: Sequence[str] = ()
+) -> Note:
     """Act as a witness: check the log's signature on ``note``, then add the cosignature.
 
     tlog-witness "add-checkpoint": the witness "MUST verify the checkpoint

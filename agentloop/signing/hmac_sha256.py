@@ -47,8 +47,10 @@ def check_hmac_key(key: object, source: str = "key") -> bytes:
     if not isinstance(key, (bytes, bytearray)):
         raise SigningKeyError(source, "must be bytes, got %s" % (type(key).__name__,))
     if len(key) < MIN_HMAC_KEY_BYTES:
-        raise SigningKeyError(source, "is %d bytes; at least %d are needed (32 random bytes are recommended)"
-                              % (len(key), MIN_HMAC_KEY_BYTES))
+        raise SigningKeyError(
+            source,
+            "is %d bytes; at least %d are needed (32 random bytes are recommended)" % (len(key), MIN_HMAC_KEY_BYTES),
+        )
     return bytes(key)
 
 

@@ -101,7 +101,9 @@ def is_valid_key_name(name: object) -> bool:
 def check_key_name(name: object, source: str = "key name") -> str:
     """``name`` if :func:`is_valid_key_name`, else :class:`~agentloop.errors.SigningKeyError`."""
     if not isinstance(name, str) or not is_valid_key_name(name):
-        raise SigningKeyError(source, "%r is not a key name: it must be non-empty, with no space, '+' or control character" % (name,))
+        raise SigningKeyError(
+            source, "%r is not a key name: it must be non-empty, with no space, '+' or control character" % (name,)
+        )
     return name
 
 
@@ -229,7 +231,9 @@ def _split_key(text: object, source: str, what: str) -> Tuple[str, bytes, int, b
     if alg not in _KNOWN_ALGS:
         raise SigningKeyError(source, "%s of unknown algorithm 0x%02x" % (what, alg))
     if len(material) != 32:
-        raise SigningKeyError(source, "malformed %s: an %s key is 32 bytes, not %d" % (what, _KNOWN_ALGS[alg], len(material)))
+        raise SigningKeyError(
+            source, "malformed %s: an %s key is 32 bytes, not %d" % (what, _KNOWN_ALGS[alg], len(material))
+        )
     return name, bytes.fromhex(hash16), alg, material
 
 
@@ -242,7 +246,9 @@ def parse_verifier_key(text: str, source: str = "verifier key") -> VerifierKey:
     """
     name, hash_given, alg, public = _split_key(text, source, "verifier key")
     if key_hash(name, alg, public) != hash_given:
-        raise SigningKeyError(source, "the key hash %s does not match the key (Go's errVerifierHash)" % (hash_given.hex(),))
+        raise SigningKeyError(
+            source, "the key hash %s does not match the key (Go's errVerifierHash)" % (hash_given.hex(),)
+        )
     if not ed25519.is_valid_public_key(public):
         raise SigningKeyError(source, "is not a valid Ed25519 public key")
     return VerifierKey(name, alg, public)
@@ -258,10 +264,12 @@ def parse_signer_key(text: str, source: str = "signer key", allow_slow_unsafe_si
     """
     if not isinstance(text, str) or not text.startswith(PRIVATE_KEY_PREFIX):
         raise SigningKeyError(source, "malformed signer key: it must start with %r" % (PRIVATE_KEY_PREFIX,))
-    name, hash_given, alg, seed = _split_key(text[len(PRIVATE_KEY_PREFIX):], source, "signer key")
+    name, hash_given, alg, seed = _split_key(text[len(PRIVATE_KEY_PREFIX) :], source, "signer key")
     public = backend.public_key(seed, allow_slow_unsafe_signer)
     if key_hash(name, alg, public) != hash_given:
-        raise SigningKeyError(source, "the key hash %s does not match the key (Go's errSignerHash)" % (hash_given.hex(),))
+        raise SigningKeyError(
+            source, "the key hash %s does not match the key (Go's errSignerHash)" % (hash_given.hex(),)
+        )
     return SignerKey(name, alg, seed, public)
 
 
@@ -321,7 +329,10 @@ def write_signer_key(path: PathLike, skey_text: str) -> None:
     :data:`PRIVATE_KEY_PREFIX`.
     """
     if not isinstance(skey_text, str) or not skey_text.startswith(PRIVATE_KEY_PREFIX):
-        raise SigningKeyError("file %s" % (os.fspath(path),), "refusing to write a signer key that does not start with %r" % (PRIVATE_KEY_PREFIX,))
+        raise SigningKeyError(
+            "file %s" % (os.fspath(path),),
+            "refusing to write a signer key that does not start with %r" % (PRIVATE_KEY_PREFIX,),
+        )
     _write_new(path, skey_text, 0o600)
 
 

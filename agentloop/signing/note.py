@@ -134,7 +134,9 @@ class Ed25519Verifier:
         """From a ``<name>+<hash>+<base64>`` verifier key of type 0x01 (text or parsed)."""
         parsed = parse_verifier_key(key) if isinstance(key, str) else key
         if parsed.alg != ALG_ED25519:
-            raise SigningKeyError("verifier key %s" % (parsed.name,), "is of type 0x%02x, not an Ed25519 note key (0x01)" % (parsed.alg,))
+            raise SigningKeyError(
+                "verifier key %s" % (parsed.name,), "is of type 0x%02x, not an Ed25519 note key (0x01)" % (parsed.alg,)
+            )
         return cls(parsed.name, parsed.public_key)
 
     def verify(self, message: bytes, signature: bytes) -> bool:
@@ -161,7 +163,10 @@ class Ed25519Signer:
 
     def __post_init__(self) -> None:
         if self.key.alg != ALG_ED25519:
-            raise SigningKeyError("signer key %s" % (self.key.name,), "is of type 0x%02x, not an Ed25519 note key (0x01)" % (self.key.alg,))
+            raise SigningKeyError(
+                "signer key %s" % (self.key.name,),
+                "is of type 0x%02x, not an Ed25519 note key (0x01)" % (self.key.alg,),
+            )
 
     @classmethod
     def from_key(cls, skey: str, allow_slow_unsafe_signer: bool = False) -> "Ed25519Signer":
@@ -259,7 +264,7 @@ def parse_signature_line(line: str, number: int = 1, what: str = "note") -> Note
     """
     if not line.startswith(_SIG_PREFIX):
         raise MalformedNoteError(number, "a signature line starts with an em dash (U+2014) and a space", what)
-    name, _, blob = line[len(_SIG_PREFIX):].partition(" ")
+    name, _, blob = line[len(_SIG_PREFIX) :].partition(" ")
     if not is_valid_key_name(name):
         raise MalformedNoteError(number, "a key name must be non-empty, with no space or '+'", what)
     try:
@@ -280,7 +285,9 @@ def _check_text(text: str, what: str = "note") -> None:
             raise MalformedNoteError(number, "%s U+%04X" % (kind, ord(bad)), what)
 
 
-def parse_note(data: bytes, max_bytes: int = MAX_NOTE_BYTES, max_signatures: int = MAX_SIGNATURES, what: str = "note") -> Note:
+def parse_note(
+    data: bytes, max_bytes: int = MAX_NOTE_BYTES, max_signatures: int = MAX_SIGNATURES, what: str = "note"
+) -> Note:
     """Parse a signed note strictly, verifying nothing.
 
     1. at most ``max_bytes``; valid UTF-8 with no control character but
@@ -308,7 +315,7 @@ def parse_note(data: bytes, max_bytes: int = MAX_NOTE_BYTES, max_signatures: int
     split = whole.rfind("\n\n")
     if split < 0:
         raise MalformedNoteError(None, "no blank line before the signatures", what)
-    text, block = whole[: split + 1], whole[split + 2:]
+    text, block = whole[: split + 1], whole[split + 2 :]
     first = text.count("\n") + 2  # the line number of the first signature line
     if not block:
         raise MalformedNoteError(first, "no signature line after the blank line", what)
@@ -360,7 +367,10 @@ def _index(verifiers: Iterable[Verifier]) -> Dict[Tuple[str, bytes], Verifier]:
     for verifier in verifiers:
         pair = (verifier.name, bytes(verifier.key_id))
         if pair in known and known[pair] != verifier:
-            raise SigningKeyError("trusted keys", "ambiguous key %s+%s: two trusted keys share its name and key ID" % (pair[0], pair[1].hex()))
+            raise SigningKeyError(
+                "trusted keys",
+                "ambiguous key %s+%s: two trusted keys share its name and key ID" % (pair[0], pair[1].hex()),
+            )
         known[pair] = verifier
     return known
 

@@ -83,7 +83,9 @@ def checkpoint_size(note: Note) -> int:
     try:
         return _decimal(lines[1])
     except ValueError:
-        raise MalformedNoteError(None, "the checkpoint's size line is not a decimal with no leading zero", _WHAT) from None
+        raise MalformedNoteError(
+            None, "the checkpoint's size line is not a decimal with no leading zero", _WHAT
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,9 @@ def _check(old_size: int, proof: Sequence[bytes], checkpoint: Note) -> None:
     if isinstance(old_size, bool) or not isinstance(old_size, int) or not 0 <= old_size <= _MAX_SIZE:
         raise MalformedNoteError(1, "the old size must be an integer from 0 to 2**64-1", _WHAT)
     if len(proof) > MAX_PROOF_LINES:
-        raise MalformedNoteError(2 + MAX_PROOF_LINES, "more than %d consistency proof lines" % (MAX_PROOF_LINES,), _WHAT)
+        raise MalformedNoteError(
+            2 + MAX_PROOF_LINES, "more than %d consistency proof lines" % (MAX_PROOF_LINES,), _WHAT
+        )
     for number, node in enumerate(proof, 2):
         if not isinstance(node, (bytes, bytearray)) or len(node) != HASH_SIZE:
             raise MalformedNoteError(number, "a consistency proof line is a %d-byte hash" % (HASH_SIZE,), _WHAT)

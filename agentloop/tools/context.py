@@ -90,8 +90,9 @@ def context_parameter(fn: Callable[..., Any], tool: str = "") -> Optional[str]:
         return None
     found = [name for name, p in parameters.items() if _is_context(fn, p.annotation)]
     if len(found) > 1:
-        raise ToolDefinitionError(tool, "parameters %s are both CallContext: a call has one" % (
-            " and ".join(repr(f) for f in found),))
+        raise ToolDefinitionError(
+            tool, "parameters %s are both CallContext: a call has one" % (" and ".join(repr(f) for f in found),)
+        )
     by_name = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     if found and parameters[found[0]].kind not in by_name:
         raise ToolDefinitionError(tool, "the CallContext parameter %r must be passable by name" % (found[0],))

@@ -41,7 +41,9 @@ def import_reference(spec: str, parameter: str, example: str) -> Any:
         except AttributeError:
             raise RunConfigError(parameter, "%s has no attribute %s" % (module_name, json.dumps(attribute))) from None
         except Exception as exc:  # a module __getattr__ or a property of the user's: their code, said as theirs
-            raise RunConfigError(parameter, "%s raised %s as %s was looked up" % (spec, type(exc).__name__, json.dumps(part))) from None
+            raise RunConfigError(
+                parameter, "%s raised %s as %s was looked up" % (spec, type(exc).__name__, json.dumps(part))
+            ) from None
     return value
 
 

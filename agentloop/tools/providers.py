@@ -66,11 +66,27 @@ __all__ = ["openai_tool", "responses_tool", "anthropic_tool", "openai_strict_pro
 
 _STRICT_KEYWORDS = frozenset(
     (
-        "type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf",
-        "$ref", "$defs", "title", "description",
-        "pattern", "format",
-        "multipleOf", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-        "minItems", "maxItems",
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "enum",
+        "const",
+        "anyOf",
+        "$ref",
+        "$defs",
+        "title",
+        "description",
+        "pattern",
+        "format",
+        "multipleOf",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "minItems",
+        "maxItems",
     )
 )
 _STRICT_TYPES = frozenset(("string", "number", "integer", "boolean", "object", "array", "null"))
@@ -86,9 +102,15 @@ def _fields(entry: Mapping[str, Any]) -> Tuple[str, str, Dict[str, Any]]:
     if not isinstance(entry, Mapping) or not {"name", "description", "parameters"} <= set(entry):
         raise WrongTypeError("a manifest entry", "a mapping with name, description and parameters", entry)
     name, description, parameters = entry["name"], entry["description"], entry["parameters"]
-    for key, value, expected in (("name", name, str), ("description", description, str), ("parameters", parameters, Mapping)):
+    for key, value, expected in (
+        ("name", name, str),
+        ("description", description, str),
+        ("parameters", parameters, Mapping),
+    ):
         if not isinstance(value, expected):
-            raise WrongTypeError("a manifest entry's %s" % (key,), "an object" if expected is Mapping else "a str", value)
+            raise WrongTypeError(
+                "a manifest entry's %s" % (key,), "an object" if expected is Mapping else "a str", value
+            )
     return name, description, copy.deepcopy(dict(parameters))
 
 
@@ -96,8 +118,9 @@ def _object_root(name: str, schema: Dict[str, Any], api: str) -> Dict[str, Any]:
     if "type" not in schema:
         schema = dict({"type": "object"}, **schema)
     elif schema["type"] != "object":
-        raise SchemaError("$", "the %s API needs an object schema at the root, got type %s"
-                          % (api, schema["type"]), name)
+        raise SchemaError(
+            "$", "the %s API needs an object schema at the root, got type %s" % (api, schema["type"]), name
+        )
     return schema
 
 
@@ -166,15 +189,20 @@ def openai_strict_problems(schema: object) -> List[str]:
     if totals.enum_values > _MAX_ENUM_VALUES:
         problems.append("$: %d enum values, more than the %d allowed" % (totals.enum_values, _MAX_ENUM_VALUES))
     if totals.chars > _MAX_STRING_CHARS:
-        problems.append("$: %d characters of names and enum/const strings, more than the %d allowed"
-                        % (totals.chars, _MAX_STRING_CHARS))
+        problems.append(
+            "$: %d characters of names and enum/const strings, more than the %d allowed"
+            % (totals.chars, _MAX_STRING_CHARS)
+        )
     return problems
 
 
 def _walk(schema: object, where: str, depth: int, problems: List[str], totals: _Totals) -> None:
     if not isinstance(schema, dict):
-        problems.append("%s: boolean subschemas are not supported" % where if isinstance(schema, bool)
-                        else "%s: a schema must be an object" % where)
+        problems.append(
+            "%s: boolean subschemas are not supported" % where
+            if isinstance(schema, bool)
+            else "%s: a schema must be an object" % where
+        )
         return
     for key in schema:
         if key not in _STRICT_KEYWORDS:
@@ -199,8 +227,10 @@ def _walk(schema: object, where: str, depth: int, problems: List[str], totals: _
         properties = schema.get("properties", {})
         missing = [name for name in properties if name not in schema.get("required", ())]
         if missing:
-            problems.append("%s: every property must be required; not in required: %s"
-                            % (where, ", ".join(repr(name) for name in missing)))
+            problems.append(
+                "%s: every property must be required; not in required: %s"
+                % (where, ", ".join(repr(name) for name in missing))
+            )
         if schema.get("additionalProperties") is not False:
             problems.append("%s: additionalProperties must be false" % where)
         totals.properties += len(properties)

@@ -138,31 +138,42 @@ class Tool:
         if inspect.isasyncgenfunction(self.fn) or inspect.isgeneratorfunction(self.fn):
             raise ToolDefinitionError(self.name, "fn is a generator function; a tool returns one JSON value")
         if not isinstance(self.parallel, bool):
-            raise ToolDefinitionError(self.name, "parallel must be True or False, got %s" % (type(self.parallel).__name__,))
+            raise ToolDefinitionError(
+                self.name, "parallel must be True or False, got %s" % (type(self.parallel).__name__,)
+            )
         timeout = self.timeout
         if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not math.isfinite(timeout)
+            or timeout <= 0
         ):
             raise ToolDefinitionError(self.name, "timeout must be None or a number of seconds > 0, got %r" % (timeout,))
         if not isinstance(self.requires_approval, bool) and not callable(self.requires_approval):
             raise ToolDefinitionError(
-                self.name, "requires_approval must be True, False or a predicate over the arguments, got %s"
-                % (type(self.requires_approval).__name__,))
+                self.name,
+                "requires_approval must be True, False or a predicate over the arguments, got %s"
+                % (type(self.requires_approval).__name__,),
+            )
         try:
             canonical_bytes(self.description, "$.description")
         except UnrecordableError as exc:
             raise ToolDefinitionError(self.name, str(exc)) from None
         if not isinstance(self.parameters, Mapping):
             raise SchemaError(
-                "$", "a tool's parameters must be an object schema, got %s" % type(self.parameters).__name__,
+                "$",
+                "a tool's parameters must be an object schema, got %s" % type(self.parameters).__name__,
                 self.name,
             )
         declared = self.parameters.get("type", "object")
         if declared != "object":
             # Arguments are always an object, and both provider APIs want exactly
             # "object" at the root: anything else would fail later, mid-run.
-            raise SchemaError("$.type", "a tool's arguments are an object, but type is %s" % (
-                json.dumps(declared, default=str),), self.name)
+            raise SchemaError(
+                "$.type",
+                "a tool's arguments are an object, but type is %s" % (json.dumps(declared, default=str),),
+                self.name,
+            )
         try:  # a recordable schema is plain JSON, so the copy below cannot fail
             canonical_bytes(self.parameters, depth=SCHEMA_DEPTH)
         except UnrecordableError as exc:
@@ -171,7 +182,9 @@ class Tool:
         validator = compile_schema(parameters, tool=self.name, assert_formats=self.assert_formats)
         object.__setattr__(self, "parameters", parameters)
         object.__setattr__(self, "validator", validator)
-        is_async = inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(getattr(self.fn, "__call__", None))
+        is_async = inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(
+            getattr(self.fn, "__call__", None)
+        )
         object.__setattr__(self, "is_async", is_async)
         object.__setattr__(self, "context", self._context_parameter(parameters))
 
@@ -180,7 +193,8 @@ class Tool:
         context = context_parameter(self.fn, self.name)
         if context is not None and context in parameters.get("properties", {}):
             raise ToolDefinitionError(
-                self.name, "%r is the CallContext parameter: the schema cannot also name it" % (context,))
+                self.name, "%r is the CallContext parameter: the schema cannot also name it" % (context,)
+            )
         return context
 
     @classmethod
@@ -205,7 +219,17 @@ class Tool:
         """
 
         spec = function_spec(fn, name=name, description=description)
-        return cls(spec.name, spec.description, spec.parameters, fn, spec.convert, assert_formats, parallel, timeout, requires_approval)
+        return cls(
+            spec.name,
+            spec.description,
+            spec.parameters,
+            fn,
+            spec.convert,
+            assert_formats,
+            parallel,
+            timeout,
+            requires_approval,
+        )
 
     def errors(self, arguments: object, path: str = "$") -> List[ValidationError]:
         """Every problem with ``arguments`` (at most 50), each naming its path; ``[]`` when valid."""
@@ -294,7 +318,12 @@ def tool(
 
     def build(function: Callable[..., Any]) -> Tool:
         return Tool.from_function(
-            function, name=name, description=description, assert_formats=assert_formats, parallel=parallel, timeout=timeout,
+            function,
+            name=name,
+            description=description,
+            assert_formats=assert_formats,
+            parallel=parallel,
+            timeout=timeout,
             requires_approval=requires_approval,
         )
 

@@ -122,9 +122,7 @@ def _enum_type(values: List[Any]) -> Optional[str]:
 
 def _is_typeddict(tp: object) -> bool:
     # typing.is_typeddict is 3.10+; this is what it checks on every version.
-    return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__total__") and hasattr(
-        tp, "__annotations__"
-    )
+    return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__total__") and hasattr(tp, "__annotations__")
 
 
 def _required_marks(tp: type) -> Dict[str, bool]:
@@ -190,8 +188,7 @@ class _Builder:
         if origin is dict or tp is dict:
             return self._dict(args)
         if origin is not None:
-            raise _Refused("%s is not supported (use List, Tuple, Dict, Optional, Union or Literal)"
-                           % _name(tp))
+            raise _Refused("%s is not supported (use List, Tuple, Dict, Optional, Union or Literal)" % _name(tp))
         if isinstance(tp, type) and issubclass(tp, enum.Enum):
             return self._enum(tp)
         if isinstance(tp, type) and dataclasses.is_dataclass(tp):
@@ -200,9 +197,11 @@ class _Builder:
             return self._class(tp, dataclass_=False)
         if isinstance(tp, (str, typing.ForwardRef)):
             raise _Refused("the forward reference %r cannot be resolved" % (tp,))
-        raise _Refused("%s cannot be expressed as JSON Schema (supported: int, float, str, bool, None, "
-                       "Any, Optional, Union, List, Tuple, Dict[str, T], Literal, Enum, TypedDict, "
-                       "dataclasses)" % _name(tp))
+        raise _Refused(
+            "%s cannot be expressed as JSON Schema (supported: int, float, str, bool, None, "
+            "Any, Optional, Union, List, Tuple, Dict[str, T], Literal, Enum, TypedDict, "
+            "dataclasses)" % _name(tp)
+        )
 
     # -- unions and literals ---------------------------------------------
 
@@ -256,8 +255,10 @@ class _Builder:
             raise _Refused("Enum %s has no members" % tp.__name__)
         for member in members:
             if not _json_scalar(member.value):
-                raise _Refused("Enum %s member %s has a value that is not a JSON scalar: %r"
-                               % (tp.__name__, member.name, member.value))
+                raise _Refused(
+                    "Enum %s member %s has a value that is not a JSON scalar: %r"
+                    % (tp.__name__, member.name, member.value)
+                )
         return self._choice([member.value for member in members], [(m.value, m) for m in members])
 
     def _choice(self, values: List[Any], pairs: List[Tuple[Any, Any]]) -> Tuple[Schema, Conv]:
@@ -265,8 +266,10 @@ class _Builder:
         kind = _enum_type(values)
         if kind is not None:
             schema = {"type": kind, "enum": values}
-        if not any(isinstance(python, enum.Enum) or (isinstance(python, (int, float)) and not isinstance(python, bool))
-                   for _, python in pairs):
+        if not any(
+            isinstance(python, enum.Enum) or (isinstance(python, (int, float)) and not isinstance(python, bool))
+            for _, python in pairs
+        ):
             return schema, None  # str, bool and None literals are their own JSON
 
         def convert_choice(value: Any) -> Any:
@@ -345,13 +348,18 @@ class _Builder:
 
     def _fields(self, tp: type, dataclass_: bool) -> Tuple[Schema, Conv]:
         if dataclass_:  # before get_type_hints, which cannot read InitVar on 3.8
-            initvars = [f.name for f in getattr(tp, "__dataclass_fields__", {}).values()
-                        if getattr(f, "_field_type", None) is getattr(dataclasses, "_FIELD_INITVAR", object())
-                        and f.default is dataclasses.MISSING]
+            initvars = [
+                f.name
+                for f in getattr(tp, "__dataclass_fields__", {}).values()
+                if getattr(f, "_field_type", None) is getattr(dataclasses, "_FIELD_INITVAR", object())
+                and f.default is dataclasses.MISSING
+            ]
             if initvars:
                 # __init__ needs it and fields() hides it: every call would fail.
-                raise _Refused("dataclass %s has the InitVar %s without a default, which a schema cannot carry"
-                               % (tp.__name__, initvars[0]))
+                raise _Refused(
+                    "dataclass %s has the InitVar %s without a default, which a schema cannot carry"
+                    % (tp.__name__, initvars[0])
+                )
         try:
             hints = typing.get_type_hints(tp)
         except Exception as exc:  # NameError and friends from unresolvable annotations
@@ -392,6 +400,7 @@ class _Builder:
         schema = _object_schema(properties, required_names)
 
         if dataclass_:
+
             def make(value: Any) -> Any:
                 return tp(**{k: convs[k](x) if k in convs else x for k, x in value.items()})
 
@@ -415,8 +424,9 @@ class _Builder:
                 error = compile_schema(_with_defs(bare, defs)).first_error(value)
                 if error is not None:
                     problem = error.reason if error.path == "$" else str(error)
-                    raise _Refused("%s: default %s does not fit the annotation: %s"
-                                   % (where, canonical_text(value), problem))
+                    raise _Refused(
+                        "%s: default %s does not fit the annotation: %s" % (where, canonical_text(value), problem)
+                    )
 
             self.pending.append(check)
         return schema
@@ -477,7 +487,9 @@ def _resolve(fn: Callable[..., Any], name: str, annotation: Any) -> Any:
         raise _Refused("cannot resolve the annotation %r: %s: %s" % (annotation, type(exc).__name__, exc)) from None
 
 
-def function_spec(fn: Callable[..., Any], name: Optional[str] = None, description: Optional[str] = None) -> FunctionSpec:
+def function_spec(
+    fn: Callable[..., Any], name: Optional[str] = None, description: Optional[str] = None
+) -> FunctionSpec:
     """Derive the schema, description and argument converter of ``fn`` (see the module docstring).
 
     Raises :class:`~agentloop.errors.ToolDefinitionError` naming the parameter

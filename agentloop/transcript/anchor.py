@@ -28,7 +28,16 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
-from .checkpoint import Checkpoint, SignerArg, check_key, check_signers, check_trusted, read_checkpoint, sign_checkpoint, verify_signatures
+from .checkpoint import (
+    Checkpoint,
+    SignerArg,
+    check_key,
+    check_signers,
+    check_trusted,
+    read_checkpoint,
+    sign_checkpoint,
+    verify_signatures,
+)
 from ..errors import BadSignatureError, MalformedCheckpointError, SigningKeyError
 from ..signing.note import Verifier
 from .merkle import CompactRange, leaf_hash
@@ -134,7 +143,9 @@ def _load(source: CheckpointSource, role: str, faults: List[Fault]) -> Optional[
     try:
         return read_checkpoint(name)
     except OSError as exc:
-        faults.append(Fault(None, None, "unreadable", "%s %s: %s: %s" % (role, name, type(exc).__name__, exc.strerror or exc)))
+        faults.append(
+            Fault(None, None, "unreadable", "%s %s: %s: %s" % (role, name, type(exc).__name__, exc.strerror or exc))
+        )
     except MalformedCheckpointError as exc:
         faults.append(Fault(None, exc.line, "anchor_malformed", "%s %s: %s" % (role, name, exc)))
     return None
@@ -150,24 +161,52 @@ def _match(scan: TreeScan, checkpoint: Checkpoint, role: str, faults: List[Fault
     # 4a. the file reaches the checkpoint's size
     if count < checkpoint.size:
         missing = checkpoint.size - count
-        faults.append(Fault(None, None, "truncated", "the %s covers %d records, the file has %d: %d missing from the end"
-                            % (role, checkpoint.size, count, missing)))
+        faults.append(
+            Fault(
+                None,
+                None,
+                "truncated",
+                "the %s covers %d records, the file has %d: %d missing from the end"
+                % (role, checkpoint.size, count, missing),
+            )
+        )
         return False
     # 4b. the same run: record 0's hash is the origin's
     if scan.first != checkpoint.first:
-        faults.append(Fault(0, None, "anchor_mismatch", "the %s is for run %s, this transcript is run %s"
-                            % (role, _short(checkpoint.first), _short(scan.first))))
+        faults.append(
+            Fault(
+                0,
+                None,
+                "anchor_mismatch",
+                "the %s is for run %s, this transcript is run %s"
+                % (role, _short(checkpoint.first), _short(scan.first)),
+            )
+        )
         return False
     root, head = scan.at[checkpoint.size]
     # 4c. the first N records give its root
     if root != checkpoint.root:
-        faults.append(Fault(None, None, "anchor_mismatch", "the first %d records give root %s, the %s holds %s"
-                            % (checkpoint.size, _short(root), role, _short(checkpoint.root))))
+        faults.append(
+            Fault(
+                None,
+                None,
+                "anchor_mismatch",
+                "the first %d records give root %s, the %s holds %s"
+                % (checkpoint.size, _short(root), role, _short(checkpoint.root)),
+            )
+        )
         return False
     # 4d. and its head
     if head != checkpoint.head:
-        faults.append(Fault(checkpoint.size - 1, None, "anchor_mismatch", "record %d has hash %s, the %s holds head %s"
-                            % (checkpoint.size - 1, _short(head), role, _short(checkpoint.head))))
+        faults.append(
+            Fault(
+                checkpoint.size - 1,
+                None,
+                "anchor_mismatch",
+                "record %d has hash %s, the %s holds head %s"
+                % (checkpoint.size - 1, _short(head), role, _short(checkpoint.head)),
+            )
+        )
         return False
     return True
 
@@ -216,7 +255,11 @@ def verify_checkpoint(
     checks = key is not None or bool(trusted)
     faults: List[Fault] = []
     # 1.
-    roles = [(role, _load(source, role, faults)) for role, source in (("checkpoint", checkpoint), ("older checkpoint", since)) if source is not None]
+    roles = [
+        (role, _load(source, role, faults))
+        for role, source in (("checkpoint", checkpoint), ("older checkpoint", since))
+        if source is not None
+    ]
     loaded = [(role, ckpt) for role, ckpt in roles if ckpt is not None]
     # 2.
     signed = checks and len(loaded) == len(roles) and bool(roles)
@@ -242,8 +285,15 @@ def verify_checkpoint(
             anchored = ckpt.size
             unanchored = scan.result.count - ckpt.size
             if exact and unanchored:
-                faults.append(Fault(ckpt.size, None, "unanchored_tail", "%d record%s after the %d the checkpoint covers"
-                                    % (unanchored, "" if unanchored == 1 else "s", ckpt.size)))
+                faults.append(
+                    Fault(
+                        ckpt.size,
+                        None,
+                        "unanchored_tail",
+                        "%d record%s after the %d the checkpoint covers"
+                        % (unanchored, "" if unanchored == 1 else "s", ckpt.size),
+                    )
+                )
     result = scan.result
     return AnchoredResult(
         ok=result.ok and not faults,

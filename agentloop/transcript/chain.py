@@ -14,8 +14,20 @@ from ..canonical import canonical_bytes, is_canonical_line
 from ..errors import UnrecordableError
 
 from .format import (
-    FIELDS, FORMAT, Fault, FaultKind, GENESIS, KINDS, _BODY_AT, _FIELD_SET, _HEAD, _LATER_KINDS,
-    _a, _is_hex_hash, _json_type, _short,
+    FIELDS,
+    FORMAT,
+    Fault,
+    FaultKind,
+    GENESIS,
+    KINDS,
+    _BODY_AT,
+    _FIELD_SET,
+    _HEAD,
+    _LATER_KINDS,
+    _a,
+    _is_hex_hash,
+    _json_type,
+    _short,
 )
 from .grammar import Grammar
 

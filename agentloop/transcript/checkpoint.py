@@ -239,9 +239,9 @@ def _layout(lines: List[str]) -> None:
 
 def _origin(origin: str) -> str:
     """Step 3: the origin; returns record 0's hash."""
-    if not origin.startswith(ORIGIN_PREFIX) or not _is_hex64(origin[len(ORIGIN_PREFIX):]):
+    if not origin.startswith(ORIGIN_PREFIX) or not _is_hex64(origin[len(ORIGIN_PREFIX) :]):
         raise MalformedCheckpointError(1, "origin must be %r and 64 lowercase hex digits" % (ORIGIN_PREFIX,))
-    return origin[len(ORIGIN_PREFIX):]
+    return origin[len(ORIGIN_PREFIX) :]
 
 
 def _size(size_text: str) -> int:
@@ -354,7 +354,9 @@ def check_signers(signer: object, source: str = "signer") -> Tuple[Signer, ...]:
         where = source if not isinstance(signer, (list, tuple)) else "%s[%d]" % (source, index)
         name, kid = getattr(item, "name", None), getattr(item, "key_id", None)
         if isinstance(item, (str, bytes, bytearray)) or not callable(getattr(item, "sign", None)):
-            raise SigningKeyError(where, "must be a note signer (agentloop.signing.Ed25519Signer, ...), got %s" % (type(item).__name__,))
+            raise SigningKeyError(
+                where, "must be a note signer (agentloop.signing.Ed25519Signer, ...), got %s" % (type(item).__name__,)
+            )
         if not isinstance(name, str) or not name or "+" in name or any(ch.isspace() or ord(ch) < 0x20 for ch in name):
             raise SigningKeyError(where, "has no valid key name")
         if not isinstance(kid, (bytes, bytearray)) or len(kid) != 4:
@@ -380,11 +382,16 @@ def sign_checkpoint(checkpoint: Checkpoint, key: Optional[bytes] = None, signers
         return checkpoint
     note = sign_note(checkpoint.to_note(), *chosen)
     if len(note.signatures) > MAX_SIGNATURES:
-        raise SigningKeyError("signers", "the checkpoint would hold %d signatures; at most %d are allowed" % (len(note.signatures), MAX_SIGNATURES))
+        raise SigningKeyError(
+            "signers",
+            "the checkpoint would hold %d signatures; at most %d are allowed" % (len(note.signatures), MAX_SIGNATURES),
+        )
     return replace(checkpoint, signatures=tuple(Signature(s.name, s.key_id, s.signature) for s in note.signatures))
 
 
-def check_trusted(trusted: Sequence[Verifier] = (), require: Sequence[str] = (), key: Optional[bytes] = None) -> Tuple[Verifier, ...]:
+def check_trusted(
+    trusted: Sequence[Verifier] = (), require: Sequence[str] = (), key: Optional[bytes] = None
+) -> Tuple[Verifier, ...]:
     """Check a verification request before anything is read; return the trusted verifiers.
 
     Misuse raises :class:`~agentloop.errors.SigningKeyError`: a trusted key
@@ -393,16 +400,28 @@ def check_trusted(trusted: Sequence[Verifier] = (), require: Sequence[str] = (),
     HMAC key of ``key`` is always required, so it is never named).
     """
     if isinstance(trusted, (str, bytes)) or isinstance(require, (str, bytes)):
-        raise SigningKeyError("trusted" if isinstance(trusted, (str, bytes)) else "require", "must be a list, not a single str or bytes")
+        raise SigningKeyError(
+            "trusted" if isinstance(trusted, (str, bytes)) else "require", "must be a list, not a single str or bytes"
+        )
     verifiers = tuple(trusted)
     known: Dict[Tuple[str, bytes], Verifier] = {}
     for index, verifier in enumerate(verifiers):
         name, kid = getattr(verifier, "name", None), getattr(verifier, "key_id", None)
-        if not isinstance(name, str) or not isinstance(kid, (bytes, bytearray)) or not callable(getattr(verifier, "verify", None)):
-            raise SigningKeyError("trusted[%d]" % (index,), "must be a note verifier (agentloop.signing.Ed25519Verifier, ...), got %s" % (type(verifier).__name__,))
+        if (
+            not isinstance(name, str)
+            or not isinstance(kid, (bytes, bytearray))
+            or not callable(getattr(verifier, "verify", None))
+        ):
+            raise SigningKeyError(
+                "trusted[%d]" % (index,),
+                "must be a note verifier (agentloop.signing.Ed25519Verifier, ...), got %s" % (type(verifier).__name__,),
+            )
         pair = (name, bytes(kid))
         if pair in known and known[pair] != verifier:
-            raise SigningKeyError("trusted keys", "ambiguous key %s+%s: two trusted keys share its name and key ID" % (name, pair[1].hex()))
+            raise SigningKeyError(
+                "trusted keys",
+                "ambiguous key %s+%s: two trusted keys share its name and key ID" % (name, pair[1].hex()),
+            )
         known[pair] = verifier
     names = {name for name, _ in known}
     for name in require:
@@ -484,7 +503,9 @@ def load_key(path: Optional[PathLike] = None, env: Optional[str] = None) -> byte
     return check_key(key, source)
 
 
-def check_run_anchor(transcript: PathLike, checkpoint: object, key: object, overwrite: bool, signer: object = None) -> None:
+def check_run_anchor(
+    transcript: PathLike, checkpoint: object, key: object, overwrite: bool, signer: object = None
+) -> None:
     """The checks :func:`agentloop.run` makes on ``checkpoint=``, ``key=`` and ``signer=`` before it starts.
 
     Raises :class:`~agentloop.errors.RunConfigError`: a key or signer

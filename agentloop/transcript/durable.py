@@ -74,7 +74,7 @@ def fsync_directory(folder: PathLike) -> None:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def write_atomic(path: PathLike, data: bytes) -> None:

@@ -25,7 +25,6 @@ root of the records as it goes (:mod:`agentloop.transcript.merkle`), so it can w
 checkpoint at any point (:meth:`TranscriptWriter.checkpoint`).
 """
 
-
 from __future__ import annotations
 
 import json
@@ -34,7 +33,6 @@ from dataclasses import dataclass, field
 from typing import Literal, Optional, Tuple, Union, get_args
 
 from ..canonical import describe_integer
-
 
 
 __all__ = [

@@ -74,9 +74,12 @@ class Gates:
                 return "payload has 'predicate_outcomes' and no 'approval'"
         if "approval_signer" in payload:
             signer = payload["approval_signer"]
-            if not isinstance(signer, dict) or not isinstance(signer.get("name"), str) \
-                    or not _key_id(signer.get("key_id")):
-                return "payload.approval_signer is not {\"name\": a string, \"key_id\": 8 lowercase hex digits}"
+            if (
+                not isinstance(signer, dict)
+                or not isinstance(signer.get("name"), str)
+                or not _key_id(signer.get("key_id"))
+            ):
+                return 'payload.approval_signer is not {"name": a string, "key_id": 8 lowercase hex digits}'
             if not has_policy:
                 return "payload has 'approval_signer' and no 'approval'"
         return ""
@@ -103,10 +106,13 @@ class Gates:
         if payload["ok"] is True and member is None:
             if rule == "always":
                 return "payload has ok true and no 'approval', but the task record gates tool %s always" % (
-                    _name(name),)
+                    _name(name),
+                )
             if rule == "predicate" and self.outcomes and "gated" not in payload:
-                return ("payload has ok true and neither 'approval' nor \"gated\": false, but the task record gates "
-                        "tool %s by a predicate and records its outcomes" % (_name(name),))
+                return (
+                    "payload has ok true and neither 'approval' nor \"gated\": false, but the task record gates "
+                    "tool %s by a predicate and records its outcomes" % (_name(name),)
+                )
         if self.signer and member is not None and member.get("by") is not None and "note" not in member:
             return "payload.approval has no 'note', but the task record names an approval signer"
         return ""
@@ -119,5 +125,6 @@ class Gates:
             return "payload has both 'gated' and 'approval'"
         if rule != "predicate" or not self.outcomes:
             return "payload has 'gated', but the task record records no predicate outcome for tool %s" % (
-                _name(payload["name"]),)
+                _name(payload["name"]),
+            )
         return ""

@@ -131,8 +131,11 @@ def _usage_problem(usage: object, tokens: int) -> str:
         return problem
     if usage["input_tokens"] + usage["output_tokens"] != tokens:
         return "payload.tokens is %s, expected %d (usage input_tokens plus output_tokens)" % (
-            _shown(tokens), usage["input_tokens"] + usage["output_tokens"])
+            _shown(tokens),
+            usage["input_tokens"] + usage["output_tokens"],
+        )
     return ""
+
 
 def _provider_data(data: object) -> str:
     """Why an assistant record's ``provider_data`` (an object, when present) is not ``{"api": string,
@@ -218,7 +221,7 @@ class Grammar:
             return problem
         for name, rule in payload.get("approval", {}).items():
             if rule not in ("always", "predicate"):
-                return "payload.approval[%s] is %s, expected \"always\" or \"predicate\"" % (_shown(name), _shown(rule))
+                return 'payload.approval[%s] is %s, expected "always" or "predicate"' % (_shown(name), _shown(rule))
         problem = Gates.task_problem(payload)
         if problem:
             return problem
@@ -230,7 +233,9 @@ class Grammar:
             _member("payload.budgets", budgets, "max_record_bytes", "an integer >= 1", optional=True),
             _member("payload.budgets", budgets, "max_tool_calls", _COUNT, optional=True),
             _member("payload.budgets", budgets, "max_cost", "a decimal string", optional=True),
-            _member("payload.budgets", budgets, "prices", "an object of prices (decimal strings) per model", optional=True),
+            _member(
+                "payload.budgets", budgets, "prices", "an object of prices (decimal strings) per model", optional=True
+            ),
             _member("payload.budgets", budgets, "max_seconds", "a number > 0", optional=True),
             _member("payload.budgets", budgets, "tool_timeout", "a number > 0", optional=True),
             _member("payload.budgets", budgets, "tell_budgets", "true", optional=True),
@@ -268,11 +273,17 @@ class Grammar:
             return problem
         if payload["step"] != previous + 1:
             return "payload.step is %s, expected %d (one more than the assistant records before it)" % (
-                _shown(payload["step"]), previous + 1)
+                _shown(payload["step"]),
+                previous + 1,
+            )
         tokens, running = payload["tokens"], payload["total_tokens"]
         if running != total + tokens:
             return "payload.total_tokens is %s, expected %d (the previous total %d plus tokens %d)" % (
-                _shown(running), total + tokens, total, tokens)
+                _shown(running),
+                total + tokens,
+                total,
+                tokens,
+            )
         problem = _usage_problem(payload.get("usage"), tokens)
         for position, call in enumerate(payload["tool_calls"]):
             problem = problem or _call_problem("payload.tool_calls[%d]" % (position,), call)
@@ -286,9 +297,7 @@ class Grammar:
         self.step_calls, self.answered = [], 0
         calls = payload.get("tool_calls")
         if isinstance(calls, list):
-            self.step_calls = [
-                (c.get("id"), c.get("name")) if isinstance(c, dict) else (None, None) for c in calls
-            ]
+            self.step_calls = [(c.get("id"), c.get("name")) if isinstance(c, dict) else (None, None) for c in calls]
         tokens, running = payload.get("tokens"), payload.get("total_tokens")
         if isinstance(running, int) and _is_count(running):
             self.tokens = running
@@ -299,7 +308,9 @@ class Grammar:
     def _tool(self, payload: Mapping[str, Any]) -> str:
         if self.answered >= len(self.step_calls):
             return "a tool record with no call awaiting its result (step %d asked for %d)" % (
-                self.steps, len(self.step_calls))
+                self.steps,
+                len(self.step_calls),
+            )
         call_id, name = self.step_calls[self.answered]
         self.answered += 1
         problem = _first(
@@ -316,10 +327,19 @@ class Grammar:
             if problem:
                 return problem
         if payload["step"] != self.steps:
-            return "payload.step is %s, expected %d (the step that asked for the call)" % (_shown(payload["step"]), self.steps)
+            return "payload.step is %s, expected %d (the step that asked for the call)" % (
+                _shown(payload["step"]),
+                self.steps,
+            )
         if payload["id"] != call_id or payload["name"] != name:
             return "payload answers call %s (%s), expected call %s (%s), call %d of step %d" % (
-                _shown(payload["id"]), _shown(payload["name"]), _shown(call_id), _shown(name), self.answered - 1, self.steps)
+                _shown(payload["id"]),
+                _shown(payload["name"]),
+                _shown(call_id),
+                _shown(name),
+                self.answered - 1,
+                self.steps,
+            )
         if payload["ok"]:
             if "value" not in payload:
                 return "payload has ok true and no 'value'"

@@ -203,7 +203,10 @@ def _check_hash(name: str, value: object) -> bytes:
     """Rule 1: every hash is exactly 32 bytes, checked before hashing."""
     if not isinstance(value, (bytes, bytearray)) or len(value) != HASH_SIZE:
         length = len(value) if isinstance(value, (bytes, bytearray)) else None
-        raise ProofError("%s is %s, not a %d-byte hash" % (name, "%d bytes" % length if length is not None else type(value).__name__, HASH_SIZE))
+        raise ProofError(
+            "%s is %s, not a %d-byte hash"
+            % (name, "%d bytes" % length if length is not None else type(value).__name__, HASH_SIZE)
+        )
     return bytes(value)
 
 

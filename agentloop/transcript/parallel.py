@@ -250,7 +250,13 @@ class _Join:
             handle.seek(start)
             window = _Window(handle, None if end is None else end - start)
             judged = judge_lines(
-                window, chain, self.limit, self.max_faults, room, self.lines, beyond=beyond  # type: ignore[arg-type]
+                window,
+                chain,
+                self.limit,
+                self.max_faults,
+                room,
+                self.lines,
+                beyond=beyond,  # type: ignore[arg-type]
             )
             for line, _, found, _ in judged:
                 self.faults.extend(found)
@@ -296,7 +302,7 @@ def verify_parts(path: PathLike, workers: int, limit: int, max_faults: int) -> O
     join = _Join(path, starts, size or 0, limit, max_faults)
     try:
         for k, part in enumerate(parts):
-            join.take(k, part, sum(p.lines for p in parts[k + 1:]))
+            join.take(k, part, sum(p.lines for p in parts[k + 1 :]))
             if join.stopped:
                 break
     except OSError:

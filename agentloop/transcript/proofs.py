@@ -65,8 +65,15 @@ class InclusionProof:
 
     def to_json(self) -> Dict[str, Any]:
         """The document, as a JSON object."""
-        return {"kind": "inclusion", "origin": ORIGIN_PREFIX + self.first, "index": self.index, "size": self.size,
-                "leaf_hash": self.leaf_hash, "proof": list(self.proof), "root": self.root}
+        return {
+            "kind": "inclusion",
+            "origin": ORIGIN_PREFIX + self.first,
+            "index": self.index,
+            "size": self.size,
+            "leaf_hash": self.leaf_hash,
+            "proof": list(self.proof),
+            "root": self.root,
+        }
 
 
 @dataclass(frozen=True)
@@ -82,8 +89,15 @@ class ConsistencyProof:
 
     def to_json(self) -> Dict[str, Any]:
         """The document, as a JSON object."""
-        return {"kind": "consistency", "origin": ORIGIN_PREFIX + self.first, "old_size": self.old_size,
-                "size": self.size, "old_root": self.old_root, "root": self.root, "proof": list(self.proof)}
+        return {
+            "kind": "consistency",
+            "origin": ORIGIN_PREFIX + self.first,
+            "old_size": self.old_size,
+            "size": self.size,
+            "old_root": self.old_root,
+            "root": self.root,
+            "proof": list(self.proof),
+        }
 
 
 Proof = Union[InclusionProof, ConsistencyProof]
@@ -94,8 +108,10 @@ def _leaves(path: PathLike, size: Optional[int]) -> Tuple[str, Tuple[bytes, ...]
     scan = scan_tree(path, keep_leaves=True)
     result = scan.result
     if not result.ok:
-        raise ProofError("%s does not verify (%s at %s): no proof is made from it"
-                         % (path, result.faults[0].kind, result.faults[0].where()))
+        raise ProofError(
+            "%s does not verify (%s at %s): no proof is made from it"
+            % (path, result.faults[0].kind, result.faults[0].where())
+        )
     if scan.first is None:
         raise ProofError("%s holds no record" % (path,))
     if size is None:
@@ -127,7 +143,9 @@ def prove_consistency(path: PathLike, old_size: int, size: Optional[int] = None)
     if isinstance(old_size, bool) or not isinstance(old_size, int) or not 1 <= old_size <= size:
         raise ProofError("old size %s is not between 1 and the size %d" % (old_size, size))
     hashes = consistency_proof(leaves, old_size, size)
-    return ConsistencyProof(first, old_size, size, _root(leaves, old_size), _root(leaves, size), tuple(h.hex() for h in hashes))
+    return ConsistencyProof(
+        first, old_size, size, _root(leaves, old_size), _root(leaves, size), tuple(h.hex() for h in hashes)
+    )
 
 
 def _root(leaves: Tuple[bytes, ...], size: int) -> str:
@@ -187,13 +205,25 @@ def parse_proof(data: Union[bytes, str]) -> Proof:
         raise ProofError("proof kind must be 'inclusion' or 'consistency'")
     if set(doc) != members[kind]:
         extra, missing = sorted(set(doc) - members[kind]), sorted(members[kind] - set(doc))
-        raise ProofError("%s proof members: %s" % (kind, "; ".join(
-            part for part in ("missing " + ", ".join(missing) if missing else "", "unexpected " + ", ".join(repr(e)[:40] for e in extra) if extra else "") if part)))
+        raise ProofError(
+            "%s proof members: %s"
+            % (
+                kind,
+                "; ".join(
+                    part
+                    for part in (
+                        "missing " + ", ".join(missing) if missing else "",
+                        "unexpected " + ", ".join(repr(e)[:40] for e in extra) if extra else "",
+                    )
+                    if part
+                ),
+            )
+        )
     # 3.
     origin = doc["origin"]
     if not isinstance(origin, str) or not origin.startswith(ORIGIN_PREFIX):
         raise ProofError("proof origin must be %r and 64 hex digits" % (ORIGIN_PREFIX,))
-    first = _hex(origin[len(ORIGIN_PREFIX):], "origin")
+    first = _hex(origin[len(ORIGIN_PREFIX) :], "origin")
     hashes = doc["proof"]
     if not isinstance(hashes, list) or len(hashes) > MAX_PROOF_HASHES:
         raise ProofError("proof hashes must be a list of at most %d" % (MAX_PROOF_HASHES,))
@@ -211,11 +241,14 @@ def parse_proof(data: Union[bytes, str]) -> Proof:
 
 def _same_run(proof: Proof, checkpoint: Checkpoint, role: str) -> None:
     if proof.first != checkpoint.first:
-        raise ProofError("the proof is about run %s..., the %s about run %s..."
-                         % (proof.first[:16], role, checkpoint.first[:16]))
+        raise ProofError(
+            "the proof is about run %s..., the %s about run %s..." % (proof.first[:16], role, checkpoint.first[:16])
+        )
 
 
-def _signatures(checkpoints: Sequence[Checkpoint], key: Optional[bytes], trusted: Sequence[Verifier], require: Sequence[str]) -> None:
+def _signatures(
+    checkpoints: Sequence[Checkpoint], key: Optional[bytes], trusted: Sequence[Verifier], require: Sequence[str]
+) -> None:
     """Step 1 of the checks below: each checkpoint's signatures, when a key or trusted keys are given."""
     if require and not trusted:
         raise SigningKeyError("require", "given without trusted keys")
@@ -227,7 +260,12 @@ def _signatures(checkpoints: Sequence[Checkpoint], key: Optional[bytes], trusted
 
 
 def check_proof(
-    proof: Proof, checkpoint: Checkpoint, key: Optional[bytes] = None, *, trusted: Sequence[Verifier] = (), require: Sequence[str] = ()
+    proof: Proof,
+    checkpoint: Checkpoint,
+    key: Optional[bytes] = None,
+    *,
+    trusted: Sequence[Verifier] = (),
+    require: Sequence[str] = (),
 ) -> None:
     """Check a proof against one checkpoint, without the transcript.
 
@@ -249,10 +287,14 @@ def check_proof(
     _same_run(proof, checkpoint, "checkpoint")
     # 3.
     if proof.size != checkpoint.size:
-        raise ProofError("the proof is for a tree of %d records, the checkpoint has %d (make it with --size %d)"
-                         % (proof.size, checkpoint.size, checkpoint.size))
+        raise ProofError(
+            "the proof is for a tree of %d records, the checkpoint has %d (make it with --size %d)"
+            % (proof.size, checkpoint.size, checkpoint.size)
+        )
     if proof.root != checkpoint.root:
-        raise ProofError("the proof's root %s... is not the checkpoint's %s..." % (proof.root[:16], checkpoint.root[:16]))
+        raise ProofError(
+            "the proof's root %s... is not the checkpoint's %s..." % (proof.root[:16], checkpoint.root[:16])
+        )
     # 4.
     path = [bytes.fromhex(h) for h in proof.proof]
     root = bytes.fromhex(checkpoint.root)
@@ -290,14 +332,20 @@ def check_consistency(
     _same_run(proof, old, "checkpoints")
     # 3.
     if new.size < old.size:
-        raise ProofError("the new checkpoint covers %d records, fewer than the old one's %d: a rollback" % (new.size, old.size))
+        raise ProofError(
+            "the new checkpoint covers %d records, fewer than the old one's %d: a rollback" % (new.size, old.size)
+        )
     # 4.
     if (proof.old_size, proof.old_root) != (old.size, old.root):
-        raise ProofError("the proof starts from %d records with root %s..., the old checkpoint has %d with %s..."
-                         % (proof.old_size, proof.old_root[:16], old.size, old.root[:16]))
+        raise ProofError(
+            "the proof starts from %d records with root %s..., the old checkpoint has %d with %s..."
+            % (proof.old_size, proof.old_root[:16], old.size, old.root[:16])
+        )
     if (proof.size, proof.root) != (new.size, new.root):
-        raise ProofError("the proof ends at %d records with root %s..., the new checkpoint has %d with %s..."
-                         % (proof.size, proof.root[:16], new.size, new.root[:16]))
+        raise ProofError(
+            "the proof ends at %d records with root %s..., the new checkpoint has %d with %s..."
+            % (proof.size, proof.root[:16], new.size, new.root[:16])
+        )
     # 5.
     path = [bytes.fromhex(h) for h in proof.proof]
     verify_consistency(old.size, new.size, bytes.fromhex(old.root), bytes.fromhex(new.root), path)

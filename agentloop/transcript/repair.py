@@ -97,7 +97,9 @@ def repair(path: PathLike) -> RepairResult:
     writer holds it, ``OSError`` when it cannot be read or written.
     """
     name = os.fspath(path)
-    fd = os.open(name, os.O_RDWR | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    fd = os.open(
+        name, os.O_RDWR | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    )
     try:
         # 1.
         check_output(fd, name)  # a directory cannot be opened so; a FIFO or a device is refused here
@@ -108,7 +110,9 @@ def repair(path: PathLike) -> RepairResult:
         result = verify_file(name)
         if offset == size:
             if not result.ok:
-                raise RepairRefusedError(name, "its last line is complete, and it has a fault repair does not fix: %s" % (result.faults[0],))
+                raise RepairRefusedError(
+                    name, "its last line is complete, and it has a fault repair does not fix: %s" % (result.faults[0],)
+                )
             return RepairResult(name, 0, None, result)
         # 3.
         torn_line = _newlines(fd, offset) + 1
@@ -120,7 +124,9 @@ def repair(path: PathLike) -> RepairResult:
             )
         if offset == 0:
             raise RepairRefusedError(
-                name, "it holds no complete record: its one line of %d bytes is torn, and cutting it would leave an empty file" % (size,)
+                name,
+                "it holds no complete record: its one line of %d bytes is torn, and cutting it would leave an empty file"
+                % (size,),
             )
         if others:
             raise RepairRefusedError(name, "it has a fault besides its torn last line: %s" % (others[0],))
@@ -141,14 +147,16 @@ def _save(fd: int, saved: str, offset: int, size: int) -> None:
     try:
         out = os.open(saved, flags, 0o644)
     except FileExistsError:
-        raise RepairRefusedError(saved, "it is where the torn fragment is saved, and it already exists; move it away first") from None
+        raise RepairRefusedError(
+            saved, "it is where the torn fragment is saved, and it already exists; move it away first"
+        ) from None
     try:
         at = offset
         while at < size:
             view = memoryview(_read_at(fd, at, min(_CHUNK, size - at)))
             at += len(view)
             while view:
-                view = view[os.write(out, view):]
+                view = view[os.write(out, view) :]
         os.fsync(out)
     finally:
         os.close(out)

@@ -93,7 +93,9 @@ def _no_constant(token: str) -> object:
 
 
 # The C scanner, with NaN and the infinities refused (the hook runs only on those tokens).
-_SCAN_ONCE: Callable[[str, int], Tuple[object, int]] = getattr(json.JSONDecoder(parse_constant=_no_constant), "scan_once")
+_SCAN_ONCE: Callable[[str, int], Tuple[object, int]] = getattr(
+    json.JSONDecoder(parse_constant=_no_constant), "scan_once"
+)
 
 
 def _loads(text: str) -> object:
@@ -176,7 +178,11 @@ def judge_lines(
         lines, size = lines + beyond[0], size + beyond[1]
         chain.unexamined_lines, chain.unexamined_bytes = lines, size
         detail = "more than %d faults: stopped judging after line %d; %d more line(s) (%d bytes) not examined" % (
-            max_faults, line, lines, size)
+            max_faults,
+            line,
+            lines,
+            size,
+        )
         yield 0, None, [Fault(None, None, "too_many_faults", detail)], chain
         return
 

@@ -57,7 +57,11 @@ def verify_records(records: Iterable[object]) -> List[Fault]:
         except StopIteration:
             return faults
         except Exception as exc:
-            faults.append(Fault(chain.index, None, "unserialisable_payload", "reading the records raised %s" % (type(exc).__name__,)))
+            faults.append(
+                Fault(
+                    chain.index, None, "unserialisable_payload", "reading the records raised %s" % (type(exc).__name__,)
+                )
+            )
             return faults
         index = chain.index
         try:
@@ -65,7 +69,9 @@ def verify_records(records: Iterable[object]) -> List[Fault]:
         except Exception as exc:  # hostile Python objects only; parsed JSON cannot raise here
             chain.index = index + 1
             chain.expected_prev = None
-            faults.append(Fault(index, None, "unserialisable_payload", "inspecting the record raised %s" % (type(exc).__name__,)))
+            faults.append(
+                Fault(index, None, "unserialisable_payload", "inspecting the record raised %s" % (type(exc).__name__,))
+            )
 
 
 def iter_file(
@@ -94,8 +100,10 @@ def iter_file(
             if fault is not None and room is not None:
                 if not room:
                     lines, size = _count_rest(handle, None)
-                    detail = "more than %d lines that are not records: stopped after line %d; %d more line(s) (%d bytes) not read" % (
-                        max_faults or 0, number - 1, lines + 1, size + len(raw))
+                    detail = (
+                        "more than %d lines that are not records: stopped after line %d; %d more line(s) (%d bytes) not read"
+                        % (max_faults or 0, number - 1, lines + 1, size + len(raw))
+                    )
                     yield 0, None, Fault(None, None, "too_many_faults", detail)
                     return
                 room -= 1
@@ -190,7 +198,9 @@ def _verdict(
     last = faults[-1].kind if faults else ""
     judged = last != "too_many_faults"  # else count, head and complete describe a part only
     if require_complete and judged and last not in ("unreadable", "no_records") and chain.last_kind != "stop":
-        faults.append(Fault(None, None, "incomplete", "the run has no stop record: it was cut short, or is still running"))
+        faults.append(
+            Fault(None, None, "incomplete", "the run has no stop record: it was cut short, or is still running")
+        )
     if judged and expect_count is not None and chain.index != expect_count:
         faults.append(
             Fault(None, None, "count_mismatch", "expected %d records, found %d" % (expect_count, chain.index))

@@ -11,10 +11,18 @@ from typing import Any, Mapping, Optional, Sequence, Tuple
 from ..canonical import canonical_bytes, canonical_text
 from .checkpoint import Checkpoint, SignerArg, check_key, check_signers, sign_checkpoint
 from .durable import check_output, fsync_directory, lock_exclusive, write_atomic
-from ..errors import RunConfigError, TranscriptClosedError, TranscriptEmptyError, TranscriptExistsError, UnrecordableError, WrongTypeError
+from ..errors import (
+    RunConfigError,
+    TranscriptClosedError,
+    TranscriptEmptyError,
+    TranscriptExistsError,
+    UnrecordableError,
+    WrongTypeError,
+)
 from .merkle import CompactRange
 
 from .format import GENESIS, MAX_RECORD_BYTES, MAX_RECORD_BYTES_LIMIT, PathLike, _HEAD, _a
+
 
 def record_line(
     kind: str, payload: Mapping[str, Any], prev: str, seq: int, payload_text: Optional[str] = None
@@ -24,8 +32,9 @@ def record_line(
     when the caller has it, is the payload's RFC 8785 text, spliced in rather than encoded again.
     Raises :class:`~agentloop.errors.UnrecordableError` for a payload that cannot be recorded."""
     if payload_text is not None:  # RFC 8785 section 3.2.3: kind < payload < prev < seq
-        body = ("{\"kind\":%s,\"payload\":%s,\"prev\":\"%s\",\"seq\":%d}" % (
-            canonical_text(kind, "$.kind"), payload_text, prev, seq)).encode("utf-8")
+        body = (
+            '{"kind":%s,"payload":%s,"prev":"%s","seq":%d}' % (canonical_text(kind, "$.kind"), payload_text, prev, seq)
+        ).encode("utf-8")
     else:
         body = canonical_bytes({"kind": kind, "payload": payload, "prev": prev, "seq": seq})
     digest = hashlib.sha256(body).hexdigest()
@@ -330,6 +339,7 @@ def _record_limit(max_record_bytes: Optional[int]) -> int:
     if max_record_bytes > MAX_RECORD_BYTES_LIMIT:
         raise RunConfigError(
             "max_record_bytes",
-            "%d is more than %d, the longest line a verifier reads (MAX_LINE_BYTES)" % (max_record_bytes, MAX_RECORD_BYTES_LIMIT),
+            "%d is more than %d, the longest line a verifier reads (MAX_LINE_BYTES)"
+            % (max_record_bytes, MAX_RECORD_BYTES_LIMIT),
         )
     return max_record_bytes

@@ -87,8 +87,14 @@ class Exchange:
     """One request on one connection: ``status``, ``headers`` (names lower-cased) and ``response``,
     whose body the caller reads; then :meth:`release`."""
 
-    def __init__(self, pool: "ConnectionPool", origin: Origin, conn: http.client.HTTPConnection,
-                 response: http.client.HTTPResponse, reused: bool) -> None:
+    def __init__(
+        self,
+        pool: "ConnectionPool",
+        origin: Origin,
+        conn: http.client.HTTPConnection,
+        response: http.client.HTTPResponse,
+        reused: bool,
+    ) -> None:
         self._pool = pool
         self._origin = origin
         self._conn: Optional[http.client.HTTPConnection] = conn
@@ -281,8 +287,15 @@ class ConnectionPool:
         return target, sent
 
     @staticmethod
-    def _send(conn: http.client.HTTPConnection, method: str, target: str, headers: Mapping[str, str], body: bytes,
-              timeout: float, on_socket: Optional[OnSocket]) -> None:
+    def _send(
+        conn: http.client.HTTPConnection,
+        method: str,
+        target: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout: float,
+        on_socket: Optional[OnSocket],
+    ) -> None:
         if conn.sock is None:
             conn.connect()
         conn.sock.settimeout(timeout)

@@ -109,7 +109,7 @@ class EventStreamParser:
         events: List[Event] = []
         start = 0
         for match in _EOL.finditer(text):
-            piece = text[start:match.start()]
+            piece = text[start : match.start()]
             if self._partial:
                 self._partial.append(piece)
                 piece = "".join(self._partial)

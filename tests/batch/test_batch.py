@@ -88,7 +88,9 @@ class TestLedgerIdentity(BatchCase):
         self.assertEqual(self.read(self.path("threads.ckpt")), self.read(self.path("serial.ckpt")))
         self.assertEqual(self.read(self.path("processes.ckpt")), self.read(self.path("serial.ckpt")))
         for spec in specs():  # and the transcripts themselves
-            self.assertEqual(self.read(self.path("bytes/%s.jsonl" % spec.name)), self.read(self.path("serial/%s.jsonl" % spec.name)))
+            self.assertEqual(
+                self.read(self.path("bytes/%s.jsonl" % spec.name)), self.read(self.path("serial/%s.jsonl" % spec.name))
+            )
         stops = [line["stop"] for line in parse_ledger(ledger)]
         self.assertEqual(stops[:3], ["no_tool_calls", "step_budget", "sentinel"])
         self.assertFalse([n for n in os.listdir(self.path("processes")) if n.endswith(".tmp")])
@@ -111,14 +113,17 @@ class TestLedgerIdentity(BatchCase):
         self.assertNotEqual(result.root, naive_root(leaves[::-1]).hex())  # the oracle can disagree
         for size in (1, 2, 3, 5, 7):  # odd shapes too
             self.assertEqual(
-                make_checkpoint(result.origin, b"".join(x + b"\n" for x in leaves[:size])).root, naive_root(leaves[:size]).hex()
+                make_checkpoint(result.origin, b"".join(x + b"\n" for x in leaves[:size])).root,
+                naive_root(leaves[:size]).hex(),
             )
         # each line's origin is agentloop/1/ + the hash of that transcript's record 0
         for line in parse_ledger(data):
             with open(self.path("a/%s.jsonl" % line["name"]), "rb") as handle:
                 first = json.loads(handle.readline())
             self.assertEqual(line["origin"], "agentloop/1/" + first["hash"])
-            self.assertEqual(line["sha256"], hashlib.sha256(self.read(self.path("a/%s.jsonl" % line["name"]))).hexdigest())
+            self.assertEqual(
+                line["sha256"], hashlib.sha256(self.read(self.path("a/%s.jsonl" % line["name"]))).hexdigest()
+            )
         # the batch origin: SHA-256 of the RFC 8785 spec list
         listed = json.dumps([s.to_json() for s in specs()], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         self.assertEqual(result.origin, "agentloop-manifest/1/" + hashlib.sha256(listed.encode("utf-8")).hexdigest())
@@ -136,7 +141,9 @@ class TestWorkerDeath(BatchCase):
         for folder in ("a", "b"):
             with process_pool(2) as pool:
                 result = self.batch(folder, spec_list, executor=pool)
-            self.assertEqual([(e.name, e.status, e.error) for e in result.failed], [("run-03", "worker_error", "BrokenProcessPool")])
+            self.assertEqual(
+                [(e.name, e.status, e.error) for e in result.failed], [("run-03", "worker_error", "BrokenProcessPool")]
+            )
             ledgers.append(self.read(result.manifest))
             with open(result.error_log, encoding="utf-8") as handle:
                 self.assertIn("run-03: BrokenProcessPool: ", handle.read())
@@ -147,7 +154,13 @@ class TestWorkerDeath(BatchCase):
         os.unlink(flag)
         ran: List[str] = []
         with process_pool(2) as pool:
-            again = self.batch("a", spec_list, executor=pool, resume=True, progress=lambda e, d, t: ran.append(e.name) if not e.resumed else None)
+            again = self.batch(
+                "a",
+                spec_list,
+                executor=pool,
+                resume=True,
+                progress=lambda e, d, t: ran.append(e.name) if not e.resumed else None,
+            )
         self.assertEqual(ran, ["run-03"])
         self.assertTrue(again.ok)
         self.assertIsNone(again.error_log)
@@ -216,7 +229,7 @@ class TestTrustNothing(BatchCase):
         self.assertEqual(result.entries[7].status, "ok")
 
     def test_misuse_raises_before_anything_runs(self) -> None:
-        with self.assertRaisesRegex(RunConfigError, "the name \"x\" is used twice"):
+        with self.assertRaisesRegex(RunConfigError, 'the name "x" is used twice'):
             self.batch("m", [RunSpec("x", "a", 1, 1), RunSpec("x", "b", 1, 1)])
         with self.assertRaisesRegex(RunConfigError, "^tools: cannot import nowhere"):
             self.batch("m", tools="nowhere:tools")
@@ -235,9 +248,13 @@ class TestSpec(unittest.TestCase):
         spec = RunSpec("a.b_c-1", "t", 2, 3, stop_sentinel="DONE", options={"max_record_bytes": 70000})
         self.assertEqual(RunSpec.from_json(json.loads(json.dumps(spec.to_json()))), spec)
         self.assertEqual(RunSpec("a", "t", 2, 3).to_json(), {"name": "a", "task": "t", "max_steps": 2, "max_tokens": 3})
-        with self.assertRaisesRegex(RunConfigError, r"^tasks:3: RunSpec\(\"a\"\)\.options: \"transcript\" is not an option"):
-            RunSpec.from_json({"name": "a", "task": "t", "max_steps": 1, "max_tokens": 1, "options": {"transcript": "x"}}, "tasks:3")
-        with self.assertRaisesRegex(RunConfigError, "unknown key \"model\""):
+        with self.assertRaisesRegex(
+            RunConfigError, r"^tasks:3: RunSpec\(\"a\"\)\.options: \"transcript\" is not an option"
+        ):
+            RunSpec.from_json(
+                {"name": "a", "task": "t", "max_steps": 1, "max_tokens": 1, "options": {"transcript": "x"}}, "tasks:3"
+            )
+        with self.assertRaisesRegex(RunConfigError, 'unknown key "model"'):
             RunSpec.from_json({"name": "a", "task": "t", "max_steps": 1, "max_tokens": 1, "model": "x"})
         for bad in ("", "../x", ".hidden", "a/b", "x" * 129):
             with self.assertRaises(RunConfigError):
@@ -293,7 +310,11 @@ class TestLedger(BatchCase):
         old = make_checkpoint(result.origin, prefix)
         check_extension(old, note, prove_extension(5, data))
         with self.assertRaises(ProofError):  # a ledger whose line 2 changed does not extend
-            check_extension(make_checkpoint(result.origin, prefix.replace(b"step_budget", b"sentinel")), note, prove_extension(5, data))
+            check_extension(
+                make_checkpoint(result.origin, prefix.replace(b"step_budget", b"sentinel")),
+                note,
+                prove_extension(5, data),
+            )
 
     def test_a_driver_stopped_midway_leaves_a_ledger_the_resumed_one_extends(self) -> None:
         full = self.batch("a")
@@ -334,7 +355,9 @@ class TestSecrets(unittest.TestCase):
                 except Exception:
                     continue  # refusing to pickle also keeps the key out
                 # assertFalse, not assertNotIn: a failure must not print the pickle, key and all
-                self.assertFalse(secret.encode() in blob, "the pickle of %s holds its API key" % (type(adapter).__name__,))
+                self.assertFalse(
+                    secret.encode() in blob, "the pickle of %s holds its API key" % (type(adapter).__name__,)
+                )
                 self.assertFalse(base64.b64encode(secret.encode()) in blob, "the pickle holds the key in base64")
 
 
@@ -372,7 +395,9 @@ class TestRayExecutor(unittest.TestCase):
             executor.shutdown()
         finally:
             del sys.modules["ray"]
-        self.assertEqual(calls, [("init", {"address": None}), ("remote", {"num_cpus": 1, "max_retries": 0}), ("shutdown",)])
+        self.assertEqual(
+            calls, [("init", {"address": None}), ("remote", {"num_cpus": 1, "max_retries": 0}), ("shutdown",)]
+        )
 
 
 if __name__ == "__main__":

@@ -25,7 +25,12 @@ class AuditCase(TempDir):
     def setUp(self) -> None:
         super().setUp()
         specs = [RunSpec("a", "t", 5, 1000), RunSpec("b", "u", 5, 1000)]
-        self.result = run_many(specs, model="tests.support.batch_models:factory", tools="tests.support.batch_models:tools", out_dir=self.dir)
+        self.result = run_many(
+            specs,
+            model="tests.support.batch_models:factory",
+            tools="tests.support.batch_models:tools",
+            out_dir=self.dir,
+        )
         with open(self.result.manifest, "rb") as handle:
             self.lines: List[Dict[str, Any]] = [json.loads(raw) for raw in handle.read().splitlines()]
         self.files = [self.path("a.jsonl"), self.path("b.jsonl")]
@@ -45,7 +50,10 @@ class TestAlteredVerdicts(AuditCase):
     def test_a_field_the_ledger_states_otherwise_is_named(self) -> None:
         a, b = self.lines
         result = self.verdict([dict(a, records=a["records"] + 1), dict(b, stop="sentinel")])
-        self.assertEqual(result.altered, (("a", "its records differs from the ledger's"), ("b", "its stop differs from the ledger's")))
+        self.assertEqual(
+            result.altered,
+            (("a", "its records differs from the ledger's"), ("b", "its stop differs from the ledger's")),
+        )
         self.assertFalse(result.ok)
         result = self.verdict([dict(a, origin=b["origin"]), b])
         self.assertEqual((result.verified, result.altered), (("b",), (("a", "its origin differs from the ledger's"),)))
@@ -69,10 +77,15 @@ class TestExtraVerdicts(AuditCase):
     def test_a_second_file_for_the_same_run_is_repeated_not_extra(self) -> None:
         os.makedirs(self.path("copy"))
         copy = shutil.copy(self.files[0], self.path("copy/a.jsonl"))
-        for files, repeated in ((self.files + [copy], (copy, self.files[0])), (self.files + [self.files[0]], (self.files[0],) * 2)):
+        for files, repeated in (
+            (self.files + [copy], (copy, self.files[0])),
+            (self.files + [self.files[0]], (self.files[0],) * 2),
+        ):
             with self.subTest(repeated=repeated):
                 result = audit_batch(files, self.result.manifest)
-                self.assertEqual((result.verified, result.extra, result.repeated, result.ok), (("a", "b"), (), (repeated,), False))
+                self.assertEqual(
+                    (result.verified, result.extra, result.repeated, result.ok), (("a", "b"), (), (repeated,), False)
+                )
 
 
 if __name__ == "__main__":

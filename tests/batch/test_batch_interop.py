@@ -63,8 +63,12 @@ class TestDask(InteropCase):
         ) as cluster, distributed.Client(cluster) as client:
             self.check(client.get_executor(pure=False), "dask")
             moved = run_many(
-                specs(), model=MODEL, tools=TOOLS, out_dir=self.path("dask-bytes"),
-                executor=client.get_executor(pure=False), transfer="bytes",
+                specs(),
+                model=MODEL,
+                tools=TOOLS,
+                out_dir=self.path("dask-bytes"),
+                executor=client.get_executor(pure=False),
+                transfer="bytes",
             )
             with open(moved.manifest, "rb") as handle:
                 self.assertEqual(handle.read(), self.serial())
@@ -73,7 +77,9 @@ class TestDask(InteropCase):
 class TestRay(InteropCase):
     def test_ray_executor_gives_the_serial_ledger(self) -> None:
         _module("ray")
-        executor = RayExecutor(init_options={"num_cpus": 2, "include_dashboard": False, "_node_ip_address": "127.0.0.1"})
+        executor = RayExecutor(
+            init_options={"num_cpus": 2, "include_dashboard": False, "_node_ip_address": "127.0.0.1"}
+        )
         try:
             self.check(executor, "ray")
         finally:

@@ -31,7 +31,12 @@ class LedgerCase(TempDir):
     def setUp(self) -> None:
         super().setUp()
         specs = [RunSpec("a", "t", 5, 1000), RunSpec("b", "u", 5, 1000)]
-        result = run_many(specs, model="tests.support.batch_models:factory", tools="tests.support.batch_models:tools", out_dir=self.path("out"))
+        result = run_many(
+            specs,
+            model="tests.support.batch_models:factory",
+            tools="tests.support.batch_models:tools",
+            out_dir=self.path("out"),
+        )
         with open(result.manifest, "rb") as handle:
             self.data = handle.read()
         self.origin = result.origin
@@ -44,13 +49,22 @@ class TestLedgerLines(LedgerCase):
         cases: List[Any] = [
             ([1], "a line is a JSON object"),
             (dict(self.line, name=""), "name must be a non-empty string"),
-            (dict(self.line, origin="agentloop/1/" + "A" * 64), "origin must be agentloop/1/ and 64 lowercase hex digits"),
+            (
+                dict(self.line, origin="agentloop/1/" + "A" * 64),
+                "origin must be agentloop/1/ and 64 lowercase hex digits",
+            ),
             (dict(self.line, records=1), "records must be an integer of at least 2 (a task and a stop record)"),
-            (dict(self.line, records=True), "records must be an integer of at least 2 (a task and a stop record)"),  # bool before int
+            (
+                dict(self.line, records=True),
+                "records must be an integer of at least 2 (a task and a stop record)",
+            ),  # bool before int
             (dict(self.line, head="ab"), "head must be 64 lowercase hex digits"),
             (dict(self.line, sha256=None), "sha256 must be 64 lowercase hex digits"),
             (dict(self.line, stop=1), "stop must be a string"),
-            ({"error": "", "name": "a", "origin": origin, "status": "worker_error"}, "error must be a non-empty string"),
+            (
+                {"error": "", "name": "a", "origin": origin, "status": "worker_error"},
+                "error must be a non-empty string",
+            ),
             (
                 {"reason": "tired", "name": "a", "origin": origin, "status": "rejected"},
                 "reason must be one of missing, does_not_verify, incomplete, wrong_task_record, changed_while_checked, bad_reply",
@@ -63,7 +77,9 @@ class TestLedgerLines(LedgerCase):
 
     def test_bytes_that_are_not_utf8_json_are_not_a_json_line(self) -> None:
         for raw in (b"\xff", b"{", b"[" * 100000):
-            with self.subTest(raw[:4]), self.assertRaisesRegex(MalformedManifestError, r"^manifest line 2: not a JSON line$"):
+            with self.subTest(raw[:4]), self.assertRaisesRegex(
+                MalformedManifestError, r"^manifest line 2: not a JSON line$"
+            ):
                 parse_ledger(self.data.split(b"\n")[0] + b"\n" + raw + b"\n")
 
 
@@ -84,11 +100,19 @@ class TestLedgerCheckpoint(LedgerCase):
             note("agentloop/1/" + origin.rsplit("/", 1)[1], size, root): (
                 "checkpoint line 1: origin must be 'agentloop-manifest/1/' and 64 lowercase hex digits"
             ),
-            note(origin, "02", root): "checkpoint line 2: size must be a decimal number of at least 1 with no leading zero",
-            note(origin, "0", root): "checkpoint line 2: size must be a decimal number of at least 1 with no leading zero",
-            note(origin, "\u0662", root): "checkpoint line 2: size must be a decimal number of at least 1 with no leading zero",
+            note(
+                origin, "02", root
+            ): "checkpoint line 2: size must be a decimal number of at least 1 with no leading zero",
+            note(
+                origin, "0", root
+            ): "checkpoint line 2: size must be a decimal number of at least 1 with no leading zero",
+            note(
+                origin, "\u0662", root
+            ): "checkpoint line 2: size must be a decimal number of at least 1 with no leading zero",
             note(origin, size, "!!!!"): "checkpoint line 3: root is not standard base64",
-            note(origin, size, base64.b64encode(b"x" * 31).decode()): "checkpoint line 3: root is 31 bytes, not a 32-byte SHA-256",
+            note(
+                origin, size, base64.b64encode(b"x" * 31).decode()
+            ): "checkpoint line 3: root is 31 bytes, not a 32-byte SHA-256",
         }
         for bad, message in cases.items():
             with self.subTest(message), self.assertRaises(MalformedCheckpointError) as caught:
@@ -110,7 +134,10 @@ class TestLedgerProofs(LedgerCase):
             (lambda: prove_run(self.data, "zz"), 'no run named "zz" in the manifest'),
             (lambda: check_run_proof(self.line, 0, ["zz"], note), "a proof hash is not hex"),
             (lambda: check_extension(note, note, ["zz"]), "a proof hash is not hex"),
-            (lambda: check_extension(note, other, []), "the checkpoints name different batches: %s and %s" % (self.origin, other.origin)),
+            (
+                lambda: check_extension(note, other, []),
+                "the checkpoints name different batches: %s and %s" % (self.origin, other.origin),
+            ),
         ]
         for call, message in checks:
             with self.subTest(message), self.assertRaises(ProofError) as caught:

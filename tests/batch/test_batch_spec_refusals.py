@@ -19,7 +19,9 @@ class TestRunSpecFields(unittest.TestCase):
             'RunSpec("a").stop_sentinel: must be None or a str, got 3': dict(stop_sentinel=3),
             'RunSpec("a").options: must be a dict, got list': dict(options=[1]),
             # the place is said once (it was said twice: 'RunSpec("a").options: RunSpec("a").options.max_record_bytes: ...')
-            'RunSpec("a").options.max_record_bytes: nan is not a JSON number': dict(options={"max_record_bytes": float("nan")}),
+            'RunSpec("a").options.max_record_bytes: nan is not a JSON number': dict(
+                options={"max_record_bytes": float("nan")}
+            ),
         }
         for message, overrides in cases.items():
             fields: Dict[str, Any] = dict(name="a", task="t", max_steps=1, max_tokens=1)
@@ -36,7 +38,10 @@ class TestRunSpecFields(unittest.TestCase):
 
 class TestTasksFile(TempDir):
     def test_blank_lines_are_skipped_and_specs_kept_in_order(self) -> None:
-        path = self.write_bytes(b'\n{"name":"x","task":"t","max_steps":1,"max_tokens":2}\n  \n{"name":"y","task":"u","max_steps":3,"max_tokens":4}\n', "tasks.jsonl")
+        path = self.write_bytes(
+            b'\n{"name":"x","task":"t","max_steps":1,"max_tokens":2}\n  \n{"name":"y","task":"u","max_steps":3,"max_tokens":4}\n',
+            "tasks.jsonl",
+        )
         self.assertEqual(read_specs(path), [RunSpec("x", "t", 1, 2), RunSpec("y", "u", 3, 4)])
 
     def test_a_missing_empty_or_non_json_file_is_refused_naming_file_and_line(self) -> None:

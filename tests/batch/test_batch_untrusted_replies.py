@@ -107,14 +107,21 @@ class TestRejectedReplies(DriverCase):
             return json.dumps({"name": json.loads(job)["spec"]["name"], "data": "not base64!"})
 
         result = self.batch(RewritingExecutor(bad_data, run_jobs=False), transfer="bytes")
-        self.assertEqual(self.outcomes(result), [("first", "rejected", "bad_reply", ""), ("second", "rejected", "bad_reply", "")])
+        self.assertEqual(
+            self.outcomes(result), [("first", "rejected", "bad_reply", ""), ("second", "rejected", "bad_reply", "")]
+        )
         self.assertFalse(os.path.exists(self.path("out/first.jsonl")))
 
         def too_big(job: str, real: str) -> str:
             name = json.loads(job)["spec"]["name"]
             return json.dumps({"name": name, "data": base64.b64encode(b"x" * 101).decode("ascii")})
 
-        result = self.batch(RewritingExecutor(too_big, run_jobs=False), out_dir=self.path("big"), transfer="bytes", max_transfer_bytes=100)
+        result = self.batch(
+            RewritingExecutor(too_big, run_jobs=False),
+            out_dir=self.path("big"),
+            transfer="bytes",
+            max_transfer_bytes=100,
+        )
         self.assertEqual(self.outcomes(result)[0], ("first", "rejected", "bad_reply", "101 bytes returned"))
         self.assertFalse(os.path.exists(self.path("big/first.jsonl")))
 
@@ -132,7 +139,9 @@ class TestRejectedReplies(DriverCase):
             handle.write(b"someone else's file\n")
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
             result = self.batch(pool, transfer="bytes")
-        self.assertEqual([(e.name, e.status, e.error) for e in result.failed], [("first", "worker_error", "TranscriptExistsError")])
+        self.assertEqual(
+            [(e.name, e.status, e.error) for e in result.failed], [("first", "worker_error", "TranscriptExistsError")]
+        )
         with open(self.path("out/first.jsonl"), "rb") as handle:
             self.assertEqual(handle.read(), b"someone else's file\n")  # never replaced
 
@@ -154,7 +163,9 @@ class TestRejectedReplies(DriverCase):
             return real
 
         result = self.batch(RewritingExecutor(unfinished), out_dir=self.path("unfinished"))
-        self.assertEqual(self.outcomes(result), [("first", "rejected", "incomplete", ""), ("second", "rejected", "incomplete", "")])
+        self.assertEqual(
+            self.outcomes(result), [("first", "rejected", "incomplete", ""), ("second", "rejected", "incomplete", "")]
+        )
         with open(result.error_log, encoding="ascii") as handle:
             self.assertEqual(handle.read(), "first: incomplete: \nsecond: incomplete: \n")
 
@@ -168,7 +179,10 @@ class TestWorkerErrors(DriverCase):
         entry = result.entries[0]
         self.assertEqual((entry.status, entry.error), ("worker_error", "KeyError"))
         self.assertEqual(entry.message, "'lost " + "x" * 1994 + "... (507 characters cut)")
-        self.assertEqual(parse_ledger(read(result.manifest))[0], {"error": "KeyError", "name": "first", "origin": entry.origin, "status": "worker_error"})
+        self.assertEqual(
+            parse_ledger(read(result.manifest))[0],
+            {"error": "KeyError", "name": "first", "origin": entry.origin, "status": "worker_error"},
+        )
 
     def test_an_exception_whose_text_cannot_be_made_is_logged_as_unprintable(self) -> None:
         def fail(job: str, real: str) -> str:
@@ -179,7 +193,13 @@ class TestWorkerErrors(DriverCase):
 
     def test_a_submit_that_raises_is_that_runs_worker_error(self) -> None:
         result = self.batch(FailingSubmitExecutor(RuntimeError("cluster is gone")))
-        self.assertEqual(self.outcomes(result), [("first", "worker_error", "RuntimeError", "cluster is gone"), ("second", "worker_error", "RuntimeError", "cluster is gone")])
+        self.assertEqual(
+            self.outcomes(result),
+            [
+                ("first", "worker_error", "RuntimeError", "cluster is gone"),
+                ("second", "worker_error", "RuntimeError", "cluster is gone"),
+            ],
+        )
 
     def test_a_cancelled_future_is_a_worker_error_not_a_crash_of_the_driver(self) -> None:
         result = self.batch(CancellingExecutor())
@@ -190,8 +210,11 @@ class TestWorkerErrors(DriverCase):
         with open(self.path("out/second.jsonl"), "wb") as handle:
             handle.write(b"someone else's file\n")  # run_one raises TranscriptExistsError in its process
         result = self.batch(FailingSubmitExecutor(concurrent.futures.BrokenExecutor("broken before we came")))
-        self.assertEqual([(e.name, e.status, e.error) for e in result.entries], [("first", "ok", ""), ("second", "worker_error", "TranscriptExistsError")])
-        serial = self.batch(spec_list=two_specs()[:1], out_dir=self.path("serial"))
+        self.assertEqual(
+            [(e.name, e.status, e.error) for e in result.entries],
+            [("first", "ok", ""), ("second", "worker_error", "TranscriptExistsError")],
+        )
+        self.batch(spec_list=two_specs()[:1], out_dir=self.path("serial"))
         self.assertEqual(read(self.path("out/first.jsonl")), read(self.path("serial/first.jsonl")))
 
 
@@ -207,8 +230,14 @@ class TestMisuse(DriverCase):
             (dict(transfer="ftp"), "transfer: must be 'path' or 'bytes', got \"ftp\""),
             (dict(max_transfer_bytes=True), "max_transfer_bytes: must be a positive int"),
             (dict(max_transfer_bytes=0), "max_transfer_bytes: must be a positive int"),
-            (dict(manifest=self.path("out/a.jsonl")), "manifest: %s is also a run's transcript" % (self.path("out/a.jsonl"),)),
-            (dict(checkpoint=self.path("out/a.jsonl")), "checkpoint: %s is also a run's transcript" % (self.path("out/a.jsonl"),)),
+            (
+                dict(manifest=self.path("out/a.jsonl")),
+                "manifest: %s is also a run's transcript" % (self.path("out/a.jsonl"),),
+            ),
+            (
+                dict(checkpoint=self.path("out/a.jsonl")),
+                "checkpoint: %s is also a run's transcript" % (self.path("out/a.jsonl"),),
+            ),
         ]
         for overrides, message in cases:
             with self.subTest(message):

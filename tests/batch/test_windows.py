@@ -49,8 +49,13 @@ class TestWindows(unittest.TestCase):
         self.specs = [RunSpec("run-%03d" % i, "task %d" % i, 5, 10**6) for i in range(150)]
 
     def batch(self, name: str, **options: Any) -> Any:
-        return run_many(self.specs, model="tests.support.batch_models:CountingModel", tools="tests.support.batch_models:tools",
-                        out_dir=os.path.join(self.folder, name), **options)
+        return run_many(
+            self.specs,
+            model="tests.support.batch_models:CountingModel",
+            tools="tests.support.batch_models:tools",
+            out_dir=os.path.join(self.folder, name),
+            **options,
+        )
 
     def test_a_window_of_runs_in_flight_and_the_same_ledger(self) -> None:
         serial = self.batch("serial")

@@ -31,8 +31,11 @@ class TestCheckpointCommand(AnchorCliCase):
         self.assertEqual((ckpt.size, ckpt.head), (11, self.result.head))
         status, out, _ = self.cli("checkpoint", self.path(), "-o", self.path("u.checkpoint"))
         self.assertEqual(status, 0)
-        self.assertEqual(out, "%s: ok, 11 records, head %s\ncheckpoint: %s (root %s, unsigned)\n"
-                         % (self.path(), self.result.head, self.path("u.checkpoint"), ckpt.root))
+        self.assertEqual(
+            out,
+            "%s: ok, 11 records, head %s\ncheckpoint: %s (root %s, unsigned)\n"
+            % (self.path(), self.result.head, self.path("u.checkpoint"), ckpt.root),
+        )
 
     def test_to_stdout(self) -> None:
         status, out, _ = self.cli("checkpoint", self.path(), "-o", "-", "--key-file", self.key)
@@ -70,8 +73,11 @@ class TestVerifyCheckpoint(AnchorCliCase):
     def test_a_matching_signed_checkpoint(self) -> None:
         status, out, _ = self.cli("verify", self.path(), "--checkpoint", self.ckpt, "--key-file", self.key)
         self.assertEqual(status, 0)
-        self.assertEqual(out.splitlines()[1], "%s: checkpoint %s: the first 11 records match its root and head, signed by the key"
-                         % (self.path(), self.ckpt))
+        self.assertEqual(
+            out.splitlines()[1],
+            "%s: checkpoint %s: the first 11 records match its root and head, signed by the key"
+            % (self.path(), self.ckpt),
+        )
         status, out, _ = self.cli("verify", self.path(), "--checkpoint", self.ckpt)
         self.assertEqual(status, 0)
         self.assertIn("note: the checkpoint's signature was not checked", out)
@@ -80,7 +86,11 @@ class TestVerifyCheckpoint(AnchorCliCase):
         short = self.write_bytes(b"".join(read_lines(self.path())[:-2]), "short.jsonl")
         status, out, _ = self.cli("verify", short, "--checkpoint", self.ckpt)
         self.assertEqual(status, 1)
-        self.assertEqual(out, "%s: FAILED at file: truncated: the checkpoint covers 11 records, the file has 9: 2 missing from the end\n" % (short,))
+        self.assertEqual(
+            out,
+            "%s: FAILED at file: truncated: the checkpoint covers 11 records, the file has 9: 2 missing from the end\n"
+            % (short,),
+        )
 
     def test_an_unanchored_tail_is_a_note_unless_exact(self) -> None:
         older = self.path("older.checkpoint")
@@ -88,14 +98,17 @@ class TestVerifyCheckpoint(AnchorCliCase):
         self.assertEqual(self.cli("checkpoint", prefix, "-o", older)[0], 0)
         status, out, _ = self.cli("verify", self.path(), "--checkpoint", older)
         self.assertEqual(status, 0)
-        self.assertIn("note: 4 records after the checkpoint are not anchored by it (unanchored_tail; --exact makes this a failure)", out)
+        self.assertIn(
+            "note: 4 records after the checkpoint are not anchored by it (unanchored_tail; --exact makes this a failure)",
+            out,
+        )
         status, out, _ = self.cli("verify", self.path(), "--checkpoint", older, "--exact")
         self.assertEqual(status, 1)
         self.assertIn("FAILED at record 7: unanchored_tail: 4 records after the 7 the checkpoint covers", out)
         status, out, _ = self.cli("verify", self.path(), "--since", older)
         self.assertEqual(status, 0)
         self.assertIn("extends the older checkpoint %s" % (older,), out)
-        status, out, _ = self.cli("verify", prefix[:-len("prefix.jsonl")] + "prefix.jsonl", "--since", self.ckpt)
+        status, out, _ = self.cli("verify", prefix[: -len("prefix.jsonl")] + "prefix.jsonl", "--since", self.ckpt)
         self.assertEqual(status, 1)
         self.assertIn("truncated: the older checkpoint covers 11 records, the file has 7", out)
 
@@ -105,7 +118,10 @@ class TestVerifyCheckpoint(AnchorCliCase):
         self.assertEqual(status, 1)
         (entry,) = json.loads(out)
         self.assertEqual([f["kind"] for f in entry["faults"]], ["bad_signature"])
-        self.assertEqual(entry["checkpoint"], {"anchored": 11, "unanchored": 0, "root": read_checkpoint(self.ckpt).root, "signed": False, "signers": []})
+        self.assertEqual(
+            entry["checkpoint"],
+            {"anchored": 11, "unanchored": 0, "root": read_checkpoint(self.ckpt).root, "signed": False, "signers": []},
+        )
 
     def test_usage_errors(self) -> None:
         for argv, message in [
@@ -113,8 +129,14 @@ class TestVerifyCheckpoint(AnchorCliCase):
             (["verify", self.path(), "--exact"], "need --checkpoint or --since"),
             (["verify", self.path(), "--key-file", self.key], "need --checkpoint or --since"),
             (["verify", self.path(), "--since", self.ckpt, "--exact"], "--exact needs --checkpoint"),
-            (["verify", self.path(), "--checkpoint", self.ckpt, "--expect-count", "11"], "are not taken with --checkpoint"),
-            (["verify", self.path(), "--checkpoint", self.ckpt, "--key-file", self.key, "--key-env", "X"], "not allowed with"),
+            (
+                ["verify", self.path(), "--checkpoint", self.ckpt, "--expect-count", "11"],
+                "are not taken with --checkpoint",
+            ),
+            (
+                ["verify", self.path(), "--checkpoint", self.ckpt, "--key-file", self.key, "--key-env", "X"],
+                "not allowed with",
+            ),
         ]:
             with self.subTest(argv=argv):
                 status, _, err = self.cli(*argv)
@@ -132,8 +154,11 @@ class TestProofCommands(AnchorCliCase):
         os.rename(self.path(), self.path("elsewhere.jsonl"))  # the check needs no transcript
         status, out, _ = self.cli("check-proof", proof, "--checkpoint", self.ckpt, "--key-file", self.key)
         self.assertEqual(status, 0)
-        self.assertEqual(out, "%s: ok, leaf hash %s is record 4 of the 11 of checkpoint %s; signed by the key\n"
-                         % (proof, doc["leaf_hash"], self.ckpt))
+        self.assertEqual(
+            out,
+            "%s: ok, leaf hash %s is record 4 of the 11 of checkpoint %s; signed by the key\n"
+            % (proof, doc["leaf_hash"], self.ckpt),
+        )
 
     def test_prove_from_and_consistency_between_two_checkpoints(self) -> None:
         prefix = self.write_bytes(b"".join(read_lines(self.path())[:6]), "prefix.jsonl")
@@ -162,12 +187,21 @@ class TestProofCommands(AnchorCliCase):
         wrong = self.write_bytes(b"w" * 32, "wrong")
         for argv, message in [
             (["check-proof", bad, "--checkpoint", self.ckpt], "FAILED: the proof leads to root"),
-            (["check-proof", self.path("i.json"), "--checkpoint", malformed], "FAILED: anchor_malformed: checkpoint line 1: origin must be"),
-            (["check-proof", self.path("i.json"), "--checkpoint", self.ckpt, "--key-file", wrong], "FAILED: bad_signature: no signature by this key"),
+            (
+                ["check-proof", self.path("i.json"), "--checkpoint", malformed],
+                "FAILED: anchor_malformed: checkpoint line 1: origin must be",
+            ),
+            (
+                ["check-proof", self.path("i.json"), "--checkpoint", self.ckpt, "--key-file", wrong],
+                "FAILED: bad_signature: no signature by this key",
+            ),
             (["check-proof", self.path("missing.json"), "--checkpoint", self.ckpt], "FAILED: cannot read"),
             (["check-proof", self.path("i.json"), "--checkpoint", self.path("none")], "FAILED: unreadable: checkpoint"),
             (["consistency", self.ckpt, self.ckpt, "--proof", self.path("i.json")], "is an inclusion proof"),
-            (["prove", self.tampered(), "--index", "0"], "no proof: %s does not verify" % (self.path("tampered.jsonl"),)),
+            (
+                ["prove", self.tampered(), "--index", "0"],
+                "no proof: %s does not verify" % (self.path("tampered.jsonl"),),
+            ),
             (["prove", self.path(), "--index", "11"], "index 11 is not a record of a tree of size 11"),
         ]:
             with self.subTest(argv=argv):
@@ -176,8 +210,12 @@ class TestProofCommands(AnchorCliCase):
                 self.assertIn(message, out)
 
     def test_prove_usage_errors(self) -> None:
-        for argv in (["prove", self.path()], ["prove", self.path(), "--index", "1", "--from", "2"],
-                     ["prove", self.path(), "--from", "0"], ["prove", self.path(), "--index", "-1"]):
+        for argv in (
+            ["prove", self.path()],
+            ["prove", self.path(), "--index", "1", "--from", "2"],
+            ["prove", self.path(), "--from", "0"],
+            ["prove", self.path(), "--index", "-1"],
+        ):
             with self.subTest(argv=argv):
                 self.assertEqual(self.cli(*argv)[0], 2)
 
@@ -190,7 +228,9 @@ class TestRepairAndReport(AnchorCliCase):
         status, out, _ = self.cli("repair", torn)
         self.assertEqual(status, 0)
         offset = len(b"".join(lines[:-1]))
-        self.assertEqual(out.splitlines()[0], "%s: removed a torn last line of 30 bytes, saved to %s.torn-%d" % (torn, torn, offset))
+        self.assertEqual(
+            out.splitlines()[0], "%s: removed a torn last line of 30 bytes, saved to %s.torn-%d" % (torn, torn, offset)
+        )
         self.assertIn("ok, 10 records", out)
         status, out, _ = self.cli("repair", self.path())
         self.assertEqual(status, 0)
@@ -228,8 +268,23 @@ class TestRepairAndReport(AnchorCliCase):
         self.assertIn("needs --checkpoint", err)
 
     def test_the_commands_work_as_a_real_process(self) -> None:
-        proc = subprocess.run([sys.executable, "-m", "agentloop", "verify", self.path(), "--checkpoint", self.ckpt,
-                               "--key-env", "AGENTLOOP_TEST_KEY"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              env=dict(os.environ, AGENTLOOP_TEST_KEY=KEY.decode()), universal_newlines=True)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "agentloop",
+                "verify",
+                self.path(),
+                "--checkpoint",
+                self.ckpt,
+                "--key-env",
+                "AGENTLOOP_TEST_KEY",
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(os.environ, AGENTLOOP_TEST_KEY=KEY.decode()),
+            universal_newlines=True,
+        )
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn("signed by the key", proc.stdout)

@@ -25,8 +25,19 @@ from tests.support import approval_fixtures as fx
 from tests.support.helpers import TempDir, read_records
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-RUN = ["run", "--model", "tests.support.approval_fixtures:make_model", "--tools", "tests.support.approval_fixtures:TOOLS",
-       "--task", "clean up", "--max-steps", "5", "--max-tokens", "10000"]
+RUN = [
+    "run",
+    "--model",
+    "tests.support.approval_fixtures:make_model",
+    "--tools",
+    "tests.support.approval_fixtures:TOOLS",
+    "--task",
+    "clean up",
+    "--max-steps",
+    "5",
+    "--max-tokens",
+    "10000",
+]
 RESUME = ["--model", "tests.support.approval_fixtures:make_model", "--tools", "tests.support.approval_fixtures:TOOLS"]
 
 
@@ -67,9 +78,11 @@ class TestAsk(Cli):
         self.assertEqual((verify_file(self.path()).ok, verify_file(self.path()).complete), (True, False))
 
     def test_answers_deny_with_a_reason_modify_and_terminate(self) -> None:
-        for answer, expected in (("d not today\n", {"decision": "deny", "by": "al", "reason": "not today"}),
-                                 ('m {"path": "/tmp/safe"}\n', {"decision": "modify", "by": "al", "arguments": {"path": "/tmp/safe"}}),
-                                 ("t stop it\n", {"decision": "terminate", "by": "al", "reason": "stop it"})):
+        for answer, expected in (
+            ("d not today\n", {"decision": "deny", "by": "al", "reason": "not today"}),
+            ('m {"path": "/tmp/safe"}\n', {"decision": "modify", "by": "al", "arguments": {"path": "/tmp/safe"}}),
+            ("t stop it\n", {"decision": "terminate", "by": "al", "reason": "stop it"}),
+        ):
             with self.subTest(answer=answer):
                 self.cli(RUN + ["-o", self.path(), "--overwrite", "--approve", "ask", "--by", "al"], stdin=answer)
                 tool = [r for r in read_records(self.path()) if r["kind"] == "tool"][0]["payload"]
@@ -83,7 +96,9 @@ class TestAsk(Cli):
         self.assertIn("no answer understood after 5 tries: the call is deferred", err)
 
     def test_a_modify_answer_that_is_not_a_json_object_is_asked_again(self) -> None:
-        status, _, err = self.cli(RUN + ["-o", self.path(), "--approve", "ask", "--by", "al"], stdin="m {oops\nm [1]\np\n")
+        status, _, err = self.cli(
+            RUN + ["-o", self.path(), "--approve", "ask", "--by", "al"], stdin="m {oops\nm [1]\np\n"
+        )
         self.assertEqual(status, 5)
         self.assertIn("not JSON: ", err)
         self.assertIn("the arguments are a JSON object", err)
@@ -116,9 +131,20 @@ class TestPendingAndResume(Cli):
         return self.path(name)
 
     def test_pause_pending_resume_equals_the_inline_run(self) -> None:
-        self.cli(RUN + ["-o", self.path("inline.jsonl"), "--approve", self.decisions({"c1": {"decision": "approve", "by": "al", "arguments_sha256": fx_sha()}})])
+        self.cli(
+            RUN
+            + [
+                "-o",
+                self.path("inline.jsonl"),
+                "--approve",
+                self.decisions({"c1": {"decision": "approve", "by": "al", "arguments_sha256": fx_sha()}}),
+            ]
+        )
         fx.CALLS.clear()
-        status, _, _ = self.cli(RUN + ["-o", self.path(), "--approve", self.decisions({}, "none.json"), "--checkpoint", self.path("pause.ckpt")])
+        status, _, _ = self.cli(
+            RUN
+            + ["-o", self.path(), "--approve", self.decisions({}, "none.json"), "--checkpoint", self.path("pause.ckpt")]
+        )
         self.assertEqual(status, 5)
         status, out, _ = self.cli(["pending", self.path()])
         self.assertEqual(status, 0)
@@ -127,8 +153,19 @@ class TestPendingAndResume(Cli):
         self.assertNotIn("\x1b", out)
         status, out, _ = self.cli(["pending", "--json", self.path()])
         self.assertEqual(json.loads(out)["calls"][0]["arguments_sha256"], fx_sha())
-        status, out, err = self.cli(["resume", self.path(), "--decisions", self.decisions({"c1": {"decision": "approve", "by": "al", "arguments_sha256": fx_sha()}}),
-                                     "--anchor", self.path("pause.ckpt"), "--checkpoint", self.path("final.ckpt")] + RESUME)
+        status, out, err = self.cli(
+            [
+                "resume",
+                self.path(),
+                "--decisions",
+                self.decisions({"c1": {"decision": "approve", "by": "al", "arguments_sha256": fx_sha()}}),
+                "--anchor",
+                self.path("pause.ckpt"),
+                "--checkpoint",
+                self.path("final.ckpt"),
+            ]
+            + RESUME
+        )
         self.assertEqual(status, 0, err)
         self.assertEqual(fx.CALLS, [("delete", {"path": fx.HOSTILE})])
         with open(self.path(), "rb") as a, open(self.path("inline.jsonl"), "rb") as b:
@@ -137,7 +174,9 @@ class TestPendingAndResume(Cli):
         # agentloop consistency proves nothing before the pause was rewritten.
         status, _, err = self.cli(["prove", self.path(), "--from", "2", "-o", self.path("proof.json")])
         self.assertEqual(status, 0, err)
-        status, _, err = self.cli(["consistency", "--proof", self.path("proof.json"), self.path("pause.ckpt"), self.path("final.ckpt")])
+        status, _, err = self.cli(
+            ["consistency", "--proof", self.path("proof.json"), self.path("pause.ckpt"), self.path("final.ckpt")]
+        )
         self.assertEqual(status, 0, err)
         self.assertEqual(read_pending(self.path()).stop, "no_tool_calls")
         status, out, _ = self.cli(["pending", self.path()])
@@ -147,28 +186,50 @@ class TestPendingAndResume(Cli):
         status, out, _ = self.cli(RUN + ["--max-seconds", "60", "-o", self.path(), "--approve", "ask"])  # EOF: paused
         self.assertEqual(status, 5)
         self.assertIn("agentloop resume ", out)
-        status, out, err = self.cli(["resume", self.path(), "--decisions", self.decisions({"c1": {"decision": "approve", "by": "al", "arguments_sha256": fx_sha()}})] + RESUME)
+        status, out, err = self.cli(
+            [
+                "resume",
+                self.path(),
+                "--decisions",
+                self.decisions({"c1": {"decision": "approve", "by": "al", "arguments_sha256": fx_sha()}}),
+            ]
+            + RESUME
+        )
         self.assertEqual((status, err), (0, ""), out)
         self.assertEqual(fx.CALLS, [("delete", {"path": fx.HOSTILE})])
         self.assertTrue(verify_file(self.path()).ok)
 
     def test_resume_refuses_a_decision_for_a_call_that_is_not_pending(self) -> None:
         self.cli(RUN + ["-o", self.path(), "--approve", self.decisions({}, "none.json")])
-        status, _, err = self.cli(["resume", self.path(), "--decisions", self.decisions({"zz": {"decision": "approve", "by": "al", "arguments_sha256": fx_sha()}})] + RESUME)
+        status, _, err = self.cli(
+            [
+                "resume",
+                self.path(),
+                "--decisions",
+                self.decisions({"zz": {"decision": "approve", "by": "al", "arguments_sha256": fx_sha()}}),
+            ]
+            + RESUME
+        )
         self.assertEqual(status, 2)
         self.assertIn('decisions: call "zz" is not pending (pending: "c1")', err)
         self.assertEqual(fx.CALLS, [])
 
     def test_a_bad_decisions_file_is_refused_naming_the_place(self) -> None:
         self.cli(RUN + ["-o", self.path(), "--approve", self.decisions({}, "none.json")])
-        status, _, err = self.cli(["resume", self.path(), "--decisions", self.decisions({"c1": {"decision": "ok"}})] + RESUME)
+        status, _, err = self.cli(
+            ["resume", self.path(), "--decisions", self.decisions({"c1": {"decision": "ok"}})] + RESUME
+        )
         self.assertEqual(status, 2)
         self.assertIn('$["c1"].decision: "ok" is not one of approve, deny, modify, terminate', err)
         with open(self.path("twice.json"), "w") as handle:
             handle.write('{"c1": {"decision": "deny", "decision": "approve", "by": "al"}}')
         status, _, err = self.cli(["resume", self.path(), "--decisions", self.path("twice.json")] + RESUME)
         self.assertEqual(status, 2)
-        self.assertEqual(err, 'agentloop resume: error: %s: cannot read it as JSON: duplicate key "decision"\n' % (self.path("twice.json"),))
+        self.assertEqual(
+            err,
+            'agentloop resume: error: %s: cannot read it as JSON: duplicate key "decision"\n'
+            % (self.path("twice.json"),),
+        )
         self.assertEqual(fx.CALLS, [])
 
     def test_resume_writes_its_checkpoint_and_an_unreadable_decisions_file_is_refused(self) -> None:
@@ -180,8 +241,17 @@ class TestPendingAndResume(Cli):
         status, _, err = self.cli(["resume", self.path(), "--decisions", self.path("broken.json")] + RESUME)
         self.assertEqual(status, 2)
         self.assertIn("cannot read it as JSON", err)
-        status, out, err = self.cli(["resume", self.path(), "--decisions", self.decisions({"c1": {"decision": "approve", "by": "a", "arguments_sha256": fx_sha()}}),
-                                     "--checkpoint", self.path("c.ckpt")] + RESUME)
+        status, out, err = self.cli(
+            [
+                "resume",
+                self.path(),
+                "--decisions",
+                self.decisions({"c1": {"decision": "approve", "by": "a", "arguments_sha256": fx_sha()}}),
+                "--checkpoint",
+                self.path("c.ckpt"),
+            ]
+            + RESUME
+        )
         self.assertEqual(status, 0, err)
         self.assertIn("checkpoint: %s" % (self.path("c.ckpt"),), out)
         self.assertIn("answer:", out)
@@ -193,7 +263,7 @@ class TestPendingAndResume(Cli):
         self.assertIn("needs --checkpoint", err)
         status, out, _ = self.cli(["resume", self.path()] + RESUME)  # no decision, no approver: paused again
         self.assertEqual(status, 5)
-        self.assertIn("paused: call \"c1\"", out)
+        self.assertIn('paused: call "c1"', out)
         status, _, err = self.cli(["resume", self.path(), "--approve", self.decisions([], "list.json")] + RESUME)
         self.assertEqual(status, 2)
         self.assertIn("decisions are a JSON object", err)
@@ -217,7 +287,9 @@ class TestPendingAndResume(Cli):
                 status, _, err = self.cli([command, self.path("bad.jsonl")] + extra)
                 self.assertEqual(status, 2)
                 # The file is the command's FILE, not run's -o/--output.
-                self.assertTrue(err.startswith("agentloop %s: error: %s does not verify: " % (command, self.path("bad.jsonl"))), err)
+                self.assertTrue(
+                    err.startswith("agentloop %s: error: %s does not verify: " % (command, self.path("bad.jsonl"))), err
+                )
 
 
 @unittest.skipUnless(hasattr(os, "fork") and sys.platform != "win32", "needs a pseudo-terminal")
@@ -227,8 +299,15 @@ class TestPseudoTerminal(TempDir):
 
         controller, terminal = pty.openpty()
         env = dict(os.environ, PYTHONPATH=ROOT, PYTHONIOENCODING="utf-8")
-        child = subprocess.Popen([sys.executable, "-m", "agentloop"] + RUN + ["-o", self.path(), "--approve", "ask", "--by", "tty"],
-                                 stdin=terminal, stdout=terminal, stderr=terminal, cwd=ROOT, env=env, close_fds=True)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "agentloop"] + RUN + ["-o", self.path(), "--approve", "ask", "--by", "tty"],
+            stdin=terminal,
+            stdout=terminal,
+            stderr=terminal,
+            cwd=ROOT,
+            env=env,
+            close_fds=True,
+        )
         os.close(terminal)
         seen = b""
         deadline = time.monotonic() + 60

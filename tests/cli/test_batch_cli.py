@@ -23,7 +23,9 @@ class TestBatchCommand(TempDir):
         self.tasks = self.path("tasks.jsonl")
         with open(self.tasks, "w", encoding="utf-8") as handle:
             for i in range(5):
-                handle.write(json.dumps({"name": "t%d" % i, "task": "task %d" % i, "max_steps": 5, "max_tokens": 1000}) + "\n")
+                handle.write(
+                    json.dumps({"name": "t%d" % i, "task": "task %d" % i, "max_steps": 5, "max_tokens": 1000}) + "\n"
+                )
         self.key = self.path("key")
         with open(self.key, "wb") as handle:
             handle.write(b"0123456789abcdef0123456789abcdef\n")
@@ -43,7 +45,20 @@ class TestBatchCommand(TempDir):
         return self.cli("verify", *self.files(), "--manifest", manifest, *extra)
 
     def test_batch_then_verify_names_an_altered_missing_and_extra_run(self) -> None:
-        status, out, err = self.cli("batch", self.tasks, "--model", MODEL, "--tools", TOOLS, "--out", self.out, "--workers", "2", "--sign", self.key)
+        status, out, err = self.cli(
+            "batch",
+            self.tasks,
+            "--model",
+            MODEL,
+            "--tools",
+            TOOLS,
+            "--out",
+            self.out,
+            "--workers",
+            "2",
+            "--sign",
+            self.key,
+        )
         self.assertEqual((status, err), (0, ""))
         self.assertIn("runs: 5, ok 5, failed 0", out)
         self.assertIn("checkpoint: %s (signed)" % os.path.join(self.out, "manifest.checkpoint"), out)
@@ -59,7 +74,7 @@ class TestBatchCommand(TempDir):
             data = handle.read()
             at = data.index(b'"value":') + len(b'"value":')
             handle.seek(at)
-            handle.write(b"9" if data[at:at + 1] != b"9" else b"8")
+            handle.write(b"9" if data[at : at + 1] != b"9" else b"8")
         os.unlink(os.path.join(self.out, "t4.jsonl"))
         with open(os.path.join(self.out, "zz\x1b[31m.jsonl"), "wb") as handle:
             handle.write(b"{}\n")
@@ -70,28 +85,54 @@ class TestBatchCommand(TempDir):
         self.assertIn("EXTRA ", out)
         self.assertNotIn("\x1b", out)  # a file name cannot drive the terminal
         self.assertIn("FAILED: ", out)
-        status, out, _ = self.cli("verify", os.path.join(self.out, "t2.jsonl"), "--manifest", os.path.join(self.out, "manifest.jsonl"), "--json")
+        status, out, _ = self.cli(
+            "verify",
+            os.path.join(self.out, "t2.jsonl"),
+            "--manifest",
+            os.path.join(self.out, "manifest.jsonl"),
+            "--json",
+        )
         verdict = json.loads(out)
         self.assertEqual([a["name"] for a in verdict["altered"]], ["t2"])
         t0 = os.path.join(self.out, "t0.jsonl")
         status, out, _ = self.cli("verify", t0, t0, "--manifest", os.path.join(self.out, "manifest.jsonl"))
         self.assertEqual(status, 1)
-        self.assertIn("REPEATED %s: names the same run as %s, given before it\n" % (json.dumps(t0), json.dumps(t0)), out)
+        self.assertIn(
+            "REPEATED %s: names the same run as %s, given before it\n" % (json.dumps(t0), json.dumps(t0)), out
+        )
         self.assertNotIn("EXTRA", out)
 
     def test_a_checkpoint_under_another_key_fails_and_resume_reruns_nothing_that_is_there(self) -> None:
-        self.assertEqual(self.cli("batch", self.tasks, "--model", MODEL, "--tools", TOOLS, "--out", self.out, "--sign", self.key)[0], 0)
+        self.assertEqual(
+            self.cli("batch", self.tasks, "--model", MODEL, "--tools", TOOLS, "--out", self.out, "--sign", self.key)[0],
+            0,
+        )
         other = self.path("other")
         with open(other, "wb") as handle:
             handle.write(b"another key that is long enough!")
         status, out, _ = self.verify("--checkpoint", os.path.join(self.out, "manifest.checkpoint"), "--key-file", other)
         self.assertEqual(status, 1)
         self.assertIn("FAILED: bad signature", out)
-        status, out, err = self.cli("batch", self.tasks, "--model", MODEL, "--tools", TOOLS, "--out", self.out, "--resume", "--threads", "2")
+        status, out, err = self.cli(
+            "batch", self.tasks, "--model", MODEL, "--tools", TOOLS, "--out", self.out, "--resume", "--threads", "2"
+        )
         self.assertEqual(status, 2, out)  # the earlier checkpoint is signed: a resume checks it with the same key
         self.assertIn("resume with the same key", err)
-        status, out, err = self.cli("batch", self.tasks, "--model", MODEL, "--tools", TOOLS, "--out", self.out, "--resume", "--threads", "2",
-                                    "--sign", self.key)
+        status, out, err = self.cli(
+            "batch",
+            self.tasks,
+            "--model",
+            MODEL,
+            "--tools",
+            TOOLS,
+            "--out",
+            self.out,
+            "--resume",
+            "--threads",
+            "2",
+            "--sign",
+            self.key,
+        )
         self.assertEqual(status, 0, err)
         self.assertEqual(out.count("ok (resumed)"), 5)
         self.assertIn("ledger: extends the earlier manifest", out)
@@ -112,9 +153,29 @@ class TestBatchCommand(TempDir):
         with open(self.path("bad.jsonl"), "w", encoding="utf-8") as handle:
             handle.write('{"name": "a", "task": "t", "max_steps": 1}\n')
         cases = [
-            (["batch", self.path("bad.jsonl"), "--model", MODEL, "--tools", TOOLS, "--out", self.out], "bad.jsonl:1: missing max_tokens"),
-            (["batch", self.tasks, "--model", "nowhere:f", "--tools", TOOLS, "--out", self.out], "cannot import nowhere"),
-            (["batch", self.tasks, "--model", MODEL, "--tools", TOOLS, "--out", self.out, "--executor", "dask://127.0.0.1:1"], ""),
+            (
+                ["batch", self.path("bad.jsonl"), "--model", MODEL, "--tools", TOOLS, "--out", self.out],
+                "bad.jsonl:1: missing max_tokens",
+            ),
+            (
+                ["batch", self.tasks, "--model", "nowhere:f", "--tools", TOOLS, "--out", self.out],
+                "cannot import nowhere",
+            ),
+            (
+                [
+                    "batch",
+                    self.tasks,
+                    "--model",
+                    MODEL,
+                    "--tools",
+                    TOOLS,
+                    "--out",
+                    self.out,
+                    "--executor",
+                    "dask://127.0.0.1:1",
+                ],
+                "",
+            ),
             (["verify", self.tasks, "--manifest", self.path("none.jsonl")], "none.jsonl: cannot be read"),
             (["verify", self.tasks, "--manifest", self.tasks], "manifest line 1: "),
         ]
@@ -155,9 +216,14 @@ class TestManifestTrust(unittest.TestCase):
             with open(os.path.join(tmp, "alice.pub"), "w") as handle:
                 handle.write(vkey + "\n")
             out = os.path.join(tmp, "out")
-            result = run_many([RunSpec("a", "t", 5, 10000)], model="tests.support.batch_models:factory",
-                              tools="tests.support.batch_models:tools", out_dir=out, key=b"k" * 32,
-                              checkpoint=os.path.join(out, "manifest.checkpoint"))
+            result = run_many(
+                [RunSpec("a", "t", 5, 10000)],
+                model="tests.support.batch_models:factory",
+                tools="tests.support.batch_models:tools",
+                out_dir=out,
+                key=b"k" * 32,
+                checkpoint=os.path.join(out, "manifest.checkpoint"),
+            )
             ckpt = os.path.join(out, "manifest.checkpoint")
             with open(ckpt, "rb") as handle:
                 unsigned = b"".join(handle.readlines()[:4])  # the text and the blank line: no signature
@@ -166,8 +232,16 @@ class TestManifestTrust(unittest.TestCase):
                 handle.write(unsigned)
             files = [os.path.join(out, "a.jsonl"), "--manifest", result.manifest]
             for checkpoint in (ckpt, bare):  # HMAC-only, and no signature at all: alice never signed
-                status, text = cli("verify", *files, "--checkpoint", checkpoint, "--trust", os.path.join(tmp, "alice.pub"),
-                                   "--require", "alice")
+                status, text = cli(
+                    "verify",
+                    *files,
+                    "--checkpoint",
+                    checkpoint,
+                    "--trust",
+                    os.path.join(tmp, "alice.pub"),
+                    "--require",
+                    "alice",
+                )
                 self.assertEqual(status, 1, text)
                 self.assertIn("FAILED", text)
             status, text = cli("verify", *files, "--checkpoint", bare)

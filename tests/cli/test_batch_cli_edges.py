@@ -44,7 +44,10 @@ class TestExecutors(BatchEdges):
     def test_a_reference_that_is_not_an_executor_is_refused_before_any_run(self) -> None:
         status, out, err = self.batch("--executor", E + "not_an_executor")
         self.assertEqual((status, out), (2, ""))
-        self.assertEqual(err, "agentloop batch: error: --executor: %snot_an_executor did not give a concurrent.futures.Executor\n" % (E,))
+        self.assertEqual(
+            err,
+            "agentloop batch: error: --executor: %snot_an_executor did not give a concurrent.futures.Executor\n" % (E,),
+        )
         self.assertFalse(os.path.exists(os.path.join(self.out, "manifest.jsonl")))
 
 
@@ -52,7 +55,10 @@ class TestSignOption(BatchEdges):
     def test_an_unreadable_key_file_is_refused(self) -> None:
         status, out, err = self.batch("--sign", self.path("absent.key"))
         self.assertEqual((status, out), (2, ""))
-        self.assertEqual(err, "agentloop batch: error: --sign: cannot read %s: No such file or directory\n" % (self.path("absent.key"),))
+        self.assertEqual(
+            err,
+            "agentloop batch: error: --sign: cannot read %s: No such file or directory\n" % (self.path("absent.key"),),
+        )
 
     def test_an_ed25519_key_signs_the_ledger_checkpoint(self) -> None:
         here = os.getcwd()
@@ -64,13 +70,22 @@ class TestSignOption(BatchEdges):
         with mock.patch.dict(sys.modules, {CRYPTOGRAPHY_MODULE: None}):
             status, out, err = self.batch("--sign", self.path("ledger.key"))
         self.assertEqual((status, out), (2, ""))
-        self.assertEqual(err, "agentloop batch: error: --sign: signing with an Ed25519 key needs the 'cryptography' package "
-                              "(pip install agentloop[sign]); --unsafe-pure-python-signer signs with the slow pure-Python signer instead\n")
+        self.assertEqual(
+            err,
+            "agentloop batch: error: --sign: signing with an Ed25519 key needs the 'cryptography' package "
+            "(pip install agentloop[sign]); --unsafe-pure-python-signer signs with the slow pure-Python signer instead\n",
+        )
         status, out, err = self.batch("--sign", self.path("ledger.key"), "--unsafe-pure-python-signer")
         self.assertEqual((status, err), (0, ""), out)
         self.assertIn("checkpoint: %s (signed)" % (os.path.join(self.out, "manifest.checkpoint"),), out.splitlines())
-        status, out, _ = self.verify("--checkpoint", os.path.join(self.out, "manifest.checkpoint"),
-                                     "--trust", self.path("ledger.pub"), "--require", "ledger")
+        status, out, _ = self.verify(
+            "--checkpoint",
+            os.path.join(self.out, "manifest.checkpoint"),
+            "--trust",
+            self.path("ledger.pub"),
+            "--require",
+            "ledger",
+        )
         self.assertEqual(status, 0, out)
 
 
@@ -82,27 +97,45 @@ class TestVerifyManifestOptions(BatchEdges):
     def test_options_for_one_transcript_are_refused(self) -> None:
         head = "0" * 64
         for extra, message in [
-            (("--exact", "--checkpoint", self.key), "--manifest: --since and --exact are for one transcript's checkpoint"),
+            (
+                ("--exact", "--checkpoint", self.key),
+                "--manifest: --since and --exact are for one transcript's checkpoint",
+            ),
             (("--expect-head", head), "--manifest: --expect-count/--expect-head are for one transcript"),
             (("--key-file", self.key), "--key-file/--key-env/--trust: need --checkpoint (the manifest's checkpoint)"),
         ]:
             with self.subTest(extra):
-                status, out, err = self.cli("verify", self.files()[0], "--manifest", os.path.join(self.out, "manifest.jsonl"), *extra)
+                status, out, err = self.cli(
+                    "verify", self.files()[0], "--manifest", os.path.join(self.out, "manifest.jsonl"), *extra
+                )
                 self.assertEqual((status, out), (2, ""))
                 self.assertEqual(err, "agentloop verify: error: %s\n" % (message,))
 
     def test_json_names_every_run_and_the_checkpoint_verdict(self) -> None:
         manifest = os.path.join(self.out, "manifest.jsonl")
         files = [f for f in self.files() if os.path.basename(f) != "t0.jsonl"]
-        status, out, _ = self.cli("verify", *files, "--manifest", manifest, "--json",
-                                  "--checkpoint", os.path.join(self.out, "manifest.checkpoint"), "--key-file", self.key)
+        status, out, _ = self.cli(
+            "verify",
+            *files,
+            "--manifest",
+            manifest,
+            "--json",
+            "--checkpoint",
+            os.path.join(self.out, "manifest.checkpoint"),
+            "--key-file",
+            self.key,
+        )
         self.assertEqual(status, 1)
         report = json.loads(out)
-        self.assertEqual((report["ok"], report["runs"], report["verified"], report["missing"], report["checkpoint"]),
-                         (False, 5, 4, ["t0"], ""))
+        self.assertEqual(
+            (report["ok"], report["runs"], report["verified"], report["missing"], report["checkpoint"]),
+            (False, 5, 4, ["t0"], ""),
+        )
         status, out, _ = self.verify("--checkpoint", os.path.join(self.out, "manifest.checkpoint"))
         self.assertEqual(status, 0)
-        self.assertIn("note: the checkpoint's signature was not checked (no --trust or --key-file/--key-env)", out.splitlines())
+        self.assertIn(
+            "note: the checkpoint's signature was not checked (no --trust or --key-file/--key-env)", out.splitlines()
+        )
 
 
 if __name__ == "__main__":

@@ -24,10 +24,14 @@ class BatchSeamCase(TempDir):
         self.tasks = self.path("tasks.jsonl")
         with open(self.tasks, "w", encoding="utf-8") as handle:
             for name in ("a", "b", "c"):
-                handle.write(json.dumps({"name": name, "task": "task " + name, "max_steps": 5, "max_tokens": 1000}) + "\n")
+                handle.write(
+                    json.dumps({"name": name, "task": "task " + name, "max_steps": 5, "max_tokens": 1000}) + "\n"
+                )
         self.key = self.write_bytes(b"0123456789abcdef0123456789abcdef\n", "key")
         self.out = self.path("runs")
-        status, out, err = self.cli("batch", self.tasks, "--model", MODEL, "--tools", TOOLS, "--out", self.out, "--sign", self.key)
+        status, out, err = self.cli(
+            "batch", self.tasks, "--model", MODEL, "--tools", TOOLS, "--out", self.out, "--sign", self.key
+        )
         self.assertEqual(status, 0, out + err)
         self.ledger = self.bytes("manifest.jsonl")
         self.note = self.bytes("manifest.checkpoint")
@@ -43,12 +47,22 @@ class BatchSeamCase(TempDir):
             return handle.read()
 
     def resume(self) -> Tuple[int, str, str]:
-        return self.cli("batch", self.tasks, "--model", MODEL, "--tools", TOOLS, "--out", self.out, "--resume", "--sign", self.key)
+        return self.cli(
+            "batch", self.tasks, "--model", MODEL, "--tools", TOOLS, "--out", self.out, "--resume", "--sign", self.key
+        )
 
     def check(self) -> Tuple[int, str, str]:
         files: List[str] = [os.path.join(self.out, n + ".jsonl") for n in ("a", "b", "c")]
-        return self.cli("verify", *files, "--manifest", os.path.join(self.out, "manifest.jsonl"),
-                        "--checkpoint", os.path.join(self.out, "manifest.checkpoint"), "--key-file", self.key)
+        return self.cli(
+            "verify",
+            *files,
+            "--manifest",
+            os.path.join(self.out, "manifest.jsonl"),
+            "--checkpoint",
+            os.path.join(self.out, "manifest.checkpoint"),
+            "--key-file",
+            self.key,
+        )
 
     def assert_refused(self, edited: bytes) -> None:
         status, out, err = self.resume()
@@ -83,6 +97,7 @@ class TestBatchResumeSeam(BatchSeamCase):
         with open(path, "wb") as handle:
             handle.write(forged)
         import hashlib
+
         lines = [json.loads(x) for x in self.ledger.splitlines()]
         lines[1]["sha256"] = hashlib.sha256(forged).hexdigest()
         with open(os.path.join(self.out, "manifest.jsonl"), "wb") as handle:
@@ -131,6 +146,7 @@ class TestVerifyManifestSeam(BatchSeamCase):
 
     def test_a_worker_error_line_exits_1_as_batch_does_and_json_names_every_member(self) -> None:
         from agentloop.canonical import canonical_bytes
+
         lines = [json.loads(x) for x in self.ledger.splitlines()]
         lines[2] = {"error": "BrokenProcessPool", "name": "c", "origin": lines[2]["origin"], "status": "worker_error"}
         with open(self.manifest(), "wb") as handle:
@@ -142,11 +158,32 @@ class TestVerifyManifestSeam(BatchSeamCase):
         status, out, _ = self.cli("verify", *files, "--manifest", self.manifest(), "--json")
         self.assertEqual(status, 1, out)
         verdict = json.loads(out)
-        self.assertEqual(sorted(verdict), sorted(["manifest", "ok", "runs", "verified", "missing", "extra", "repeated", "altered",
-                                                  "failed", "checkpoint", "ledger_trusted", "signature_checked"]))
+        self.assertEqual(
+            sorted(verdict),
+            sorted(
+                [
+                    "manifest",
+                    "ok",
+                    "runs",
+                    "verified",
+                    "missing",
+                    "extra",
+                    "repeated",
+                    "altered",
+                    "failed",
+                    "checkpoint",
+                    "ledger_trusted",
+                    "signature_checked",
+                ]
+            ),
+        )
         self.assertEqual((verdict["ok"], verdict["ledger_trusted"], verdict["failed"][0]["name"]), (False, True, "c"))
-        with open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs", "batch.md"),
-                  encoding="utf-8") as handle:
+        with open(
+            os.path.join(
+                os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs", "batch.md"
+            ),
+            encoding="utf-8",
+        ) as handle:
             doc = handle.read()
         for member in verdict:
             self.assertIn("`%s`" % (member,), doc.split("verify --manifest --json")[1][:4000], member)

@@ -60,7 +60,9 @@ class TestVerify(CliCase):
         self.assertEqual(status, 1)
         self.assertIn("count_mismatch: expected 11 records, found 10", out)
         self.assertEqual(self.cli("verify", cut, "--expect-head", self.result.head)[0], 1)
-        self.assertEqual(self.cli("verify", self.path(), "--expect-count", "11", "--expect-head", self.result.head)[0], 0)
+        self.assertEqual(
+            self.cli("verify", self.path(), "--expect-count", "11", "--expect-head", self.result.head)[0], 0
+        )
 
     def test_json_output(self) -> None:
         status, out, _ = self.cli("verify", "--json", self.path(), self.tampered())
@@ -72,9 +74,14 @@ class TestVerify(CliCase):
         self.assertEqual(report[1]["faults"][0]["kind"], "hash_mismatch")
 
     def test_usage_errors_exit_2(self) -> None:
-        for argv in ([], ["verify"], ["verify", self.path(), "--expect-head", "xyz"],
-                     ["verify", self.path(), "--expect-count", "-1"], ["frobnicate"],
-                     ["verify", self.path(), self.path(), "--expect-count", "11"]):
+        for argv in (
+            [],
+            ["verify"],
+            ["verify", self.path(), "--expect-head", "xyz"],
+            ["verify", self.path(), "--expect-count", "-1"],
+            ["frobnicate"],
+            ["verify", self.path(), self.path(), "--expect-count", "11"],
+        ):
             with self.subTest(argv):
                 self.assertEqual(self.cli(*argv)[0], 2)
 
@@ -91,7 +98,9 @@ class TestShow(CliCase):
         lines: List[str] = out.splitlines()
         self.assertEqual(status, 0)
         self.assertEqual(len(lines), 12)
-        self.assertEqual(lines[2], 'seq=2 multiply ok=False error="no tool named \'multiply\' (have: add, echo, fail, greet)"')
+        self.assertEqual(
+            lines[2], "seq=2 multiply ok=False error=\"no tool named 'multiply' (have: add, echo, fail, greet)\""
+        )
         self.assertEqual(lines[8], 'seq=8 add      ok=True  value={"sum": 42}')
         self.assertTrue(lines[10].startswith("seq=10 stop     reason=no_tool_calls steps=5"))
         self.assertTrue(lines[11].endswith(": ok, 11 records, head " + json.loads(read_lines(self.path())[-1])["hash"]))
@@ -125,12 +134,22 @@ class TestProcess(CliCase):
     def test_python_dash_m_agentloop(self) -> None:
         self.recover_run()
         env = dict(os.environ, PYTHONPATH=ROOT)
-        proc = subprocess.run([sys.executable, "-m", "agentloop", "verify", self.path()], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "agentloop", "verify", self.path()],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            universal_newlines=True,
+        )
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn("ok, 11 records", proc.stdout)
-        proc = subprocess.run([sys.executable, "-m", "agentloop", "verify"], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "agentloop", "verify"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            universal_newlines=True,
+        )
         self.assertEqual(proc.returncode, 2)
 
 
@@ -163,7 +182,10 @@ class TestShowColourAndTurns(CliCase):
         status, out = self.tty("show", self.path())
         lines = out.splitlines()
         self.assertEqual(status, 0)
-        self.assertEqual(lines[2], '\x1b[31mseq=2 multiply ok=False error="no tool named \'multiply\' (have: add, echo, fail, greet)"\x1b[0m')
+        self.assertEqual(
+            lines[2],
+            "\x1b[31mseq=2 multiply ok=False error=\"no tool named 'multiply' (have: add, echo, fail, greet)\"\x1b[0m",
+        )
         self.assertEqual(lines[8], '\x1b[32mseq=8 add      ok=True  value={"sum": 42}\x1b[0m')
         self.assertTrue(lines[10].startswith("\x1b[1;33mseq=10 stop     reason=no_tool_calls"))
         self.assertTrue(lines[11].startswith("\x1b[32m") and ": ok, 11 records" in lines[11])
@@ -181,14 +203,19 @@ class TestShowColourAndTurns(CliCase):
         self.assertNotIn("\x1b", plain)
 
     def test_faults_are_red_and_transcript_escapes_stay_escaped_in_colour(self) -> None:
-        self.scripted_run([ModelReply("bold \x1b[1m and \x1b[0m", [ToolCall("echo", {"text": "\x1b[32mfake ok"})]),
-                           ModelReply("done")], name="hostile.jsonl")
+        self.scripted_run(
+            [
+                ModelReply("bold \x1b[1m and \x1b[0m", [ToolCall("echo", {"text": "\x1b[32mfake ok"})]),
+                ModelReply("done"),
+            ],
+            name="hostile.jsonl",
+        )
         lines = read_lines(self.path("hostile.jsonl"))
         lines[2] = lines[2].replace(b"fake ok", b"fake OK")
         status, out = self.tty("show", self.write_bytes(b"".join(lines)))
         self.assertEqual(status, 1)
         self.assertEqual(set(re.findall(r"\x1b\[[0-9;]*m", out)), {"\x1b[31m", "\x1b[0m", "\x1b[1;33m"})
-        self.assertIn("\x1b[31mseq=2 echo     ok=True  value={\"text\": \"\\u001b[32mfake OK\"}\x1b[0m", out)
+        self.assertIn('\x1b[31mseq=2 echo     ok=True  value={"text": "\\u001b[32mfake OK"}\x1b[0m', out)
         self.assertNotIn("\x1b[32mfake", out)
 
     def test_turns_groups_each_step_with_its_tool_lines_indented(self) -> None:
@@ -202,8 +229,10 @@ class TestShowColourAndTurns(CliCase):
         self.assertEqual([line for line in lines if line.startswith("step")], ["step %d" % i for i in range(1, 6)])
         self.assertTrue(lines[-2].startswith("seq=10 stop "))
         self.assertEqual(len(lines), 12 + 5)
-        self.assertEqual(sorted(line.strip() for line in lines if not line.startswith("step")),
-                         sorted(self.cli("show", self.path())[1].splitlines()))
+        self.assertEqual(
+            sorted(line.strip() for line in lines if not line.startswith("step")),
+            sorted(self.cli("show", self.path())[1].splitlines()),
+        )
 
 
 class TestReportCommand(CliCase):
@@ -226,7 +255,9 @@ class TestReportCommand(CliCase):
         other = self.write_bytes(b"someone else's notes", "notes.html")
         status, _, err = self.cli("report", self.path(), "-o", other)
         self.assertEqual(status, 2)
-        self.assertEqual(err, "agentloop report: error: %s: already exists (pass --overwrite to replace it)\n" % (other,))
+        self.assertEqual(
+            err, "agentloop report: error: %s: already exists (pass --overwrite to replace it)\n" % (other,)
+        )
         with open(other, "rb") as handle:
             self.assertEqual(handle.read(), b"someone else's notes")
         self.assertEqual(self.cli("report", self.path(), "-o", other, "--overwrite")[0], 0)
@@ -256,7 +287,11 @@ class TestReportCommand(CliCase):
         self.assertEqual(read_lines(self.path()), before)
         status, _, err = self.cli("report", self.path(), "-o", self.path("no/such/dir/r.html"))
         self.assertEqual(status, 2)
-        self.assertIn("agentloop report: error: %s: the folder %s does not exist" % (self.path("no/such/dir/r.html"), self.path("no/such/dir")), err)
+        self.assertIn(
+            "agentloop report: error: %s: the folder %s does not exist"
+            % (self.path("no/such/dir/r.html"), self.path("no/such/dir")),
+            err,
+        )
         self.assertEqual(self.cli("report")[0], 2)
 
 

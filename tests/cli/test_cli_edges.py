@@ -53,22 +53,42 @@ class CliCase(TempDir):
 
 class TestShowFull(CliCase):
     def test_full_shows_each_calls_arguments_or_why_they_could_not_be_read(self) -> None:
-        server = LoopbackServer([
-            openai_reply("two calls", [("c1", "add", '{"a": 1, "b": 2}'), ("c2", "add", '{"a": 1,')]),
-            openai_reply("done"),
-        ]).start()
+        server = LoopbackServer(
+            [
+                openai_reply("two calls", [("c1", "add", '{"a": 1, "b": 2}'), ("c2", "add", '{"a": 1,')]),
+                openai_reply("done"),
+            ]
+        ).start()
         self.addCleanup(server.stop)
         with mock.patch.dict(os.environ, {"OPENAI_API_KEY": ""}):
-            status, _, err = self.cli("run", "--model", "openai:gpt-test", "--base-url", server.openai_url, "--tools", "demo:demo_tools",
-                                      "--task", "t", "--max-steps", "3", "--max-tokens", "1000", "-o", self.path())
+            status, _, err = self.cli(
+                "run",
+                "--model",
+                "openai:gpt-test",
+                "--base-url",
+                server.openai_url,
+                "--tools",
+                "demo:demo_tools",
+                "--task",
+                "t",
+                "--max-steps",
+                "3",
+                "--max-tokens",
+                "1000",
+                "-o",
+                self.path(),
+            )
         self.assertEqual((status, err), (0, ""))
         status, out, _ = self.cli("show", "--full", self.path())
         self.assertEqual(status, 0)
         assistant = out.splitlines()[1]
         self.assertTrue(assistant.startswith("seq=1 assistant step=1 tokens=18 total=18 "), assistant)
         record = json.loads(read_lines(self.path())[1])["payload"]["tool_calls"][1]
-        self.assertIn('calls="add"({"a": 1, "b": 2}),"add"(error=%s) text="two calls"' % (json.dumps(record["arguments_error"], ensure_ascii=False),),
-                      assistant)
+        self.assertIn(
+            'calls="add"({"a": 1, "b": 2}),"add"(error=%s) text="two calls"'
+            % (json.dumps(record["arguments_error"], ensure_ascii=False),),
+            assistant,
+        )
         status, out, _ = self.cli("show", self.path())
         self.assertIn(" calls=add,add text=", out.splitlines()[1])
 
@@ -103,7 +123,10 @@ class TestRefusedFiles(CliCase):
         for path, reason in [
             (self.path("folder"), "is a directory, not a transcript file"),
             (os.devnull, "is a character device, not a transcript file"),
-            (self.path("fifo"), "is a named pipe (FIFO), not a transcript file (only the pipe on standard input is read)"),
+            (
+                self.path("fifo"),
+                "is a named pipe (FIFO), not a transcript file (only the pipe on standard input is read)",
+            ),
         ]:
             with self.subTest(path):
                 status, out, err = self.cli("show", path)
@@ -111,8 +134,11 @@ class TestRefusedFiles(CliCase):
                 self.assertEqual(err, "agentloop show: error: %s: %s\n" % (path, reason))
         status, _, err = self.cli("checkpoint", self.path("fifo"))
         self.assertEqual(status, 2)
-        self.assertEqual(err, "agentloop checkpoint: error: %s: is a named pipe (FIFO), not a transcript file "
-                              "(this command needs a regular file)\n" % (self.path("fifo"),))
+        self.assertEqual(
+            err,
+            "agentloop checkpoint: error: %s: is a named pipe (FIFO), not a transcript file "
+            "(this command needs a regular file)\n" % (self.path("fifo"),),
+        )
 
     def test_outputs_that_cannot_be_written(self) -> None:
         self.recover_run()
@@ -120,7 +146,10 @@ class TestRefusedFiles(CliCase):
         os.symlink("nowhere", self.path("dangling.html"))
         self.write_bytes(b"a file", "plain")
         for target, reason in [
-            (self.path("folder"), "is a directory; give a file name (for example %s)" % (os.path.join(self.path("folder"), "out"),)),
+            (
+                self.path("folder"),
+                "is a directory; give a file name (for example %s)" % (os.path.join(self.path("folder"), "out"),),
+            ),
             (os.devnull, "is a character device, not a regular file"),
             (self.path("dangling.html"), "is a dangling symbolic link"),
             (os.path.join(self.path("absent"), "r.html"), "the folder %s does not exist" % (self.path("absent"),)),
@@ -137,7 +166,10 @@ class TestVerifyOptions(CliCase):
         self.recover_run()
         status, out, err = self.cli("verify", self.path(), "--workers", "2", "--checkpoint", self.path())
         self.assertEqual((status, out), (2, ""))
-        self.assertEqual(err, "agentloop verify: error: --workers: is for a transcript's chain or --manifest; a checkpoint is checked in one pass\n")
+        self.assertEqual(
+            err,
+            "agentloop verify: error: --workers: is for a transcript's chain or --manifest; a checkpoint is checked in one pass\n",
+        )
 
     def test_workers_with_one_transcript_give_its_verdict(self) -> None:
         self.recover_run()
@@ -150,20 +182,52 @@ class TestVisible(unittest.TestCase):
     def test_escapes_are_jsons_a_character_above_u_ffff_a_surrogate_pair(self) -> None:
         text = "tag \U000e0041 bidi \u202e esc \x1b music \U0001d173 lone \ud800 kept \U0001f600"
         shown = visible(text)
-        self.assertEqual(shown, "tag \\udb40\\udc41 bidi \\u202e esc \\u001b music \\ud834\\udd73 lone \\ud800 kept \U0001f600")
-        self.assertEqual(json.loads('"%s"' % shown.replace("\\ud800", "")), text.replace("\ud800", ""))  # read back exactly
+        self.assertEqual(
+            shown, "tag \\udb40\\udc41 bidi \\u202e esc \\u001b music \\ud834\\udd73 lone \\ud800 kept \U0001f600"
+        )
+        self.assertEqual(
+            json.loads('"%s"' % shown.replace("\\ud800", "")), text.replace("\ud800", "")
+        )  # read back exactly
 
 
 class TestUsageErrors(CliCase):
     def test_an_unknown_option_is_reported_by_the_command_it_follows_with_that_commands_usage(self) -> None:
         cases = [
-            (("show", "x.jsonl", "--frob"), "usage: agentloop show ", "agentloop show: error: unrecognized arguments: --frob\n"),
-            (("verify", "--bo\x1bgus", "x.jsonl"), "usage: agentloop verify ", "agentloop verify: error: unrecognized arguments: --bo\\u001bgus\n"),
-            (("--frob", "show", "x.jsonl"), "usage: agentloop [-h]", "agentloop: error: unrecognized arguments: --frob\n"),
-            (("show", "show", "show"), "usage: agentloop show ", "agentloop show: error: unrecognized arguments: show\n"),
-            (("verify", "x.jsonl", "--max-faults", "0"), "usage: agentloop verify ", "argument --max-faults: must be a positive integer (at most 30 digits)\n"),
-            (("verify", "x.jsonl", "--max-faults", "-1"), "usage: agentloop verify ", "argument --max-faults: must be a positive integer (at most 30 digits)\n"),
-            (("verify", "x.jsonl", "--max-faults", "9" * 5000), "usage: agentloop verify ", "argument --max-faults: must be a positive integer (at most 30 digits)\n"),
+            (
+                ("show", "x.jsonl", "--frob"),
+                "usage: agentloop show ",
+                "agentloop show: error: unrecognized arguments: --frob\n",
+            ),
+            (
+                ("verify", "--bo\x1bgus", "x.jsonl"),
+                "usage: agentloop verify ",
+                "agentloop verify: error: unrecognized arguments: --bo\\u001bgus\n",
+            ),
+            (
+                ("--frob", "show", "x.jsonl"),
+                "usage: agentloop [-h]",
+                "agentloop: error: unrecognized arguments: --frob\n",
+            ),
+            (
+                ("show", "show", "show"),
+                "usage: agentloop show ",
+                "agentloop show: error: unrecognized arguments: show\n",
+            ),
+            (
+                ("verify", "x.jsonl", "--max-faults", "0"),
+                "usage: agentloop verify ",
+                "argument --max-faults: must be a positive integer (at most 30 digits)\n",
+            ),
+            (
+                ("verify", "x.jsonl", "--max-faults", "-1"),
+                "usage: agentloop verify ",
+                "argument --max-faults: must be a positive integer (at most 30 digits)\n",
+            ),
+            (
+                ("verify", "x.jsonl", "--max-faults", "9" * 5000),
+                "usage: agentloop verify ",
+                "argument --max-faults: must be a positive integer (at most 30 digits)\n",
+            ),
         ]
         for argv, usage, error in cases:
             with self.subTest(argv=argv):
@@ -181,7 +245,9 @@ class TestWhatEscapesACommand(CliCase):
     def test_system_exit_from_a_tools_module_is_said_and_exits_4(self) -> None:
         status, out, err = self.cli("replay", self.path(), "--tools", M + "exits", "-o", self.path("r.jsonl"))
         self.assertEqual((status, out), (4, ""))
-        self.assertEqual(err, "agentloop replay: error: stopped: SystemExit(5) was raised by code agentloop ran (a tools module?)\n")
+        self.assertEqual(
+            err, "agentloop replay: error: stopped: SystemExit(5) was raised by code agentloop ran (a tools module?)\n"
+        )
 
     def test_ctrl_c_while_a_tools_module_loads_exits_130(self) -> None:
         status, out, err = self.cli("replay", self.path(), "--tools", M + "interrupts", "-o", self.path("r.jsonl"))
@@ -204,8 +270,11 @@ class TestWhatEscapesACommand(CliCase):
         with mock.patch("agentloop.cli.models.replay", side_effect=RuntimeError("z" * 600)):  # a bug inside agentloop
             status, out, err = self.cli("replay", self.path(), "--tools", "demo:demo_tools", "-o", self.path("r.jsonl"))
         self.assertEqual((status, out), (70, ""))
-        self.assertEqual(err, "agentloop replay: error: internal error: RuntimeError: %s... (a bug in agentloop %s; please report it)\n"
-                         % ("z" * 500, __version__))
+        self.assertEqual(
+            err,
+            "agentloop replay: error: internal error: RuntimeError: %s... (a bug in agentloop %s; please report it)\n"
+            % ("z" * 500, __version__),
+        )
 
     def test_a_closed_stdout_exits_141_and_is_pointed_at_dev_null(self) -> None:
         read_end, write_end = os.pipe()
@@ -222,7 +291,9 @@ class TestWhatEscapesACommand(CliCase):
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
             self.assertEqual(main(["verify", self.path()], out=_Full()), 2)
-        self.assertEqual(err.getvalue(), "agentloop verify: error: standard output: cannot write: No space left on device\n")
+        self.assertEqual(
+            err.getvalue(), "agentloop verify: error: standard output: cannot write: No space left on device\n"
+        )
         for argv in (["verify", self.path()], ["--help"]):
             err = io.StringIO()
             with mock.patch.object(sys, "stdout", None), contextlib.redirect_stderr(err):
@@ -230,13 +301,29 @@ class TestWhatEscapesACommand(CliCase):
             self.assertEqual(err.getvalue(), "agentloop: error: standard output is closed\n")
 
     def test_a_run_whose_stdout_breaks_stops_and_says_what_the_transcript_holds(self) -> None:
-        argv = ["run", "--model", "tests.support.cli_run_models:adds_forever", "--tools", "demo:demo_tools", "--task", "t",
-                  "--max-steps", "3", "--max-tokens", "1000", "-o", self.path("r.jsonl")]
+        argv = [
+            "run",
+            "--model",
+            "tests.support.cli_run_models:adds_forever",
+            "--tools",
+            "demo:demo_tools",
+            "--task",
+            "t",
+            "--max-steps",
+            "3",
+            "--max-tokens",
+            "1000",
+            "-o",
+            self.path("r.jsonl"),
+        ]
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
             self.assertEqual(main(argv, out=_Full()), 4)  # not 2, "nothing run": the model was called
-        self.assertEqual(err.getvalue(), "agentloop run: error: standard output: cannot write: No space left on device; "
-                                         "%s holds 1 record, a verifiable prefix without a stop record\n" % (self.path("r.jsonl"),))
+        self.assertEqual(
+            err.getvalue(),
+            "agentloop run: error: standard output: cannot write: No space left on device; "
+            "%s holds 1 record, a verifiable prefix without a stop record\n" % (self.path("r.jsonl"),),
+        )
         os.unlink(self.path("r.jsonl"))
         read_end, write_end = os.pipe()
         os.close(read_end)
@@ -245,18 +332,36 @@ class TestWhatEscapesACommand(CliCase):
         err = io.StringIO()
         with mock.patch.object(sys, "stdout", stream), contextlib.redirect_stderr(err):
             self.assertEqual(main(argv), 141)
-        self.assertEqual(err.getvalue(), "agentloop run: error: standard output was closed (a broken pipe); "
-                                         "%s holds 1 record, a verifiable prefix without a stop record\n" % (self.path("r.jsonl"),))
+        self.assertEqual(
+            err.getvalue(),
+            "agentloop run: error: standard output was closed (a broken pipe); "
+            "%s holds 1 record, a verifiable prefix without a stop record\n" % (self.path("r.jsonl"),),
+        )
         self.assertTrue(verify_file(self.path("r.jsonl")).ok)
 
     def test_output_that_fails_after_the_run_says_the_run_is_whole(self) -> None:
-        argv = ["run", "--model", "tests.support.cli_run_models:adds_forever", "--tools", "demo:demo_tools", "--task", "t",
-                "--max-steps", "1", "--max-tokens", "1000", "-o", self.path("r.jsonl")]
+        argv = [
+            "run",
+            "--model",
+            "tests.support.cli_run_models:adds_forever",
+            "--tools",
+            "demo:demo_tools",
+            "--task",
+            "t",
+            "--max-steps",
+            "1",
+            "--max-tokens",
+            "1000",
+            "-o",
+            self.path("r.jsonl"),
+        ]
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
             status = main(argv, out=_Full(after=3))
         self.assertEqual(status, 4)
-        self.assertTrue(err.getvalue().endswith("holds 4 records, the whole run with its stop record\n"), err.getvalue())
+        self.assertTrue(
+            err.getvalue().endswith("holds 4 records, the whole run with its stop record\n"), err.getvalue()
+        )
 
     def test_a_full_or_closed_stderr_never_raises_out_of_main(self) -> None:
         for stderr in (_Full(), None):

@@ -34,8 +34,20 @@ class RunCase(TempDir):
         return status, out.getvalue(), err.getvalue()
 
     def run_cli(self, model: str, *extra: str, steps: str = "8", tokens: str = "1000") -> Tuple[int, str, str]:
-        return self.cli("run", "--model", model, "--task", "t", "--max-steps", steps, "--max-tokens", tokens,
-                        "-o", self.path(), *extra)
+        return self.cli(
+            "run",
+            "--model",
+            model,
+            "--task",
+            "t",
+            "--max-steps",
+            steps,
+            "--max-tokens",
+            tokens,
+            "-o",
+            self.path(),
+            *extra,
+        )
 
 
 class TestRunExitCodes(RunCase):
@@ -49,8 +61,11 @@ class TestRunExitCodes(RunCase):
     def test_a_tool_raising_system_exit_exits_4_and_names_the_prefix_left(self) -> None:
         status, out, err = self.run_cli(M + "exits", *TOOLS)
         self.assertEqual(status, 4)
-        self.assertEqual(err, "agentloop run: error: the run did not finish: a tool or the model raised SystemExit(3); "
-                              "%s holds 2 records, a verifiable prefix without a stop record\n" % (self.path(),))
+        self.assertEqual(
+            err,
+            "agentloop run: error: the run did not finish: a tool or the model raised SystemExit(3); "
+            "%s holds 2 records, a verifiable prefix without a stop record\n" % (self.path(),),
+        )
         self.assertNotIn("stop:", out)
         result = verify_file(self.path())
         self.assertEqual((result.ok, result.count, result.complete), (True, 2, False))
@@ -58,23 +73,44 @@ class TestRunExitCodes(RunCase):
     def test_ctrl_c_in_a_tool_exits_130_and_names_the_prefix_left(self) -> None:
         status, _, err = self.run_cli(M + "interrupted", *TOOLS)
         self.assertEqual(status, 130)
-        self.assertEqual(err, "agentloop run: error: interrupted (Ctrl-C); %s holds 2 records, "
-                              "a verifiable prefix without a stop record\n" % (self.path(),))
+        self.assertEqual(
+            err,
+            "agentloop run: error: interrupted (Ctrl-C); %s holds 2 records, "
+            "a verifiable prefix without a stop record\n" % (self.path(),),
+        )
 
     def test_a_prefix_that_does_not_verify_is_said_so(self) -> None:
         # The tool damages the transcript being written, then exits.
-        status, _, err = self.cli("run", "--model", M + "wrecks", *TOOLS, "--task", self.path(), "--max-steps", "2",
-                                  "--max-tokens", "1000", "-o", self.path())
+        status, _, err = self.cli(
+            "run",
+            "--model",
+            M + "wrecks",
+            *TOOLS,
+            "--task",
+            self.path(),
+            "--max-steps",
+            "2",
+            "--max-tokens",
+            "1000",
+            "-o",
+            self.path(),
+        )
         self.assertEqual(status, 4, _ + err)
-        self.assertEqual(err, "agentloop run: error: the run did not finish: a tool or the model raised SystemExit(0); "
-                              "%s holds 1 record, NOT verifiable: line 1: bad_json: not JSON: Expecting value: "
-                              "line 1 column 1 (char 0)\n" % (self.path(),))
+        self.assertEqual(
+            err,
+            "agentloop run: error: the run did not finish: a tool or the model raised SystemExit(0); "
+            "%s holds 1 record, NOT verifiable: line 1: bad_json: not JSON: Expecting value: "
+            "line 1 column 1 (char 0)\n" % (self.path(),),
+        )
 
     def test_system_exit_before_the_transcript_exists_says_nothing_was_written(self) -> None:
         status, out, err = self.run_cli(M + "exits_at_once")
         self.assertEqual((status, out), (4, ""))
-        self.assertEqual(err, "agentloop run: error: the run did not finish: a tool or the model raised SystemExit(9); "
-                              "nothing was written to %s\n" % (self.path(),))
+        self.assertEqual(
+            err,
+            "agentloop run: error: the run did not finish: a tool or the model raised SystemExit(9); "
+            "nothing was written to %s\n" % (self.path(),),
+        )
         self.assertFalse(os.path.exists(self.path()))
 
     def test_prices_record_the_cost_and_a_cost_budget(self) -> None:
@@ -87,7 +123,9 @@ class TestRunExitCodes(RunCase):
 
     def test_unreadable_prices_are_a_usage_error_and_nothing_runs(self) -> None:
         self.write_bytes(b"{not json", "prices.json")
-        self.write_bytes(b'{"m": {"input": 100, "input": 1, "output": 10}}', "twice.json")  # which input price is meant?
+        self.write_bytes(
+            b'{"m": {"input": 100, "input": 1, "output": 10}}', "twice.json"
+        )  # which input price is meant?
         for where in (self.path("prices.json"), self.path("absent.json"), self.path("twice.json")):
             status, out, err = self.run_cli(M + "priced", "--prices", where)
             self.assertEqual((status, out), (2, ""), where)
@@ -95,16 +133,21 @@ class TestRunExitCodes(RunCase):
             self.assertFalse(os.path.exists(self.path()))
 
     def test_max_seconds_must_be_a_number_of_seconds(self) -> None:
-        for text, reason in (("soon", "must be a number of seconds"), ("-1", "must be a number of seconds >= 0"),
-                             ("nan", "must be a number of seconds >= 0")):
+        for text, reason in (
+            ("soon", "must be a number of seconds"),
+            ("-1", "must be a number of seconds >= 0"),
+            ("nan", "must be a number of seconds >= 0"),
+        ):
             with self.subTest(text):
                 status, _, err = self.run_cli(M + "priced", "--max-seconds", text)
                 self.assertEqual(status, 2)
                 self.assertIn("argument --max-seconds: %s" % (reason,), err)
 
     def test_key_and_sign_options_need_a_checkpoint(self) -> None:
-        for extra, message in ((("--key-env", "SOME_KEY"), "--key-file/--key-env: needs --checkpoint"),
-                               (("--sign", "k.key"), "--sign: needs --checkpoint")):
+        for extra, message in (
+            (("--key-env", "SOME_KEY"), "--key-file/--key-env: needs --checkpoint"),
+            (("--sign", "k.key"), "--sign: needs --checkpoint"),
+        ):
             status, out, err = self.run_cli(M + "priced", *extra)
             self.assertEqual((status, out), (2, ""))
             self.assertEqual(err, "agentloop run: error: %s\n" % (message,))
@@ -123,7 +166,9 @@ class TestRunExitCodes(RunCase):
 
     def test_a_transcript_that_cannot_be_created_is_a_usage_error(self) -> None:
         long = self.path("x" * 255 + ".jsonl")  # over the file system's name limit: open() fails
-        status, out, err = self.cli("run", "--model", M + "priced", "--task", "t", "--max-steps", "1", "--max-tokens", "9", "-o", long)
+        status, out, err = self.cli(
+            "run", "--model", M + "priced", "--task", "t", "--max-steps", "1", "--max-tokens", "9", "-o", long
+        )
         self.assertEqual((status, out), (2, ""))
         self.assertEqual(err, "agentloop run: error: %s: cannot write it: File name too long\n" % (long,))
 
@@ -141,26 +186,43 @@ class TestModelReferences(RunCase):
                 self.assertEqual(err, "agentloop run: error: %s\n" % (message,))
         status, _, err = self.run_cli(M + "priced", "--max-retries", "0")
         self.assertEqual(status, 2)
-        self.assertEqual(err, "agentloop run: error: --model: a MODULE:FACTORY model takes no model options (--base-url, --system, ...)\n")
+        self.assertEqual(
+            err,
+            "agentloop run: error: --model: a MODULE:FACTORY model takes no model options (--base-url, --system, ...)\n",
+        )
 
     def test_options_that_do_not_go_with_the_model(self) -> None:
         for argv, message in [
-            (("--model", "http://127.0.0.1:9/v1", "--base-url", "http://127.0.0.1:9/v1", "--model-name", "m"),
-             "--base-url: the model is already a URL"),
+            (
+                ("--model", "http://127.0.0.1:9/v1", "--base-url", "http://127.0.0.1:9/v1", "--model-name", "m"),
+                "--base-url: the model is already a URL",
+            ),
             (("--model", "openai:gpt", "--model-name", "m"), "--model-name: only goes with a URL --model"),
-            (("--model", "openai:gpt", "--max-output-tokens", "5"), "--max-output-tokens: only goes with anthropic: and openai-responses: models"),
-            (("--model", "gpt-4"), '--model: must be openai:MODEL, openai-responses:MODEL, anthropic:MODEL, an http(s):// base URL or MODULE:FACTORY, got "gpt-4"'),
-            (("--model", "openai:"), '--model: must be openai:MODEL, openai-responses:MODEL, anthropic:MODEL, an http(s):// base URL or MODULE:FACTORY, got "openai:"'),
+            (
+                ("--model", "openai:gpt", "--max-output-tokens", "5"),
+                "--max-output-tokens: only goes with anthropic: and openai-responses: models",
+            ),
+            (
+                ("--model", "gpt-4"),
+                '--model: must be openai:MODEL, openai-responses:MODEL, anthropic:MODEL, an http(s):// base URL or MODULE:FACTORY, got "gpt-4"',
+            ),
+            (
+                ("--model", "openai:"),
+                '--model: must be openai:MODEL, openai-responses:MODEL, anthropic:MODEL, an http(s):// base URL or MODULE:FACTORY, got "openai:"',
+            ),
         ]:
             with self.subTest(argv):
-                status, out, err = self.cli("run", *argv, "--task", "t", "--max-steps", "1", "--max-tokens", "9", "-o", self.path())
+                status, out, err = self.cli(
+                    "run", *argv, "--task", "t", "--max-steps", "1", "--max-tokens", "9", "-o", self.path()
+                )
                 self.assertEqual((status, out), (2, ""))
                 self.assertEqual(err, "agentloop run: error: %s\n" % (message,))
                 self.assertFalse(os.path.exists(self.path()))
 
     def test_a_retry_is_said_on_stderr_never_a_silent_wait(self) -> None:
-        server = LoopbackServer([openai_error(429, "slow down", "rate_limit_error", headers={"Retry-After": "0"}),
-                                 openai_reply("fine")]).start()
+        server = LoopbackServer(
+            [openai_error(429, "slow down", "rate_limit_error", headers={"Retry-After": "0"}), openai_reply("fine")]
+        ).start()
         self.addCleanup(server.stop)
         with mock.patch.dict(os.environ, {"OPENAI_API_KEY": ""}):
             status, out, err = self.run_cli("openai:gpt-test", "--base-url", server.openai_url, "--max-retries", "1")
@@ -170,24 +232,46 @@ class TestModelReferences(RunCase):
         self.assertIn("answer:\nfine\n", out)
 
     def test_a_retry_notice_that_cannot_be_written_does_not_end_the_run(self) -> None:
-        server = LoopbackServer([openai_error(429, "slow down", "rate_limit_error", headers={"Retry-After": "0"}),
-                                 openai_reply("fine")]).start()
+        server = LoopbackServer(
+            [openai_error(429, "slow down", "rate_limit_error", headers={"Retry-After": "0"}), openai_reply("fine")]
+        ).start()
         self.addCleanup(server.stop)
         full = mock.Mock(write=mock.Mock(side_effect=OSError(28, "No space left on device")))
         out = io.StringIO()
         with mock.patch.dict(os.environ, {"OPENAI_API_KEY": ""}), mock.patch.object(sys, "stderr", full):
-            status = main(["run", "--model", "openai:gpt-test", "--base-url", server.openai_url, "--max-retries", "1", "--task", "t",
-                           "--max-steps", "8", "--max-tokens", "1000", "-o", self.path()], out=out)
+            status = main(
+                [
+                    "run",
+                    "--model",
+                    "openai:gpt-test",
+                    "--base-url",
+                    server.openai_url,
+                    "--max-retries",
+                    "1",
+                    "--task",
+                    "t",
+                    "--max-steps",
+                    "8",
+                    "--max-tokens",
+                    "1000",
+                    "-o",
+                    self.path(),
+                ],
+                out=out,
+            )
         self.assertEqual(status, 0, out.getvalue())
         self.assertIn("answer:\nfine\n", out.getvalue())
         self.assertNotIn("OutputError", out.getvalue())
 
     def test_an_anthropic_model_gets_its_max_output_tokens(self) -> None:
         from tests.support.loopback import anthropic_reply
+
         server = LoopbackServer([anthropic_reply("hello")]).start()
         self.addCleanup(server.stop)
         with mock.patch.dict(os.environ, {"ANTHROPIC_API_KEY": ""}):
-            status, out, err = self.run_cli("anthropic:claude-test", "--base-url", server.url, "--max-output-tokens", "77")
+            status, out, err = self.run_cli(
+                "anthropic:claude-test", "--base-url", server.url, "--max-output-tokens", "77"
+            )
         self.assertEqual((status, err), (0, ""), out)
         self.assertEqual(server.requests[0].body["max_tokens"], 77)
 
@@ -195,6 +279,7 @@ class TestModelReferences(RunCase):
 class TestMcpOption(RunCase):
     def test_an_http_mcp_server_gives_the_run_its_tools(self) -> None:
         from tests.support.mcp_server import serve_http
+
         server, _, url = serve_http()
         self.addCleanup(server.server_close)
         self.addCleanup(server.shutdown)
@@ -203,7 +288,9 @@ class TestMcpOption(RunCase):
         with open(self.path(), encoding="utf-8") as handle:
             task = json.loads(handle.readline())["payload"]
         host = url.split("/")[2]
-        self.assertEqual((task["mcp"][0]["name"], task["mcp"][0]["transport"], task["mcp"][0]["host"]), ("calc", "http", host))
+        self.assertEqual(
+            (task["mcp"][0]["name"], task["mcp"][0]["transport"], task["mcp"][0]["host"]), ("calc", "http", host)
+        )
         self.assertNotIn("query-secret", json.dumps(task))  # the URL's query (a token) is never recorded
 
     def test_malformed_mcp_options(self) -> None:
@@ -211,10 +298,14 @@ class TestMcpOption(RunCase):
             with self.subTest(spec):
                 status, _, err = self.run_cli(M + "priced", "--mcp", spec)
                 self.assertEqual(status, 2)
-                self.assertEqual(err, 'agentloop run: error: --mcp: takes NAME=COMMAND or NAME=URL, got "%s"\n' % (spec,))
+                self.assertEqual(
+                    err, 'agentloop run: error: --mcp: takes NAME=COMMAND or NAME=URL, got "%s"\n' % (spec,)
+                )
         for url, reason in (
-            ("https://u:TOKEN@h/x",
-             "its URL must not hold credentials (pass a token with --mcp-option NAME.bearer-env=VARIABLE)"),
+            (
+                "https://u:TOKEN@h/x",
+                "its URL must not hold credentials (pass a token with --mcp-option NAME.bearer-env=VARIABLE)",
+            ),
             ("http://h:99999/x", "its URL has a bad port"),
             ("http://[TOKEN/x", "its URL is not a URL that can be read (a bracketed host?)"),
             ('echo "unterminated', "its command cannot be split into words: No closing quotation"),
@@ -250,7 +341,12 @@ class TestReplayCommand(RunCase):
         self.assertEqual(self.run_cli(M + "exits", *TOOLS, "--overwrite")[0], 4)
         status, _, err = self.cli("replay", self.path(), *TOOLS, "-o", self.path("r.jsonl"))
         self.assertEqual(status, 4)
-        self.assertTrue(err.startswith("agentloop replay: error: the run did not finish: a tool or the model raised SystemExit(3); "), err)
+        self.assertTrue(
+            err.startswith(
+                "agentloop replay: error: the run did not finish: a tool or the model raised SystemExit(3); "
+            ),
+            err,
+        )
 
 
 if __name__ == "__main__":

@@ -38,7 +38,9 @@ from tests.support.helpers import TempDir, read_lines
 from tests.support.loopback import Canned, LoopbackServer, openai_error, openai_reply
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CLI: List[str] = shlex.split(os.environ["AGENTLOOP_CLI"]) if os.environ.get("AGENTLOOP_CLI") else [sys.executable, "-m", "agentloop"]
+CLI: List[str] = (
+    shlex.split(os.environ["AGENTLOOP_CLI"]) if os.environ.get("AGENTLOOP_CLI") else [sys.executable, "-m", "agentloop"]
+)
 #: A command that takes longer than this has hung (the machine is shared: generous).
 TIMEOUT = 60.0
 
@@ -49,7 +51,7 @@ HOSTILE = "\x1b]0;pwned\x07\x1b[31mRED\u202eevil\u2066\x9b2J\x7f\x1b[0m"
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 SECRET = "sk-agentloop-test-SECRET-0123456789abcdef"
 
-TOOLS_MODULE = '''
+TOOLS_MODULE = """
 import sys
 from agentloop import Tool, ToolRegistry
 
@@ -73,13 +75,31 @@ tools = ToolRegistry([
     Tool("interrupt", "Raise KeyboardInterrupt.", EMPTY, _interrupt),
     Tool("shout", "Echo.", {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}, _shout),
 ])
-'''
+"""
 
 
 def _run_argv(server: LoopbackServer, output: str, *extra: str) -> List[str]:
-    return ["run", "--model", server.openai_url, "--model-name", "gpt-test", "--tools", "hostile_tools:tools",
-            "--task", "go", "--max-steps", "3", "--max-tokens", "10000", "--max-retries", "0", "--timeout", "30",
-            "-o", output] + list(extra)
+    return [
+        "run",
+        "--model",
+        server.openai_url,
+        "--model-name",
+        "gpt-test",
+        "--tools",
+        "hostile_tools:tools",
+        "--task",
+        "go",
+        "--max-steps",
+        "3",
+        "--max-tokens",
+        "10000",
+        "--max-retries",
+        "0",
+        "--timeout",
+        "30",
+        "-o",
+        output,
+    ] + list(extra)
 
 
 class HostileCase(TempDir):
@@ -93,15 +113,30 @@ class HostileCase(TempDir):
         env.update(extra)
         return env
 
-    def agentloop(self, *argv: str, stdin: Optional[bytes] = None, timeout: float = TIMEOUT, **env: str) -> Tuple[int, str, str]:
-        proc = subprocess.run(CLI + list(argv), cwd=self.dir, env=self.env(**env), input=stdin if stdin is not None else b"",
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    def agentloop(
+        self, *argv: str, stdin: Optional[bytes] = None, timeout: float = TIMEOUT, **env: str
+    ) -> Tuple[int, str, str]:
+        proc = subprocess.run(
+            CLI + list(argv),
+            cwd=self.dir,
+            env=self.env(**env),
+            input=stdin if stdin is not None else b"",
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            timeout=timeout,
+        )
         return proc.returncode, self.text(proc.stdout), self.text(proc.stderr)
 
     def popen(self, argv: Sequence[str]) -> "subprocess.Popen[bytes]":
         """The command, started; killed after :data:`TIMEOUT` whatever the test waits on (so a hang fails)."""
-        proc = subprocess.Popen(list(argv), cwd=self.dir, env=self.env(), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=self.dir,
+            env=self.env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         watchdog = threading.Timer(TIMEOUT, proc.kill)
         watchdog.start()
         self.addCleanup(watchdog.cancel)
@@ -174,14 +209,21 @@ class TestEveryOutputIsEscaped(HostileCase):
             argv = _run_argv(server, "t.jsonl")
             argv[argv.index("hostile_tools:tools")] = "bad_import:tools"
             result = self.agentloop(*argv)
-        self.assert_clean(result, 2, "agentloop run: error: --tools: cannot import bad_import: RuntimeError: \\u001b]0;pwned")
+        self.assert_clean(
+            result, 2, "agentloop run: error: --tools: cannot import bad_import: RuntimeError: \\u001b]0;pwned"
+        )
         self.assert_clean(self.agentloop("verify", "--expect-head", HOSTILE, "t.jsonl"), 2)
         self.assert_clean(self.agentloop("frobnicate" + HOSTILE), 2)
 
     def test_a_file_name_and_a_transcript_field_are_escaped(self) -> None:
         name = "t" + HOSTILE.replace("/", "") + ".jsonl"
         self.valid(name)
-        for argv in (["verify", name], ["show", name], ["report", name, "-o", "r.html"], ["checkpoint", name, "-o", "-"]):
+        for argv in (
+            ["verify", name],
+            ["show", name],
+            ["report", name, "-o", "r.html"],
+            ["checkpoint", name, "-o", "-"],
+        ):
             with self.subTest(argv[0]):
                 self.assert_clean(self.agentloop(*argv), 0)
 
@@ -194,7 +236,11 @@ class TestEveryOutputIsEscaped(HostileCase):
             err = io.StringIO()
             with contextlib.redirect_stderr(err):
                 status = main(["show", path], out=io.StringIO())
-        self.assert_clean((status, "", err.getvalue()), 70, "agentloop show: error: internal error: RuntimeError: boom \\u001b]0;pwned")
+        self.assert_clean(
+            (status, "", err.getvalue()),
+            70,
+            "agentloop show: error: internal error: RuntimeError: boom \\u001b]0;pwned",
+        )
 
     def test_the_cli_prints_only_through_output(self) -> None:
         """The gate behind item 1: ``print``/``write`` appear in ``agentloop/cli/output.py`` only."""
@@ -208,7 +254,9 @@ class TestEveryOutputIsEscaped(HostileCase):
             for node in ast.walk(tree):
                 if isinstance(node, ast.Call):
                     f = node.func
-                    if (isinstance(f, ast.Name) and f.id == "print") or (isinstance(f, ast.Attribute) and f.attr in ("write", "writelines")):
+                    if (isinstance(f, ast.Name) and f.id == "print") or (
+                        isinstance(f, ast.Attribute) and f.attr in ("write", "writelines")
+                    ):
                         found.append("%s:%d" % (name, node.lineno))
         self.assertEqual(found, [], "print through agentloop.cli.output.emit/complain, which escape")
 
@@ -224,7 +272,10 @@ class TestNoTraceback(HostileCase):
             (["-o", "missing_dir/x.jsonl"], "missing_dir/x.jsonl: the folder missing_dir does not exist"),
             (["-o", "D", "--overwrite"], "D: is a directory"),
             (["-o", "/dev/null", "--overwrite"], "/dev/null: is a character device, not a regular file"),
-            (["-o", "n.jsonl", "--checkpoint", "missing_dir/c"], "missing_dir/c: the folder missing_dir does not exist"),
+            (
+                ["-o", "n.jsonl", "--checkpoint", "missing_dir/c"],
+                "missing_dir/c: the folder missing_dir does not exist",
+            ),
             (["-o", "old.jsonl"], "old.jsonl: already exists (pass --overwrite to replace it)"),
             (["-o", "old.jsonl", "--overwrite", "--checkpoint", "D"], "D: is a directory"),
         ]
@@ -240,37 +291,66 @@ class TestNoTraceback(HostileCase):
 
     def test_anchor_commands_name_a_missing_folder(self) -> None:
         self.valid()
-        self.assert_clean(self.agentloop("checkpoint", "t.jsonl", "-o", "missing_dir/x"), 2,
-                          "agentloop checkpoint: error: missing_dir/x: the folder missing_dir does not exist")
-        self.assert_clean(self.agentloop("prove", "t.jsonl", "--index", "0", "-o", "missing_dir/p.json"), 2,
-                          "agentloop prove: error: missing_dir/p.json: the folder missing_dir does not exist")
-        self.assert_clean(self.agentloop("report", "t.jsonl", "-o", "missing_dir/r.html"), 2,
-                          "agentloop report: error: missing_dir/r.html: the folder missing_dir does not exist")
+        self.assert_clean(
+            self.agentloop("checkpoint", "t.jsonl", "-o", "missing_dir/x"),
+            2,
+            "agentloop checkpoint: error: missing_dir/x: the folder missing_dir does not exist",
+        )
+        self.assert_clean(
+            self.agentloop("prove", "t.jsonl", "--index", "0", "-o", "missing_dir/p.json"),
+            2,
+            "agentloop prove: error: missing_dir/p.json: the folder missing_dir does not exist",
+        )
+        self.assert_clean(
+            self.agentloop("report", "t.jsonl", "-o", "missing_dir/r.html"),
+            2,
+            "agentloop report: error: missing_dir/r.html: the folder missing_dir does not exist",
+        )
 
     def test_replay_to_a_directory_and_of_a_transcript_it_cannot_replay(self) -> None:
         self.valid()
         os.mkdir(self.path("D"))
-        self.assert_clean(self.agentloop("replay", "t.jsonl", "--tools", "demo:demo_tools", "-o", "D"), 2,
-                          "agentloop replay: error: D: is a directory")
+        self.assert_clean(
+            self.agentloop("replay", "t.jsonl", "--tools", "demo:demo_tools", "-o", "D"),
+            2,
+            "agentloop replay: error: D: is a directory",
+        )
         from agentloop import TranscriptWriter
 
         with TranscriptWriter(self.path("nobudget.jsonl")) as out:  # chain-valid, without budgets
             out.append("task", {"format": "agentloop/1", "task": "t", "tools": []})
             out.append("stop", {"reason": "no_tool_calls", "steps": 0, "tokens": 0, "detail": ""})
-        self.assert_clean(self.agentloop("replay", "nobudget.jsonl", "--tools", "demo:demo_tools"), 2,
-                          "agentloop replay: error: cannot replay nobudget.jsonl")
+        self.assert_clean(
+            self.agentloop("replay", "nobudget.jsonl", "--tools", "demo:demo_tools"),
+            2,
+            "agentloop replay: error: cannot replay nobudget.jsonl",
+        )
 
     @unittest.skipUnless(os.path.exists("/dev/full") and os.path.exists("/bin/sh"), "needs /dev/full and /bin/sh")
     def test_a_full_or_closed_stdout_is_one_line_not_an_internal_error(self) -> None:
         self.valid()
         with open("/dev/full", "w") as full:
-            proc = subprocess.run(CLI + ["verify", "t.jsonl"], cwd=self.dir, env=self.env(), stdin=subprocess.DEVNULL,
-                                  stdout=full, stderr=subprocess.PIPE, timeout=TIMEOUT)
-        self.assert_clean((proc.returncode, "", self.text(proc.stderr)), 2,
-                          "agentloop verify: error: standard output: cannot write: No space left on device")
+            proc = subprocess.run(
+                CLI + ["verify", "t.jsonl"],
+                cwd=self.dir,
+                env=self.env(),
+                stdin=subprocess.DEVNULL,
+                stdout=full,
+                stderr=subprocess.PIPE,
+                timeout=TIMEOUT,
+            )
+        self.assert_clean(
+            (proc.returncode, "", self.text(proc.stderr)),
+            2,
+            "agentloop verify: error: standard output: cannot write: No space left on device",
+        )
         closed = ["/bin/sh", "-c", 'exec "$@" >&-', "sh"] + CLI + ["verify", "t.jsonl"]  # started with fd 1 closed
-        proc = subprocess.run(closed, cwd=self.dir, env=self.env(), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=TIMEOUT)
-        self.assertEqual((proc.returncode, self.text(proc.stderr)), (2, "agentloop: error: standard output is closed\n"))
+        proc = subprocess.run(
+            closed, cwd=self.dir, env=self.env(), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=TIMEOUT
+        )
+        self.assertEqual(
+            (proc.returncode, self.text(proc.stderr)), (2, "agentloop: error: standard output is closed\n")
+        )
 
     def test_show_into_a_closed_pipe_exits_quietly(self) -> None:
         data = b"".join(read_lines(self.valid())) * 300  # far more than a pipe holds
@@ -305,8 +385,11 @@ class TestNoTraceback(HostileCase):
                 time.sleep(0.02)
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=TIMEOUT)
-        self.assert_clean((proc.returncode, self.text(out), self.text(err)), 130,
-                          "agentloop run: error: interrupted (Ctrl-C); t.jsonl holds 1 record, a verifiable prefix without a stop record")
+        self.assert_clean(
+            (proc.returncode, self.text(out), self.text(err)),
+            130,
+            "agentloop run: error: interrupted (Ctrl-C); t.jsonl holds 1 record, a verifiable prefix without a stop record",
+        )
         self.assertTrue(verify_file(self.path()).ok)
 
     def test_a_tool_that_exits_or_interrupts_is_named_and_the_prefix_verifies(self) -> None:
@@ -321,8 +404,14 @@ class TestNoTraceback(HostileCase):
                 self.assertEqual((verdict.ok, verdict.count, verdict.complete), (True, 2, False))
 
     def test_demo_out_to_a_missing_folder(self) -> None:
-        proc = subprocess.run([sys.executable, os.path.join(ROOT, "demo.py"), "--out", "missing_dir"], cwd=self.dir,
-                              env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT)
+        proc = subprocess.run(
+            [sys.executable, os.path.join(ROOT, "demo.py"), "--out", "missing_dir"],
+            cwd=self.dir,
+            env=self.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            timeout=TIMEOUT,
+        )
         self.assertEqual(proc.returncode, 2)
         self.assertEqual(self.text(proc.stderr), "demo.py: error: --out missing_dir: does not exist\n")
 
@@ -332,18 +421,30 @@ class TestNoTraceback(HostileCase):
 
 @unittest.skipUnless(hasattr(os, "mkfifo") and os.path.exists("/dev/zero"), "needs FIFOs and /dev/zero")
 class TestNoHang(HostileCase):
-    COMMANDS = (["verify"], ["show"], ["report", "-o", "r.html"], ["checkpoint", "-o", "-"], ["repair"], ["prove", "--index", "0"])
+    COMMANDS = (
+        ["verify"],
+        ["show"],
+        ["report", "-o", "r.html"],
+        ["checkpoint", "-o", "-"],
+        ["repair"],
+        ["prove", "--index", "0"],
+    )
 
     def test_fifo_devices_and_directories_are_refused_by_every_reader(self) -> None:
         os.mkfifo(self.path("fifo"))
         os.mkdir(self.path("D"))
-        for target, what in (("fifo", "is a named pipe (FIFO)"), ("/dev/zero", "is a character device"),
-                             ("/dev/urandom", "is a character device"), ("D", "is a directory")):
+        for target, what in (
+            ("fifo", "is a named pipe (FIFO)"),
+            ("/dev/zero", "is a character device"),
+            ("/dev/urandom", "is a character device"),
+            ("D", "is a directory"),
+        ):
             for command in self.COMMANDS:
                 with self.subTest(command=command[0], target=target):
                     argv = [command[0], target] + command[1:]
-                    self.assert_clean(self.agentloop(*argv, timeout=20), 2,
-                                      "agentloop %s: error: %s: %s" % (command[0], target, what))
+                    self.assert_clean(
+                        self.agentloop(*argv, timeout=20), 2, "agentloop %s: error: %s: %s" % (command[0], target, what)
+                    )
 
     def test_run_to_a_fifo_is_refused(self) -> None:
         os.mkfifo(self.path("fifo"))
@@ -370,10 +471,16 @@ class TestBehaviour(HostileCase):
     def test_no_command_replaces_a_file_it_did_not_write(self) -> None:
         self.valid()
         other = self.write_bytes(b"not mine\n", "other.jsonl")
-        self.assert_clean(self.agentloop("report", "t.jsonl", "-o", "other.jsonl"), 2,
-                          "agentloop report: error: other.jsonl: already exists (pass --overwrite to replace it)")
-        self.assert_clean(self.agentloop("prove", "t.jsonl", "--index", "0", "-o", "other.jsonl"), 2,
-                          "agentloop prove: error: other.jsonl: already exists (pass --overwrite to replace it)")
+        self.assert_clean(
+            self.agentloop("report", "t.jsonl", "-o", "other.jsonl"),
+            2,
+            "agentloop report: error: other.jsonl: already exists (pass --overwrite to replace it)",
+        )
+        self.assert_clean(
+            self.agentloop("prove", "t.jsonl", "--index", "0", "-o", "other.jsonl"),
+            2,
+            "agentloop prove: error: other.jsonl: already exists (pass --overwrite to replace it)",
+        )
         with open(other, "rb") as handle:
             self.assertEqual(handle.read(), b"not mine\n")
         self.assert_clean(self.agentloop("report", "t.jsonl", "-o", "r.html"), 0)
@@ -406,8 +513,24 @@ class TestBehaviour(HostileCase):
             for argv, words in (
                 (_run_argv(server, "t.jsonl"), "pass --overwrite"),
                 (_run_argv(server, "n.jsonl", "--checkpoint", "c"), "pass --overwrite"),
-                (["run", "--model", "openai:gpt-test", "--tools", "demo:demo_tools", "--task", "t", "--max-steps", "1",
-                  "--max-tokens", "9", "-o", "k.jsonl"], "set OPENAI_API_KEY"),
+                (
+                    [
+                        "run",
+                        "--model",
+                        "openai:gpt-test",
+                        "--tools",
+                        "demo:demo_tools",
+                        "--task",
+                        "t",
+                        "--max-steps",
+                        "1",
+                        "--max-tokens",
+                        "9",
+                        "-o",
+                        "k.jsonl",
+                    ],
+                    "set OPENAI_API_KEY",
+                ),
             ):
                 with self.subTest(words):
                     code, out, err = self.agentloop(*argv)
@@ -415,12 +538,14 @@ class TestBehaviour(HostileCase):
                     self.assertNotRegex(err, r"[a-z_]+=(True|\s|$)")
 
     def test_no_key_anywhere(self) -> None:
-        script = [openai_reply("the key is " + SECRET, [("c1", "shout", json.dumps({"text": SECRET}))]),
-                  openai_error(401, "bad key " + SECRET, "invalid_request_error")]
+        script = [
+            openai_reply("the key is " + SECRET, [("c1", "shout", json.dumps({"text": SECRET}))]),
+            openai_error(401, "bad key " + SECRET, "invalid_request_error"),
+        ]
         with LoopbackServer(script) as server:
             argv = _run_argv(server, "t.jsonl")
             argv[argv.index(server.openai_url)] = "openai:gpt-test"
-            argv[argv.index("--model-name"):argv.index("--model-name") + 2] = ["--base-url", server.openai_url]
+            argv[argv.index("--model-name") : argv.index("--model-name") + 2] = ["--base-url", server.openai_url]
             code, out, err = self.agentloop(*argv, OPENAI_API_KEY=SECRET)
         self.assertNotIn("Traceback", out + err)
         for where, text in (("stdout", out), ("stderr", err)):

@@ -30,15 +30,24 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 UNSAFE = "--unsafe-pure-python-signer"
 T0 = 1700000000
 # Runs the command line with 'cryptography' unimportable.
-_BLOCKED = "import sys; sys.modules['cryptography'] = None; from agentloop.cli.main import main; sys.exit(main(sys.argv[1:]))"
+_BLOCKED = (
+    "import sys; sys.modules['cryptography'] = None; from agentloop.cli.main import main; sys.exit(main(sys.argv[1:]))"
+)
 
 
 class KeysCase(TempDir):
     def cli(self, *argv: str, blocked: bool = False) -> Tuple[int, str, str]:
         head = [sys.executable, "-c", _BLOCKED] if blocked else [sys.executable, "-m", "agentloop"]
         env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        proc = subprocess.run(head + list(argv), cwd=self.dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              env=env, universal_newlines=True, timeout=120)
+        proc = subprocess.run(
+            head + list(argv),
+            cwd=self.dir,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            universal_newlines=True,
+            timeout=120,
+        )
         self.assertNotIn("Traceback", proc.stderr)
         self.assertNotIn("Traceback", proc.stdout)
         return proc.returncode, proc.stdout, proc.stderr
@@ -66,7 +75,9 @@ class TestKeygen(KeysCase):
         self.assertIn("example.com_operator.pub: public key: %s" % (vkey.text(),), out)
         status, out, err = self.cli("keygen", "example.com/operator", UNSAFE)
         self.assertEqual((status, out), (2, ""))
-        self.assertEqual(err, "agentloop keygen: error: example.com_operator.key: already exists; keygen never overwrites a key\n")
+        self.assertEqual(
+            err, "agentloop keygen: error: example.com_operator.key: already exists; keygen never overwrites a key\n"
+        )
         self.assertEqual(self.read("example.com_operator.key").decode(), private)
         # a .pub alone in the way refuses too, before the .key is made
         with open(self.path("w.pub"), "w") as handle:
@@ -86,15 +97,20 @@ class TestKeygen(KeysCase):
             self.assertIn("is not a key name", err)
         status, out, err = self.cli("keygen", "k", blocked=True)
         self.assertEqual((status, out), (2, ""))
-        self.assertEqual(err, "agentloop keygen: error: no signer: signing needs the 'cryptography' package (pip install agentloop[sign]), "
-                              "which is constant-time, and it is not installed; --unsafe-pure-python-signer signs with the slow "
-                              "pure-Python signer, which is not side-channel safe\n")
+        self.assertEqual(
+            err,
+            "agentloop keygen: error: no signer: signing needs the 'cryptography' package (pip install agentloop[sign]), "
+            "which is constant-time, and it is not installed; --unsafe-pure-python-signer signs with the slow "
+            "pure-Python signer, which is not side-channel safe\n",
+        )
         self.assertEqual(os.listdir(self.dir), [])
         self.ok("keygen", "k", UNSAFE)
         self.recover_run()
         status, _, err = self.cli("checkpoint", self.path(), "--sign", "k.key", blocked=True)
         self.assertEqual(status, 2)
-        self.assertTrue(err.startswith("agentloop checkpoint: error: --sign: signing needs the 'cryptography' package"), err)
+        self.assertTrue(
+            err.startswith("agentloop checkpoint: error: --sign: signing needs the 'cryptography' package"), err
+        )
         self.assertFalse(os.path.exists(self.path("t.checkpoint")))
 
 
@@ -112,24 +128,72 @@ class SignedRun(KeysCase):
 
 class TestSignAndTrust(SignedRun):
     def test_checkpoint_sign_then_verify_trust_and_require(self) -> None:
-        out = self.ok("checkpoint", "t.jsonl", "--sign", "operator.key", "--sign", "approver.key", "--key-file", "hmac.key", UNSAFE)
+        out = self.ok(
+            "checkpoint",
+            "t.jsonl",
+            "--sign",
+            "operator.key",
+            "--sign",
+            "approver.key",
+            "--key-file",
+            "hmac.key",
+            UNSAFE,
+        )
         self.assertIn("signed by the HMAC key, operator, approver)", out)
         ckpt = read_checkpoint(self.path("t.checkpoint"))
         self.assertEqual([s.name for s in ckpt.signatures], [ckpt.origin, "operator", "approver"])
         # signing again gives the same bytes
         first = self.read("t.checkpoint")
-        self.ok("checkpoint", "t.jsonl", "--sign", "operator.key", "--sign", "approver.key", "--key-file", "hmac.key", UNSAFE, "--force")
+        self.ok(
+            "checkpoint",
+            "t.jsonl",
+            "--sign",
+            "operator.key",
+            "--sign",
+            "approver.key",
+            "--key-file",
+            "hmac.key",
+            UNSAFE,
+            "--force",
+        )
         self.assertEqual(self.read("t.checkpoint"), first)
-        out = self.ok("verify", "t.jsonl", "--checkpoint", "t.checkpoint", "--trust", "operator.pub", "--require", "operator")
-        self.assertEqual(out.splitlines()[1], "t.jsonl: checkpoint t.checkpoint: the first 11 records match its root and head, signed by operator")
-        out = self.ok("verify", "t.jsonl", "--checkpoint", "t.checkpoint", "--trust", "operator.pub", "--trust", "approver.pub", "--key-file", "hmac.key")
+        out = self.ok(
+            "verify", "t.jsonl", "--checkpoint", "t.checkpoint", "--trust", "operator.pub", "--require", "operator"
+        )
+        self.assertEqual(
+            out.splitlines()[1],
+            "t.jsonl: checkpoint t.checkpoint: the first 11 records match its root and head, signed by operator",
+        )
+        out = self.ok(
+            "verify",
+            "t.jsonl",
+            "--checkpoint",
+            "t.checkpoint",
+            "--trust",
+            "operator.pub",
+            "--trust",
+            "approver.pub",
+            "--key-file",
+            "hmac.key",
+        )
         self.assertIn("signed by the HMAC key, operator, approver", out)
         # unknown keys are ignored; a trusted key that did not sign, required, fails
         status, out, _ = self.cli("verify", "t.jsonl", "--checkpoint", "t.checkpoint", "--trust", "witness.pub")
         self.assertEqual(status, 1)
         self.assertIn("FAILED at file: bad_signature: checkpoint: no signature by a trusted key", out)
         self.ok("keygen", "stranger", UNSAFE)
-        status, out, _ = self.cli("verify", "t.jsonl", "--checkpoint", "t.checkpoint", "--trust", "stranger.pub", "--trust", "operator.pub", "--require", "stranger")
+        status, out, _ = self.cli(
+            "verify",
+            "t.jsonl",
+            "--checkpoint",
+            "t.checkpoint",
+            "--trust",
+            "stranger.pub",
+            "--trust",
+            "operator.pub",
+            "--require",
+            "stranger",
+        )
         self.assertEqual(status, 1)
         self.assertIn("bad_signature: checkpoint: required signer 'stranger' did not sign", out)
         # usage errors: exit 2, one line
@@ -169,12 +233,16 @@ class TestSignAndTrust(SignedRun):
         sig = ckpt.signatures[0]
         raw = bytearray(sig.signature)
         raw[20] ^= 0x80
-        broken = ckpt.to_bytes().replace(base64.b64encode(sig.key_id + sig.signature), base64.b64encode(sig.key_id + bytes(raw)))
+        broken = ckpt.to_bytes().replace(
+            base64.b64encode(sig.key_id + sig.signature), base64.b64encode(sig.key_id + bytes(raw))
+        )
         self.write_bytes(broken, "broken.checkpoint")
         parse_checkpoint(broken)
-        for argv in (["verify", "t.jsonl", "--checkpoint", "broken.checkpoint"],
-                     ["check-proof", "i.json", "--checkpoint", "broken.checkpoint"],
-                     ["consistency", "old.checkpoint", "broken.checkpoint", "--proof", "c.json"]):
+        for argv in (
+            ["verify", "t.jsonl", "--checkpoint", "broken.checkpoint"],
+            ["check-proof", "i.json", "--checkpoint", "broken.checkpoint"],
+            ["consistency", "old.checkpoint", "broken.checkpoint", "--proof", "c.json"],
+        ):
             status, out, err = self.cli(*argv, *trust)
             self.assertEqual((status, err), (1, ""), argv)
             self.assertIn("bad_signature: ", out)
@@ -182,10 +250,14 @@ class TestSignAndTrust(SignedRun):
 
     def test_report_shows_the_trusted_verdict(self) -> None:
         self.ok("checkpoint", "t.jsonl", "--sign", "operator.key", UNSAFE)
-        out = self.ok("report", "t.jsonl", "--checkpoint", "t.checkpoint", "--trust", "operator.pub", "--require", "operator")
+        out = self.ok(
+            "report", "t.jsonl", "--checkpoint", "t.checkpoint", "--trust", "operator.pub", "--require", "operator"
+        )
         self.assertIn("checkpoint: ok: the first 11 records match t.checkpoint", out)
         self.assertIn("; signed by operator", out)
-        status, out, _ = self.cli("report", "t.jsonl", "--checkpoint", "t.checkpoint", "--trust", "approver.pub", "--overwrite")
+        status, out, _ = self.cli(
+            "report", "t.jsonl", "--checkpoint", "t.checkpoint", "--trust", "approver.pub", "--overwrite"
+        )
         self.assertEqual(status, 1)
         self.assertIn("checkpoint: FAILED: bad_signature: checkpoint: no signature by a trusted key", out)
         with open(self.path("t.html"), encoding="utf-8") as handle:
@@ -202,15 +274,33 @@ class TestWitness(SignedRun):
         witness = ("--key", "witness.key", "--trust", "operator.pub", "--state", "w.state", UNSAFE)
         # first sight of the log: the transcript must give the checkpoint
         out = self.ok("cosign", "old.checkpoint", "--transcript", "old.jsonl", "--time", str(T0), *witness)
-        self.assertEqual(out, "old.checkpoint: cosigned by witness at time %d: 6 records, signed by operator, "
-                              "the first checkpoint of this log the witness sees\n" % (T0,))
-        self.ok("verify", "old.jsonl", "--checkpoint", "old.checkpoint", "--trust", "operator.pub", "--trust", "witness.pub",
-                "--require", "witness", "--require", "operator", "--exact")
+        self.assertEqual(
+            out,
+            "old.checkpoint: cosigned by witness at time %d: 6 records, signed by operator, "
+            "the first checkpoint of this log the witness sees\n" % (T0,),
+        )
+        self.ok(
+            "verify",
+            "old.jsonl",
+            "--checkpoint",
+            "old.checkpoint",
+            "--trust",
+            "operator.pub",
+            "--trust",
+            "witness.pub",
+            "--require",
+            "witness",
+            "--require",
+            "operator",
+            "--exact",
+        )
         # a rollback is refused, and nothing is written
         state = self.read("w.state")
         self.ok("cosign", "t.checkpoint", "--transcript", "t.jsonl", "--time", str(T0 + 1), "-o", "-", *witness)
         self.assertNotEqual(self.read("w.state"), state)
-        status, out, _ = self.cli("cosign", "old.checkpoint", "--transcript", "t.jsonl", "--time", str(T0 + 2), "-o", "x.checkpoint", *witness)
+        status, out, _ = self.cli(
+            "cosign", "old.checkpoint", "--transcript", "t.jsonl", "--time", str(T0 + 2), "-o", "x.checkpoint", *witness
+        )
         self.assertEqual(status, 1)
         self.assertIn("covers 6 records, fewer than the 11 this witness cosigned before: a rollback", out)
         self.assertFalse(os.path.exists(self.path("x.checkpoint")))
@@ -219,8 +309,19 @@ class TestWitness(SignedRun):
         self.assertIn("consistent with the 11 records cosigned before", out)
         after = self.read("t.checkpoint")
         self.assertTrue(after.startswith(before))
-        self.assertTrue(after[len(before):].startswith("\u2014 witness ".encode("utf-8")))
-        self.ok("verify", "t.jsonl", "--checkpoint", "t.checkpoint", "--trust", "operator.pub", "--trust", "witness.pub", "--require", "witness")
+        self.assertTrue(after[len(before) :].startswith("\u2014 witness ".encode("utf-8")))
+        self.ok(
+            "verify",
+            "t.jsonl",
+            "--checkpoint",
+            "t.checkpoint",
+            "--trust",
+            "operator.pub",
+            "--trust",
+            "witness.pub",
+            "--require",
+            "witness",
+        )
         # same inputs, same time: the same bytes; another time: another cosignature
         self.ok("cosign", "t.checkpoint", "--transcript", "t.jsonl", "--time", str(T0 + 3), *witness)
         self.assertEqual(self.read("t.checkpoint"), after)
@@ -238,33 +339,85 @@ class TestWitness(SignedRun):
         self.ok("cosign", "old.checkpoint", "--transcript", "old.jsonl", *witness)
         # a fork: record 3 rewritten and every later hash recomputed, signed by the log's own key.
         # Its proof is computed from its own transcript, and does not start at the root the witness saw.
-        self.write_bytes(b"".join(forge(lines, 3, lambda record: record["payload"].update(text="forked"))), "fork.jsonl")
+        self.write_bytes(
+            b"".join(forge(lines, 3, lambda record: record["payload"].update(text="forked"))), "fork.jsonl"
+        )
         self.ok("verify", "fork.jsonl")
         self.ok("checkpoint", "fork.jsonl", "--sign", "operator.key", UNSAFE)
         state = self.read("w.state")
         status, out, _ = self.cli("cosign", "fork.checkpoint", "--transcript", "fork.jsonl", *witness)
         self.assertEqual(status, 1)
-        self.assertIn("fork.checkpoint: FAILED: not consistent with the 6 records this witness cosigned before: the proof starts from", out)
+        self.assertIn(
+            "fork.checkpoint: FAILED: not consistent with the 6 records this witness cosigned before: the proof starts from",
+            out,
+        )
         self.assertEqual(self.read("w.state"), state)
         self.assertEqual(len(read_checkpoint(self.path("fork.checkpoint")).signatures), 1)
         # the honest transcript is
-        self.ok("cosign", "t.checkpoint", "--transcript", "t.jsonl", "--key", "witness.key", "--trust", "approver.pub",
-                "--state", "w.state", "--time", str(T0), UNSAFE)
+        self.ok(
+            "cosign",
+            "t.checkpoint",
+            "--transcript",
+            "t.jsonl",
+            "--key",
+            "witness.key",
+            "--trust",
+            "approver.pub",
+            "--state",
+            "w.state",
+            "--time",
+            str(T0),
+            UNSAFE,
+        )
         # a transcript that does not give the checkpoint on first sight is refused
-        status, out, _ = self.cli("cosign", "fork.checkpoint", "--transcript", "old.jsonl", "--key", "witness.key",
-                                  "--trust", "operator.pub", "--state", "w2.state", UNSAFE)
+        status, out, _ = self.cli(
+            "cosign",
+            "fork.checkpoint",
+            "--transcript",
+            "old.jsonl",
+            "--key",
+            "witness.key",
+            "--trust",
+            "operator.pub",
+            "--state",
+            "w2.state",
+            UNSAFE,
+        )
         self.assertEqual(status, 1)
         self.assertIn("does not give it: truncated", out)
         # a wrong key type and a missing --trust are usage errors
-        status, _, err = self.cli("cosign", "old.checkpoint", "--transcript", "old.jsonl", "--key", "operator.key", "--trust", "operator.pub", UNSAFE)
+        status, _, err = self.cli(
+            "cosign",
+            "old.checkpoint",
+            "--transcript",
+            "old.jsonl",
+            "--key",
+            "operator.key",
+            "--trust",
+            "operator.pub",
+            UNSAFE,
+        )
         self.assertEqual(status, 2)
         self.assertIn("is not a witness key", err)
-        status, _, err = self.cli("cosign", "old.checkpoint", "--transcript", "old.jsonl", "--key", "witness.key", UNSAFE)
+        status, _, err = self.cli(
+            "cosign", "old.checkpoint", "--transcript", "old.jsonl", "--key", "witness.key", UNSAFE
+        )
         self.assertEqual(status, 2)
         self.assertIn("--trust: a witness needs the log's public key", err)
         self.write_bytes(b"{}", "bad.state")
-        status, _, err = self.cli("cosign", "old.checkpoint", "--transcript", "old.jsonl", "--key", "witness.key",
-                                  "--trust", "operator.pub", "--state", "bad.state", UNSAFE)
+        status, _, err = self.cli(
+            "cosign",
+            "old.checkpoint",
+            "--transcript",
+            "old.jsonl",
+            "--key",
+            "witness.key",
+            "--trust",
+            "operator.pub",
+            "--state",
+            "bad.state",
+            UNSAFE,
+        )
         self.assertEqual(status, 2)
         self.assertIn("bad.state: is not a witness state file", err)
 
@@ -294,7 +447,9 @@ class TestWitness(SignedRun):
         self.assertEqual(status, 1)
         self.assertIn("t.checkpoint: FAILED:", out)
         # a transcript of the same run with a record rewritten gives a proof that does not hold
-        self.write_bytes(b"".join(forge(lines, 3, lambda record: record["payload"].update(text="forked"))), "fork.jsonl")
+        self.write_bytes(
+            b"".join(forge(lines, 3, lambda record: record["payload"].update(text="forked"))), "fork.jsonl"
+        )
         status, out, _ = self.cli("witness-request", "old.checkpoint", "t.checkpoint", "--transcript", "fork.jsonl")
         self.assertEqual(status, 1)
         self.assertIn("t.checkpoint: FAILED: the proof starts from 6 records with root", out)

@@ -53,13 +53,17 @@ class TestKeygenInProcess(InProcess, base.TestKeygen):
     def test_keygen_into_a_missing_folder_is_refused_and_writes_nothing(self) -> None:
         status, out, err = self.cli("keygen", "k", "-o", os.path.join("no", "k"), UNSAFE)
         self.assertEqual((status, out), (2, ""))
-        self.assertEqual(err, "agentloop keygen: error: %s: its folder does not exist\n" % (os.path.join("no", "k.key"),))
+        self.assertEqual(
+            err, "agentloop keygen: error: %s: its folder does not exist\n" % (os.path.join("no", "k.key"),)
+        )
         self.assertEqual(os.listdir(self.dir), [])
 
     def test_a_name_that_is_only_dots_and_slashes_gets_a_file_name(self) -> None:
         out = self.ok("keygen", ".hidden", UNSAFE)
         self.assertEqual(sorted(os.listdir(self.dir)), ["hidden.key", "hidden.pub"])
-        self.assertTrue(out.startswith("hidden.key: private note signing key (Ed25519), mode 0600: keep it secret\n"), out)
+        self.assertTrue(
+            out.startswith("hidden.key: private note signing key (Ed25519), mode 0600: keep it secret\n"), out
+        )
 
 
 class TestSignAndTrustInProcess(InProcess, base.TestSignAndTrust):
@@ -78,7 +82,17 @@ class TestWitnessRefusals(InProcess, base.SignedRun):
     def setUp(self) -> None:
         super().setUp()
         self.ok("checkpoint", "t.jsonl", "--sign", "operator.key", UNSAFE)
-        self.witness = ("--key", "witness.key", "--trust", "operator.pub", "--transcript", "t.jsonl", "--time", str(T0), UNSAFE)
+        self.witness = (
+            "--key",
+            "witness.key",
+            "--trust",
+            "operator.pub",
+            "--transcript",
+            "t.jsonl",
+            "--time",
+            str(T0),
+            UNSAFE,
+        )
 
     def cosign_with_state(self, state: bytes) -> Tuple[int, str, str]:
         self.write_bytes(state, "w.state")
@@ -92,13 +106,26 @@ class TestWitnessRefusals(InProcess, base.SignedRun):
             (b"\xff", "is not a witness state file (agentloop-witness-state/2)"),
             (b"[]", "is not a witness state file (agentloop-witness-state/2)"),
             (b" " * ((1 << 20) + 1), "is not a witness state file (agentloop-witness-state/2)"),
-            (json.dumps({"format": "other/1", "logs": {}}).encode(), "is not a witness state file (agentloop-witness-state/2)"),
-            (json.dumps({"format": "agentloop-witness-state/1", "logs": {"not an origin": good}}).encode(),
-             "the witness state's entry for not an origin is malformed"),
-            (json.dumps({"format": "agentloop-witness-state/1", "logs": {ckpt.origin: dict(good, size=True)}}).encode(),
-             "the witness state's entry for %s is malformed" % (ckpt.origin,)),
-            (json.dumps({"format": "agentloop-witness-state/1", "logs": {ckpt.origin: dict(good, root="AB")}}).encode(),
-             "the witness state's entry for %s is malformed" % (ckpt.origin,)),
+            (
+                json.dumps({"format": "other/1", "logs": {}}).encode(),
+                "is not a witness state file (agentloop-witness-state/2)",
+            ),
+            (
+                json.dumps({"format": "agentloop-witness-state/1", "logs": {"not an origin": good}}).encode(),
+                "the witness state's entry for not an origin is malformed",
+            ),
+            (
+                json.dumps(
+                    {"format": "agentloop-witness-state/1", "logs": {ckpt.origin: dict(good, size=True)}}
+                ).encode(),
+                "the witness state's entry for %s is malformed" % (ckpt.origin,),
+            ),
+            (
+                json.dumps(
+                    {"format": "agentloop-witness-state/1", "logs": {ckpt.origin: dict(good, root="AB")}}
+                ).encode(),
+                "the witness state's entry for %s is malformed" % (ckpt.origin,),
+            ),
         ]:
             with self.subTest(reason=reason, state=state[:40]):
                 status, out, err = self.cosign_with_state(state)
@@ -132,7 +159,9 @@ class TestWitnessRefusals(InProcess, base.SignedRun):
         os.symlink("nowhere", self.path("dangling.state"))
         status, _, err = self.cli("cosign", "t.checkpoint", "--state", "dangling.state", *self.witness)
         self.assertEqual(status, 2)
-        self.assertEqual(err, "agentloop cosign: error: dangling.state: cannot read the witness state: No such file or directory\n")
+        self.assertEqual(
+            err, "agentloop cosign: error: dangling.state: cannot read the witness state: No such file or directory\n"
+        )
         long = "s" * 255  # a name the file system takes, and no room beside it for the temporary file
         before = self.read("t.checkpoint")
         status, out, err = self.cli("cosign", "t.checkpoint", "--state", long, "-o", "-", *self.witness)
@@ -151,13 +180,18 @@ class TestWitnessRefusals(InProcess, base.SignedRun):
     def test_cosign_to_another_file_keeps_the_original_and_refuses_to_overwrite(self) -> None:
         before = self.read("t.checkpoint")
         out = self.ok("cosign", "t.checkpoint", "-o", "c.checkpoint", *self.witness)
-        self.assertEqual(out, "c.checkpoint: cosigned by witness at time %d: 11 records, signed by operator, "
-                              "the first checkpoint of this log the witness sees\n" % (T0,))
+        self.assertEqual(
+            out,
+            "c.checkpoint: cosigned by witness at time %d: 11 records, signed by operator, "
+            "the first checkpoint of this log the witness sees\n" % (T0,),
+        )
         self.assertEqual(self.read("t.checkpoint"), before)
         self.assertTrue(self.read("c.checkpoint").startswith(before))
         status, _, err = self.cli("cosign", "t.checkpoint", "-o", "c.checkpoint", *self.witness)
         self.assertEqual(status, 2)
-        self.assertEqual(err, "agentloop cosign: error: c.checkpoint: already exists (pass --overwrite to replace it)\n")
+        self.assertEqual(
+            err, "agentloop cosign: error: c.checkpoint: already exists (pass --overwrite to replace it)\n"
+        )
         self.ok("cosign", "t.checkpoint", "-o", "c.checkpoint", "--overwrite", *self.witness)
 
     def test_a_malformed_or_unsigned_checkpoint(self) -> None:
@@ -174,19 +208,44 @@ class TestWitnessRefusals(InProcess, base.SignedRun):
         status, out, err = self.cli("cosign", "gone.checkpoint", *self.witness)
         self.assertEqual((status, out), (2, ""))
         self.assertEqual(err, "agentloop cosign: error: gone.checkpoint: cannot read it: No such file or directory\n")
-        for argv, gone in ((["0", "gone.checkpoint"], "gone.checkpoint"),
-                           (["gone.checkpoint", "t.checkpoint", "--transcript", "t.jsonl"], "gone.checkpoint")):
+        for argv, gone in (
+            (["0", "gone.checkpoint"], "gone.checkpoint"),
+            (["gone.checkpoint", "t.checkpoint", "--transcript", "t.jsonl"], "gone.checkpoint"),
+        ):
             status, out, err = self.cli("witness-request", *argv)
             self.assertEqual((status, out), (2, ""), argv)
-            self.assertEqual(err, "agentloop witness-request: error: %s: cannot read it: No such file or directory\n" % (gone,))
+            self.assertEqual(
+                err, "agentloop witness-request: error: %s: cannot read it: No such file or directory\n" % (gone,)
+            )
 
     def test_a_time_that_is_not_epoch_seconds_is_a_usage_error(self) -> None:
-        for stamp in ("-1", "1.5", "18446744073709551616", "\u0661", "0", "9223372036854775808", "18446744073709551615"):
+        for stamp in (
+            "-1",
+            "1.5",
+            "18446744073709551616",
+            "\u0661",
+            "0",
+            "9223372036854775808",
+            "18446744073709551615",
+        ):
             with self.subTest(stamp):
-                status, _, err = self.cli("cosign", "t.checkpoint", "--key", "witness.key", "--trust", "operator.pub",
-                                          "--transcript", "t.jsonl", "--time", stamp, UNSAFE)
+                status, _, err = self.cli(
+                    "cosign",
+                    "t.checkpoint",
+                    "--key",
+                    "witness.key",
+                    "--trust",
+                    "operator.pub",
+                    "--transcript",
+                    "t.jsonl",
+                    "--time",
+                    stamp,
+                    UNSAFE,
+                )
                 self.assertEqual(status, 2)
-                self.assertIn("--time: must be seconds since the UNIX epoch (a non-negative integer), from 1 to 2**63-1", err)
+                self.assertIn(
+                    "--time: must be seconds since the UNIX epoch (a non-negative integer), from 1 to 2**63-1", err
+                )
 
     def test_the_prefix_of_a_transcript_is_not_a_fault_for_witness_request_from_zero(self) -> None:
         lines = read_lines(self.path())

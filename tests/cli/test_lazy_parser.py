@@ -87,7 +87,9 @@ class TestLazyParser(unittest.TestCase):
 
     def test_each_module_adds_exactly_its_commands_in_the_listed_order(self) -> None:
         modules = list(dict.fromkeys(module for _, module, _ in cli_main.COMMANDS))
-        self.assertEqual(modules, ["inspect", "models", "approval", "batch", "anchor", "keys", "tlog", "provenance", "observe"])
+        self.assertEqual(
+            modules, ["inspect", "models", "approval", "batch", "anchor", "keys", "tlog", "provenance", "observe"]
+        )
         for module in modules:
             with self.subTest(module=module):
                 sub = argparse.ArgumentParser().add_subparsers()

@@ -233,14 +233,26 @@ class TestEndpoint(CliCase):
         source = self.transcript()
         with Collector() as c:
             for spec, said in (
-                ("Authorization=Bearer sk-live-0123", '--header "Authorization": the environment variable after '
-                 "Authorization= (not shown: is it the value?) is not set"),
-                ("x-api-key=sk_live_0123", '--header "x-api-key": the environment variable after x-api-key= '
-                 "(not shown: is it the value?) is not set"),
-                ("Authorization: Bearer sk-live-0123", "--header: takes NAME=ENVVAR, a header name and the environment "
-                 "variable holding its value (what was given is not shown: it may hold the token)"),
-                ("Authorization: Bearer sk=live_0123", "--header: takes NAME=ENVVAR, a header name and the "
-                 "environment variable holding its value (what was given is not shown: it may hold the token)"),
+                (
+                    "Authorization=Bearer sk-live-0123",
+                    '--header "Authorization": the environment variable after '
+                    "Authorization= (not shown: is it the value?) is not set",
+                ),
+                (
+                    "x-api-key=sk_live_0123",
+                    '--header "x-api-key": the environment variable after x-api-key= '
+                    "(not shown: is it the value?) is not set",
+                ),
+                (
+                    "Authorization: Bearer sk-live-0123",
+                    "--header: takes NAME=ENVVAR, a header name and the environment "
+                    "variable holding its value (what was given is not shown: it may hold the token)",
+                ),
+                (
+                    "Authorization: Bearer sk=live_0123",
+                    "--header: takes NAME=ENVVAR, a header name and the "
+                    "environment variable holding its value (what was given is not shown: it may hold the token)",
+                ),
             ):
                 status, out, err = self.cli("export", "--otel", source, "--endpoint", c.url, "--header", spec)
                 self.assertEqual((status, err), (2, "agentloop export: error: %s\n" % (said,)), spec)
@@ -252,7 +264,9 @@ class TestReportManifest(CliCase):
     def test_the_page_and_the_run_pages_then_exit_1_for_the_failed_run(self) -> None:
         manifest = copy_batch(os.path.join(VECTORS, "batch"), self.path("b"))
         status, out, err = self.cli("report", "--manifest", manifest)
-        self.assertEqual((status, err), (1, ""))  # run "delta" failed in the batch (worker_error), as verify --manifest says
+        self.assertEqual(
+            (status, err), (1, "")
+        )  # run "delta" failed in the batch (worker_error), as verify --manifest says
         self.assertEqual(
             out,
             'FAILED: "%s": 3 of 3 transcripts match the ledger (4 runs); 1 run failed in the batch ("delta")\n'

@@ -30,8 +30,17 @@ class TestDashIsNeverAFile(TempDir):
         os.chdir(self.dir)
         self.addCleanup(os.chdir, cwd)
         shutil.copy(VALID, "run.jsonl")
-        run = ["run", "--model", "tests.support.approval_fixtures:make_model", "--task", "t", "--max-steps", "2",
-               "--max-tokens", "1000"]
+        run = [
+            "run",
+            "--model",
+            "tests.support.approval_fixtures:make_model",
+            "--task",
+            "t",
+            "--max-steps",
+            "2",
+            "--max-tokens",
+            "1000",
+        ]
         for argv in (
             ["export", "--otel", "run.jsonl", "-o", "-"],
             ["export", "--inspect", "run.jsonl", "-o", "-"],

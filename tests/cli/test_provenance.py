@@ -164,7 +164,7 @@ class TestStatement(CliCase):
         self.assertEqual((status, err), (0, ""))
         self.assertEqual(
             out,
-            'run.jsonl: signed statement: run.statement.cose (COSE_Sign1, EdDSA, issuer '
+            "run.jsonl: signed statement: run.statement.cose (COSE_Sign1, EdDSA, issuer "
             '"https://operator.example.com", signed by example.com/operator)\n',
         )
         status, out, err = self.cli(
@@ -182,7 +182,7 @@ class TestStatement(CliCase):
         self.assertTrue(lines[0].startswith("run.jsonl: ok, 5 records, head "))
         self.assertRegex(
             lines[1],
-            r'^run.statement.cose: ok, signed statement by example.com/operator, issuer '
+            r"^run.statement.cose: ok, signed statement by example.com/operator, issuer "
             r'"https://operator.example.com", '
             r"subject agentloop/1/[0-9a-f]{64}: the first 5 records match its checkpoint \(root [0-9a-f]{64}\)$",
         )
@@ -303,7 +303,7 @@ class TestRunAndBatch(CliCase):
             out,
         )
         self.assertIn(
-            'receipts: 2 in out (NAME.receipt.cose: COSE receipts of inclusion, RFC9162_SHA256, issuer '
+            "receipts: 2 in out (NAME.receipt.cose: COSE receipts of inclusion, RFC9162_SHA256, issuer "
             '"https://ops.example", '
             "signed by example.com/operator)\n",
             out,
@@ -515,12 +515,21 @@ class TestReceiptOfAnotherBatch(CliCase):
                     handle.write(json.dumps({"name": run, "task": task, "max_steps": steps[run], "max_tokens": 1000}))
                     handle.write("\n")
             status, _, err = self.cli(
-                "batch", name, "--model", "tests.support.batch_models:factory", "--tools", "tests.support.batch_models:tools",
-                "--out", name[:-6], "--receipts", "op.key", UNSAFE,
+                "batch",
+                name,
+                "--model",
+                "tests.support.batch_models:factory",
+                "--tools",
+                "tests.support.batch_models:tools",
+                "--out",
+                name[:-6],
+                "--receipts",
+                "op.key",
+                UNSAFE,
             )
             self.assertEqual((status, err), (0, ""))
         with open("one/manifest.jsonl", "rb") as one, open("two/manifest.jsonl", "rb") as two:
-            (line,) = [l for l in one.read().splitlines() if b'"name":"b"' in l]
+            (line,) = [line_ for line_ in one.read().splitlines() if b'"name":"b"' in line_]
             self.assertIn(line + b"\n", two.read())  # the premise: the very same line in both ledgers
         verify = ["verify", "one/manifest.jsonl", "--trust", "op.pub", "--name", "b", "--receipt"]
         self.assertEqual(self.cli(*verify, "one/b.receipt.cose")[0], 0)
@@ -553,8 +562,19 @@ class TestIssuerRefusedBeforeAnyWork(CliCase):
             handle.write('{"name": "a", "task": "one", "max_steps": 4, "max_tokens": 1000}\n')
             handle.write('{"name": "b", "task": "three", "max_steps": 1, "max_tokens": 1000}\n')
         status, out, err = self.cli(
-            "batch", "tasks.jsonl", "--model", "tests.support.batch_models:factory", "--tools", "tests.support.batch_models:tools",
-            "--out", "out", "--receipts", "op.key", "--issuer", "", UNSAFE,
+            "batch",
+            "tasks.jsonl",
+            "--model",
+            "tests.support.batch_models:factory",
+            "--tools",
+            "tests.support.batch_models:tools",
+            "--out",
+            "out",
+            "--receipts",
+            "op.key",
+            "--issuer",
+            "",
+            UNSAFE,
         )
         self.assertEqual((status, out), (2, ""))
         self.assertIn("--issuer: must be text of 1 to 8192 characters", err)
@@ -577,8 +597,17 @@ class TestReceiptsSignOnlyWhatWasChecked(CliCase):
             handle.write('{"name": "b", "task": "three", "max_steps": 1, "max_tokens": 1000}\n')
         with mock.patch.object(batch_cli, "_cmd_batch", batch_then_change_a):
             status, out, err = self.cli(
-                "batch", "tasks.jsonl", "--model", "tests.support.batch_models:factory", "--tools", "tests.support.batch_models:tools",
-                "--out", "out", "--receipts", "op.key", UNSAFE,
+                "batch",
+                "tasks.jsonl",
+                "--model",
+                "tests.support.batch_models:factory",
+                "--tools",
+                "tests.support.batch_models:tools",
+                "--out",
+                "out",
+                "--receipts",
+                "op.key",
+                UNSAFE,
             )
         self.assertEqual(status, 1, (out, err))
         self.assertIn("out/manifest.jsonl: FAILED: out/a.jsonl: does not verify", out)
@@ -588,7 +617,14 @@ class TestReceiptsSignOnlyWhatWasChecked(CliCase):
 class TestBatchArtefactsBesideTheRuns(CliCase):
     """The attestation ``batch --attest`` writes beside the runs is neither one of them nor in their way."""
 
-    ARGV = ["--model", "tests.support.batch_models:factory", "--tools", "tests.support.batch_models:tools", "--out", "out"]
+    ARGV = [
+        "--model",
+        "tests.support.batch_models:factory",
+        "--tools",
+        "tests.support.batch_models:tools",
+        "--out",
+        "out",
+    ]
 
     def tasks(self, *names: str) -> None:
         with open("tasks.jsonl", "w", encoding="utf-8") as handle:
@@ -601,7 +637,7 @@ class TestBatchArtefactsBesideTheRuns(CliCase):
         self.assertEqual((status, out), (2, ""))
         self.assertIn(
             "out/manifest.jsonl.intoto.jsonl: is where --attest writes the batch's attestation, and the transcript "
-            "of run \"manifest.jsonl.intoto\"",
+            'of run "manifest.jsonl.intoto"',
             err,
         )
         self.assertFalse(os.path.exists("out/manifest.jsonl"))
@@ -640,8 +676,19 @@ class TestNothingSignedAfterARefusedResume(CliCase):
                 '{"name": "a", "task": "one", "max_steps": 4, "max_tokens": 1000}\n'
                 '{"name": "b", "task": "three", "max_steps": 4, "max_tokens": 1000}\n'
             )
-        argv = ["batch", "tasks.jsonl", "--model", "tests.support.batch_models:factory", "--tools", "tests.support.batch_models:tools",
-                "--out", "out", "--sign", "op.key", UNSAFE]
+        argv = [
+            "batch",
+            "tasks.jsonl",
+            "--model",
+            "tests.support.batch_models:factory",
+            "--tools",
+            "tests.support.batch_models:tools",
+            "--out",
+            "out",
+            "--sign",
+            "op.key",
+            UNSAFE,
+        ]
         self.assertEqual(self.cli(*argv)[0], 0)
         with open("out/manifest.jsonl", "r+", encoding="utf-8") as handle:
             forged = handle.read().replace('"records":7', '"records":9', 1)

@@ -35,22 +35,48 @@ console()
 @unittest.skipUnless(hasattr(signal, "SIGHUP"), "POSIX signals")
 class TestSignals(TempDir):
     def test_ctrl_c_while_the_command_line_imports_is_one_line_and_130(self) -> None:
-        done = subprocess.run([sys.executable, "-c", INTERRUPTED_IMPORT], env=ENV, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-c", INTERRUPTED_IMPORT], env=ENV, capture_output=True, text=True, timeout=60
+        )
         self.assertEqual(done.returncode, 130, done.stderr)
         self.assertEqual(done.stderr, "agentloop: interrupted (Ctrl-C) while starting; nothing was done\n")
 
     def test_a_program_that_imports_agentloop_keeps_its_own_traceback(self) -> None:
-        program = INTERRUPTED_IMPORT.replace('sys.argv = ["agentloop", "verify", "x.jsonl"]', 'sys.argv = ["myprogram"]')
+        program = INTERRUPTED_IMPORT.replace(
+            'sys.argv = ["agentloop", "verify", "x.jsonl"]', 'sys.argv = ["myprogram"]'
+        )
         done = subprocess.run([sys.executable, "-c", program], env=ENV, capture_output=True, text=True, timeout=60)
         self.assertIn("Traceback", done.stderr)  # not ours to hide
 
     def run_and_signal(self, signum: int) -> "subprocess.CompletedProcess[str]":
         path = self.path()
-        proc = subprocess.Popen([sys.executable, "-m", "agentloop", "run", "--model", "tests.cli.slow_models:sleeper", "--task", "t",
-                                 "--max-steps", "3", "--max-tokens", "100", "-o", path], cwd=ROOT, env=ENV,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "agentloop",
+                "run",
+                "--model",
+                "tests.cli.slow_models:sleeper",
+                "--task",
+                "t",
+                "--max-steps",
+                "3",
+                "--max-tokens",
+                "100",
+                "-o",
+                path,
+            ],
+            cwd=ROOT,
+            env=ENV,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 60
-        while not os.path.exists(path) and time.monotonic() < deadline:  # the task record is written: the model call is next
+        while (
+            not os.path.exists(path) and time.monotonic() < deadline
+        ):  # the task record is written: the model call is next
             time.sleep(0.02)
         time.sleep(0.2)
         proc.send_signal(signum)

@@ -33,8 +33,12 @@ class TestSmallSeams(TempDir):
     def test_keygen_refuses_a_device_as_its_output(self) -> None:
         if not os.path.exists(os.devnull) or os.name != "posix":
             self.skipTest("no /dev/null")
+
         def made() -> object:  # what is there beside the device: its files are not this test's to remove
-            return [os.stat(p).st_mtime_ns if os.path.exists(p) else None for p in (os.devnull + ".key", os.devnull + ".pub")]
+            return [
+                os.stat(p).st_mtime_ns if os.path.exists(p) else None
+                for p in (os.devnull + ".key", os.devnull + ".pub")
+            ]
 
         before = made()
         status, text, err = self.cli("keygen", "alice", "-o", os.devnull, "--unsafe-pure-python-signer")
@@ -49,8 +53,21 @@ class TestSmallSeams(TempDir):
         self.assertIn("'a b' is not a key name", err)
 
     def test_max_output_tokens_0_is_named_as_itself(self) -> None:
-        status, _, err = self.cli("run", "--model", "anthropic:claude-x", "--max-output-tokens", "0", "--task", "t",
-                                  "--max-steps", "1", "--max-tokens", "10", "-o", self.path())
+        status, _, err = self.cli(
+            "run",
+            "--model",
+            "anthropic:claude-x",
+            "--max-output-tokens",
+            "0",
+            "--task",
+            "t",
+            "--max-steps",
+            "1",
+            "--max-tokens",
+            "10",
+            "-o",
+            self.path(),
+        )
         self.assertEqual(status, 2)
         self.assertIn("--max-output-tokens: must be a positive int, got 0", err)
         self.assertNotIn("--max-tokens:", err)

@@ -306,8 +306,20 @@ class TestValues(unittest.TestCase):
     def test_json_values_as_any_values_and_hosts_as_server_attributes(self) -> None:
         from agentloop.export.otel import _any, _server
 
-        self.assertEqual(_any({"f": 1.5, "n": None, "b": True, "l": [1, "x"]}), {"kvlistValue": {"values": [
-            {"key": "f", "value": {"doubleValue": 1.5}}, {"key": "n", "value": {}}, {"key": "b", "value": {"boolValue": True}},
-            {"key": "l", "value": {"arrayValue": {"values": [{"intValue": "1"}, {"stringValue": "x"}]}}}]}})
-        self.assertEqual([_server(h) for h in ("h:8000", "[::1]:4318", "[::1]", "h", "", None, "h:99x")],
-                         [("h", 8000), ("::1", 4318), ("::1", None), ("h", None), (None, None), (None, None), ("h", None)])
+        self.assertEqual(
+            _any({"f": 1.5, "n": None, "b": True, "l": [1, "x"]}),
+            {
+                "kvlistValue": {
+                    "values": [
+                        {"key": "f", "value": {"doubleValue": 1.5}},
+                        {"key": "n", "value": {}},
+                        {"key": "b", "value": {"boolValue": True}},
+                        {"key": "l", "value": {"arrayValue": {"values": [{"intValue": "1"}, {"stringValue": "x"}]}}},
+                    ]
+                }
+            },
+        )
+        self.assertEqual(
+            [_server(h) for h in ("h:8000", "[::1]:4318", "[::1]", "h", "", None, "h:99x")],
+            [("h", 8000), ("::1", 4318), ("::1", None), ("h", None), (None, None), (None, None), ("h", None)],
+        )

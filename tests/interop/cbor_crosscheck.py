@@ -26,9 +26,9 @@ cbor2 = importlib.import_module("cbor2")  # by name: the tree imports only the s
 def value(rng: random.Random, depth: int) -> Any:
     kind = rng.randrange(7 if depth < 3 else 5)
     if kind == 0:
-        return rng.choice(
-            [0, 23, 24, 255, 256, 65535, 65536, 2**32 - 1, 2**32, 2**64 - 1, 2**64, 2**70]
-        ) * rng.choice([1, -1])
+        return rng.choice([0, 23, 24, 255, 256, 65535, 65536, 2**32 - 1, 2**32, 2**64 - 1, 2**64, 2**70]) * rng.choice(
+            [1, -1]
+        )
     if kind == 1:
         return rng.choice([0.0, -0.0, 0.5, 65505.0, 100000.0, 1.1, 1e300, 5.960464477539063e-08, math.inf, -math.inf])
     if kind == 2:

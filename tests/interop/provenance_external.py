@@ -195,16 +195,15 @@ def statement(path: str, transcript: str, label: str, public: bytes) -> None:
         assert claims[2] == lines[0], "sub is not the checkpoint's origin"
         with open(transcript, "rb") as handle:
             records = handle.read().splitlines()
-        assert base64.b64decode(lines[2]) == mth(
-            records[: int(lines[1])]
-        ), "the checkpoint's root is not the transcript's"
+        assert base64.b64decode(lines[2]) == mth(records[: int(lines[1])]), (
+            "the checkpoint's root is not the transcript's"
+        )
         pycose_verifies(blob, public)
 
     check(data)
     print(
         "ok: %s: cbor2 decodes it (canonical), pycose verifies the EdDSA signature; "
-        "its checkpoint's root is the RFC 9162 root of %s"
-        % (path, transcript)
+        "its checkpoint's root is the RFC 9162 root of %s" % (path, transcript)
     )
     refused_everywhere(path, data, check)
 
@@ -218,9 +217,9 @@ def receipt(path: str, ledger: str, name: str, label: str, public: bytes) -> Non
 
     def check(blob: bytes) -> None:
         protected, unprotected, payload, _ = decode_sign1(blob)
-        assert (
-            protected[1] == -8 and protected[395] == 1 and protected[4] == label.encode() and payload is None
-        ), "headers"
+        assert protected[1] == -8 and protected[395] == 1 and protected[4] == label.encode() and payload is None, (
+            "headers"
+        )
         assert protected[15][2] == json.loads(entry)["origin"], "sub is not the run's origin"
         (proof,) = unprotected[396][-1]
         size, index, hashes = cbor2.loads(proof)

@@ -31,16 +31,27 @@ class TestSdkServers(unittest.TestCase):
         from agentloop.mcp import MCPHttp, MCPStdio
 
         for protocol in ("auto", "2025-11-25"):
-            yield "stdio", protocol, lambda p=protocol: MCPStdio([sys.executable, SERVER, "stdio"], name="sdk",
-                                                                  timeout=2, init_timeout=10, protocol=p)
+            yield (
+                "stdio",
+                protocol,
+                lambda p=protocol: MCPStdio(
+                    [sys.executable, SERVER, "stdio"], name="sdk", timeout=2, init_timeout=10, protocol=p
+                ),
+            )
             for mode in ("http-json", "http-sse"):
-                yield mode, protocol, lambda p=protocol, m=mode: MCPHttp(self.http(m), name="sdk", timeout=2, protocol=p)
+                yield (
+                    mode,
+                    protocol,
+                    lambda p=protocol, m=mode: MCPHttp(self.http(m), name="sdk", timeout=2, protocol=p),
+                )
 
     def http(self, mode: str) -> str:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
-        proc = subprocess.Popen([sys.executable, SERVER, mode, str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, SERVER, mode, str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         self.addCleanup(proc.wait, 10)
         self.addCleanup(proc.kill)
         deadline = time.monotonic() + 20
@@ -78,8 +89,9 @@ class TestSdkServers(unittest.TestCase):
                 self.assertIn("tools/call 'slow': timed out after 2 s", caught.exception.text)
                 self.assertLess(time.monotonic() - started, 4)
                 self.assertEqual(by["add"].invoke({"a": 1, "b": 1})["structuredContent"], {"sum": 2})
-                self.assertEqual(by["pick"].invoke({"pet": {"kind": "dog", "barks": True}})["structuredContent"],
-                                 {"result": "dog"})
+                self.assertEqual(
+                    by["pick"].invoke({"pet": {"kind": "dog", "barks": True}})["structuredContent"], {"result": "dog"}
+                )
                 self.assertIsNotNone(by["pick"].first_error({"pet": {"kind": "dog", "meows": 1}}))
                 with self.assertRaises(ToolFailure) as caught:
                     by["crash"].invoke({})
@@ -96,14 +108,17 @@ class TestSdkServers(unittest.TestCase):
         from agentloop import ModelReply, ScriptedModel, ToolCall
         from agentloop.mcp import MCPStdio, describe
 
-        with MCPStdio([sys.executable, SERVER, "stdio"], name="sdk", timeout=2) as client, \
-                tempfile.TemporaryDirectory() as tmp:
+        with MCPStdio(
+            [sys.executable, SERVER, "stdio"], name="sdk", timeout=2
+        ) as client, tempfile.TemporaryDirectory() as tmp:
             tools = client.tools(prefix="sdk_")
-            model = ScriptedModel([
-                ModelReply("add", [ToolCall("sdk_add", {"a": 40, "b": 2})]),
-                ModelReply("fail", [ToolCall("sdk_fail", {"reason": "x"})]),
-                ModelReply("done"),
-            ])
+            model = ScriptedModel(
+                [
+                    ModelReply("add", [ToolCall("sdk_add", {"a": 40, "b": 2})]),
+                    ModelReply("fail", [ToolCall("sdk_fail", {"reason": "x"})]),
+                    ModelReply("done"),
+                ]
+            )
             path = os.path.join(tmp, "t.jsonl")
             agentloop.run("interop", model, tools, transcript=path, max_steps=5, max_tokens=100000)
             self.assertTrue(agentloop.verify_file(path).ok)

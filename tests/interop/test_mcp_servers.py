@@ -72,47 +72,113 @@ class Leg:
         if self.package.startswith("@"):
             with open(os.path.join(NPM, "node_modules", self.package, "package.json"), encoding="utf-8") as handle:
                 return str(json.load(handle)["version"])
-        out = subprocess.run([os.path.join(VENV, "bin", "python"), "-c", "import importlib.metadata as m, sys; "
-                              "print(m.version(sys.argv[1]))", self.package],
-                             stdout=subprocess.PIPE, universal_newlines=True, check=True)
+        out = subprocess.run(
+            [
+                os.path.join(VENV, "bin", "python"),
+                "-c",
+                "import importlib.metadata as m, sys; print(m.version(sys.argv[1]))",
+                self.package,
+            ],
+            stdout=subprocess.PIPE,
+            universal_newlines=True,
+            check=True,
+        )
         return out.stdout.strip()
 
 
 def _legs() -> Dict[str, Leg]:
     files = os.path.join(WORK, "files")
     repo = os.path.join(WORK, "repo")
-    return {leg.key: leg for leg in [
-        Leg("everything", "@modelcontextprotocol/server-everything", "stdio", EVERYTHING, ["simulate-research-query"]),
-        Leg("everything-http", "@modelcontextprotocol/server-everything", "http", EVERYTHING,
-            ["simulate-research-query"]),
-        Leg("filesystem", "@modelcontextprotocol/server-filesystem", "stdio", [
-            ("write_file", {"path": os.path.join(files, "note.txt"), "content": "first line\nsecond line\n"}, True),
-            ("read_text_file", {"path": os.path.join(files, "note.txt"), "head": 1}, True),
-            ("list_directory", {"path": files}, True),
-            ("search_files", {"path": files, "pattern": "*.txt"}, True),
-            ("read_text_file", {"path": "/etc/hostname"}, False),  # outside the allowed folder
-        ]),
-        Leg("memory", "@modelcontextprotocol/server-memory", "stdio", [
-            ("create_entities", {"entities": [{"name": "agentloop", "entityType": "library",
-                                               "observations": ["writes hash-chained transcripts"]}]}, True),
-            ("add_observations", {"observations": [{"entityName": "agentloop", "contents": ["stdlib only"]}]}, True),
-            ("search_nodes", {"query": "stdlib"}, True),
-            ("read_graph", {}, True),
-            ("add_observations", {"observations": [{"entityName": "nobody", "contents": ["x"]}]}, False),
-        ], env={"MEMORY_FILE_PATH": os.path.join(WORK, "memory.jsonl")}),
-        Leg("time", "mcp-server-time", "stdio", [
-            ("get_current_time", {"timezone": "UTC"}, True),
-            ("convert_time", {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}, True),
-            ("get_current_time", {"timezone": "Mars/Olympus_Mons"}, False),
-        ]),
-        Leg("git", "mcp-server-git", "stdio", [
-            ("git_status", {"repo_path": repo}, True),
-            ("git_log", {"repo_path": repo, "max_count": 5}, True),
-            ("git_show", {"repo_path": repo, "revision": "HEAD"}, True),
-            ("git_branch", {"repo_path": repo, "branch_type": "local"}, True),
-            ("git_show", {"repo_path": repo, "revision": "no-such-revision"}, False),
-        ]),
-    ]}
+    return {
+        leg.key: leg
+        for leg in [
+            Leg(
+                "everything",
+                "@modelcontextprotocol/server-everything",
+                "stdio",
+                EVERYTHING,
+                ["simulate-research-query"],
+            ),
+            Leg(
+                "everything-http",
+                "@modelcontextprotocol/server-everything",
+                "http",
+                EVERYTHING,
+                ["simulate-research-query"],
+            ),
+            Leg(
+                "filesystem",
+                "@modelcontextprotocol/server-filesystem",
+                "stdio",
+                [
+                    (
+                        "write_file",
+                        {"path": os.path.join(files, "note.txt"), "content": "first line\nsecond line\n"},
+                        True,
+                    ),
+                    ("read_text_file", {"path": os.path.join(files, "note.txt"), "head": 1}, True),
+                    ("list_directory", {"path": files}, True),
+                    ("search_files", {"path": files, "pattern": "*.txt"}, True),
+                    ("read_text_file", {"path": "/etc/hostname"}, False),  # outside the allowed folder
+                ],
+            ),
+            Leg(
+                "memory",
+                "@modelcontextprotocol/server-memory",
+                "stdio",
+                [
+                    (
+                        "create_entities",
+                        {
+                            "entities": [
+                                {
+                                    "name": "agentloop",
+                                    "entityType": "library",
+                                    "observations": ["writes hash-chained transcripts"],
+                                }
+                            ]
+                        },
+                        True,
+                    ),
+                    (
+                        "add_observations",
+                        {"observations": [{"entityName": "agentloop", "contents": ["stdlib only"]}]},
+                        True,
+                    ),
+                    ("search_nodes", {"query": "stdlib"}, True),
+                    ("read_graph", {}, True),
+                    ("add_observations", {"observations": [{"entityName": "nobody", "contents": ["x"]}]}, False),
+                ],
+                env={"MEMORY_FILE_PATH": os.path.join(WORK, "memory.jsonl")},
+            ),
+            Leg(
+                "time",
+                "mcp-server-time",
+                "stdio",
+                [
+                    ("get_current_time", {"timezone": "UTC"}, True),
+                    (
+                        "convert_time",
+                        {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"},
+                        True,
+                    ),
+                    ("get_current_time", {"timezone": "Mars/Olympus_Mons"}, False),
+                ],
+            ),
+            Leg(
+                "git",
+                "mcp-server-git",
+                "stdio",
+                [
+                    ("git_status", {"repo_path": repo}, True),
+                    ("git_log", {"repo_path": repo, "max_count": 5}, True),
+                    ("git_show", {"repo_path": repo, "revision": "HEAD"}, True),
+                    ("git_branch", {"repo_path": repo, "branch_type": "local"}, True),
+                    ("git_show", {"repo_path": repo, "revision": "no-such-revision"}, False),
+                ],
+            ),
+        ]
+    }
 
 
 EVERYTHING: List[Call] = [
@@ -174,12 +240,20 @@ def _script(leg: Leg) -> str:
 
 def _cli(*argv: str, env: Optional[Dict[str, str]] = None) -> "subprocess.CompletedProcess[str]":
     environ = dict(os.environ, PYTHONPATH=ROOT, **(env or {}))
-    return subprocess.run([sys.executable, "-m", "agentloop"] + list(argv), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, env=environ, timeout=600, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "agentloop"] + list(argv),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        env=environ,
+        timeout=600,
+        cwd=ROOT,
+    )
 
 
-@unittest.skipUnless(LEGS, "the reference-server MCP interop leg runs from .ci/interop-mcp-servers "
-                           "(AGENTLOOP_MCP_SERVERS)")
+@unittest.skipUnless(
+    LEGS, "the reference-server MCP interop leg runs from .ci/interop-mcp-servers (AGENTLOOP_MCP_SERVERS)"
+)
 class TestReferenceServers(unittest.TestCase):
     rows: List[str] = []
 
@@ -187,8 +261,10 @@ class TestReferenceServers(unittest.TestCase):
     def tearDownClass(cls) -> None:
         if not cls.rows:
             return
-        sys.stderr.write("\n| server | version | transport | protocol | tools | refused | calls |\n"
-                         "| --- | --- | --- | --- | --- | --- | --- |\n")
+        sys.stderr.write(
+            "\n| server | version | transport | protocol | tools | refused | calls |\n"
+            "| --- | --- | --- | --- | --- | --- | --- |\n"
+        )
         for row in cls.rows:
             sys.stderr.write(row + "\n")
 
@@ -234,10 +310,21 @@ class TestReferenceServers(unittest.TestCase):
                 self.assertEqual(sorted(imported + [r["name"] for r in refused]), sorted(listed))
                 self.assertEqual([r["name"] for r in refused], leg.refused, refused)
                 self.assertTrue(all(r["reason"] for r in refused))
-                model = ScriptedModel([ModelReply("call %s" % (name,), [ToolCall(PREFIX + name, arguments)])
-                                       for name, arguments, _ in leg.calls] + [ModelReply("done")])
-                result = agentloop.run("interop: %s" % (leg.key,), model, tools, transcript=path,
-                                       max_steps=len(leg.calls) + 2, max_tokens=10 ** 7)
+                model = ScriptedModel(
+                    [
+                        ModelReply("call %s" % (name,), [ToolCall(PREFIX + name, arguments)])
+                        for name, arguments, _ in leg.calls
+                    ]
+                    + [ModelReply("done")]
+                )
+                result = agentloop.run(
+                    "interop: %s" % (leg.key,),
+                    model,
+                    tools,
+                    transcript=path,
+                    max_steps=len(leg.calls) + 2,
+                    max_tokens=10**7,
+                )
                 protocol, info = client.protocol, client.server_info
         finally:
             if server is not None:
@@ -253,18 +340,43 @@ class TestReferenceServers(unittest.TestCase):
         shown = "; ".join("`%s`: %s" % (r["name"], r["reason"].split(":")[0]) for r in refused) or "none"
         ok = sum(1 for r in results if r["ok"])
         return "| %s | %s | %s | %s | %d of %d imported | %s | %d ok, %d failed as data |" % (
-            leg.package, leg.version(), "stdio" if server is None else "Streamable HTTP (SSE)", protocol,
-            len(imported), len(listed), shown, ok, len(results) - ok) + (" <!-- %s -->" % (info,))
+            leg.package,
+            leg.version(),
+            "stdio" if server is None else "Streamable HTTP (SSE)",
+            protocol,
+            len(imported),
+            len(listed),
+            shown,
+            ok,
+            len(results) - ok,
+        ) + (" <!-- %s -->" % (info,))
 
     def through_the_command_line(self, leg: Leg, tmp: str) -> None:
         server = _HttpServer(leg) if leg.transport == "http" else None
         path = os.path.join(tmp, "cli.jsonl")
         try:
             where = server.url if server is not None else " ".join(shlex.quote(a) for a in leg.command())
-            run = _cli("run", "--model", "tests.support.mcp_cli_model:from_task", "--task", _script(leg),
-                       "--mcp", "%s=%s" % (leg.key, where), "--mcp-option", "%s.prefix=%s" % (leg.key, PREFIX),
-                       "--mcp-option", "%s.init-timeout=60" % (leg.key,), "--mcp-option", "%s.timeout=60" % (leg.key,),
-                       "--max-steps", str(len(leg.calls) + 2), "--max-tokens", "10000000", "-o", path)
+            run = _cli(
+                "run",
+                "--model",
+                "tests.support.mcp_cli_model:from_task",
+                "--task",
+                _script(leg),
+                "--mcp",
+                "%s=%s" % (leg.key, where),
+                "--mcp-option",
+                "%s.prefix=%s" % (leg.key, PREFIX),
+                "--mcp-option",
+                "%s.init-timeout=60" % (leg.key,),
+                "--mcp-option",
+                "%s.timeout=60" % (leg.key,),
+                "--max-steps",
+                str(len(leg.calls) + 2),
+                "--max-tokens",
+                "10000000",
+                "-o",
+                path,
+            )
         finally:
             if server is not None:
                 server.stop()
@@ -316,8 +428,9 @@ class TestReferenceServers(unittest.TestCase):
             relay = CuttingRelay(server.port, "echo", get_delay=1.0)
             with MCPHttp("http://127.0.0.1:%d/mcp" % (relay.port,), name="ev", timeout=20) as client:
                 tool = {t.name: t for t in client.tools()}["echo"]
-                self.assertEqual(tool.invoke({"message": "cut me"}),
-                                 {"content": [{"type": "text", "text": "Echo: cut me"}]})
+                self.assertEqual(
+                    tool.invoke({"message": "cut me"}), {"content": [{"type": "text", "text": "Echo: cut me"}]}
+                )
             relay.close()
             self.assertEqual((relay.cuts, len(relay.resumes)), (1, 1))
             head = relay.resumes[0].decode("latin-1").lower()

@@ -18,9 +18,7 @@ thinking, cached and streamed turns of each API:
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
-import json
 import os
 import shutil
 import tempfile
@@ -42,7 +40,9 @@ def _api(path: str) -> str:
     return "chat" if path.endswith("/chat/completions") else "responses" if path.endswith("/responses") else "anthropic"
 
 
-@unittest.skipUnless(ENABLED, "the provider SDK interop leg runs from .ci/interop-providers (AGENTLOOP_PROVIDERS_SDK=1)")
+@unittest.skipUnless(
+    ENABLED, "the provider SDK interop leg runs from .ci/interop-providers (AGENTLOOP_PROVIDERS_SDK=1)"
+)
 class TestProviderSdks(unittest.TestCase):
     check: Any = None
 
@@ -94,8 +94,14 @@ class TestProviderSdks(unittest.TestCase):
             with self.subTest(name):
                 self.server.requests.clear()
                 self.server.answers.clear()
-                result = run("What is 40 + 2?", make(), tools, transcript=os.path.join(self.dir, name.replace(" ", "-") + ".jsonl"),
-                             max_steps=4, max_tokens=100_000)
+                result = run(
+                    "What is 40 + 2?",
+                    make(),
+                    tools,
+                    transcript=os.path.join(self.dir, name.replace(" ", "-") + ".jsonl"),
+                    max_steps=4,
+                    max_tokens=100_000,
+                )
                 self.assertEqual(result.stop_reason, "no_tool_calls", result.detail)
                 self.assertEqual(len(self.server.requests), 2 if tools else 1)
                 for seen in self.server.requests:  # 1.
@@ -119,8 +125,14 @@ class TestProviderSdks(unittest.TestCase):
                 continue
             with self.subTest(name):
                 self.server.requests.clear()
-                run("What is 40 + 2?", make(), tools, transcript=os.path.join(self.dir, "c-" + name.replace(" ", "-") + ".jsonl"),
-                    max_steps=4, max_tokens=100_000)
+                run(
+                    "What is 40 + 2?",
+                    make(),
+                    tools,
+                    transcript=os.path.join(self.dir, "c-" + name.replace(" ", "-") + ".jsonl"),
+                    max_steps=4,
+                    max_tokens=100_000,
+                )
                 ours = [seen for seen in self.server.requests]
                 for seen in ours:  # 3.
                     self.server.requests.clear()
@@ -137,14 +149,26 @@ class TestProviderSdks(unittest.TestCase):
         readers = {"chat": chat_reply, "responses": responses_reply, "anthropic": messages_api_reply}
         cases = [
             ("chat", openai_reply("Two calls coming.", [("c1", "add", '{"a": 40, "b": 2}'), ("c2", "fail", "{}")])),
-            ("responses", responses_body("Here it is.", [("c1", "add", '{"a": 40, "b": 2}')], reasoning="Add them.",
-                                         reasoning_tokens=5)),
-            ("anthropic", anthropic_reply("Adding.", [("t1", "add", {"a": 40, "b": 2})], thinking="40 plus 2.", redacted="b3BhcXVl")),
+            (
+                "responses",
+                responses_body(
+                    "Here it is.", [("c1", "add", '{"a": 40, "b": 2}')], reasoning="Add them.", reasoning_tokens=5
+                ),
+            ),
+            (
+                "anthropic",
+                anthropic_reply(
+                    "Adding.", [("t1", "add", {"a": 40, "b": 2})], thinking="40 plus 2.", redacted="b3BhcXVl"
+                ),
+            ),
         ]
-        bodies = {"chat": {"model": "m", "messages": [{"role": "user", "content": "t"}]},
-                  "responses": {"model": "m", "input": [{"role": "user", "content": "t"}]},
-                  "anthropic": {"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "t"}]}}
+        bodies = {
+            "chat": {"model": "m", "messages": [{"role": "user", "content": "t"}]},
+            "responses": {"model": "m", "input": [{"role": "user", "content": "t"}]},
+            "anthropic": {"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "t"}]},
+        }
         from tests.support.loopback import Canned
+
         for api, answer in cases:
             with self.subTest(api):
                 self.server.script.append(Canned(answer))
@@ -152,7 +176,9 @@ class TestProviderSdks(unittest.TestCase):
                 self.assertTrue(self.server.requests[-1].body.get("stream"))
                 sdk = readers[api](final)  # the SDK's accumulation, read by agentloop
                 ours = readers[api](answer)  # the unstreamed body, which agentloop's collectors rebuild (tests/models)
-                self.assertEqual((sdk.text, sdk.tool_calls, sdk.truncated), (ours.text, ours.tool_calls, ours.truncated))
+                self.assertEqual(
+                    (sdk.text, sdk.tool_calls, sdk.truncated), (ours.text, ours.tool_calls, ours.truncated)
+                )
                 if ours.provider_data is not None:
                     self.assertEqual(_plain(sdk.provider_data["items"]), _plain(ours.provider_data["items"]))
 

@@ -120,11 +120,25 @@ class Figures:
         return self.attempts - self.payments
 
     def line(self) -> str:
-        return ("kills %d, runs %d, child processes %d, repairs %d, killed before a first record %d; payments %d, "
-                "attempts %d (re-runs absorbed by the key: %d); duplicated %d, lost %d, records not matching %d, "
-                "transcripts not verifying %d" % (
-                    self.kills, self.runs, self.children, self.repairs, self.killed_before_first_record, self.payments,
-                    self.attempts, self.reruns_absorbed, self.duplicated, self.lost, self.mismatched, self.unverified))
+        return (
+            "kills %d, runs %d, child processes %d, repairs %d, killed before a first record %d; payments %d, "
+            "attempts %d (re-runs absorbed by the key: %d); duplicated %d, lost %d, records not matching %d, "
+            "transcripts not verifying %d"
+            % (
+                self.kills,
+                self.runs,
+                self.children,
+                self.repairs,
+                self.killed_before_first_record,
+                self.payments,
+                self.attempts,
+                self.reruns_absorbed,
+                self.duplicated,
+                self.lost,
+                self.mismatched,
+                self.unverified,
+            )
+        )
 
 
 def _cli(*argv: str) -> List[str]:
@@ -137,8 +151,14 @@ def _next_command(path: str, figures: Figures) -> Optional[List[str]]:
     if not os.path.exists(path):
         return _cli("run", "--task", "pay", "--max-steps", "100", "--max-tokens", "1000000", "-o", path, *spec)
     verdict = verify_file(path)
-    if not verdict.ok and [f.kind for f in verdict.faults] == ["bad_json"] and verdict.faults[0].line == verdict.count + 1:
-        subprocess.run(_cli("repair", path), cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True, check=True)
+    if (
+        not verdict.ok
+        and [f.kind for f in verdict.faults] == ["bad_json"]
+        and verdict.faults[0].line == verdict.count + 1
+    ):
+        subprocess.run(
+            _cli("repair", path), cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True, check=True
+        )
         figures.repairs += 1
         verdict = verify_file(path)
     if not verdict.ok:
@@ -177,8 +197,12 @@ def _check(path: str, db_path: str, steps: int, figures: Figures) -> None:
             continue
         found = per_step.get(payload["step"], [])
         expected_key = call_key(origin, payload["step"], payload["id"])
-        if not (payload["ok"] and len(found) == 1 and found[0][1] == expected_key
-                and payload["value"] == {"payment": found[0][0], "amount": found[0][3]}):
+        if not (
+            payload["ok"]
+            and len(found) == 1
+            and found[0][1] == expected_key
+            and payload["value"] == {"payment": found[0][0], "amount": found[0][3]}
+        ):
             figures.mismatched += 1
             figures.problems.append("%s: record %d does not match its payment %r" % (path, record["seq"], found))
 
@@ -190,7 +214,9 @@ def _startup(env: Dict[str, str]) -> float:
     return time.monotonic() - began
 
 
-def _kill_at_random(child: "subprocess.Popen[bytes]", rng: random.Random, startup: float, steps: int, sleep: float) -> bool:
+def _kill_at_random(
+    child: "subprocess.Popen[bytes]", rng: random.Random, startup: float, steps: int, sleep: float
+) -> bool:
     """SIGKILL ``child`` at a random moment; ``True`` if it was killed (``False``: it ended first).
 
     One time in five the moment falls while it starts (importing, before any record of its own); otherwise after
@@ -227,7 +253,9 @@ def campaign(folder: str, kills: int, seed: int = 19, steps: int = 6, sleep: flo
         figures.runs += 1
         path = os.path.join(folder, "run-%d.jsonl" % (figures.runs,))
         db_path = os.path.join(folder, "run-%d.sqlite" % (figures.runs,))
-        env = dict(base, AGENTLOOP_EFFECTS_DB=db_path, AGENTLOOP_EFFECTS_STEPS=str(steps), AGENTLOOP_EFFECTS_SLEEP=str(sleep))
+        env = dict(
+            base, AGENTLOOP_EFFECTS_DB=db_path, AGENTLOOP_EFFECTS_STEPS=str(steps), AGENTLOOP_EFFECTS_SLEEP=str(sleep)
+        )
         while True:
             command = _next_command(path, figures)
             if command is None:
@@ -241,8 +269,10 @@ def campaign(folder: str, kills: int, seed: int = 19, steps: int = 6, sleep: flo
                 figures.killed_before_first_record += not os.path.exists(path)
                 continue
             if child.returncode != 0:
-                figures.problems.append("%s exited %d: %s" % (" ".join(command[3:5]), child.returncode,
-                                                              err.decode("utf-8", "replace")[-300:]))
+                figures.problems.append(
+                    "%s exited %d: %s"
+                    % (" ".join(command[3:5]), child.returncode, err.decode("utf-8", "replace")[-300:])
+                )
                 break
         _check(path, db_path, steps, figures)
     return figures

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 from agentloop import (
     ApprovalRequest,
@@ -58,8 +58,16 @@ class Base(TempDir):
         fx.CALLS.clear()
 
     def go(self, approver: Any, name: str = "t.jsonl", model: Any = None, tools: Any = None, **options: Any) -> Any:
-        return run("clean up", model or fx.delete_model(), tools or fx.tools(), transcript=self.path(name),
-                   max_steps=5, max_tokens=10_000, approver=approver, **options)
+        return run(
+            "clean up",
+            model or fx.delete_model(),
+            tools or fx.tools(),
+            transcript=self.path(name),
+            max_steps=5,
+            max_tokens=10_000,
+            approver=approver,
+            **options,
+        )
 
     def tool_record(self, name: str = "t.jsonl") -> Dict[str, Any]:
         return [r for r in read_records(self.path(name)) if r["kind"] == "tool"][0]["payload"]
@@ -70,9 +78,17 @@ class TestInline(Base):
         result = self.go(lambda request: Deny("not on a Friday", by="alice"))
         self.assertEqual(fx.CALLS, [])
         self.assertEqual(result.stop_reason, "no_tool_calls")
-        self.assertEqual(self.tool_record(), {
-            "step": 1, "id": "c1", "name": "delete", "ok": False, "error": 'call denied by "alice": not on a Friday',
-            "approval": {"decision": "deny", "by": "alice", "reason": "not on a Friday"}})
+        self.assertEqual(
+            self.tool_record(),
+            {
+                "step": 1,
+                "id": "c1",
+                "name": "delete",
+                "ok": False,
+                "error": 'call denied by "alice": not on a Friday',
+                "approval": {"decision": "deny", "by": "alice", "reason": "not on a Friday"},
+            },
+        )
         self.assertEqual(result.output, 'the tool said: call denied by "alice": not on a Friday')
         self.assertTrue(verify_file(self.path()).ok)
 
@@ -85,7 +101,10 @@ class TestInline(Base):
         self.assertEqual(fx.CALLS, [("delete", {"path": "/tmp/x"})])
         self.assertEqual(result.stop_reason, "no_tool_calls")
         record = self.tool_record()
-        self.assertEqual((record["ok"], record["value"], record["approval"]), (True, {"deleted": "/tmp/x"}, {"decision": "approve", "by": "alice"}))
+        self.assertEqual(
+            (record["ok"], record["value"], record["approval"]),
+            (True, {"deleted": "/tmp/x"}, {"decision": "approve", "by": "alice"}),
+        )
 
     def test_the_request_names_the_run_the_step_the_call_and_the_exact_arguments(self) -> None:
         seen: List[ApprovalRequest] = []
@@ -94,7 +113,9 @@ class TestInline(Base):
         self.assertEqual(len(seen), 1)
         request = seen[0]
         self.assertEqual(request.origin, "agentloop/1/" + records[0]["hash"])
-        self.assertEqual((request.step, request.call_id, request.tool, request.arguments), (1, "c1", "delete", {"path": "/tmp/x"}))
+        self.assertEqual(
+            (request.step, request.call_id, request.tool, request.arguments), (1, "c1", "delete", {"path": "/tmp/x"})
+        )
         # Recompute: sha256 of the RFC 8785 bytes {"path":"/tmp/x"}
         self.assertEqual(request.arguments_sha256, hashlib.sha256(b'{"path":"/tmp/x"}').hexdigest())
         self.assertEqual(request.assistant_hash, records[1]["hash"])
@@ -118,7 +139,10 @@ class TestInline(Base):
         self.go(lambda request: Modify({"path": ""}, by="bob"))
         self.assertEqual(fx.CALLS, [])
         record = self.tool_record()
-        self.assertEqual(record["error"], 'invalid arguments (modified by "bob"): $.delete.path: string of length 0 is shorter than minLength 1')
+        self.assertEqual(
+            record["error"],
+            'invalid arguments (modified by "bob"): $.delete.path: string of length 0 is shorter than minLength 1',
+        )
         self.assertEqual(record["approval"]["arguments"], {"path": ""})
 
     def test_terminate_fails_the_call_as_data_and_stops_the_run(self) -> None:
@@ -133,7 +157,9 @@ class TestInline(Base):
         self.assertEqual((verdict.ok, verdict.complete), (True, True))
 
     def test_terminate_leaves_the_later_calls_of_the_turn_unrun(self) -> None:
-        model = fx.stateless(ModelReply("two", [ToolCall("delete", {"path": "/a"}, "c1"), ToolCall("look", {"path": "/b"}, "c2")]))
+        model = fx.stateless(
+            ModelReply("two", [ToolCall("delete", {"path": "/a"}, "c1"), ToolCall("look", {"path": "/b"}, "c2")])
+        )
         result = self.go(lambda request: Terminate("stop", by="carol"), model=model)
         self.assertEqual((result.stop_reason, fx.CALLS), ("approval_terminated", []))
         self.assertTrue(verify_file(self.path()).ok)
@@ -145,8 +171,13 @@ class TestInline(Base):
         result = self.go(broken)
         self.assertEqual(fx.CALLS, [])
         self.assertEqual(result.stop_reason, "no_tool_calls")
-        self.assertEqual(self.tool_record()["approval"], {"decision": "deny", "by": None, "reason": "the approver raised RuntimeError: no terminal"})
-        self.assertEqual(self.tool_record()["error"], "call denied (fail closed): the approver raised RuntimeError: no terminal")
+        self.assertEqual(
+            self.tool_record()["approval"],
+            {"decision": "deny", "by": None, "reason": "the approver raised RuntimeError: no terminal"},
+        )
+        self.assertEqual(
+            self.tool_record()["error"], "call denied (fail closed): the approver raised RuntimeError: no terminal"
+        )
 
     def test_an_approver_returning_anything_else_denies_fail_closed(self) -> None:
         for answer, shown in ((True, "bool"), ("yes", "str"), (Approve, "type")):
@@ -154,8 +185,10 @@ class TestInline(Base):
                 fx.CALLS.clear()
                 self.go(lambda request: answer, overwrite=True)
                 self.assertEqual(fx.CALLS, [])
-                self.assertEqual(self.tool_record()["approval"]["reason"],
-                                 "the approver returned %s, not Approve, Deny, Modify, Terminate or None" % (shown,))
+                self.assertEqual(
+                    self.tool_record()["approval"]["reason"],
+                    "the approver returned %s, not Approve, Deny, Modify, Terminate or None" % (shown,),
+                )
 
     def test_a_decision_bound_to_other_arguments_denies_fail_closed(self) -> None:
         self.go(lambda request: Approve(by="alice", arguments_sha256="0" * 64))
@@ -195,9 +228,15 @@ class TestInline(Base):
         self.assertNotIn("approval", read_records(self.path("plain.jsonl"))[0]["payload"])
 
     def test_a_predicate_gates_only_the_calls_it_says(self) -> None:
-        model = fx.stateless(ModelReply("pay", [ToolCall("pay", {"amount": 5}, "small"), ToolCall("pay", {"amount": 500}, "big")]))
+        model = fx.stateless(
+            ModelReply("pay", [ToolCall("pay", {"amount": 5}, "small"), ToolCall("pay", {"amount": 500}, "big")])
+        )
         asked: List[str] = []
-        self.go(lambda request: asked.append(request.call_id) or Deny("too much", by="a"), model=model, tools=[fx.pay_tool()])
+        self.go(
+            lambda request: asked.append(request.call_id) or Deny("too much", by="a"),
+            model=model,
+            tools=[fx.pay_tool()],
+        )
         self.assertEqual(asked, ["big"])
         self.assertEqual(fx.CALLS, [("pay", {"amount": 5})])
         tools = [r["payload"] for r in read_records(self.path()) if r["kind"] == "tool"]
@@ -214,8 +253,16 @@ class TestInline(Base):
 
     def test_a_gated_tool_marked_parallel_is_still_a_barrier(self) -> None:
         registry = ToolRegistry([fx.delete_tool(parallel=True), fx.look_tool(parallel=True)])
-        reply = ModelReply("", [ToolCall("look", {"path": "a"}), ToolCall("look", {"path": "b"}), ToolCall("delete", {"path": "c"}),
-                                ToolCall("look", {"path": "d"}), ToolCall("look", {"path": "e"})])
+        reply = ModelReply(
+            "",
+            [
+                ToolCall("look", {"path": "a"}),
+                ToolCall("look", {"path": "b"}),
+                ToolCall("delete", {"path": "c"}),
+                ToolCall("look", {"path": "d"}),
+                ToolCall("look", {"path": "e"}),
+            ],
+        )
         self.assertEqual(groups(plan_turn(reply, 1, 1 << 20).calls, registry), [[0, 1], [2], [3, 4]])
 
     def test_run_async_writes_the_same_bytes_and_awaits_an_async_approver(self) -> None:
@@ -225,8 +272,17 @@ class TestInline(Base):
             return Approve(by="alice")
 
         self.go(lambda request: Approve(by="alice"), name="sync.jsonl")
-        asyncio.run(run_async("clean up", fx.delete_model(), fx.tools(), transcript=self.path("async.jsonl"),
-                              max_steps=5, max_tokens=10_000, approver=approver))
+        asyncio.run(
+            run_async(
+                "clean up",
+                fx.delete_model(),
+                fx.tools(),
+                transcript=self.path("async.jsonl"),
+                max_steps=5,
+                max_tokens=10_000,
+                approver=approver,
+            )
+        )
         self.assertEqual(digest(self.path("sync.jsonl")), digest(self.path("async.jsonl")))
 
 
@@ -238,7 +294,9 @@ class TestPauseAndResume(Base):
         result = self.pause()
         self.assertEqual(fx.CALLS, [])
         self.assertEqual(result.stop_reason, "awaiting_approval")
-        self.assertEqual(result.detail, 'call "c1" (delete) of step 1 awaits approval; 1 gated call(s) of this turn wait in all')
+        self.assertEqual(
+            result.detail, 'call "c1" (delete) of step 1 awaits approval; 1 gated call(s) of this turn wait in all'
+        )
         self.assertEqual([(p.call_id, p.arguments) for p in result.pending], [("c1", {"path": "/tmp/x"})])
         self.assertEqual([r["kind"] for r in read_records(self.path())], ["task", "assistant"])
         verdict = verify_file(self.path())
@@ -250,8 +308,14 @@ class TestPauseAndResume(Base):
         self.assertEqual(len(fx.CALLS), 1)
         fx.CALLS.clear()
         self.pause()
-        result = resume(self.path(), fx.delete_model(), fx.tools(), decisions={"c1": Approve(by="alice")},
-                        anchor=self.path("t.jsonl.pause"), checkpoint=self.path("t.jsonl.final"))
+        result = resume(
+            self.path(),
+            fx.delete_model(),
+            fx.tools(),
+            decisions={"c1": Approve(by="alice")},
+            anchor=self.path("t.jsonl.pause"),
+            checkpoint=self.path("t.jsonl.final"),
+        )
         self.assertEqual(fx.CALLS, [("delete", {"path": "/tmp/x"})])
         self.assertEqual(result.stop_reason, "no_tool_calls")
         self.assertEqual(digest(self.path()), digest(self.path("inline.jsonl")))
@@ -263,7 +327,10 @@ class TestPauseAndResume(Base):
     def test_every_decision_resumed_equals_the_same_decision_inline(self) -> None:
         for decision in (Deny("no", by="bob"), Modify({"path": "/tmp/y"}, by="bob"), Terminate("enough", by="carol")):
             with self.subTest(decision=type(decision).__name__):
-                inline, paused = "inline-%s.jsonl" % type(decision).__name__, "paused-%s.jsonl" % type(decision).__name__
+                inline, paused = (
+                    "inline-%s.jsonl" % type(decision).__name__,
+                    "paused-%s.jsonl" % type(decision).__name__,
+                )
                 self.go(lambda request: decision, name=inline)
                 ran_inline = list(fx.CALLS)
                 fx.CALLS.clear()
@@ -274,13 +341,23 @@ class TestPauseAndResume(Base):
                 fx.CALLS.clear()
 
     def test_read_pending_lists_the_calls_without_a_tool_record(self) -> None:
-        model = fx.stateless(ModelReply("two", [ToolCall("look", {"path": "/a"}, "c0"), ToolCall("delete", {"path": "/b"}, "c1"),
-                                                ToolCall("delete", {"path": "/c"}, "c2")]))
+        model = fx.stateless(
+            ModelReply(
+                "two",
+                [
+                    ToolCall("look", {"path": "/a"}, "c0"),
+                    ToolCall("delete", {"path": "/b"}, "c1"),
+                    ToolCall("delete", {"path": "/c"}, "c2"),
+                ],
+            )
+        )
         result = self.go(lambda request: None, model=model)
         self.assertEqual([p.call_id for p in result.pending], ["c1", "c2"])
         pending = read_pending(self.path())
-        self.assertEqual([(c.call_id, c.position, c.policy, c.arguments_sha256) for c in pending.calls],
-                         [("c1", 1, "always", sha({"path": "/b"})), ("c2", 2, "always", sha({"path": "/c"}))])
+        self.assertEqual(
+            [(c.call_id, c.position, c.policy, c.arguments_sha256) for c in pending.calls],
+            [("c1", 1, "always", sha({"path": "/b"})), ("c2", 2, "always", sha({"path": "/c"}))],
+        )
         self.assertEqual(fx.CALLS, [("look", {"path": "/a"})])
         # One decision: the turn goes on to c2 and pauses again there.
         again = resume(self.path(), model, fx.tools(), decisions={"c1": Approve(by="a")})
@@ -299,11 +376,24 @@ class TestPauseAndResume(Base):
     def test_a_decision_with_another_arguments_sha256_is_refused(self) -> None:
         self.pause()
         with self.assertRaises(RunConfigError) as caught:
-            resume(self.path(), fx.delete_model(), fx.tools(), decisions={"c1": Approve(by="a", arguments_sha256=sha({"path": "/"}))})
-        self.assertEqual(str(caught.exception), 'decisions: the decision for call "c1" is bound to arguments with SHA-256 %s, '
-                         "but the pending call's are %s" % (sha({"path": "/"}), sha({"path": "/tmp/x"})))
+            resume(
+                self.path(),
+                fx.delete_model(),
+                fx.tools(),
+                decisions={"c1": Approve(by="a", arguments_sha256=sha({"path": "/"}))},
+            )
+        self.assertEqual(
+            str(caught.exception),
+            'decisions: the decision for call "c1" is bound to arguments with SHA-256 %s, '
+            "but the pending call's are %s" % (sha({"path": "/"}), sha({"path": "/tmp/x"})),
+        )
         self.assertEqual(fx.CALLS, [])
-        resume(self.path(), fx.delete_model(), fx.tools(), decisions={"c1": Approve(by="a", arguments_sha256=sha({"path": "/tmp/x"}))})
+        resume(
+            self.path(),
+            fx.delete_model(),
+            fx.tools(),
+            decisions={"c1": Approve(by="a", arguments_sha256=sha({"path": "/tmp/x"}))},
+        )
         self.assertEqual(len(fx.CALLS), 1)
 
     def test_a_finished_run_is_not_resumed(self) -> None:
@@ -315,9 +405,16 @@ class TestPauseAndResume(Base):
     def test_other_tools_than_the_recorded_ones_are_refused(self) -> None:
         self.pause()
         with self.assertRaises(RunConfigError) as caught:
-            resume(self.path(), fx.delete_model(), [fx.delete_tool(requires_approval=lambda a: True), fx.look_tool()],
-                   decisions={"c1": Approve(by="a")})
-        self.assertEqual(str(caught.exception), "tools: the model and tools given do not give the recorded task record: its 'approval' differs")
+            resume(
+                self.path(),
+                fx.delete_model(),
+                [fx.delete_tool(requires_approval=lambda a: True), fx.look_tool()],
+                decisions={"c1": Approve(by="a")},
+            )
+        self.assertEqual(
+            str(caught.exception),
+            "tools: the model and tools given do not give the recorded task record: its 'approval' differs",
+        )
 
     def test_a_paused_file_edited_with_every_hash_recomputed_is_caught_against_the_pause_checkpoint(self) -> None:
         self.pause()
@@ -335,7 +432,13 @@ class TestPauseAndResume(Base):
         self.assertTrue(verify_file(self.path()).ok)  # the chain alone cannot tell
         self.assertEqual(read_pending(self.path()).calls[0].arguments, {"path": "/"})
         with self.assertRaises(RunConfigError) as caught:
-            resume(self.path(), fx.delete_model(), fx.tools(), decisions={"c1": Approve(by="a")}, anchor=self.path("t.jsonl.pause"))
+            resume(
+                self.path(),
+                fx.delete_model(),
+                fx.tools(),
+                decisions={"c1": Approve(by="a")},
+                anchor=self.path("t.jsonl.pause"),
+            )
         self.assertIn("does not match the checkpoint", str(caught.exception))
         self.assertIn("anchor_mismatch", str(caught.exception))
         self.assertEqual(fx.CALLS, [])
@@ -352,12 +455,23 @@ class TestPauseAndResume(Base):
         tools = [fx.delete_tool(), _replace_fn(fx.look_tool(), look)]
         model = fx.stateless(ModelReply("look", [ToolCall("look", {"path": "/a"}, "c1")]))
         with self.assertRaises(KeyboardInterrupt):
-            run("t", model, tools, transcript=self.path(), max_steps=5, max_tokens=10_000, approver=lambda r: Approve(by="a"))
+            run(
+                "t",
+                model,
+                tools,
+                transcript=self.path(),
+                max_steps=5,
+                max_tokens=10_000,
+                approver=lambda r: Approve(by="a"),
+            )
         self.assertEqual(len(fx.CALLS), 1)
         with self.assertRaises(RunConfigError) as caught:
             resume(self.path(), model, tools)
-        self.assertEqual(str(caught.exception), 'rerun_unrecorded: call "c1" (look) of step 1 has no record and needs no approval: '
-                         "it may already have run before the run ended; pass rerun_unrecorded=True to run it again")
+        self.assertEqual(
+            str(caught.exception),
+            'rerun_unrecorded: call "c1" (look) of step 1 has no record and needs no approval: '
+            "it may already have run before the run ended; pass rerun_unrecorded=True to run it again",
+        )
         state["interrupt"] = False
         result = resume(self.path(), model, tools, rerun_unrecorded=True)
         self.assertEqual((result.stop_reason, len(fx.CALLS)), ("no_tool_calls", 2))
@@ -395,8 +509,13 @@ def _replace_fn(tool: Any, fn: Any) -> Any:
 
 class TestReplay(Base):
     def test_a_run_with_every_kind_of_decision_replays_byte_for_byte_with_nobody_present(self) -> None:
-        calls = [ToolCall("delete", {"path": "/a"}, "c1"), ToolCall("delete", {"path": "/b"}, "c2"),
-                 ToolCall("pay", {"amount": 500}, "c3"), ToolCall("pay", {"amount": 5}, "c4"), ToolCall("delete", {"path": "/c"}, "c5")]
+        calls = [
+            ToolCall("delete", {"path": "/a"}, "c1"),
+            ToolCall("delete", {"path": "/b"}, "c2"),
+            ToolCall("pay", {"amount": 500}, "c3"),
+            ToolCall("pay", {"amount": 5}, "c4"),
+            ToolCall("delete", {"path": "/c"}, "c5"),
+        ]
         answers = {"c1": Approve(by="a"), "c2": Modify({"path": "/b2"}, by="b"), "c3": Deny("too much", by="c")}
 
         def approver(request: ApprovalRequest) -> Any:
@@ -414,26 +533,42 @@ class TestReplay(Base):
 
     def test_a_replay_with_real_tools_never_runs_a_gated_tool_on_a_recorded_approval(self) -> None:
         # issue 19, seam 4: a recorded approval authorised the original run, not the replay
-        calls = [ToolCall("delete", {"path": "/a"}, "c1"), ToolCall("pay", {"amount": 500}, "c3"),
-                 ToolCall("pay", {"amount": 5}, "c4"), ToolCall("delete", {"path": "/b"}, "c2")]
+        calls = [
+            ToolCall("delete", {"path": "/a"}, "c1"),
+            ToolCall("pay", {"amount": 500}, "c3"),
+            ToolCall("pay", {"amount": 5}, "c4"),
+            ToolCall("delete", {"path": "/b"}, "c2"),
+        ]
         answers = {"c1": Approve(by="a"), "c3": Modify({"amount": 50}, by="b"), "c2": Deny("no", by="c")}
         model = fx.stateless(ModelReply("all", calls))
-        self.go(lambda request: answers[request.call_id], model=model, tools=ToolRegistry([fx.delete_tool(), fx.pay_tool()]))
+        self.go(
+            lambda request: answers[request.call_id], model=model, tools=ToolRegistry([fx.delete_tool(), fx.pay_tool()])
+        )
         fx.CALLS.clear()
         refused: List[str] = []
-        outcome = replay(self.path(), ToolRegistry([fx.delete_tool(), fx.pay_tool()]), transcript=self.path("replay.jsonl"),
-                         on_refused=lambda request: refused.append(request.call_id))
+        outcome = replay(
+            self.path(),
+            ToolRegistry([fx.delete_tool(), fx.pay_tool()]),
+            transcript=self.path("replay.jsonl"),
+            on_refused=lambda request: refused.append(request.call_id),
+        )
         self.assertEqual(fx.CALLS, [("pay", {"amount": 5})])  # the ungated call ran again, no gated one did
         self.assertEqual(refused, ["c1", "c3"])
         self.assertIsNotNone(outcome.difference)
-        again = {r["payload"]["id"]: r["payload"] for r in read_records(self.path("replay.jsonl")) if r["kind"] == "tool"}
+        again = {
+            r["payload"]["id"]: r["payload"] for r in read_records(self.path("replay.jsonl")) if r["kind"] == "tool"
+        }
         self.assertEqual((again["c1"]["ok"], again["c1"]["approval"]["by"]), (False, None))
         self.assertIn("replay with real tools", again["c1"]["error"])
         self.assertEqual(again["c2"]["approval"], {"decision": "deny", "by": "c", "reason": "no"})  # a denial stands
         # an approver decides again, for this replay
         fx.CALLS.clear()
-        replay(self.path(), ToolRegistry([fx.delete_tool(), fx.pay_tool()]), transcript=self.path("replay2.jsonl"),
-               approver=lambda request: Approve(by="replayer"))
+        replay(
+            self.path(),
+            ToolRegistry([fx.delete_tool(), fx.pay_tool()]),
+            transcript=self.path("replay2.jsonl"),
+            approver=lambda request: Approve(by="replayer"),
+        )
         self.assertEqual(fx.CALLS, [("delete", {"path": "/a"}), ("pay", {"amount": 500}), ("pay", {"amount": 5})])
 
     def test_a_paused_file_replays_to_the_same_pause(self) -> None:
@@ -454,16 +589,36 @@ class TestSignedDecisions(Base):
         records = read_records(self.path())
         note = records[2]["payload"]["approval"]["note"]
         text = note.split("\n\n")[0] + "\n"
-        self.assertEqual(text, "\n".join([
-            NOTE_HEADER, "agentloop/1/" + records[0]["hash"], "step 1", "assistant " + records[1]["hash"], 'call "c1"',
-            'tool "delete"', "arguments " + sha({"path": "/tmp/x"}), "decision deny", 'by "alice"', 'reason "no"']) + "\n")
+        self.assertEqual(
+            text,
+            "\n".join(
+                [
+                    NOTE_HEADER,
+                    "agentloop/1/" + records[0]["hash"],
+                    "step 1",
+                    "assistant " + records[1]["hash"],
+                    'call "c1"',
+                    'tool "delete"',
+                    "arguments " + sha({"path": "/tmp/x"}),
+                    "decision deny",
+                    'by "alice"',
+                    'reason "no"',
+                ]
+            )
+            + "\n",
+        )
         self.assertTrue(note.endswith("\n") and "\n\u2014 alice " in note)
         self.assertEqual(verify_approvals(self.path(), [self.verifier]), [])
 
     def test_a_signed_decision_is_deterministic_so_pause_resume_and_replay_are_byte_identical(self) -> None:
         self.go(lambda request: Modify({"path": "/y"}, by="alice", signer=self.signer), name="inline.jsonl")
         self.go(lambda request: None, name="paused.jsonl")
-        resume(self.path("paused.jsonl"), fx.delete_model(), fx.tools(), decisions={"c1": Modify({"path": "/y"}, by="alice", signer=self.signer)})
+        resume(
+            self.path("paused.jsonl"),
+            fx.delete_model(),
+            fx.tools(),
+            decisions={"c1": Modify({"path": "/y"}, by="alice", signer=self.signer)},
+        )
         self.assertEqual(digest(self.path("paused.jsonl")), digest(self.path("inline.jsonl")))
         self.assertTrue(replay(self.path("inline.jsonl"), "recorded", transcript=self.path("replay.jsonl")).identical)
 
@@ -496,19 +651,26 @@ class TestSignedDecisions(Base):
 
         self.go(lambda request: Approve(by="alice", signer=Broken()))
         self.assertEqual(fx.CALLS, [])
-        self.assertEqual(self.tool_record()["approval"]["reason"], 'the decision of "alice" could not be signed: OSError: no key')
+        self.assertEqual(
+            self.tool_record()["approval"]["reason"], 'the decision of "alice" could not be signed: OSError: no key'
+        )
 
 
 class TestDecisionsAndGrammar(Base):
     def test_decisions_from_json(self) -> None:
         self.assertEqual(decision_from_json({"decision": "approve", "by": "a"}), Approve(by="a"))
-        self.assertEqual(decision_from_json({"decision": "modify", "by": "a", "arguments": {"x": 1}}), Modify({"x": 1}, by="a"))
+        self.assertEqual(
+            decision_from_json({"decision": "modify", "by": "a", "arguments": {"x": 1}}), Modify({"x": 1}, by="a")
+        )
         for bad, message in (
             ([], "$: a decision is an object, got list"),
             ({"decision": "yes"}, '$.decision: "yes" is not one of approve, deny, modify, terminate'),
             ({"decision": "deny", "by": "a"}, "$: a deny needs 'reason'"),
             ({"decision": "approve", "by": ""}, "$: Approve.by must be a non-empty str naming who decided, got str"),
-            ({"decision": "approve", "by": "a", "extra": 1}, '$: unknown member "extra" (have: arguments, arguments_sha256, by, decision, reason)'),
+            (
+                {"decision": "approve", "by": "a", "extra": 1},
+                '$: unknown member "extra" (have: arguments, arguments_sha256, by, decision, reason)',
+            ),
         ):
             with self.subTest(bad=bad):
                 with self.assertRaises(ValueError) as caught:
@@ -520,9 +682,15 @@ class TestDecisionsAndGrammar(Base):
         records = read_records(self.path())
         self.assertEqual(verify_records(records), [])
         for change, problem in (
-            ({"decision": "maybe", "by": "a"}, "payload.approval.decision is \"maybe\", not one of approve, deny, modify, terminate"),
+            (
+                {"decision": "maybe", "by": "a"},
+                'payload.approval.decision is "maybe", not one of approve, deny, modify, terminate',
+            ),
             ({"decision": "deny", "by": "a"}, "payload.approval has no 'reason'"),
-            ({"decision": "approve", "by": None}, "payload.approval.by is null with a approve decision (only a fail-closed deny has no one)"),
+            (
+                {"decision": "approve", "by": None},
+                "payload.approval.by is null with a approve decision (only a fail-closed deny has no one)",
+            ),
             ({"decision": "modify", "by": "a"}, "payload.approval has no 'arguments'"),
             ({"decision": "deny", "by": 3, "reason": ""}, "payload.approval.by is 3, expected a string"),
         ):
@@ -550,8 +718,14 @@ class TestMisuse(Base):
     def test_decisions_check_their_fields(self) -> None:
         for build, message in (
             (lambda: Approve(by=""), "Approve.by must be a non-empty str naming who decided, got str"),
-            (lambda: Approve(by="a", arguments_sha256="XYZ"), "Approve.arguments_sha256 must be None or 64 lowercase hex digits"),
-            (lambda: Approve(by="a", signer=object()), "Approve.signer must be None or a note signer (name, key_id, sign)"),
+            (
+                lambda: Approve(by="a", arguments_sha256="XYZ"),
+                "Approve.arguments_sha256 must be None or 64 lowercase hex digits",
+            ),
+            (
+                lambda: Approve(by="a", signer=object()),
+                "Approve.signer must be None or a note signer (name, key_id, sign)",
+            ),
             (lambda: Deny(3, by="a"), "Deny.reason must be a str, got int"),  # type: ignore[arg-type]
             (lambda: Modify([1], by="a"), "Modify.arguments must be a mapping, got list"),  # type: ignore[arg-type]
         ):
@@ -559,14 +733,16 @@ class TestMisuse(Base):
                 with self.assertRaises((TypeError, ValueError)) as caught:
                     build()
                 self.assertEqual(str(caught.exception), message)
-        self.assertEqual(decision_from_json({"decision": "terminate", "by": "a", "reason": "r"}), Terminate("r", by="a"))
+        self.assertEqual(
+            decision_from_json({"decision": "terminate", "by": "a", "reason": "r"}), Terminate("r", by="a")
+        )
         with self.assertRaises(ValueError) as caught:
             decision_from_json({"decision": "modify", "by": "a"})
         self.assertEqual(str(caught.exception), "$: a modify needs 'arguments'")
 
     def test_an_unrecordable_modify_and_an_unrecordable_reason_deny_fail_closed(self) -> None:
         self.go(lambda request: Modify({"path": float("nan")}, by="a"))
-        self.assertIn("the arguments modified by \"a\" cannot be recorded", self.tool_record()["approval"]["reason"])
+        self.assertIn('the arguments modified by "a" cannot be recorded', self.tool_record()["approval"]["reason"])
         self.go(lambda request: Deny("\ud800", by="a"), name="u.jsonl")
         self.assertIn("the decision cannot be recorded", self.tool_record("u.jsonl")["approval"]["reason"])
         self.go(lambda request: Modify({"path": "x" * 70_000}, by="a"), name="big.jsonl", max_record_bytes=65_536)
@@ -576,7 +752,10 @@ class TestMisuse(Base):
     def test_resume_checks_its_arguments(self) -> None:
         self.go(lambda request: None)
         for options, message in (
-            ({"decisions": {"c1": True}}, 'decisions: must map call ids (str) to Approve, Deny, Modify or Terminate; got bool for "c1"'),
+            (
+                {"decisions": {"c1": True}},
+                'decisions: must map call ids (str) to Approve, Deny, Modify or Terminate; got bool for "c1"',
+            ),
             ({"approver": 3}, "approver: must be None or a callable taking an ApprovalRequest"),
             ({"rerun_unrecorded": 1}, "rerun_unrecorded: must be True or False"),
         ):
@@ -588,7 +767,9 @@ class TestMisuse(Base):
             resume(self.write_bytes(b"{}\n", "bad.jsonl"), fx.delete_model(), fx.tools())
         self.assertIn("does not verify", str(caught.exception))
         with self.assertRaises(RunConfigError) as caught:  # a decision for an ungated pending call
-            model = fx.stateless(ModelReply("two", [ToolCall("delete", {"path": "/a"}, "c1"), ToolCall("look", {"path": "/b"}, "c2")]))
+            model = fx.stateless(
+                ModelReply("two", [ToolCall("delete", {"path": "/a"}, "c1"), ToolCall("look", {"path": "/b"}, "c2")])
+            )
             self.go(lambda request: None, model=model, name="two.jsonl")
             resume(self.path("two.jsonl"), model, fx.tools(), decisions={"c2": Approve(by="a")})
         self.assertEqual(str(caught.exception), 'decisions: call "c2" is pending but needs no approval')
@@ -596,7 +777,12 @@ class TestMisuse(Base):
     def test_a_resumed_run_asks_its_approver_for_calls_without_a_decision(self) -> None:
         self.go(lambda request: None)
         asked: List[str] = []
-        result = resume(self.path(), fx.delete_model(), fx.tools(), approver=lambda request: asked.append(request.call_id) or Approve(by="b"))
+        result = resume(
+            self.path(),
+            fx.delete_model(),
+            fx.tools(),
+            approver=lambda request: asked.append(request.call_id) or Approve(by="b"),
+        )
         self.assertEqual((result.stop_reason, asked, len(fx.CALLS)), ("no_tool_calls", ["c1"], 1))
 
     def test_a_file_with_only_its_task_record_goes_on_and_a_decision_there_is_refused(self) -> None:
@@ -618,7 +804,9 @@ class TestMisuse(Base):
         with self.assertRaises(RunConfigError) as caught:
             resume(self.path(), fx.delete_model(), fx.tools(), decisions={"c1": Approve(by="a")})
         self.assertIn("the run has max_seconds: resume needs clock=", str(caught.exception))
-        result = resume(self.path(), fx.delete_model(), fx.tools(), decisions={"c1": Approve(by="a")}, clock=lambda: next(ticks))
+        result = resume(
+            self.path(), fx.delete_model(), fx.tools(), decisions={"c1": Approve(by="a")}, clock=lambda: next(ticks)
+        )
         self.assertEqual(result.stop_reason, "no_tool_calls")
 
     def test_the_resumed_clock_goes_on_from_the_last_reading_without_the_pause(self) -> None:
@@ -643,4 +831,7 @@ class TestMisuse(Base):
     def test_the_request_as_json(self) -> None:
         seen: List[ApprovalRequest] = []
         self.go(lambda request: seen.append(request) or Approve(by="a"))
-        self.assertEqual(sorted(seen[0].to_json()), ["arguments", "arguments_sha256", "assistant_hash", "call_id", "origin", "step", "tool"])
+        self.assertEqual(
+            sorted(seen[0].to_json()),
+            ["arguments", "arguments_sha256", "assistant_hash", "call_id", "origin", "step", "tool"],
+        )

@@ -24,7 +24,9 @@ class TestEffectsOnce(TempDir):
         figures = campaign(self.dir, kills=kills, seed=19, steps=steps)
         self.assertEqual(figures.problems, [], figures.line())
         self.assertEqual(figures.kills, kills)
-        self.assertEqual((figures.duplicated, figures.lost, figures.mismatched, figures.unverified), (0, 0, 0, 0), figures.line())
+        self.assertEqual(
+            (figures.duplicated, figures.lost, figures.mismatched, figures.unverified), (0, 0, 0, 0), figures.line()
+        )
         self.assertEqual(figures.payments, figures.runs * steps)
 
     def test_a_few_kills_leave_every_payment_made_exactly_once(self) -> None:

@@ -30,10 +30,44 @@ from agentloop.loop import engine
 
 CASES = int(os.environ.get("AGENTLOOP_ENCODE_ONCE_CASES", "60"))
 SEED = 8785
-FLOATS = [0.5, -0.0, 1e-7, 1.5e-5, 1e16, 1e17, 2.0**53, 2.0**53 - 1, 1e21, 1e20, 5e-324, 9 / 14, 0.1 + 0.2,
-          1.7976931348623157e308, 0.642857142857143, -2.5e-10, float("nan")]
-STRINGS = ["", "é", "東京", "😀", "\ue000", "\U00010000", "\ud800", "\ufdd0", "\U0001fffe", "\x00", "\u2028",
-           'q"\\', placeholder(0), placeholder(1), '"' + placeholder(0), placeholder(0) + '"', "x" + placeholder(1)]
+FLOATS = [
+    0.5,
+    -0.0,
+    1e-7,
+    1.5e-5,
+    1e16,
+    1e17,
+    2.0**53,
+    2.0**53 - 1,
+    1e21,
+    1e20,
+    5e-324,
+    9 / 14,
+    0.1 + 0.2,
+    1.7976931348623157e308,
+    0.642857142857143,
+    -2.5e-10,
+    float("nan"),
+]
+STRINGS = [
+    "",
+    "é",
+    "東京",
+    "😀",
+    "\ue000",
+    "\U00010000",
+    "\ud800",
+    "\ufdd0",
+    "\U0001fffe",
+    "\x00",
+    "\u2028",
+    'q"\\',
+    placeholder(0),
+    placeholder(1),
+    '"' + placeholder(0),
+    placeholder(0) + '"',
+    "x" + placeholder(1),
+]
 
 
 class _Values:
@@ -81,11 +115,20 @@ def _run(folder: str, name: str, script: List[ModelReply], results: List[Any], m
     def answer(**arguments: Any) -> Any:
         return queue.pop(0) if queue else "done"
 
-    tools = [Tool("t", "a tool", {"type": "object"}, answer),
-             Tool("p", "a parallel tool", {"type": "object"}, answer, parallel=True)]
+    tools = [
+        Tool("t", "a tool", {"type": "object"}, answer),
+        Tool("p", "a parallel tool", {"type": "object"}, answer, parallel=True),
+    ]
     path = os.path.join(folder, name)
-    run("task é", ScriptedModel(list(script)), tools, transcript=path, max_steps=len(script), max_tokens=10**9,
-        max_record_bytes=max_record_bytes)
+    run(
+        "task é",
+        ScriptedModel(list(script)),
+        tools,
+        transcript=path,
+        max_steps=len(script),
+        max_tokens=10**9,
+        max_record_bytes=max_record_bytes,
+    )
     with open(path, "rb") as handle:
         return handle.read()
 
@@ -119,9 +162,14 @@ class TestEncodeOnce(unittest.TestCase):
         for case in range(CASES):
             script = []
             for step in range(rng.randint(1, 4)):
-                calls = [ToolCall(rng.choice(["t", "p"]), values.arguments(),
-                                  rng.choice(["", "", "", placeholder(0), placeholder(1), "id é"]))
-                         for _ in range(rng.randint(0, 3))]
+                calls = [
+                    ToolCall(
+                        rng.choice(["t", "p"]),
+                        values.arguments(),
+                        rng.choice(["", "", "", placeholder(0), placeholder(1), "id é"]),
+                    )
+                    for _ in range(rng.randint(0, 3))
+                ]
                 script.append(ModelReply(rng.choice(["", "é", placeholder(0)]), calls))
             script.append(ModelReply("end"))
             results = [values.result() for _ in range(12)]

@@ -44,8 +44,15 @@ class TestStopReasons(TempDir):
         result = self.scripted_run([add(1, 2), ModelReply("3")])
         self.assertEqual((result.stop_reason, result.steps), ("no_tool_calls", 2))
         self.assertEqual(self.kinds(), ["task", "assistant", "tool", "assistant", "stop"])
-        self.assertEqual(self.stop_payload(), {"reason": "no_tool_calls", "steps": 2, "tokens": result.tokens,
-                                               "detail": "the assistant asked for no tools"})
+        self.assertEqual(
+            self.stop_payload(),
+            {
+                "reason": "no_tool_calls",
+                "steps": 2,
+                "tokens": result.tokens,
+                "detail": "the assistant asked for no tools",
+            },
+        )
 
     def test_step_budget_caps_the_loop_and_matches_the_record_count(self) -> None:
         result = self.scripted_run([add(1, i) for i in range(20)], max_steps=3)
@@ -89,7 +96,9 @@ class TestStopReasons(TempDir):
         self.assertEqual(self.kinds(), ["task", "assistant", "stop"])
 
     def test_sentinel_beats_the_token_budget(self) -> None:
-        result = self.scripted_run([ModelReply("DONE " + "x" * 400, [ToolCall("fail", {})])], stop_sentinel="DONE", max_tokens=1)
+        result = self.scripted_run(
+            [ModelReply("DONE " + "x" * 400, [ToolCall("fail", {})])], stop_sentinel="DONE", max_tokens=1
+        )
         self.assertEqual(result.stop_reason, "sentinel")
 
     def test_no_tool_calls_beats_the_token_budget(self) -> None:
@@ -97,7 +106,9 @@ class TestStopReasons(TempDir):
         self.assertEqual(result.stop_reason, "no_tool_calls")
 
     def test_sentinel_is_matched_in_the_text_only(self) -> None:
-        result = self.scripted_run([ModelReply("no", [ToolCall("echo", {"text": "DONE"})]), ModelReply("ok")], stop_sentinel="DONE")
+        result = self.scripted_run(
+            [ModelReply("no", [ToolCall("echo", {"text": "DONE"})]), ModelReply("ok")], stop_sentinel="DONE"
+        )
         self.assertEqual(result.stop_reason, "no_tool_calls")
 
     def test_an_empty_sentinel_is_refused_as_a_value_error(self) -> None:
@@ -116,19 +127,25 @@ class TestStopReasons(TempDir):
         self.assertEqual(result.steps, 0)
 
     def test_model_returning_something_else_is_a_model_error(self) -> None:
-        result = run("t", lambda m, t: {"text": "hi"}, demo_tools(), transcript=self.path(), max_steps=3, max_tokens=100)
+        result = run(
+            "t", lambda m, t: {"text": "hi"}, demo_tools(), transcript=self.path(), max_steps=3, max_tokens=100
+        )
         self.assertEqual(result.stop_reason, "model_error")
         self.assertEqual(result.detail, "model returned dict, not ModelReply")
 
     def test_running_out_of_script_is_a_model_error(self) -> None:
         result = self.scripted_run([add(1, 2)])
         self.assertEqual(result.stop_reason, "model_error")
-        self.assertEqual(result.detail, "model raised ScriptExhaustedError: the script has no reply for turn 2 (it holds 1)")
+        self.assertEqual(
+            result.detail, "model raised ScriptExhaustedError: the script has no reply for turn 2 (it holds 1)"
+        )
 
     def test_a_reply_with_an_unrecordable_text_is_a_model_error_and_the_file_verifies(self) -> None:
         result = self.scripted_run([ModelReply("bad \ud800 text")])
         self.assertEqual(result.stop_reason, "model_error")
-        self.assertEqual(result.detail, "model reply is not recordable: $.text: string has a lone surrogate U+D800 at index 4")
+        self.assertEqual(
+            result.detail, "model reply is not recordable: $.text: string has a lone surrogate U+D800 at index 4"
+        )
         self.assertTrue(verify_file(self.path()).ok)
 
     def test_every_stop_reason_is_in_the_closed_set(self) -> None:
@@ -136,9 +153,19 @@ class TestStopReasons(TempDir):
 
         self.assertEqual(
             set(STOP_REASONS),
-            {"no_tool_calls", "sentinel", "step_budget", "token_budget", "model_error",  # agentloop 0.x
-             "final_result", "tool_call_budget", "cost_budget", "cost_unknown", "time_budget",  # issue 12
-             "approval_terminated"},  # issue 13
+            {
+                "no_tool_calls",
+                "sentinel",
+                "step_budget",
+                "token_budget",
+                "model_error",  # agentloop 0.x
+                "final_result",
+                "tool_call_budget",
+                "cost_budget",
+                "cost_unknown",
+                "time_budget",  # issue 12
+                "approval_terminated",
+            },  # issue 13
         )
 
 
@@ -160,7 +187,14 @@ class TestInterrupts(TempDir):
 
         tool = Tool("exit", "exits", {"type": "object"}, exits)
         with self.assertRaises(SystemExit):
-            run("t", ScriptedModel([ModelReply("", [ToolCall("exit")])]), [tool], transcript=self.path(), max_steps=5, max_tokens=100)
+            run(
+                "t",
+                ScriptedModel([ModelReply("", [ToolCall("exit")])]),
+                [tool],
+                transcript=self.path(),
+                max_steps=5,
+                max_tokens=100,
+            )
         self.assertEqual([r["kind"] for r in read_records(self.path())], ["task", "assistant"])
         self.assertTrue(verify_file(self.path()).ok)
 
@@ -205,23 +239,40 @@ class TestToolFailuresAreData(TempDir):
         for _ in range(100_000):
             deep = [deep]
         script = [
-            ModelReply("", [ToolCall("add", {"a": float("nan"), "b": 1}), ToolCall("add", {"a": 2**80, "b": 1}),
-                            ToolCall("echo", {"text": deep}), ToolCall("add", {"a": 1, "b": 2}),
-                            ToolCall("add", {"a": 2.0**53, "b": 1})]),
+            ModelReply(
+                "",
+                [
+                    ToolCall("add", {"a": float("nan"), "b": 1}),
+                    ToolCall("add", {"a": 2**80, "b": 1}),
+                    ToolCall("echo", {"text": deep}),
+                    ToolCall("add", {"a": 1, "b": 2}),
+                    ToolCall("add", {"a": 2.0**53, "b": 1}),
+                ],
+            ),
             ModelReply("end"),
         ]
         self.scripted_run(script)
         turn = read_records(self.path())[1]["payload"]
         self.assertEqual([c["arguments"] for c in turn["tool_calls"]], [None, None, None, {"a": 1, "b": 2}, None])
-        self.assertEqual(turn["tool_calls"][0]["arguments_error"], "unrecordable arguments: $.add.a: nan is not a JSON number")
+        self.assertEqual(
+            turn["tool_calls"][0]["arguments_error"], "unrecordable arguments: $.add.a: nan is not a JSON number"
+        )
         errors = [p.get("error") for p in self.tool_records()]
-        self.assertEqual(errors[:2], ["unrecordable arguments: $.add.a: nan is not a JSON number",
-                                      "unrecordable arguments: $.add.a: integer 1208925819614629174706176 is outside the I-JSON range +/-(2**53-1)"])
+        self.assertEqual(
+            errors[:2],
+            [
+                "unrecordable arguments: $.add.a: nan is not a JSON number",
+                "unrecordable arguments: $.add.a: integer 1208925819614629174706176 is outside the I-JSON range +/-(2**53-1)",
+            ],
+        )
         self.assertTrue(errors[2].startswith("unrecordable arguments: $.echo.text"))
         self.assertIn("nesting deeper than the 64 levels a record may hold", errors[2])
         self.assertEqual(self.tool_records()[3]["value"], {"sum": 3})
-        self.assertEqual(errors[4], "unrecordable arguments: $.add.a: number 9007199254740992.0 is written as the "
-                                    "integer 9007199254740992, outside the I-JSON range +/-(2**53-1)")
+        self.assertEqual(
+            errors[4],
+            "unrecordable arguments: $.add.a: number 9007199254740992.0 is written as the "
+            "integer 9007199254740992, outside the I-JSON range +/-(2**53-1)",
+        )
         self.assertTrue(verify_file(self.path()).ok)
 
     def test_depth_is_counted_where_the_value_sits_in_its_record(self) -> None:
@@ -233,22 +284,54 @@ class TestToolFailuresAreData(TempDir):
 
         # A result sits 2 levels deep in its record, arguments 4: 62 and 60 levels fit, one more does not.
         tools = [Tool("deep%d" % d, "", {"type": "object"}, (lambda d: lambda **kw: nest(d))(d)) for d in (62, 63)]
-        calls = [ToolCall("deep62", {"a": nest(59)}), ToolCall("deep63", {"a": nest(59)}), ToolCall("deep62", {"a": nest(60)})]
-        result = run("t", ScriptedModel([ModelReply("", calls), ModelReply("end")]), tools, transcript=self.path(),
-                     max_steps=3, max_tokens=10**6)
+        calls = [
+            ToolCall("deep62", {"a": nest(59)}),
+            ToolCall("deep63", {"a": nest(59)}),
+            ToolCall("deep62", {"a": nest(60)}),
+        ]
+        result = run(
+            "t",
+            ScriptedModel([ModelReply("", calls), ModelReply("end")]),
+            tools,
+            transcript=self.path(),
+            max_steps=3,
+            max_tokens=10**6,
+        )
         self.assertEqual(result.stop_reason, "no_tool_calls")
         outcomes = [(p["ok"], p.get("error", "")[:40]) for p in self.tool_records()]
-        self.assertEqual(outcomes, [(True, ""), (False, "tool 'deep63' returned an unrecordable r"),
-                                    (False, "unrecordable arguments: $.deep62.a[0][0]")])
+        self.assertEqual(
+            outcomes,
+            [
+                (True, ""),
+                (False, "tool 'deep63' returned an unrecordable r"),
+                (False, "unrecordable arguments: $.deep62.a[0][0]"),
+            ],
+        )
         self.assertTrue(verify_file(self.path()).ok)
 
     def test_integers_too_long_to_print_are_refused_as_data(self) -> None:
         tool = Tool("huge", "", {"type": "object"}, lambda **kw: 10**5000)
-        run("t", ScriptedModel([ModelReply("", [ToolCall("huge", {"a": 10**5000})]), ModelReply("", [ToolCall("huge")]), ModelReply("end")]),
-            [tool], transcript=self.path(), max_steps=4, max_tokens=10**6)
-        self.assertEqual([p["error"] for p in self.tool_records()], [
-            "unrecordable arguments: $.huge.a: integer of about 5001 digits is outside the I-JSON range +/-(2**53-1)",
-            "tool 'huge' returned an unrecordable result: $: integer of about 5001 digits is outside the I-JSON range +/-(2**53-1)"])
+        run(
+            "t",
+            ScriptedModel(
+                [
+                    ModelReply("", [ToolCall("huge", {"a": 10**5000})]),
+                    ModelReply("", [ToolCall("huge")]),
+                    ModelReply("end"),
+                ]
+            ),
+            [tool],
+            transcript=self.path(),
+            max_steps=4,
+            max_tokens=10**6,
+        )
+        self.assertEqual(
+            [p["error"] for p in self.tool_records()],
+            [
+                "unrecordable arguments: $.huge.a: integer of about 5001 digits is outside the I-JSON range +/-(2**53-1)",
+                "tool 'huge' returned an unrecordable result: $: integer of about 5001 digits is outside the I-JSON range +/-(2**53-1)",
+            ],
+        )
         self.assertTrue(verify_file(self.path()).ok)
 
     def test_values_that_read_differently_each_time_are_recorded_as_the_model_saw_them(self) -> None:
@@ -263,36 +346,57 @@ class TestToolFailuresAreData(TempDir):
             def __getitem__(self, key: str) -> Any:
                 raise RuntimeError("no")
 
-        tools = [Tool("shifty", "", {"type": "object"}, lambda: Shifty(a=0)), Tool("raising", "", {"type": "object"}, lambda: Raising(a=0))]
+        tools = [
+            Tool("shifty", "", {"type": "object"}, lambda: Shifty(a=0)),
+            Tool("raising", "", {"type": "object"}, lambda: Raising(a=0)),
+        ]
         seen: List[Any] = []
-        script = [ModelReply("", [ToolCall("shifty"), ToolCall("raising")]),
-                  lambda m, t: seen.append([x.get("content") for x in m[2:]]) or ModelReply("end")]
+        script = [
+            ModelReply("", [ToolCall("shifty"), ToolCall("raising")]),
+            lambda m, t: seen.append([x.get("content") for x in m[2:]]) or ModelReply("end"),
+        ]
         run("t", ScriptedModel(script), tools, transcript=self.path(), max_steps=3, max_tokens=10**6)
         records = self.tool_records()
         self.assertEqual(seen[0][0], canonical_text(records[0]["value"]))
-        self.assertEqual(records[1]["error"], "tool 'raising' returned an unrecordable result: $: could not be read: RuntimeError")
+        self.assertEqual(
+            records[1]["error"], "tool 'raising' returned an unrecordable result: $: could not be read: RuntimeError"
+        )
         self.assertTrue(verify_file(self.path()).ok)
 
     def test_a_huge_argument_is_an_error_result_not_a_crash(self) -> None:
-        huge = [ModelReply("", [ToolCall("echo", {"text": "x" * 5_000_000}), ToolCall("echo", {"text": "ok"})]), ModelReply("end")]
+        huge = [
+            ModelReply("", [ToolCall("echo", {"text": "x" * 5_000_000}), ToolCall("echo", {"text": "ok"})]),
+            ModelReply("end"),
+        ]
         self.scripted_run(huge, max_tokens=10**7)
         # Over max_record_bytes (1 MiB by default): kept out of the record, the call fails as data.
-        self.assertEqual([p.get("error", p.get("value")) for p in self.tool_records()], [
-            "unrecordable arguments: $.echo: arguments of 5000023 bytes do not fit max_record_bytes 1048576",
-            {"text": "ok"}])
+        self.assertEqual(
+            [p.get("error", p.get("value")) for p in self.tool_records()],
+            [
+                "unrecordable arguments: $.echo: arguments of 5000023 bytes do not fit max_record_bytes 1048576",
+                {"text": "ok"},
+            ],
+        )
         self.assertTrue(verify_file(self.path()).ok)
         self.scripted_run(huge, name="big.jsonl", max_tokens=10**7, max_record_bytes=16 * 2**20)
         errors = [r["payload"].get("error") for r in read_records(self.path("big.jsonl")) if r["kind"] == "tool"]
-        self.assertEqual(errors[0], "invalid arguments: $.echo.text: string of length 5000000 is longer than maxLength 200")
+        self.assertEqual(
+            errors[0], "invalid arguments: $.echo.text: string of length 5000000 is longer than maxLength 200"
+        )
 
     def test_a_huge_result_is_refused_as_data_and_a_huge_text_is_a_model_error(self) -> None:
         big = Tool("big", "", {"type": "object"}, lambda: "y" * 2_000_000)
         script = ScriptedModel([ModelReply("", [ToolCall("big")]), ModelReply("z" * 2_000_000)])
         result = run("t", script, [big], transcript=self.path(), max_steps=5, max_tokens=10**7)
-        self.assertEqual(self.tool_records()[0]["error"],
-                         "tool 'big' returned an unrecordable result: $: a tool record of 2000243 bytes exceeds max_record_bytes 1048576")
+        self.assertEqual(
+            self.tool_records()[0]["error"],
+            "tool 'big' returned an unrecordable result: $: a tool record of 2000243 bytes exceeds max_record_bytes 1048576",
+        )
         self.assertEqual((result.stop_reason, result.steps), ("model_error", 1))
-        self.assertEqual(result.detail, "model reply is not recordable: $: an assistant record of 2000262 bytes exceeds max_record_bytes 1048576")
+        self.assertEqual(
+            result.detail,
+            "model reply is not recordable: $: an assistant record of 2000262 bytes exceeds max_record_bytes 1048576",
+        )
         self.assertTrue(verify_file(self.path()).ok)
 
     def test_an_exception_whose_str_raises_is_still_recorded(self) -> None:
@@ -307,25 +411,51 @@ class TestToolFailuresAreData(TempDir):
             raise ValueError("bad \ud800")
 
         tools = [Tool("nasty", "", {"type": "object"}, nasty), Tool("sur", "", {"type": "object"}, surrogate)]
-        run("t", ScriptedModel([ModelReply("", [ToolCall("nasty"), ToolCall("sur")]), ModelReply("end")]), tools,
-            transcript=self.path(), max_steps=3, max_tokens=100)
-        self.assertEqual([p["error"] for p in self.tool_records()],
-                         ["tool 'nasty' raised Nasty: <unprintable>", "tool 'sur' raised ValueError: bad \\ud800"])
+        run(
+            "t",
+            ScriptedModel([ModelReply("", [ToolCall("nasty"), ToolCall("sur")]), ModelReply("end")]),
+            tools,
+            transcript=self.path(),
+            max_steps=3,
+            max_tokens=100,
+        )
+        self.assertEqual(
+            [p["error"] for p in self.tool_records()],
+            ["tool 'nasty' raised Nasty: <unprintable>", "tool 'sur' raised ValueError: bad \\ud800"],
+        )
 
     def test_a_tool_with_no_tools_registered(self) -> None:
-        run("t", ScriptedModel([ModelReply("", [ToolCall("x")]), ModelReply("end")]), [], transcript=self.path(), max_steps=3, max_tokens=100)
+        run(
+            "t",
+            ScriptedModel([ModelReply("", [ToolCall("x")]), ModelReply("end")]),
+            [],
+            transcript=self.path(),
+            max_steps=3,
+            max_tokens=100,
+        )
         self.assertEqual(self.tool_records()[0]["error"], "no tool named 'x' (have: none)")
 
 
 class TestTurns(TempDir):
     def test_several_calls_run_in_order_with_derived_ids(self) -> None:
-        script = [ModelReply("", [ToolCall("add", {"a": 1, "b": 1}), ToolCall("greet", {"name": "Ada"}, id="mine"),
-                                  ToolCall("add", {"a": 2, "b": 2})]), ModelReply("end")]
+        script = [
+            ModelReply(
+                "",
+                [
+                    ToolCall("add", {"a": 1, "b": 1}),
+                    ToolCall("greet", {"name": "Ada"}, id="mine"),
+                    ToolCall("add", {"a": 2, "b": 2}),
+                ],
+            ),
+            ModelReply("end"),
+        ]
         self.scripted_run(script)
         records = read_records(self.path())
         self.assertEqual([c["id"] for c in records[1]["payload"]["tool_calls"]], ["call_1_0", "mine", "call_1_2"])
-        self.assertEqual([(r["payload"]["id"], r["payload"]["value"]) for r in records[2:5]],
-                         [("call_1_0", {"sum": 2}), ("mine", {"greeting": "Hello, Ada!"}), ("call_1_2", {"sum": 4})])
+        self.assertEqual(
+            [(r["payload"]["id"], r["payload"]["value"]) for r in records[2:5]],
+            [("call_1_0", {"sum": 2}), ("mine", {"greeting": "Hello, Ada!"}), ("call_1_2", {"sum": 4})],
+        )
 
     def test_the_messages_the_model_sees(self) -> None:
         seen: List[List[Dict[str, Any]]] = []
@@ -340,12 +470,22 @@ class TestTurns(TempDir):
             seen[0],
             [
                 {"role": "user", "content": "task"},
-                {"role": "assistant", "content": "hi", "tool_calls": [
-                    {"id": "call_1_0", "name": "add", "arguments": {"a": 1, "b": 2}},
-                    {"id": "call_1_1", "name": "fail", "arguments": {}}]},
+                {
+                    "role": "assistant",
+                    "content": "hi",
+                    "tool_calls": [
+                        {"id": "call_1_0", "name": "add", "arguments": {"a": 1, "b": 2}},
+                        {"id": "call_1_1", "name": "fail", "arguments": {}},
+                    ],
+                },
                 {"role": "tool", "tool_call_id": "call_1_0", "name": "add", "ok": True, "content": '{"sum":3}'},
-                {"role": "tool", "tool_call_id": "call_1_1", "name": "fail", "ok": False,
-                 "content": "tool 'fail' raised RuntimeError: the tool is broken on purpose"},
+                {
+                    "role": "tool",
+                    "tool_call_id": "call_1_1",
+                    "name": "fail",
+                    "ok": False,
+                    "content": "tool 'fail' raised RuntimeError: the tool is broken on purpose",
+                },
             ],
         )
 
@@ -356,7 +496,10 @@ class TestTurns(TempDir):
 
         tool = Tool("m", "", {"type": "object"}, mutate)
         seen: List[Any] = []
-        script = [ModelReply("", [ToolCall("m", {"items": [1]})]), lambda m, t: seen.append(m[1]["tool_calls"][0]["arguments"]) or ModelReply("end")]
+        script = [
+            ModelReply("", [ToolCall("m", {"items": [1]})]),
+            lambda m, t: seen.append(m[1]["tool_calls"][0]["arguments"]) or ModelReply("end"),
+        ]
         run("t", ScriptedModel(script), [tool], transcript=self.path(), max_steps=3, max_tokens=100)
         self.assertEqual(seen, [{"items": [1]}])
 
@@ -404,7 +547,15 @@ class TestMisuse(TempDir):
         with self.assertRaises(TranscriptExistsError):
             self.recover_run()
         self.assertEqual(read_lines(self.path()), before)
-        run("other", ScriptedModel([ModelReply("")]), [], transcript=self.path(), max_steps=1, max_tokens=1, overwrite=True)
+        run(
+            "other",
+            ScriptedModel([ModelReply("")]),
+            [],
+            transcript=self.path(),
+            max_steps=1,
+            max_tokens=1,
+            overwrite=True,
+        )
         self.assertEqual(len(read_lines(self.path())), 3)
 
     def test_model_reply_and_tool_call_check_their_types(self) -> None:
@@ -461,11 +612,17 @@ class TestHardening(TempDir):
         self.assertEqual(read_records(self.path())[2]["payload"]["value"], {"text": "hi"})
 
     def test_duplicate_call_ids_in_a_turn_fail_as_data(self) -> None:
-        calls = [ToolCall("echo", {"text": "a"}, id="c"), ToolCall("echo", {"text": "b"}, id="c"),
-                 ToolCall("echo", {"text": "d"}, id="call_1_3"), ToolCall("echo", {"text": "e"})]
+        calls = [
+            ToolCall("echo", {"text": "a"}, id="c"),
+            ToolCall("echo", {"text": "b"}, id="c"),
+            ToolCall("echo", {"text": "d"}, id="call_1_3"),
+            ToolCall("echo", {"text": "e"}),
+        ]
         self.scripted_run([ModelReply("", calls), ModelReply("end")])
         tools = [r["payload"] for r in read_records(self.path()) if r["kind"] == "tool"]
-        self.assertEqual([(t["id"], t["ok"]) for t in tools], [("c", True), ("c", False), ("call_1_3", True), ("call_1_3", False)])
+        self.assertEqual(
+            [(t["id"], t["ok"]) for t in tools], [("c", True), ("c", False), ("call_1_3", True), ("call_1_3", False)]
+        )
         self.assertEqual(tools[1]["error"], 'call id "c" is used twice in this turn')
 
     def test_tools_registered_during_a_run_are_not_callable_in_it(self) -> None:
@@ -478,7 +635,9 @@ class TestHardening(TempDir):
             return "done"
 
         registry.register(Tool("sneak", "", {"type": "object"}, sneak))
-        script = ScriptedModel([ModelReply("", [ToolCall("sneak")]), ModelReply("", [ToolCall("secret")]), ModelReply("end")])
+        script = ScriptedModel(
+            [ModelReply("", [ToolCall("sneak")]), ModelReply("", [ToolCall("secret")]), ModelReply("end")]
+        )
         run("t", script, registry, transcript=self.path(), max_steps=4, max_tokens=100)
         tools = [r["payload"] for r in read_records(self.path()) if r["kind"] == "tool"]
         self.assertEqual(tools[1]["error"], "no tool named 'secret' (have: sneak)")
@@ -487,8 +646,14 @@ class TestHardening(TempDir):
         def loud() -> None:
             raise ValueError("x" * 10_000_000)
 
-        run("t", ScriptedModel([ModelReply("", [ToolCall("loud")]), ModelReply("end")]), [Tool("loud", "", {"type": "object"}, loud)],
-            transcript=self.path(), max_steps=3, max_tokens=100)
+        run(
+            "t",
+            ScriptedModel([ModelReply("", [ToolCall("loud")]), ModelReply("end")]),
+            [Tool("loud", "", {"type": "object"}, loud)],
+            transcript=self.path(),
+            max_steps=3,
+            max_tokens=100,
+        )
         error = [r["payload"] for r in read_records(self.path()) if r["kind"] == "tool"][0]["error"]
         self.assertTrue(error.endswith("... (9998031 characters cut)"), error[-60:])
         self.assertLess(os.path.getsize(self.path()), 10_000)
@@ -534,7 +699,8 @@ if __name__ == "__main__":
 
 class TestToolFailure(unittest.TestCase):
     def test_a_tool_failure_is_recorded_with_its_own_text(self) -> None:
-        import tempfile, os
+        import tempfile
+        import os
         from agentloop import ModelReply, ScriptedModel, Tool, ToolCall, ToolFailure, run, verify_file
 
         def boom(x: int) -> int:
@@ -551,7 +717,8 @@ class TestToolFailure(unittest.TestCase):
 
 class TestOutputAndTruncation(unittest.TestCase):
     def test_output_is_the_answer_and_a_truncated_reply_is_recorded_and_replayed(self) -> None:
-        import tempfile, os
+        import tempfile
+        import os
         from agentloop import ModelReply, ScriptedModel, ToolCall, run
         from agentloop.models import replay
 
@@ -563,7 +730,13 @@ class TestOutputAndTruncation(unittest.TestCase):
             with open(path, encoding="utf-8") as f:
                 self.assertIn('"truncated":true', f.read())
             self.assertTrue(replay(path, [], transcript=os.path.join(tmp, "r.jsonl")).identical)
-            budget = run("t", ScriptedModel([ModelReply("x", [ToolCall("nope")])]), [],
-                         transcript=os.path.join(tmp, "b.jsonl"), max_steps=1, max_tokens=1000)
+            budget = run(
+                "t",
+                ScriptedModel([ModelReply("x", [ToolCall("nope")])]),
+                [],
+                transcript=os.path.join(tmp, "b.jsonl"),
+                max_steps=1,
+                max_tokens=1000,
+            )
             self.assertEqual(budget.stop_reason, "step_budget")
             self.assertIsNone(budget.output)

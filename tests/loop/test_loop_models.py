@@ -34,8 +34,13 @@ class TestReplyShape(TempDir):
 
     def test_bad_types_are_refused_when_built(self) -> None:
         bad: Any = (1, 2)
-        for build in (lambda: Usage(-1, 0), lambda: Usage(True, 0), lambda: Usage(1, 2**53), lambda: ModelReply("t", (), bad),
-                      lambda: ToolCall("add", {}, "", bad)):
+        for build in (
+            lambda: Usage(-1, 0),
+            lambda: Usage(True, 0),
+            lambda: Usage(1, 2**53),
+            lambda: ModelReply("t", (), bad),
+            lambda: ToolCall("add", {}, "", bad),
+        ):
             with self.subTest():
                 with self.assertRaises(TypeError):
                     build()
@@ -44,16 +49,20 @@ class TestReplyShape(TempDir):
         usage = Usage(1, 2)
         object.__setattr__(usage, "output_tokens", 1.5)
         result = self.scripted_run([ModelReply("t", (), usage)])
-        self.assertEqual((result.stop_reason, result.detail),
-                         ("model_error", "model reply usage is Usage, not a Usage of two ints from 0 to 2**53-1"))
+        self.assertEqual(
+            (result.stop_reason, result.detail),
+            ("model_error", "model reply usage is Usage, not a Usage of two ints from 0 to 2**53-1"),
+        )
 
 
 class TestUsage(TempDir):
     def test_reported_usage_is_recorded_and_replaces_the_heuristic(self) -> None:
-        result = self.scripted_run([
-            ModelReply("adding", [ToolCall("add", {"a": 1, "b": 2})], Usage(120, 30)),
-            ModelReply("a reply whose usage is unknown"),
-        ])
+        result = self.scripted_run(
+            [
+                ModelReply("adding", [ToolCall("add", {"a": 1, "b": 2})], Usage(120, 30)),
+                ModelReply("a reply whose usage is unknown"),
+            ]
+        )
         records = read_records(self.path())
         first, second = records[1]["payload"], records[3]["payload"]
         self.assertEqual((first["usage"], first["tokens"]), ({"input_tokens": 120, "output_tokens": 30}, 150))
@@ -66,8 +75,10 @@ class TestUsage(TempDir):
         result = self.scripted_run([reply] * 5, max_tokens=50)
         self.assertEqual((result.stop_reason, result.steps, result.tokens), ("token_budget", 3, 60))
         self.assertEqual(result.detail, "max_tokens of 50 exceeded (tokens=60); 1 tool call(s) not run")
-        self.assertEqual([r["kind"] for r in read_records(self.path())],
-                         ["task", "assistant", "tool", "assistant", "tool", "assistant", "stop"])
+        self.assertEqual(
+            [r["kind"] for r in read_records(self.path())],
+            ["task", "assistant", "tool", "assistant", "tool", "assistant", "stop"],
+        )
 
     def test_usage_of_zero_is_recorded_as_reported(self) -> None:
         result = self.scripted_run([ModelReply("hello there", (), Usage(0, 0))])
@@ -86,14 +97,21 @@ class TestUnreadableArguments(TempDir):
         result = self.scripted_run([ModelReply("try", [ToolCall("add", {"a": 1, "b": 2}, "c1", error)]), second])
         self.assertEqual(result.stop_reason, "no_tool_calls")
         records = read_records(self.path())
-        self.assertEqual(records[1]["payload"]["tool_calls"], [{"id": "c1", "name": "add", "arguments": None, "arguments_error": error}])
-        self.assertEqual(records[1]["payload"]["tokens"], estimate_tokens("try" + "add"))  # the name only, as for unrecordable ones
+        self.assertEqual(
+            records[1]["payload"]["tool_calls"],
+            [{"id": "c1", "name": "add", "arguments": None, "arguments_error": error}],
+        )
+        self.assertEqual(
+            records[1]["payload"]["tokens"], estimate_tokens("try" + "add")
+        )  # the name only, as for unrecordable ones
         self.assertEqual(records[2]["payload"], {"step": 1, "id": "c1", "name": "add", "ok": False, "error": error})
         self.assertEqual(seen[0][1]["tool_calls"], [{"id": "c1", "name": "add", "arguments": None}])
         self.assertEqual(seen[0][2]["content"], error)
 
     def test_a_duplicate_id_still_comes_first(self) -> None:
-        self.scripted_run([ModelReply("t", [ToolCall("add", {"a": 1, "b": 2}, "c"), ToolCall("add", {}, "c", "bad json")])])
+        self.scripted_run(
+            [ModelReply("t", [ToolCall("add", {"a": 1, "b": 2}, "c"), ToolCall("add", {}, "c", "bad json")])]
+        )
         calls = read_records(self.path())[1]["payload"]["tool_calls"]
         self.assertEqual(calls[1]["arguments_error"], 'call id "c" is used twice in this turn')
 
@@ -105,7 +123,9 @@ class TestUnreadableArguments(TempDir):
 
 class TestModelInfo(TempDir):
     def go(self, info: Any) -> Any:
-        return run("t", Named([ModelReply("hi")], info), demo_tools(), transcript=self.path(), max_steps=1, max_tokens=99)
+        return run(
+            "t", Named([ModelReply("hi")], info), demo_tools(), transcript=self.path(), max_steps=1, max_tokens=99
+        )
 
     def test_the_adapters_info_is_the_task_records_model(self) -> None:
         self.go({"provider": "openai", "model": "gpt-x", "host": "api.openai.com"})
@@ -116,7 +136,9 @@ class TestModelInfo(TempDir):
         self.go(None)
         self.assertNotIn("model", read_records(self.path())[0]["payload"])
         self.scripted_run([ModelReply("hi")], name="plain.jsonl")
-        self.assertEqual(sorted(read_records(self.path("plain.jsonl"))[0]["payload"]), ["budgets", "format", "task", "tools"])
+        self.assertEqual(
+            sorted(read_records(self.path("plain.jsonl"))[0]["payload"]), ["budgets", "format", "task", "tools"]
+        )
 
     def test_bad_info_is_refused_before_the_file_is_created(self) -> None:
         cases = [

@@ -44,14 +44,24 @@ class TestSystem(TempDir):
 
         run("the task", look, [], transcript=self.path(), max_steps=2, max_tokens=100, system="Be brief.")
         self.assertEqual(read_records(self.path())[0]["payload"]["system"], "Be brief.")
-        self.assertEqual(seen[0][:2], [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "the task"}])
+        self.assertEqual(
+            seen[0][:2], [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "the task"}]
+        )
         outcome = replay(self.path(), [], transcript=self.path("r.jsonl"))
         self.assertTrue(outcome.identical, outcome.difference)
 
     def test_absent_unless_given_and_ignored_by_the_scripted_model(self) -> None:
         run("t", ScriptedModel([ModelReply("ok")]), [], transcript=self.path(), max_steps=2, max_tokens=100)
         self.assertNotIn("system", read_records(self.path())[0]["payload"])
-        result = run("t", ScriptedModel([ModelReply("ok")]), [], transcript=self.path("s.jsonl"), max_steps=2, max_tokens=100, system="x")
+        result = run(
+            "t",
+            ScriptedModel([ModelReply("ok")]),
+            [],
+            transcript=self.path("s.jsonl"),
+            max_steps=2,
+            max_tokens=100,
+            system="x",
+        )
         self.assertEqual(result.output, "ok")
         with self.assertRaises(RunConfigError):
             run("t", ScriptedModel([]), [], transcript=self.path("bad.jsonl"), max_steps=2, max_tokens=100, system=3)  # type: ignore[arg-type]
@@ -60,13 +70,26 @@ class TestSystem(TempDir):
 class TestOutputSchema(TempDir):
     def test_a_dataclass_output_ends_the_run_converted_after_a_failed_try(self) -> None:
         script = [final({"name": "Paris"}), final({"name": "Paris", "population": 2102650})]
-        result = run("t", ScriptedModel(script), demo_tools(), transcript=self.path(), max_steps=5, max_tokens=10**6, output_schema=City)
+        result = run(
+            "t",
+            ScriptedModel(script),
+            demo_tools(),
+            transcript=self.path(),
+            max_steps=5,
+            max_tokens=10**6,
+            output_schema=City,
+        )
         self.assertEqual(result.stop_reason, "final_result")
         self.assertEqual(result.output, City("Paris", 2102650))
         records = read_records(self.path())
         self.assertEqual([r["kind"] for r in records], ["task", "assistant", "tool", "assistant", "stop"])
-        self.assertEqual(records[2]["payload"]["error"], "invalid arguments: $.final_result: missing required property 'population'")
-        self.assertEqual(result.detail, "the model called final_result with valid arguments (call 0 of step 2); 0 other tool call(s) not run")
+        self.assertEqual(
+            records[2]["payload"]["error"], "invalid arguments: $.final_result: missing required property 'population'"
+        )
+        self.assertEqual(
+            result.detail,
+            "the model called final_result with valid arguments (call 0 of step 2); 0 other tool call(s) not run",
+        )
         entry = [t for t in records[0]["payload"]["tools"] if t["name"] == FINAL_RESULT][0]
         self.assertEqual(entry["description"], FINAL_DESCRIPTION)
         self.assertEqual(entry["parameters"]["required"], ["name", "population"])
@@ -78,30 +101,73 @@ class TestOutputSchema(TempDir):
         ran: List[int] = []
         t = Tool("note", "", {"type": "object"}, lambda: ran.append(1))
         script = [ModelReply("", [ToolCall("note"), ToolCall(FINAL_RESULT, {"result": 3}), ToolCall("note")])]
-        result = run("t", ScriptedModel(script), [t], transcript=self.path(), max_steps=3, max_tokens=10**6, output_schema={"type": "integer"})
+        result = run(
+            "t",
+            ScriptedModel(script),
+            [t],
+            transcript=self.path(),
+            max_steps=3,
+            max_tokens=10**6,
+            output_schema={"type": "integer"},
+        )
         self.assertEqual((result.stop_reason, result.output, ran), ("final_result", 3, []))
         self.assertIn("(call 1 of step 1); 2 other tool call(s) not run", result.detail)
-        result = run("t", ScriptedModel([final({"result": 3}, "DONE")]), [t], transcript=self.path("s.jsonl"), max_steps=3,
-                     max_tokens=10**6, output_schema={"type": "integer"}, stop_sentinel="DONE")
+        result = run(
+            "t",
+            ScriptedModel([final({"result": 3}, "DONE")]),
+            [t],
+            transcript=self.path("s.jsonl"),
+            max_steps=3,
+            max_tokens=10**6,
+            output_schema={"type": "integer"},
+            stop_sentinel="DONE",
+        )
         self.assertEqual((result.stop_reason, result.output), ("sentinel", "DONE"))
 
     def test_json_schemas_object_or_wrapped(self) -> None:
         schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
-        result = run("t", ScriptedModel([final({"ok": True})]), [], transcript=self.path(), max_steps=2, max_tokens=100, output_schema=schema)
+        result = run(
+            "t",
+            ScriptedModel([final({"ok": True})]),
+            [],
+            transcript=self.path(),
+            max_steps=2,
+            max_tokens=100,
+            output_schema=schema,
+        )
         self.assertEqual(result.output, {"ok": True})
-        result = run("t", ScriptedModel([final({"result": [1, 2]})]), [], transcript=self.path("l.jsonl"), max_steps=2, max_tokens=100,
-                     output_schema=List[int])
+        result = run(
+            "t",
+            ScriptedModel([final({"result": [1, 2]})]),
+            [],
+            transcript=self.path("l.jsonl"),
+            max_steps=2,
+            max_tokens=100,
+            output_schema=List[int],
+        )
         self.assertEqual(result.output, [1, 2])
         tools = read_records(self.path("l.jsonl"))[0]["payload"]["tools"]
-        self.assertEqual(tools[0]["parameters"]["properties"]["result"], {"type": "array", "items": {"type": "integer"}})
+        self.assertEqual(
+            tools[0]["parameters"]["properties"]["result"], {"type": "array", "items": {"type": "integer"}}
+        )
 
     def test_misuse_raises_before_any_file(self) -> None:
         clash = Tool(FINAL_RESULT, "", {"type": "object"}, lambda: 1)
         for tools, schema in (([clash], {"type": "object"}), ([], "object"), ([], set)):
             with self.subTest(schema=schema), self.assertRaises(RunConfigError):
-                run("t", ScriptedModel([]), tools, transcript=self.path(), max_steps=2, max_tokens=100, output_schema=schema)
+                run(
+                    "t",
+                    ScriptedModel([]),
+                    tools,
+                    transcript=self.path(),
+                    max_steps=2,
+                    max_tokens=100,
+                    output_schema=schema,
+                )
         self.assertFalse(os.path.exists(self.path()))
-        run("t", ScriptedModel([ModelReply("ok")]), [clash], transcript=self.path(), max_steps=2, max_tokens=100)  # without it: a tool like any
+        run(
+            "t", ScriptedModel([ModelReply("ok")]), [clash], transcript=self.path(), max_steps=2, max_tokens=100
+        )  # without it: a tool like any
 
 
 class TestOnRecord(TempDir):
@@ -122,7 +188,15 @@ class TestOnRecord(TempDir):
     def recover_run_with(self, on_record: Any) -> None:
         from tests.support.helpers import recover_model
 
-        run("What is 6 * 7?", recover_model(), demo_tools(), transcript=self.path(), max_steps=8, max_tokens=2000, on_record=on_record)
+        run(
+            "What is 6 * 7?",
+            recover_model(),
+            demo_tools(),
+            transcript=self.path(),
+            max_steps=8,
+            max_tokens=2000,
+            on_record=on_record,
+        )
 
     def test_an_exception_from_it_propagates_leaving_a_verifiable_prefix(self) -> None:
         def broken(record: Dict[str, Any]) -> None:
@@ -137,8 +211,28 @@ class TestOnRecord(TempDir):
     def test_the_command_line_prints_each_record_live(self) -> None:
         stream = io.StringIO()
         loop_cli_model.STREAM, loop_cli_model.PRINTED[:] = stream, []
-        status = main(["run", "--model", "tests.support.loop_cli_model:make", "--tools", "demo:demo_tools", "--task", "add", "--system", "Be exact.",
-                       "--max-steps", "4", "--max-tokens", "1000", "--max-tool-calls", "5", "-o", self.path()], out=stream)
+        status = main(
+            [
+                "run",
+                "--model",
+                "tests.support.loop_cli_model:make",
+                "--tools",
+                "demo:demo_tools",
+                "--task",
+                "add",
+                "--system",
+                "Be exact.",
+                "--max-steps",
+                "4",
+                "--max-tokens",
+                "1000",
+                "--max-tool-calls",
+                "5",
+                "-o",
+                self.path(),
+            ],
+            out=stream,
+        )
         self.assertEqual(status, 0, stream.getvalue())
         printed_by_turn_2 = loop_cli_model.PRINTED[0]
         self.assertIn("seq=2 add", printed_by_turn_2)  # the tool record of turn 1, printed before turn 2 began

@@ -40,7 +40,13 @@ def barrier_tools(n: int, parallel: bool = True, wait: float = BARRIER_WAIT) -> 
         barrier.wait()
         return {"met": i}
 
-    return Tool("meet", "Meet the others.", {"type": "object", "properties": {"i": {"type": "integer"}}}, meet, parallel=parallel)
+    return Tool(
+        "meet",
+        "Meet the others.",
+        {"type": "object", "properties": {"i": {"type": "integer"}}},
+        meet,
+        parallel=parallel,
+    )
 
 
 def calls(name: str, count: int, **extra: Any) -> List[ToolCall]:
@@ -55,23 +61,45 @@ class TestParallel(TempDir):
         for n in (2, 4, 8):
             with self.subTest(n=n):
                 script = [ModelReply("meet", calls("meet", n)), ModelReply("done")]
-                result = run("t", ScriptedModel(script), [barrier_tools(n)], transcript=self.path("%d.jsonl" % n),
-                             max_steps=3, max_tokens=10**6, max_workers=n)
+                result = run(
+                    "t",
+                    ScriptedModel(script),
+                    [barrier_tools(n)],
+                    transcript=self.path("%d.jsonl" % n),
+                    max_steps=3,
+                    max_tokens=10**6,
+                    max_workers=n,
+                )
                 self.assertEqual(result.stop_reason, "no_tool_calls")
-                self.assertEqual([(p["ok"], p.get("value")) for p in self.tool_payloads("%d.jsonl" % n)],
-                                 [(True, {"met": i}) for i in range(n)])
+                self.assertEqual(
+                    [(p["ok"], p.get("value")) for p in self.tool_payloads("%d.jsonl" % n)],
+                    [(True, {"met": i}) for i in range(n)],
+                )
 
     def test_serial_calls_cannot_meet_the_negative_control(self) -> None:
         # The same tool without parallel=True: each call runs alone, so the barrier breaks.
         script = [ModelReply("meet", calls("meet", 2)), ModelReply("done")]
-        run("t", ScriptedModel(script), [barrier_tools(2, parallel=False, wait=0.2)], transcript=self.path(),
-            max_steps=3, max_tokens=10**6)
+        run(
+            "t",
+            ScriptedModel(script),
+            [barrier_tools(2, parallel=False, wait=0.2)],
+            transcript=self.path(),
+            max_steps=3,
+            max_tokens=10**6,
+        )
         self.assertEqual([p["error"] for p in self.tool_payloads()], ["tool 'meet' raised BrokenBarrierError"] * 2)
 
     def test_max_workers_caps_the_sync_calls_running_at_once(self) -> None:
         script = [ModelReply("meet", calls("meet", 2)), ModelReply("done")]
-        run("t", ScriptedModel(script), [barrier_tools(2, wait=0.2)], transcript=self.path(), max_steps=3,
-            max_tokens=10**6, max_workers=1)
+        run(
+            "t",
+            ScriptedModel(script),
+            [barrier_tools(2, wait=0.2)],
+            transcript=self.path(),
+            max_steps=3,
+            max_tokens=10**6,
+            max_workers=1,
+        )
         self.assertEqual([p["ok"] for p in self.tool_payloads()], [False, False])
 
     def test_async_tools_run_at_once_on_the_event_loop(self) -> None:
@@ -107,8 +135,21 @@ class TestParallel(TempDir):
 
         p = Tool("p", "parallel", {"type": "object"}, slow, parallel=True)
         s = Tool("s", "serial", {"type": "object"}, slow)
-        order = [ToolCall("p", {"i": 0}), ToolCall("p", {"i": 1}), ToolCall("s", {"i": 2}), ToolCall("p", {"i": 3}), ToolCall("p", {"i": 4})]
-        run("t", ScriptedModel([ModelReply("", order), ModelReply("done")]), [p, s], transcript=self.path(), max_steps=3, max_tokens=10**6)
+        order = [
+            ToolCall("p", {"i": 0}),
+            ToolCall("p", {"i": 1}),
+            ToolCall("s", {"i": 2}),
+            ToolCall("p", {"i": 3}),
+            ToolCall("p", {"i": 4}),
+        ]
+        run(
+            "t",
+            ScriptedModel([ModelReply("", order), ModelReply("done")]),
+            [p, s],
+            transcript=self.path(),
+            max_steps=3,
+            max_tokens=10**6,
+        )
         self.assertEqual(sorted(log[:2]), ["start 0", "start 1"])  # 0 and 1 together,
         self.assertEqual(log[4:6], ["start 2", "end 2"])  # then 2 alone,
         self.assertEqual(sorted(log[6:8]), ["start 3", "start 4"])  # then 3 and 4 together
@@ -120,8 +161,17 @@ class TestParallel(TempDir):
             return i
 
         w = Tool("wait", "", {"type": "object"}, wait, parallel=True)
-        run("t", ScriptedModel([ModelReply("", calls("wait", 4)), ModelReply("done")]), [w], transcript=self.path(), max_steps=3, max_tokens=10**6)
-        self.assertEqual([(p["id"], p["value"]) for p in self.tool_payloads()], [("call_1_%d" % i, i) for i in range(4)])
+        run(
+            "t",
+            ScriptedModel([ModelReply("", calls("wait", 4)), ModelReply("done")]),
+            [w],
+            transcript=self.path(),
+            max_steps=3,
+            max_tokens=10**6,
+        )
+        self.assertEqual(
+            [(p["id"], p["value"]) for p in self.tool_payloads()], [("call_1_%d" % i, i) for i in range(4)]
+        )
 
     def test_fifty_runs_with_random_sleeps_give_one_byte_sequence(self) -> None:
         rng = random.Random(12)  # the sleeps vary; the bytes must not
@@ -136,14 +186,29 @@ class TestParallel(TempDir):
                 raise ValueError("two fails")
             return {"async": i}
 
-        tools = [Tool("a", "", {"type": "object"}, sync_sleep, parallel=True), Tool("b", "", {"type": "object"}, async_sleep, parallel=True)]
+        tools = [
+            Tool("a", "", {"type": "object"}, sync_sleep, parallel=True),
+            Tool("b", "", {"type": "object"}, async_sleep, parallel=True),
+        ]
         script = [
-            ModelReply("", [ToolCall("a", {"i": 0}), ToolCall("b", {"i": 1}), ToolCall("a", {"i": 2}), ToolCall("b", {"i": 2}),
-                            ToolCall("nope", {}), ToolCall("a", {"i": "bad"}), ToolCall("b", {"i": 3})]),
+            ModelReply(
+                "",
+                [
+                    ToolCall("a", {"i": 0}),
+                    ToolCall("b", {"i": 1}),
+                    ToolCall("a", {"i": 2}),
+                    ToolCall("b", {"i": 2}),
+                    ToolCall("nope", {}),
+                    ToolCall("a", {"i": "bad"}),
+                    ToolCall("b", {"i": 3}),
+                ],
+            ),
             ModelReply("", [ToolCall("b", {"i": 4}), ToolCall("a", {"i": 5}), ToolCall("a", {"i": 6})]),
             ModelReply("done"),
         ]
-        tools[0] = dataclasses.replace(tools[0], parameters={"type": "object", "properties": {"i": {"type": "integer"}}})
+        tools[0] = dataclasses.replace(
+            tools[0], parameters={"type": "object", "properties": {"i": {"type": "integer"}}}
+        )
         digests = set()
         for attempt in range(50):
             path = self.path("r%d.jsonl" % attempt)
@@ -151,11 +216,21 @@ class TestParallel(TempDir):
             digests.add(hashlib.sha256(b"".join(read_lines(path))).hexdigest())
         self.assertEqual(len(digests), 1)
         payloads = self.tool_payloads("r0.jsonl")
-        self.assertEqual([p.get("value", p.get("error")) for p in payloads], [
-            {"sync": 0}, {"async": 1}, {"sync": 2}, "tool 'b' raised ValueError: two fails",
-            "no tool named 'nope' (have: a, b)", "invalid arguments: $.a.i: expected type integer, got str", {"async": 3},
-            {"async": 4}, {"sync": 5}, {"sync": 6},
-        ])
+        self.assertEqual(
+            [p.get("value", p.get("error")) for p in payloads],
+            [
+                {"sync": 0},
+                {"async": 1},
+                {"sync": 2},
+                "tool 'b' raised ValueError: two fails",
+                "no tool named 'nope' (have: a, b)",
+                "invalid arguments: $.a.i: expected type integer, got str",
+                {"async": 3},
+                {"async": 4},
+                {"sync": 5},
+                {"sync": 6},
+            ],
+        )
 
     def test_parallel_and_serial_runs_write_the_same_bytes(self) -> None:
         def echo(i: int) -> int:
@@ -163,8 +238,14 @@ class TestParallel(TempDir):
 
         for parallel in (False, True):
             t = Tool("e", "", {"type": "object"}, echo, parallel=parallel)
-            run("t", ScriptedModel([ModelReply("", calls("e", 5)), ModelReply("ok")]), [t], transcript=self.path("%s.jsonl" % parallel),
-                max_steps=3, max_tokens=10**6)
+            run(
+                "t",
+                ScriptedModel([ModelReply("", calls("e", 5)), ModelReply("ok")]),
+                [t],
+                transcript=self.path("%s.jsonl" % parallel),
+                max_steps=3,
+                max_tokens=10**6,
+            )
         self.assertEqual(read_lines(self.path("False.jsonl")), read_lines(self.path("True.jsonl")))
 
     def test_one_failing_call_cancels_nothing(self) -> None:
@@ -175,8 +256,18 @@ class TestParallel(TempDir):
             return i
 
         t = Tool("m", "", {"type": "object"}, maybe, parallel=True)
-        run("t", ScriptedModel([ModelReply("", calls("m", 3)), ModelReply("ok")]), [t], transcript=self.path(), max_steps=3, max_tokens=10**6)
-        self.assertEqual([p.get("value", p.get("error")) for p in self.tool_payloads()], [0, "tool 'm' raised RuntimeError: one is broken", 2])
+        run(
+            "t",
+            ScriptedModel([ModelReply("", calls("m", 3)), ModelReply("ok")]),
+            [t],
+            transcript=self.path(),
+            max_steps=3,
+            max_tokens=10**6,
+        )
+        self.assertEqual(
+            [p.get("value", p.get("error")) for p in self.tool_payloads()],
+            [0, "tool 'm' raised RuntimeError: one is broken", 2],
+        )
 
 
 class TestTimeouts(TempDir):
@@ -197,7 +288,9 @@ class TestTimeouts(TempDir):
         self.assertLess(time.monotonic() - started, 5)
         release.set()
         self.assertEqual((result.stop_reason, result.output), ("no_tool_calls", "it timed out"))
-        self.assertEqual(self.tool_payloads()[0]["error"], "tool 'slow' timed out: no result within its timeout of 0.1 seconds")
+        self.assertEqual(
+            self.tool_payloads()[0]["error"], "tool 'slow' timed out: no result within its timeout of 0.1 seconds"
+        )
         self.assertEqual(TIMEOUT_ERROR % ("slow", "0.1"), self.tool_payloads()[0]["error"])
         self.assertTrue(verify_file(self.path()).ok)
 
@@ -213,7 +306,14 @@ class TestTimeouts(TempDir):
             return "never"
 
         t = Tool("forever", "", {"type": "object"}, forever, timeout=0.05)
-        run("t", ScriptedModel([ModelReply("", [ToolCall("forever")]), ModelReply("ok")]), [t], transcript=self.path(), max_steps=3, max_tokens=10**6)
+        run(
+            "t",
+            ScriptedModel([ModelReply("", [ToolCall("forever")]), ModelReply("ok")]),
+            [t],
+            transcript=self.path(),
+            max_steps=3,
+            max_tokens=10**6,
+        )
         self.assertEqual(self.tool_payloads()[0]["error"], TIMEOUT_ERROR % ("forever", "0.05"))
         self.assertTrue(cancelled.wait(5))
 
@@ -224,15 +324,33 @@ class TestTimeouts(TempDir):
 
         default = Tool("nap", "", {"type": "object"}, nap, parallel=True)
         own = Tool("nap2", "", {"type": "object"}, nap, parallel=True, timeout=1.5)
-        script = [ModelReply("", [ToolCall("nap", {"s": 0.5}), ToolCall("nap2", {"s": 0.5}), ToolCall("nap", {"s": 0})]), ModelReply("ok")]
-        result = run("t", ScriptedModel(script), [default, own], transcript=self.path(), max_steps=3, max_tokens=10**6, tool_timeout=0.2)
-        self.assertEqual([p.get("value", p.get("error")) for p in self.tool_payloads()],
-                         [TIMEOUT_ERROR % ("nap", "0.2"), 0.5, 0])
+        script = [
+            ModelReply("", [ToolCall("nap", {"s": 0.5}), ToolCall("nap2", {"s": 0.5}), ToolCall("nap", {"s": 0})]),
+            ModelReply("ok"),
+        ]
+        result = run(
+            "t",
+            ScriptedModel(script),
+            [default, own],
+            transcript=self.path(),
+            max_steps=3,
+            max_tokens=10**6,
+            tool_timeout=0.2,
+        )
+        self.assertEqual(
+            [p.get("value", p.get("error")) for p in self.tool_payloads()], [TIMEOUT_ERROR % ("nap", "0.2"), 0.5, 0]
+        )
         self.assertEqual(read_records(self.path())[0]["payload"]["budgets"]["tool_timeout"], 0.2)
         self.assertEqual(result.stop_reason, "no_tool_calls")
 
     def test_bad_options_are_refused_when_built(self) -> None:
-        for kwargs in ({"parallel": "yes"}, {"timeout": 0}, {"timeout": -1}, {"timeout": float("inf")}, {"timeout": True}):
+        for kwargs in (
+            {"parallel": "yes"},
+            {"timeout": 0},
+            {"timeout": -1},
+            {"timeout": float("inf")},
+            {"timeout": True},
+        ):
             with self.subTest(kwargs=kwargs), self.assertRaises(ToolDefinitionError):
                 Tool("t", "", {"type": "object"}, lambda: 1, **kwargs)
 
@@ -259,7 +377,10 @@ class TestAsync(TempDir):
 
         self.assertTrue(norm.is_async)
         self.assertEqual(norm.parameters["properties"]["p"]["required"], ["x", "y"])
-        script = [ModelReply("", [ToolCall("norm", {"p": {"x": 3, "y": -4}}), ToolCall("norm", {"p": {"x": "3"}})]), ModelReply("ok")]
+        script = [
+            ModelReply("", [ToolCall("norm", {"p": {"x": 3, "y": -4}}), ToolCall("norm", {"p": {"x": "3"}})]),
+            ModelReply("ok"),
+        ]
         run("t", ScriptedModel(script), [norm], transcript=self.path(), max_steps=3, max_tokens=10**6)
         payloads = [r["payload"] for r in read_records(self.path()) if r["kind"] == "tool"]
         self.assertEqual(payloads[0]["value"], 7)
@@ -283,9 +404,13 @@ class TestAsync(TempDir):
             await asyncio.sleep(0.01 / n)
             return 2 * n
 
-        result = asyncio.run(run_async("t", AsyncModel(), [twice], transcript=self.path("a.jsonl"), max_steps=4, max_tokens=10**6))
+        result = asyncio.run(
+            run_async("t", AsyncModel(), [twice], transcript=self.path("a.jsonl"), max_steps=4, max_tokens=10**6)
+        )
         self.assertEqual((result.stop_reason, result.output), ("no_tool_calls", "done: 4"))
-        run("t", AsyncModel(), [twice], transcript=self.path("s.jsonl"), max_steps=4, max_tokens=10**6)  # run awaits it too
+        run(
+            "t", AsyncModel(), [twice], transcript=self.path("s.jsonl"), max_steps=4, max_tokens=10**6
+        )  # run awaits it too
         self.assertEqual(read_lines(self.path("a.jsonl")), read_lines(self.path("s.jsonl")))
 
     def test_run_async_prefers_acall_and_runs_a_sync_model_in_a_thread(self) -> None:
@@ -315,9 +440,18 @@ class TestAsync(TempDir):
             return 1
 
         t = Tool("lazy", "", {"type": "object"}, lambda: inner())
-        run("t", ScriptedModel([ModelReply("", [ToolCall("lazy")]), ModelReply("ok")]), [t], transcript=self.path(), max_steps=3, max_tokens=100)
+        run(
+            "t",
+            ScriptedModel([ModelReply("", [ToolCall("lazy")]), ModelReply("ok")]),
+            [t],
+            transcript=self.path(),
+            max_steps=3,
+            max_tokens=100,
+        )
         payload = read_records(self.path())[2]["payload"]
-        self.assertEqual(payload["error"], "tool 'lazy' returned a coroutine: make its function an async def, or await inside it")
+        self.assertEqual(
+            payload["error"], "tool 'lazy' returned a coroutine: make its function an async def, or await inside it"
+        )
 
 
 class TestStopsFromTools(TempDir):

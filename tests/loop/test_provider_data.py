@@ -11,18 +11,30 @@ from agentloop.models import ReplayModel, replay
 
 from tests.support.helpers import TempDir, read_lines, read_records
 
-THINKING = {"api": "anthropic-messages", "items": [
-    {"type": "thinking", "thinking": "40 and 2: add them.", "signature": "c2lnbmF0dXJl+/="},
-    {"type": "redacted_thinking", "data": "b3BhcXVl"},
-    {"type": "text", "text": "Adding."},
-    {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {"a": 40, "b": 2}},
-]}
+THINKING = {
+    "api": "anthropic-messages",
+    "items": [
+        {"type": "thinking", "thinking": "40 and 2: add them.", "signature": "c2lnbmF0dXJl+/="},
+        {"type": "redacted_thinking", "data": "b3BhcXVl"},
+        {"type": "text", "text": "Adding."},
+        {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {"a": 40, "b": 2}},
+    ],
+}
 
 
 def add_tool(gated: bool = False) -> Tool:
-    return Tool("add", "Add two integers.", {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-                                              "required": ["a", "b"], "additionalProperties": False},
-                lambda a, b: {"sum": a + b}, requires_approval=gated)
+    return Tool(
+        "add",
+        "Add two integers.",
+        {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"],
+            "additionalProperties": False,
+        },
+        lambda a, b: {"sum": a + b},
+        requires_approval=gated,
+    )
 
 
 class Seeing:
@@ -38,9 +50,15 @@ class Seeing:
 
 
 def replies() -> List[ModelReply]:
-    return [ModelReply("Adding.", [ToolCall("add", {"a": 40, "b": 2}, id="toolu_1")], Usage(100, 30, reasoning_tokens=12),
-                       provider_data=THINKING),
-            ModelReply("42.")]
+    return [
+        ModelReply(
+            "Adding.",
+            [ToolCall("add", {"a": 40, "b": 2}, id="toolu_1")],
+            Usage(100, 30, reasoning_tokens=12),
+            provider_data=THINKING,
+        ),
+        ModelReply("42."),
+    ]
 
 
 class TestProviderData(TempDir):
@@ -51,13 +69,27 @@ class TestProviderData(TempDir):
         assistant = read_records(self.path())[1]["payload"]
         self.assertEqual(assistant["provider_data"], THINKING)
         self.assertEqual(assistant["usage"], {"input_tokens": 100, "output_tokens": 30, "reasoning_tokens": 12})
-        self.assertEqual(model.seen[1][1], {"role": "assistant", "content": "Adding.", "provider_data": THINKING,
-                                            "tool_calls": [{"id": "toolu_1", "name": "add", "arguments": {"a": 40, "b": 2}}]})
+        self.assertEqual(
+            model.seen[1][1],
+            {
+                "role": "assistant",
+                "content": "Adding.",
+                "provider_data": THINKING,
+                "tool_calls": [{"id": "toolu_1", "name": "add", "arguments": {"a": 40, "b": 2}}],
+            },
+        )
         self.assertNotIn("provider_data", read_records(self.path())[3]["payload"])  # only the turn that had it
         self.assertTrue(verify_file(self.path()).ok)
 
     def test_replay_gives_it_back_and_is_byte_identical(self) -> None:
-        run("What is 40 + 2?", ScriptedModel(replies()), [add_tool()], transcript=self.path(), max_steps=4, max_tokens=1000)
+        run(
+            "What is 40 + 2?",
+            ScriptedModel(replies()),
+            [add_tool()],
+            transcript=self.path(),
+            max_steps=4,
+            max_tokens=1000,
+        )
         again = replay(self.path(), [add_tool()], transcript=self.path("again.jsonl"))
         self.assertTrue(again.identical, again.difference)
         model = ReplayModel.from_transcript(self.path())
@@ -66,11 +98,25 @@ class TestProviderData(TempDir):
 
     def test_a_paused_run_resumed_from_the_file_shows_the_model_what_the_uninterrupted_run_did(self) -> None:
         whole = Seeing(replies())
-        run("What is 40 + 2?", whole, [add_tool(True)], transcript=self.path("whole.jsonl"), max_steps=4, max_tokens=1000,
-            approver=lambda request: Approve(by="alice"))
+        run(
+            "What is 40 + 2?",
+            whole,
+            [add_tool(True)],
+            transcript=self.path("whole.jsonl"),
+            max_steps=4,
+            max_tokens=1000,
+            approver=lambda request: Approve(by="alice"),
+        )
         paused = Seeing(replies())
-        first = run("What is 40 + 2?", paused, [add_tool(True)], transcript=self.path(), max_steps=4, max_tokens=1000,
-                    approver=lambda request: None)
+        first = run(
+            "What is 40 + 2?",
+            paused,
+            [add_tool(True)],
+            transcript=self.path(),
+            max_steps=4,
+            max_tokens=1000,
+            approver=lambda request: None,
+        )
         self.assertEqual(first.stop_reason, "awaiting_approval")
         later = Seeing(replies()[1:])
         resume(self.path(), later, [add_tool(True)], decisions={"toolu_1": Approve(by="alice")})
@@ -82,10 +128,15 @@ class TestProviderData(TempDir):
         object.__setattr__(reply, "provider_data", {"api": "a", "items": [{"n": float("nan")}]})
         result = run("t", ScriptedModel([reply]), [], transcript=self.path(), max_steps=2, max_tokens=100)
         self.assertEqual(result.stop_reason, "model_error")
-        self.assertEqual(result.detail, "model reply provider_data is not recordable: $.provider_data.items[0].n: nan is not a JSON number")
+        self.assertEqual(
+            result.detail,
+            "model reply provider_data is not recordable: $.provider_data.items[0].n: nan is not a JSON number",
+        )
         object.__setattr__(reply, "provider_data", {"api": "a"})
         result = run("t", ScriptedModel([reply]), [], transcript=self.path("b.jsonl"), max_steps=2, max_tokens=100)
-        self.assertEqual(result.detail, "model reply provider_data must have exactly the keys 'api' and 'items', got 'api'")
+        self.assertEqual(
+            result.detail, "model reply provider_data must have exactly the keys 'api' and 'items', got 'api'"
+        )
 
     def test_a_reply_builds_a_copy_and_refuses_a_bad_shape(self) -> None:
         items = [{"type": "thinking"}]

@@ -18,8 +18,14 @@ from typing import Any, Dict, List
 
 import agentloop
 from agentloop import ModelReply, ScriptedModel, ToolCall, Tool, verify_file
-from agentloop.errors import (AgentloopError, DuplicateToolError, MCPConfigError, MCPError, MCPNameCollisionError,
-                              NotPicklableError, ToolFailure)
+from agentloop.errors import (
+    DuplicateToolError,
+    MCPConfigError,
+    MCPError,
+    MCPNameCollisionError,
+    NotPicklableError,
+    ToolFailure,
+)
 from agentloop.mcp import MCPHttp, MCPStdio, MCPTool, agentloop_name, combine_tools, describe, import_schema
 from agentloop.mcp.jsonrpc import Malformed, Notification, Request, Response, parse
 from agentloop.mcp.schemas import HeaderParam, Refused
@@ -77,19 +83,27 @@ class TestNames(unittest.TestCase):
             remote = server.tools(include=["add"])
             with self.assertRaises(MCPNameCollisionError) as caught:
                 combine_tools([local], remote)
-            self.assertEqual(str(caught.exception),
-                             "tool name 'add' is taken twice: local tool 'add' and tool 'add' of MCP server 't'")
+            self.assertEqual(
+                str(caught.exception),
+                "tool name 'add' is taken twice: local tool 'add' and tool 'add' of MCP server 't'",
+            )
             with stdio(name="u") as other:
                 with self.assertRaises(MCPNameCollisionError) as caught:
                     combine_tools(remote, other.tools(include=["add"]))
                 self.assertIn("tool 'add' of MCP server 't' and tool 'add' of MCP server 'u'", str(caught.exception))
-                self.assertEqual([t.name for t in combine_tools([local], other.tools(prefix="u_", include=["add"]))],
-                                 ["add", "u_add"])
+                self.assertEqual(
+                    [t.name for t in combine_tools([local], other.tools(prefix="u_", include=["add"]))],
+                    ["add", "u_add"],
+                )
                 # Without combine_tools, a registry names both sides too (it used to say only
                 # "a tool named 'add' is already registered").
-                pairs = [([local] + remote, "local tool 'add' and tool 'add' of MCP server 't'"),
-                         (remote + other.tools(include=["add"]),
-                          "tool 'add' of MCP server 't' and tool 'add' of MCP server 'u'")]
+                pairs = [
+                    ([local] + remote, "local tool 'add' and tool 'add' of MCP server 't'"),
+                    (
+                        remote + other.tools(include=["add"]),
+                        "tool 'add' of MCP server 't' and tool 'add' of MCP server 'u'",
+                    ),
+                ]
                 for tools, text in pairs:
                     with self.assertRaises(DuplicateToolError) as caught:
                         agentloop.ToolRegistry(tools)
@@ -104,27 +118,43 @@ class TestSchemaPolicy(unittest.TestCase):
     def test_pydantic_draft_07_is_rewritten(self) -> None:
         schema, headers = import_schema(PICK, "inputSchema")
         self.assertEqual(headers, [])
-        self.assertEqual(schema, {
-            "title": "PickArgs",
-            "type": "object",
-            "$defs": {
-                "Cat": {"title": "Cat", "type": "object", "properties": {
-                    "kind": {"const": "cat", "title": "Kind"}, "meows": {"type": "integer"}}, "required": ["kind", "meows"]},
-                "Dog": {"title": "Dog", "type": "object", "properties": {
-                    "kind": {"const": "dog"}, "barks": {"type": "boolean"}}, "required": ["kind", "barks"]},
+        self.assertEqual(
+            schema,
+            {
+                "title": "PickArgs",
+                "type": "object",
+                "$defs": {
+                    "Cat": {
+                        "title": "Cat",
+                        "type": "object",
+                        "properties": {"kind": {"const": "cat", "title": "Kind"}, "meows": {"type": "integer"}},
+                        "required": ["kind", "meows"],
+                    },
+                    "Dog": {
+                        "title": "Dog",
+                        "type": "object",
+                        "properties": {"kind": {"const": "dog"}, "barks": {"type": "boolean"}},
+                        "required": ["kind", "barks"],
+                    },
+                },
+                "properties": {"pet": {"oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}]}},
+                "required": ["pet"],
             },
-            "properties": {"pet": {"oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}]}},
-            "required": ["pet"],
-        })
+        )
         tool = Tool("pick", "", schema, lambda pet: pet)
         self.assertIsNone(tool.first_error({"pet": {"kind": "dog", "barks": True}}))
         self.assertIsNotNone(tool.first_error({"pet": {"kind": "dog", "meows": 1}}))
 
     def test_data_and_property_names_are_left_alone(self) -> None:
-        schema = {"type": "object", "properties": {
-            "definitions": {"type": "string", "default": {"x-keep": 1, "readOnly": True}},
-            "x-custom": {"$ref": "#/properties/definitions"},
-            "e": {"enum": [{"definitions": 1}]}}, "definitions": {"A": {"type": "integer"}}}
+        schema = {
+            "type": "object",
+            "properties": {
+                "definitions": {"type": "string", "default": {"x-keep": 1, "readOnly": True}},
+                "x-custom": {"$ref": "#/properties/definitions"},
+                "e": {"enum": [{"definitions": 1}]},
+            },
+            "definitions": {"A": {"type": "integer"}},
+        }
         out, _ = import_schema(schema, "inputSchema")
         self.assertEqual(out["properties"]["definitions"]["default"], {"x-keep": 1, "readOnly": True})
         self.assertEqual(out["properties"]["x-custom"], {"$ref": "#/properties/definitions"})
@@ -133,15 +163,23 @@ class TestSchemaPolicy(unittest.TestCase):
 
     def test_refusals(self) -> None:
         cases = [
-            ({"$schema": "http://json-schema.org/draft-04/schema#", "type": "object"},
-             "inputSchema: $schema 'http://json-schema.org/draft-04/schema#' is not a dialect agentloop imports (2020-12, draft-07)"),
+            (
+                {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object"},
+                "inputSchema: $schema 'http://json-schema.org/draft-04/schema#' is not a dialect agentloop imports (2020-12, draft-07)",
+            ),
             (TOOLS[[t["name"] for t in TOOLS].index("deps")]["inputSchema"], DEPS_REASON),
-            ({"$schema": mcp_server.PICK["$schema"], "type": "object", "properties": {"a": {"items": [{}]}}},
-             "inputSchema at /properties/a: draft-07 array-form items (2020-12 spells it prefixItems)"),
-            ({"$schema": mcp_server.PICK["$schema"], "type": "object", "unevaluatedProperties": False},
-             "inputSchema at /: unevaluatedProperties is not a draft-07 keyword (draft-07 ignores it, 2020-12 applies it)"),
-            ({"$schema": mcp_server.PICK["$schema"], "properties": {"a": {"$ref": "#/definitions/A", "minimum": 1}}},
-             "inputSchema at /properties/a: draft-07 ignores minimum beside $ref, 2020-12 applies it"),
+            (
+                {"$schema": mcp_server.PICK["$schema"], "type": "object", "properties": {"a": {"items": [{}]}}},
+                "inputSchema at /properties/a: draft-07 array-form items (2020-12 spells it prefixItems)",
+            ),
+            (
+                {"$schema": mcp_server.PICK["$schema"], "type": "object", "unevaluatedProperties": False},
+                "inputSchema at /: unevaluatedProperties is not a draft-07 keyword (draft-07 ignores it, 2020-12 applies it)",
+            ),
+            (
+                {"$schema": mcp_server.PICK["$schema"], "properties": {"a": {"$ref": "#/definitions/A", "minimum": 1}}},
+                "inputSchema at /properties/a: draft-07 ignores minimum beside $ref, 2020-12 applies it",
+            ),
             ("nope", "inputSchema is not a JSON Schema object (got str)"),
         ]
         for schema, reason in cases:
@@ -151,20 +189,43 @@ class TestSchemaPolicy(unittest.TestCase):
                 self.assertEqual(caught.exception.reason, reason)
 
     def test_x_mcp_header(self) -> None:
-        schema = {"type": "object", "properties": {
-            "region": {"type": "string", "x-mcp-header": "Region"},
-            "deep": {"type": "object", "properties": {"n": {"type": ["integer", "null"], "x-mcp-header": "N"}}}}}
+        schema = {
+            "type": "object",
+            "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"},
+                "deep": {"type": "object", "properties": {"n": {"type": ["integer", "null"], "x-mcp-header": "N"}}},
+            },
+        }
         out, headers = import_schema(schema, "inputSchema", headers=True)
         self.assertEqual(headers, [HeaderParam("Region", ("region",)), HeaderParam("N", ("deep", "n"))])
         self.assertNotIn("x-mcp-header", json.dumps(out))
         self.assertEqual(import_schema(schema, "inputSchema")[1], [])  # stdio ignores them
         bad = [
-            ({"type": "object", "properties": {"a": {"type": "number", "x-mcp-header": "A"}}}, "not string, integer or boolean"),
-            ({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "A"}}}},
-             "not on a property reached through properties alone"),
-            ({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "A b"}}}, "non-empty HTTP token"),
-            ({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "A"},
-                                               "b": {"type": "string", "x-mcp-header": "a"}}}, "used twice"),
+            (
+                {"type": "object", "properties": {"a": {"type": "number", "x-mcp-header": "A"}}},
+                "not string, integer or boolean",
+            ),
+            (
+                {
+                    "type": "object",
+                    "properties": {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "A"}}},
+                },
+                "not on a property reached through properties alone",
+            ),
+            (
+                {"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "A b"}}},
+                "non-empty HTTP token",
+            ),
+            (
+                {
+                    "type": "object",
+                    "properties": {
+                        "a": {"type": "string", "x-mcp-header": "A"},
+                        "b": {"type": "string", "x-mcp-header": "a"},
+                    },
+                },
+                "used twice",
+            ),
         ]
         for schema, reason in bad:
             with self.subTest(reason):
@@ -191,7 +252,10 @@ class TestWire(unittest.TestCase):
             (b"[1]", "a JSON-RPC batch, which MCP does not use"),
             (b'{"id":1,"result":{}}', '"jsonrpc" must be "2.0"'),
             (b'{"jsonrpc":"2.0","id":true,"result":{}}', "id must be a string or an integer, got true"),
-            (b'{"jsonrpc":"2.0","id":1,"result":{},"error":{}}', "a response must have exactly one of result and error"),
+            (
+                b'{"jsonrpc":"2.0","id":1,"result":{},"error":{}}',
+                "a response must have exactly one of result and error",
+            ),
             (b'{"jsonrpc":"2.0","id":1,"result":NaN}', "not JSON: NaN is not a JSON number"),
             (b'{"jsonrpc":"2.0","id":1,"result":[]}', "result must be an object, got list"),
             (b"\xff", "not UTF-8 (invalid start byte)"),
@@ -200,7 +264,6 @@ class TestWire(unittest.TestCase):
                 with self.assertRaises(Malformed) as caught:
                     parse(data)
                 self.assertEqual(str(caught.exception), reason)
-
 
 
 class StdioCase(unittest.TestCase):
@@ -218,10 +281,14 @@ class StdioCase(unittest.TestCase):
                 expected["resultType"] = "complete"
             self.assertEqual(value, expected)  # as received, _meta dropped
             self.assertEqual(failure(tool["fail"], {}), "first line\nsecond line")
-            self.assertEqual(failure(tool["bad_output"], {}),
-                             "MCP server 't': tool 'bad_output' sent structuredContent that does not match its "
-                             "outputSchema: $.structuredContent.sum: expected type integer, got str")
-            self.assertEqual(tool["pick"].invoke({"pet": {"kind": "cat", "meows": 3}})["content"][0]["text"], "picked cat")
+            self.assertEqual(
+                failure(tool["bad_output"], {}),
+                "MCP server 't': tool 'bad_output' sent structuredContent that does not match its "
+                "outputSchema: $.structuredContent.sum: expected type integer, got str",
+            )
+            self.assertEqual(
+                tool["pick"].invoke({"pet": {"kind": "cat", "meows": 3}})["content"][0]["text"], "picked cat"
+            )
             self.assertEqual(tool["dotted.name"].name, "t_dotted_name")
 
 
@@ -238,13 +305,18 @@ class TestStdio(StdioCase):
             self.assertEqual(server.protocol, "2025-03-26")
         with self.assertRaises(MCPError) as caught:
             stdio("--era", "legacy", "--legacy-version", "2024-11-05").start()
-        self.assertEqual(str(caught.exception), "MCP server 't': it answered initialize with protocol version "
-                         "'2024-11-05'; agentloop accepts 2025-11-25, 2025-06-18, 2025-03-26")
+        self.assertEqual(
+            str(caught.exception),
+            "MCP server 't': it answered initialize with protocol version "
+            "'2024-11-05'; agentloop accepts 2025-11-25, 2025-06-18, 2025-03-26",
+        )
 
     def test_forced_protocols_refuse_the_other_era(self) -> None:
         with self.assertRaises(MCPError) as caught:
             stdio("--era", "legacy", protocol="2026-07-28").start()
-        self.assertIn("server/discover failed (protocol 2026-07-28 was asked for): JSON-RPC error -32601", str(caught.exception))
+        self.assertIn(
+            "server/discover failed (protocol 2026-07-28 was asked for): JSON-RPC error -32601", str(caught.exception)
+        )
         with self.assertRaises(MCPError) as caught:
             stdio("--era", "modern", protocol="2025-11-25").start()
         self.assertIn("initialize failed: JSON-RPC error -32601", str(caught.exception))
@@ -281,17 +353,22 @@ class TestStdio(StdioCase):
         started = time.monotonic()
         with self.assertRaises(MCPError) as caught:
             stdio("--era", "dual", "--slow-start", "4", init_timeout=0.5).start()
-        self.assertEqual(str(caught.exception), "MCP server 't': initialize failed (server/discover got no answer "
-                                                "in 0.5 s; the server was restarted for initialize): timed out after "
-                                                "0.5 s")
+        self.assertEqual(
+            str(caught.exception),
+            "MCP server 't': initialize failed (server/discover got no answer "
+            "in 0.5 s; the server was restarted for initialize): timed out after "
+            "0.5 s",
+        )
         self.assertLess(time.monotonic() - started, 6)
 
     def test_timeout_cancels_then_the_next_call_works(self) -> None:
         with stdio(timeout=1) as server:
             tool = by_server_name(server.tools())
             started = time.monotonic()
-            self.assertEqual(failure(tool["slow"], {"seconds": 5}),
-                             "MCP server 't': tools/call 'slow': timed out after 1 s (sent notifications/cancelled)")
+            self.assertEqual(
+                failure(tool["slow"], {"seconds": 5}),
+                "MCP server 't': tools/call 'slow': timed out after 1 s (sent notifications/cancelled)",
+            )
             self.assertLess(time.monotonic() - started, 2.5)
             self.assertEqual(tool["add"].invoke({"a": 1, "b": 1})["structuredContent"], {"sum": 2})
             # The server saw notifications/cancelled for the slow call's request id.
@@ -300,7 +377,9 @@ class TestStdio(StdioCase):
     def test_a_crash_fails_this_call_and_every_later_one_the_same_way(self) -> None:
         with stdio() as server:
             tool = by_server_name(server.tools())
-            text = "MCP server 't': tools/call '%s': exited with status 3; last stderr: fatal: the crash tool was called"
+            text = (
+                "MCP server 't': tools/call '%s': exited with status 3; last stderr: fatal: the crash tool was called"
+            )
             self.assertEqual(failure(tool["crash"], {}), text % ("crash",))
             self.assertEqual(failure(tool["add"], {"a": 1, "b": 2}), text % ("add",))
         self.assertEqual(failure(tool["add"], {"a": 1, "b": 2}), "MCP server 't': the client is closed")
@@ -308,8 +387,11 @@ class TestStdio(StdioCase):
     def test_malformed_output_fails_as_data_and_the_server_stays_usable(self) -> None:
         with stdio() as server:
             tool = by_server_name(server.tools())
-            self.assertEqual(failure(tool["garbage"], {}), "MCP server 't': tools/call 'garbage': sent a malformed message: "
-                             "not JSON (Expecting value: line 1 column 1 (char 0)): this is not json")
+            self.assertEqual(
+                failure(tool["garbage"], {}),
+                "MCP server 't': tools/call 'garbage': sent a malformed message: "
+                "not JSON (Expecting value: line 1 column 1 (char 0)): this is not json",
+            )
             self.assertEqual(tool["add"].invoke({"a": 1, "b": 1})["structuredContent"], {"sum": 2})
 
     def test_server_requests_get_method_not_found(self) -> None:
@@ -319,9 +401,11 @@ class TestStdio(StdioCase):
 
     def test_input_required_fails_as_data(self) -> None:
         with stdio("--era", "modern") as server:
-            self.assertEqual(failure(by_server_name(server.tools())["needs_input"], {}),
-                             "MCP server 't': tool 'needs_input' asked for client input (resultType input_required), "
-                             "which agentloop does not provide")
+            self.assertEqual(
+                failure(by_server_name(server.tools())["needs_input"], {}),
+                "MCP server 't': tool 'needs_input' asked for client input (resultType input_required), "
+                "which agentloop does not provide",
+            )
 
     def test_a_chatty_stderr_never_blocks_the_server(self) -> None:
         with stdio("--chatty", "--page-size", "1") as server:
@@ -334,11 +418,15 @@ class TestStdio(StdioCase):
         self.assertNotIn("secret-env-value", repr(server))
         with self.assertRaises(MCPError) as caught:
             server.start()
-        self.assertIn("exited with status 2; last stderr: cannot open the database: [redacted] missing", str(caught.exception))
+        self.assertIn(
+            "exited with status 2; last stderr: cannot open the database: [redacted] missing", str(caught.exception)
+        )
         self.assertNotIn("secret-env-value", str(caught.exception))
         with self.assertRaises(MCPError) as caught:
             MCPStdio(["/nonexistent/mcp-server"], name="gone").start()
-        self.assertEqual(str(caught.exception), "MCP server 'gone': cannot start /nonexistent/mcp-server: No such file or directory")
+        self.assertEqual(
+            str(caught.exception), "MCP server 'gone': cannot start /nonexistent/mcp-server: No such file or directory"
+        )
 
     def test_include_and_bad_arguments(self) -> None:
         with stdio() as server:
@@ -356,10 +444,20 @@ class TestStdio(StdioCase):
         with stdio("--era", "legacy") as server:
             tools = server.tools(prefix="t_", include=["add", "deps"])
             record = describe(tools + [Tool("local", "", {"type": "object"}, lambda: 1)])
-        self.assertEqual(record, [{
-            "name": "t", "transport": "stdio", "command": [sys.executable, SERVER, "--era", "legacy"],
-            "protocol": "2025-11-25", "server": {"name": "agentloop-test-server", "title": "Legacy side", "version": "1.2.3"},
-            "tools": {"t_add": "add"}, "refused": [{"name": "deps", "reason": DEPS_REASON}]}])
+        self.assertEqual(
+            record,
+            [
+                {
+                    "name": "t",
+                    "transport": "stdio",
+                    "command": [sys.executable, SERVER, "--era", "legacy"],
+                    "protocol": "2025-11-25",
+                    "server": {"name": "agentloop-test-server", "title": "Legacy side", "version": "1.2.3"},
+                    "tools": {"t_add": "add"},
+                    "refused": [{"name": "deps", "reason": DEPS_REASON}],
+                }
+            ],
+        )
         agentloop.canonical_bytes(record)
 
 
@@ -419,8 +517,9 @@ class TestHttp(StdioCase):
                     self.assertEqual(server.describe(), before)  # the record's member is unchanged
                     self.assertEqual(server.protocol, "2025-11-25")
                 # add (s-1), add (s-1: 404), initialize (no session id, no version), initialized and add (s-2).
-                self.assertEqual([h.get("mcp-session-id") for h in state.requests][-5:],
-                                 ["s-1", "s-1", None, "s-2", "s-2"])
+                self.assertEqual(
+                    [h.get("mcp-session-id") for h in state.requests][-5:], ["s-1", "s-1", None, "s-2", "s-2"]
+                )
                 self.assertNotIn("mcp-protocol-version", state.requests[-3])
 
     def test_a_broken_stream_is_resumed_and_a_delivered_call_is_never_sent_twice(self) -> None:
@@ -432,13 +531,17 @@ class TestHttp(StdioCase):
             self.assertGreaterEqual(time.monotonic() - started, 0.2)  # the stream's "retry: 200" was respected
             self.assertEqual(state.server.calls, ["flaky"])
             resumed = state.gets[-1]
-            self.assertEqual((resumed["last-event-id"][:6], resumed["accept"], resumed["mcp-session-id"]),
-                             ("prime-", "text/event-stream", "s-1"))
+            self.assertEqual(
+                (resumed["last-event-id"][:6], resumed["accept"], resumed["mcp-session-id"]),
+                ("prime-", "text/event-stream", "s-1"),
+            )
             # Delivered, then the session ended before the answer: a failure the model sees, not a second call.
-            self.assertEqual(failure(tool["flaky_expire"], {}),
-                             "MCP server 't': tools/call 'flaky_expire': the server ended the session (HTTP 404) "
-                             "while the answer to tools/call was streaming; the request had been delivered, "
-                             "so it was not sent again")
+            self.assertEqual(
+                failure(tool["flaky_expire"], {}),
+                "MCP server 't': tools/call 'flaky_expire': the server ended the session (HTTP 404) "
+                "while the answer to tools/call was streaming; the request had been delivered, "
+                "so it was not sent again",
+            )
             self.assertEqual(state.server.calls, ["flaky", "flaky_expire"])
             # The next call meets the 404 on its POST (not delivered), renews the session and goes through.
             self.assertEqual(tool["add"].invoke({"a": 1, "b": 1})["structuredContent"], {"sum": 2})
@@ -458,8 +561,9 @@ class TestHttp(StdioCase):
         state, url = self.serve("legacy", sse=True)
         with MCPHttp(url, name="t", timeout=5) as server:
             tool = by_server_name(server.tools())
-            self.assertEqual(tool["flaky_twice"].invoke({})["content"],
-                             [{"type": "text", "text": "answered flaky_twice"}])
+            self.assertEqual(
+                tool["flaky_twice"].invoke({})["content"], [{"type": "text", "text": "answered flaky_twice"}]
+            )
         cursors = [h["last-event-id"] for h in state.gets]
         self.assertEqual(len(cursors), 2)
         self.assertEqual(cursors[1], "again-" + cursors[0])
@@ -469,24 +573,30 @@ class TestHttp(StdioCase):
         state, url = self.serve("legacy", sse=True)
         with MCPHttp(url, name="t", timeout=5) as server:
             tool = by_server_name(server.tools())
-            self.assertEqual(failure(tool["flaky_lost"], {}),
-                             "MCP server 't': tools/call 'flaky_lost': the SSE stream ended before the response to "
-                             "tools/call, and resuming it failed (GET with Last-Event-ID: HTTP 400)")
+            self.assertEqual(
+                failure(tool["flaky_lost"], {}),
+                "MCP server 't': tools/call 'flaky_lost': the SSE stream ended before the response to "
+                "tools/call, and resuming it failed (GET with Last-Event-ID: HTTP 400)",
+            )
             self.assertEqual(tool["add"].invoke({"a": 1, "b": 1})["structuredContent"], {"sum": 2})
         self.assertEqual(len(state.gets), 1)
         state, url = self.serve("legacy", sse=True, retry_ms=60000)
         with MCPHttp(url, name="t", timeout=2) as server:  # the stream's retry would pass the deadline
             tool = by_server_name(server.tools())
             started = time.monotonic()
-            self.assertEqual(failure(tool["flaky"], {}),
-                             "MCP server 't': tools/call 'flaky': timed out after 2 s (closed the connection)")
+            self.assertEqual(
+                failure(tool["flaky"], {}),
+                "MCP server 't': tools/call 'flaky': timed out after 2 s (closed the connection)",
+            )
             self.assertLess(time.monotonic() - started, 10)  # said at once, not after the 60-s retry
         self.assertEqual(state.gets, [])  # no GET was sent
-        state, url = self.serve("legacy", sse=True, retry_ms=10 ** 400)
+        state, url = self.serve("legacy", sse=True, retry_ms=10**400)
         with MCPHttp(url, name="t", timeout=2) as server:  # a retry no float can hold: still the deadline
             tool = by_server_name(server.tools())
-            self.assertEqual(failure(tool["flaky"], {}),
-                             "MCP server 't': tools/call 'flaky': timed out after 2 s (closed the connection)")
+            self.assertEqual(
+                failure(tool["flaky"], {}),
+                "MCP server 't': tools/call 'flaky': timed out after 2 s (closed the connection)",
+            )
         self.assertEqual(state.gets, [])
 
     def test_one_renewal_however_many_calls_meet_the_expired_session(self) -> None:
@@ -497,8 +607,9 @@ class TestHttp(StdioCase):
             tool = by_server_name(server.tools())
             state.sessions.clear()
             sums: List[Any] = []
-            threads = [threading.Thread(target=lambda i=i: sums.append(tool["add"].invoke({"a": i, "b": 0})))
-                       for i in range(4)]
+            threads = [
+                threading.Thread(target=lambda i=i: sums.append(tool["add"].invoke({"a": i, "b": 0}))) for i in range(4)
+            ]
             for thread in threads:
                 thread.start()
             for thread in threads:
@@ -513,8 +624,10 @@ class TestHttp(StdioCase):
         with MCPHttp(url, name="t", timeout=5) as server:
             self.assertEqual(server.protocol, "2026-07-28")
             tool = by_server_name(server.tools())
-            self.assertEqual(failure(tool["flaky"], {}), "MCP server 't': tools/call 'flaky': the SSE stream ended "
-                                                         "before the response to tools/call")
+            self.assertEqual(
+                failure(tool["flaky"], {}),
+                "MCP server 't': tools/call 'flaky': the SSE stream ended before the response to tools/call",
+            )
             self.assertEqual(tool["add"].invoke({"a": 1, "b": 1})["structuredContent"], {"sum": 2})
         self.assertEqual(state.server.calls, ["flaky", "add"])
         self.assertEqual(state.gets, [])
@@ -526,8 +639,10 @@ class TestHttp(StdioCase):
                 with MCPHttp(url, name="t", timeout=1) as server:
                     tool = by_server_name(server.tools())
                     started = time.monotonic()
-                    self.assertEqual(failure(tool["slow"], {"seconds": 4}),
-                                     "MCP server 't': tools/call 'slow': timed out after 1 s (closed the connection)")
+                    self.assertEqual(
+                        failure(tool["slow"], {"seconds": 4}),
+                        "MCP server 't': tools/call 'slow': timed out after 1 s (closed the connection)",
+                    )
                     self.assertLess(time.monotonic() - started, 2.5)
                     self.assertEqual(tool["add"].invoke({"a": 1, "b": 1})["structuredContent"], {"sum": 2})
 
@@ -559,37 +674,59 @@ class TestHttp(StdioCase):
                 MCPHttp(bad, name="t")
         # http.client refused a space quoting the path and query (and the token in it) in its error, and
         # raised UnicodeEncodeError for a non-ASCII path (exit 70 from the command line).
-        for bad in ("http://127.0.0.1:9/mcp x?token=sekrit", "http://127.0.0.1:9/mcp?token=sek rit",
-                    "http://127.0.0.1:9/mcp\u00e9?token=sekrit", "http://127.0.0.1:9/mcp?token=sekrit\x7f"):
+        for bad in (
+            "http://127.0.0.1:9/mcp x?token=sekrit",
+            "http://127.0.0.1:9/mcp?token=sek rit",
+            "http://127.0.0.1:9/mcp\u00e9?token=sekrit",
+            "http://127.0.0.1:9/mcp?token=sekrit\x7f",
+        ):
             with self.subTest(bad):
                 with self.assertRaises(MCPConfigError) as caught:
                     MCPHttp(bad, name="t")
-                self.assertEqual(str(caught.exception), "url: must have a path and query of visible ASCII "
-                                                        "(percent-encode spaces and the rest)")
+                self.assertEqual(
+                    str(caught.exception),
+                    "url: must have a path and query of visible ASCII (percent-encode spaces and the rest)",
+                )
 
     def test_header_values_the_wire_cannot_carry_are_refused_without_being_quoted(self) -> None:
         # A non-Latin-1 character made http.client raise UnicodeEncodeError on the first request (exit 70 from
         # the command line); a control character went onto the wire.
-        for value in ("a\r\nX-Evil: sekrit", "sekrit-\u20ac", "sekrit\x00", "sekrit\x7f", "sekrit\x1b[2J", "sekrit-\xe9"):
+        for value in (
+            "a\r\nX-Evil: sekrit",
+            "sekrit-\u20ac",
+            "sekrit\x00",
+            "sekrit\x7f",
+            "sekrit\x1b[2J",
+            "sekrit-\xe9",
+        ):
             with self.subTest(value=value):
                 with self.assertRaises(MCPConfigError) as caught:
                     MCPHttp("http://127.0.0.1:9/mcp", name="t", headers={"X-Key": value})
-                self.assertEqual(str(caught.exception), "headers: the value of X-Key must be a string of visible "
-                                                        "ASCII characters, spaces and tabs (no line break, control "
-                                                        "character or non-ASCII character)")
+                self.assertEqual(
+                    str(caught.exception),
+                    "headers: the value of X-Key must be a string of visible "
+                    "ASCII characters, spaces and tabs (no line break, control "
+                    "character or non-ASCII character)",
+                )
         MCPHttp("http://127.0.0.1:9/mcp", name="t", headers={"X-Key": "a b\tc", "X-Empty": ""})
 
 
 class TestLoop(unittest.TestCase):
     def test_a_run_records_what_the_server_said(self) -> None:
         with stdio(timeout=1) as server, tempfile.TemporaryDirectory() as tmp:
-            tools = combine_tools([Tool("note", "local", {"type": "object"}, lambda: "noted")], server.tools(prefix="calc_"))
-            model = ScriptedModel([
-                ModelReply("adding", [ToolCall("calc_add", {"a": 40, "b": 2})]),
-                ModelReply("failing", [ToolCall("calc_fail", {})]),
-                ModelReply("waiting", [ToolCall("calc_slow", {"seconds": 5}), ToolCall("calc_add", {"a": 1, "b": 1})]),
-                ModelReply("done"),
-            ])
+            tools = combine_tools(
+                [Tool("note", "local", {"type": "object"}, lambda: "noted")], server.tools(prefix="calc_")
+            )
+            model = ScriptedModel(
+                [
+                    ModelReply("adding", [ToolCall("calc_add", {"a": 40, "b": 2})]),
+                    ModelReply("failing", [ToolCall("calc_fail", {})]),
+                    ModelReply(
+                        "waiting", [ToolCall("calc_slow", {"seconds": 5}), ToolCall("calc_add", {"a": 1, "b": 1})]
+                    ),
+                    ModelReply("done"),
+                ]
+            )
             path = os.path.join(tmp, "t.jsonl")
             result = agentloop.run("add with MCP", model, tools, transcript=path, max_steps=8, max_tokens=100000)
             self.assertEqual(result.stop_reason, "no_tool_calls")
@@ -597,12 +734,23 @@ class TestLoop(unittest.TestCase):
             with open(path, encoding="utf-8") as handle:
                 records = [json.loads(line) for line in handle]
         results = [r["payload"] for r in records if r["kind"] == "tool"]
-        self.assertEqual([(r["name"], r["ok"]) for r in results],
-                         [("calc_add", True), ("calc_fail", False), ("calc_slow", False), ("calc_add", True)])
-        self.assertEqual(results[0]["value"], {"content": [{"type": "text", "text": "42"}], "structuredContent": {"sum": 42},
-                                               "isError": False, "resultType": "complete"})
+        self.assertEqual(
+            [(r["name"], r["ok"]) for r in results],
+            [("calc_add", True), ("calc_fail", False), ("calc_slow", False), ("calc_add", True)],
+        )
+        self.assertEqual(
+            results[0]["value"],
+            {
+                "content": [{"type": "text", "text": "42"}],
+                "structuredContent": {"sum": 42},
+                "isError": False,
+                "resultType": "complete",
+            },
+        )
         self.assertEqual(results[1]["error"], "first line\nsecond line")
-        self.assertEqual(results[2]["error"], "MCP server 't': tools/call 'slow': timed out after 1 s (sent notifications/cancelled)")
+        self.assertEqual(
+            results[2]["error"], "MCP server 't': tools/call 'slow': timed out after 1 s (sent notifications/cancelled)"
+        )
         manifest = [t["name"] for t in records[0]["payload"]["tools"]]
         self.assertIn("calc_pick", manifest)
         self.assertIn("calc_maybe_task", manifest)  # taskSupport "optional": called plainly
@@ -620,8 +768,12 @@ class TestLoop(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "t.jsonl")
             with stdio(timeout=5) as server:
-                model = ScriptedModel([ModelReply("adding", [ToolCall("calc_add", {"a": 40, "b": 2})]), ModelReply("done")])
-                agentloop.run("add", model, server.tools(prefix="calc_"), transcript=path, max_steps=4, max_tokens=10000)
+                model = ScriptedModel(
+                    [ModelReply("adding", [ToolCall("calc_add", {"a": 40, "b": 2})]), ModelReply("done")]
+                )
+                agentloop.run(
+                    "add", model, server.tools(prefix="calc_"), transcript=path, max_steps=4, max_tokens=10000
+                )
             again = replay(path, "recorded", transcript=os.path.join(tmp, "r.jsonl"))  # the server has exited
             self.assertTrue(again.identical, again.difference)
 
@@ -637,8 +789,13 @@ class TestExample(unittest.TestCase):
 
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         with tempfile.TemporaryDirectory() as tmp:
-            proc = subprocess.run([sys.executable, os.path.join(root, "examples", "mcp_agent.py"), "--out", tmp],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+            proc = subprocess.run(
+                [sys.executable, os.path.join(root, "examples", "mcp_agent.py"), "--out", tmp],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                universal_newlines=True,
+                timeout=60,
+            )
             self.assertEqual(proc.returncode, 0, proc.stderr)
             self.assertIn("stop: no_tool_calls; transcript", proc.stdout)
             self.assertTrue(verify_file(os.path.join(tmp, "mcp-agent.jsonl")).ok)
@@ -667,8 +824,21 @@ class TestRunCommand(unittest.TestCase):
         server = "calc=%s %s" % (sys.executable, os.path.join(root, "examples", "mcp_calc_server.py"))
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "t.jsonl")
-            status, out, err = self.cli("run", "--model", "tests.support.batch_models:factory", "--mcp", server,
-                                        "--task", "add", "--max-steps", "5", "--max-tokens", "10000", "-o", path)
+            status, out, err = self.cli(
+                "run",
+                "--model",
+                "tests.support.batch_models:factory",
+                "--mcp",
+                server,
+                "--task",
+                "add",
+                "--max-steps",
+                "5",
+                "--max-tokens",
+                "10000",
+                "-o",
+                path,
+            )
             self.assertEqual((status, err), (0, ""), out)
             self.assertIn("answer:\ndone: add\n", out)
             with open(path, encoding="utf-8") as handle:
@@ -684,11 +854,24 @@ class TestRunCommand(unittest.TestCase):
         server = "%s %s" % (sys.executable, os.path.join(root, "examples", "mcp_calc_server.py"))
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "t.jsonl")
-            common = ("--model", "tests.support.batch_models:factory", "--task", "t", "--max-steps", "1", "--max-tokens", "9", "-o", path)
+            common = (
+                "--model",
+                "tests.support.batch_models:factory",
+                "--task",
+                "t",
+                "--max-steps",
+                "1",
+                "--max-tokens",
+                "9",
+                "-o",
+                path,
+            )
             status, _, err = self.cli("run", "--mcp", "no-equals-sign", *common)
             self.assertEqual(status, 2)
             self.assertEqual(len(err.strip().splitlines()), 1, err)
-            status, _, err = self.cli("run", "--tools", "tests.support.batch_models:tools", "--mcp", "calc=" + server, *common)
+            status, _, err = self.cli(
+                "run", "--tools", "tests.support.batch_models:tools", "--mcp", "calc=" + server, *common
+            )
             self.assertEqual(status, 2)
             self.assertIn("'add'", err)  # the local add and the server's add collide, both named
             self.assertEqual(len(err.strip().splitlines()), 1, err)

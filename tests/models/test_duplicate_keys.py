@@ -8,9 +8,11 @@ from agentloop.models import OpenAIChat
 from tests.support.loopback import Canned
 from tests.support.modelcase import LoopbackCase
 
-BODY = (b'{"id":"x","object":"chat.completion","choices":[{"index":0,"finish_reason":"stop",'
-        b'"message":{"role":"assistant","content":"shown to one reader"}}],'
-        b'"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"recorded by another"}}]}')
+BODY = (
+    b'{"id":"x","object":"chat.completion","choices":[{"index":0,"finish_reason":"stop",'
+    b'"message":{"role":"assistant","content":"shown to one reader"}}],'
+    b'"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"recorded by another"}}]}'
+)
 
 
 class TestDuplicateKeys(LoopbackCase):
@@ -23,7 +25,14 @@ class TestDuplicateKeys(LoopbackCase):
         self.assertTrue(verify_file(self.path()).ok)
 
     def test_the_same_reply_without_the_repeat_is_taken(self) -> None:
-        single = BODY[:BODY.index(b',"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"recorded')] + b"}"
+        single = (
+            BODY[
+                : BODY.index(
+                    b',"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"recorded'
+                )
+            ]
+            + b"}"
+        )
         server = self.serve(Canned(single))
         model = OpenAIChat("m", base_url=server.url, api_key="", transport=self.transport())
         result = run("t", model, [], transcript=self.path(), max_steps=2, max_tokens=100)

@@ -54,7 +54,7 @@ class TestReadArguments(unittest.TestCase):
         deep = "[" * 100000 + "]" * 100000
         value, why = read_arguments(deep)
         self.assertEqual(value, {})
-        self.assertEqual(why, "arguments are not valid JSON (nested too deeply): \"%s...\"" % ("[" * 200,))
+        self.assertEqual(why, 'arguments are not valid JSON (nested too deeply): "%s..."' % ("[" * 200,))
 
 
 class TestUsage(unittest.TestCase):

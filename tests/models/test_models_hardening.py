@@ -46,8 +46,10 @@ class TestTheKeyInEveryForm(LoopbackCase):
     def test_raw_base64_and_cut_forms_are_redacted_in_text_and_arguments(self) -> None:
         encoded = base64.b64encode(("user:" + KEY).encode()).decode()
         urlsafe = base64.urlsafe_b64encode(("x" + KEY).encode()).decode()
-        reply = openai_reply("raw %s b64 %s url %s cut %s" % (KEY, encoded, urlsafe, KEY[:20]),
-                             [("c1", "echo", json.dumps({"text": KEY[11:] + " tail"}))])
+        reply = openai_reply(
+            "raw %s b64 %s url %s cut %s" % (KEY, encoded, urlsafe, KEY[:20]),
+            [("c1", "echo", json.dumps({"text": KEY[11:] + " tail"}))],
+        )
         result, transcript = self.run_openai(reply, openai_reply("done"))
         self.assertEqual(result.stop_reason, "no_tool_calls")
         self.assertIn("raw [redacted] b64 ", transcript)
@@ -68,7 +70,9 @@ class TestTheKeyInEveryForm(LoopbackCase):
         reply = openai_reply("calling", [("c1", "echo", json.dumps({"text": KEY.replace("-", "\\u002d")}))])
         result, transcript = self.run_openai(reply)
         self.assertEqual(result.stop_reason, "model_error")
-        self.assertIn("the reply holds the API key (or a secret header) in an escaped form; refused, not recorded", result.detail)
+        self.assertIn(
+            "the reply holds the API key (or a secret header) in an escaped form; refused, not recorded", result.detail
+        )
         self.assert_nowhere(transcript, result.detail)
 
     def test_a_doubly_escaped_key_in_unreadable_arguments_is_refused(self) -> None:
@@ -99,12 +103,16 @@ class TestTheKeyInEveryForm(LoopbackCase):
 
 class TestPickles(LoopbackCase):
     def test_an_adapter_pickles_without_its_key_and_rereads_it_from_the_environment(self) -> None:
-        for cls, var, url in ((OpenAIChat, "OPENAI_API_KEY", "https://api.openai.com/v1"),
-                              (AnthropicMessages, "ANTHROPIC_API_KEY", "https://api.anthropic.com")):
+        for cls, var, url in (
+            (OpenAIChat, "OPENAI_API_KEY", "https://api.openai.com/v1"),
+            (AnthropicMessages, "ANTHROPIC_API_KEY", "https://api.anthropic.com"),
+        ):
             with self.subTest(cls.__name__):
                 with mock.patch.dict(os.environ, {var: KEY}):
                     model = cls("m", base_url=url)
-                    self.assertEqual(model.headers().get("Authorization", model.headers().get("x-api-key")).split()[-1], KEY)
+                    self.assertEqual(
+                        model.headers().get("Authorization", model.headers().get("x-api-key")).split()[-1], KEY
+                    )
                     data = pickle.dumps(model)
                 for form in (KEY, KEY[8:], base64.b64encode(KEY.encode()).decode()[4:-4]):
                     self.assertNotIn(form.encode(), data)
@@ -112,7 +120,9 @@ class TestPickles(LoopbackCase):
                     again = pickle.loads(data)
                 self.assertIn("sk-other-worker-key-0000", json.dumps(again.headers()))
                 self.assertEqual(again.model_info(), model.model_info())
-                with mock.patch.dict(os.environ, {var: ""}):  # the official host needs one: refused, naming the variable
+                with mock.patch.dict(
+                    os.environ, {var: ""}
+                ):  # the official host needs one: refused, naming the variable
                     with self.assertRaisesRegex(Exception, var):
                         pickle.loads(data)
 
@@ -130,9 +140,20 @@ class TestPickles(LoopbackCase):
         transport = pickle.loads(pickle.dumps(HttpTransport(timeout=3.0)))
         self.assertEqual(transport.timeout, 3.0)
         with mock.patch.dict(os.environ, {"OPENAI_API_KEY": KEY}):
-            end = Endpoint("m", base_url=None, api_key=None, system=None, params=None, headers=None, timeout=120.0,
-                           max_retries=2, transport=None, base_url_env="X_UNSET_URL", default_base_url="http://127.0.0.1:9",
-                           api_key_env="OPENAI_API_KEY")
+            end = Endpoint(
+                "m",
+                base_url=None,
+                api_key=None,
+                system=None,
+                params=None,
+                headers=None,
+                timeout=120.0,
+                max_retries=2,
+                transport=None,
+                base_url_env="X_UNSET_URL",
+                default_base_url="http://127.0.0.1:9",
+                api_key_env="OPENAI_API_KEY",
+            )
             data = pickle.dumps(end)
             self.assertEqual(pickle.loads(data).key, KEY)
         self.assertNotIn(KEY.encode(), data)
@@ -142,8 +163,12 @@ class TestDeadlines(LoopbackCase):
     def test_a_dripping_server_cannot_outlive_the_timeout(self) -> None:
         body = json.dumps(openai_reply("x" * 200)).encode()
         server = self.serve(Canned(body, drip=0.05))  # 0.05 s a byte: ~20 s for the whole body
-        model = OpenAIChat("gpt-test", base_url=server.openai_url, api_key="",
-                           transport=HttpTransport(timeout=1.0, retry=RetryPolicy(max_retries=0)))
+        model = OpenAIChat(
+            "gpt-test",
+            base_url=server.openai_url,
+            api_key="",
+            transport=HttpTransport(timeout=1.0, retry=RetryPolicy(max_retries=0)),
+        )
         start = time.monotonic()
         with self.assertRaises(ModelConnectionError) as caught:
             model([{"role": "user", "content": "t"}], [])
@@ -155,8 +180,12 @@ class TestDeadlines(LoopbackCase):
         slow = Canned(openai_reply("late"), delay=30)
         server = self.serve(slow, slow, slow, slow, slow, slow)
         notices: List[str] = []
-        transport = HttpTransport(timeout=0.5, retry=RetryPolicy(max_retries=5, initial_delay=0.1, max_total=1.4),
-                                  on_retry=notices.append, jitter=lambda: 0.0)
+        transport = HttpTransport(
+            timeout=0.5,
+            retry=RetryPolicy(max_retries=5, initial_delay=0.1, max_total=1.4),
+            on_retry=notices.append,
+            jitter=lambda: 0.0,
+        )
         model = OpenAIChat("gpt-test", base_url=server.openai_url, api_key=KEY, transport=transport)
         start = time.monotonic()
         with self.assertRaises(ModelConnectionError):
@@ -165,8 +194,12 @@ class TestDeadlines(LoopbackCase):
         self.assertLess(elapsed, 2.5, "max_total 1.4 s lasted %.1f s" % elapsed)
         self.assertGreaterEqual(len(notices), 1)
         self.assertLess(len(notices), 5)
-        self.assertTrue(notices[0].startswith("openai at 127.0.0.1:%d: no answer within the timeout of 0.5 s; retry 1 of 5 in 0.1 s"
-                                              % server.port), notices[0])
+        self.assertTrue(
+            notices[0].startswith(
+                "openai at 127.0.0.1:%d: no answer within the timeout of 0.5 s; retry 1 of 5 in 0.1 s" % server.port
+            ),
+            notices[0],
+        )
         self.assertNotIn(KEY, "".join(notices))
 
 
@@ -184,31 +217,48 @@ class TestShapes(LoopbackCase):
         self.assertFalse(claude([{"role": "user", "content": "t"}], []).truncated)
         # The context window ran out mid-reply: cut as well (said in the stream's message_delta).
         server = self.serve(anthropic_reply("half", stop_reason="model_context_window_exceeded"))
-        claude = AnthropicMessages("claude-test", base_url=server.url, api_key="", transport=self.transport(), stream=True)
+        claude = AnthropicMessages(
+            "claude-test", base_url=server.url, api_key="", transport=self.transport(), stream=True
+        )
         self.assertTrue(claude([{"role": "user", "content": "t"}], []).truncated)
 
     def test_a_base_url_query_is_kept_after_the_appended_path(self) -> None:
         server = self.serve(openai_reply("ok"), anthropic_reply("ok"))
-        OpenAIChat("m", base_url=server.openai_url + "/?api-version=2024-10-21", api_key="",
-                   transport=self.transport())([{"role": "user", "content": "t"}], [])
-        AnthropicMessages("m", base_url=server.url + "?tenant=a%2Fb", api_key="",
-                          transport=self.transport())([{"role": "user", "content": "t"}], [])
-        self.assertEqual([seen.path for seen in server.requests],
-                         ["/v1/chat/completions?api-version=2024-10-21", "/v1/messages?tenant=a%2Fb"])
+        OpenAIChat(
+            "m", base_url=server.openai_url + "/?api-version=2024-10-21", api_key="", transport=self.transport()
+        )([{"role": "user", "content": "t"}], [])
+        AnthropicMessages("m", base_url=server.url + "?tenant=a%2Fb", api_key="", transport=self.transport())(
+            [{"role": "user", "content": "t"}], []
+        )
+        self.assertEqual(
+            [seen.path for seen in server.requests],
+            ["/v1/chat/completions?api-version=2024-10-21", "/v1/messages?tenant=a%2Fb"],
+        )
 
     def test_a_leading_system_message_overrides_the_constructors_system(self) -> None:
         server = self.serve(openai_reply("ok"), anthropic_reply("ok"), openai_reply("ok"))
         messages = [{"role": "system", "content": "from run"}, {"role": "user", "content": "t"}]
-        OpenAIChat("m", base_url=server.openai_url, api_key="", system="from ctor", transport=self.transport())(messages, [])
-        AnthropicMessages("m", base_url=server.url, api_key="", system="from ctor", transport=self.transport())(messages, [])
-        OpenAIChat("m", base_url=server.openai_url, api_key="", system="from ctor", transport=self.transport())(messages[1:], [])
+        OpenAIChat("m", base_url=server.openai_url, api_key="", system="from ctor", transport=self.transport())(
+            messages, []
+        )
+        AnthropicMessages("m", base_url=server.url, api_key="", system="from ctor", transport=self.transport())(
+            messages, []
+        )
+        OpenAIChat("m", base_url=server.openai_url, api_key="", system="from ctor", transport=self.transport())(
+            messages[1:], []
+        )
         first, second, third = (seen.body for seen in server.requests)
-        self.assertEqual(first["messages"], [{"role": "system", "content": "from run"}, {"role": "user", "content": "t"}])
+        self.assertEqual(
+            first["messages"], [{"role": "system", "content": "from run"}, {"role": "user", "content": "t"}]
+        )
         self.assertEqual((second["system"], second["messages"]), ("from run", [{"role": "user", "content": "t"}]))
         self.assertEqual(third["messages"][0], {"role": "system", "content": "from ctor"})
 
     def test_acall_runs_the_call_in_a_thread(self) -> None:
-        first, second = self.serve(openai_reply("one")), self.serve(anthropic_reply("two"))  # concurrent: one server each
+        first, second = (
+            self.serve(openai_reply("one")),
+            self.serve(anthropic_reply("two")),
+        )  # concurrent: one server each
         messages = [{"role": "user", "content": "t"}]
 
         async def both() -> List[str]:

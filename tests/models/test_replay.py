@@ -50,19 +50,28 @@ class TestIdentical(ReplayCase):
                 self.assertEqual(read_lines(source), read_lines(self.path("again-" + name)))
 
     def test_unrecordable_and_unreadable_arguments_duplicate_ids_and_usage_replay_identically(self) -> None:
-        self.record([
-            ModelReply("odd calls", [
-                ToolCall("add", {"a": float("nan"), "b": 1}, "x"),
-                ToolCall("add", {"a": 1, "b": 2}, "x"),
-                ToolCall("echo", {}, "y", "arguments are not valid JSON (nope): \"{\""),
-                ToolCall("greet", {"name": "Ada"}),
-            ], Usage(40, 9)),
-            ModelReply("done", usage=Usage(60, 2)),
-        ])
+        self.record(
+            [
+                ModelReply(
+                    "odd calls",
+                    [
+                        ToolCall("add", {"a": float("nan"), "b": 1}, "x"),
+                        ToolCall("add", {"a": 1, "b": 2}, "x"),
+                        ToolCall("echo", {}, "y", 'arguments are not valid JSON (nope): "{"'),
+                        ToolCall("greet", {"name": "Ada"}),
+                    ],
+                    Usage(40, 9),
+                ),
+                ModelReply("done", usage=Usage(60, 2)),
+            ]
+        )
         outcome = self.replayed()
         self.assertTrue(outcome.identical, outcome.difference)
         records = read_records(self.path())
-        self.assertEqual([c["arguments"] for c in records[1]["payload"]["tool_calls"]], [None, {"a": 1, "b": 2}, None, {"name": "Ada"}])
+        self.assertEqual(
+            [c["arguments"] for c in records[1]["payload"]["tool_calls"]],
+            [None, {"a": 1, "b": 2}, None, {"name": "Ada"}],
+        )
 
     def test_a_run_that_ended_because_its_model_raised_replays_to_the_same_stop(self) -> None:
         class Flaky:
@@ -89,7 +98,14 @@ class TestIdentical(ReplayCase):
             def model_info(self) -> Dict[str, Any]:
                 return {"provider": "openai", "model": "gpt-x", "host": "api.openai.com"}
 
-        run("task", Named([ModelReply("hi", usage=Usage(3, 1))]), demo_tools(), transcript=self.path(), max_steps=2, max_tokens=99)
+        run(
+            "task",
+            Named([ModelReply("hi", usage=Usage(3, 1))]),
+            demo_tools(),
+            transcript=self.path(),
+            max_steps=2,
+            max_tokens=99,
+        )
         self.assertTrue(self.replayed().identical)
         self.assertEqual(read_records(self.path("r.jsonl"))[0]["payload"]["model"]["model"], "gpt-x")
 
@@ -99,11 +115,13 @@ class TestRefusals(ReplayCase):
         self.record([ModelReply("adding", [ToolCall("add", {"a": 40, "b": 2})]), ModelReply("42")])
         outcome = self.replayed(broken_add())
         self.assertFalse(outcome.identical)
-        self.assertEqual(str(outcome.difference), 'record 2 (line 3): tool record: $.payload.value.sum: original 42, replay 43')
+        self.assertEqual(
+            str(outcome.difference), "record 2 (line 3): tool record: $.payload.value.sum: original 42, replay 43"
+        )
         self.assertEqual(outcome.run.stop_reason, "model_error")
         self.assertEqual(
             outcome.run.detail,
-            'model raised ReplayMismatchError: step 2: the conversation differs from the recorded one: '
+            "model raised ReplayMismatchError: step 2: the conversation differs from the recorded one: "
             'messages[2].content: recorded "{\\"sum\\":42}", got "{\\"sum\\":43}"',
         )
 
@@ -111,7 +129,11 @@ class TestRefusals(ReplayCase):
         self.record([ModelReply("hi")])
         tools = ToolRegistry([t for t in demo_tools() if t.name != "fail"])
         outcome = self.replayed(tools)
-        self.assertTrue(outcome.run.detail.startswith("model raised ReplayMismatchError: step 1: the tools differ from the recorded ones: tools"))
+        self.assertTrue(
+            outcome.run.detail.startswith(
+                "model raised ReplayMismatchError: step 1: the tools differ from the recorded ones: tools"
+            )
+        )
         self.assertTrue(str(outcome.difference).startswith("record 0 (line 1): task record: $.payload.tools"))
 
     def test_the_model_refuses_a_conversation_that_is_not_the_recorded_one(self) -> None:
@@ -121,11 +143,20 @@ class TestRefusals(ReplayCase):
         self.assertEqual(model([{"role": "user", "content": "task"}], manifest), ModelReply("hi"))
         with self.assertRaises(ReplayMismatchError) as caught:
             model([{"role": "user", "content": "another task"}], manifest)
-        self.assertEqual(str(caught.exception), 'step 1: the conversation differs from the recorded one: '
-                                                'messages[0].content: recorded "task", got "another task"')
+        self.assertEqual(
+            str(caught.exception),
+            "step 1: the conversation differs from the recorded one: "
+            'messages[0].content: recorded "task", got "another task"',
+        )
         with self.assertRaises(ReplayMismatchError) as caught:
-            model([{"role": "user", "content": "task"}, {"role": "assistant", "content": "hi", "tool_calls": []}], manifest)
-        self.assertEqual(str(caught.exception), "step 2: the recording holds no reply for step 2 (1 recorded; it stopped with no_tool_calls)")
+            model(
+                [{"role": "user", "content": "task"}, {"role": "assistant", "content": "hi", "tool_calls": []}],
+                manifest,
+            )
+        self.assertEqual(
+            str(caught.exception),
+            "step 2: the recording holds no reply for step 2 (1 recorded; it stopped with no_tool_calls)",
+        )
 
     def test_a_transcript_without_its_stop_record_replays_to_a_named_difference(self) -> None:
         self.record([ModelReply("adding", [ToolCall("add", {"a": 1, "b": 2})]), ModelReply("3")])
@@ -141,12 +172,18 @@ class TestRefusals(ReplayCase):
         self.write_bytes(lines[0] + lines[1].replace(b'"hi"', b'"ho"') + lines[2], "bad.jsonl")
         with self.assertRaises(ReplayError) as caught:
             ReplayModel.from_transcript(self.path("bad.jsonl"))
-        self.assertIn("cannot replay %s: it does not verify: record 1 (line 2): hash_mismatch" % self.path("bad.jsonl"), str(caught.exception))
+        self.assertIn(
+            "cannot replay %s: it does not verify: record 1 (line 2): hash_mismatch" % self.path("bad.jsonl"),
+            str(caught.exception),
+        )
 
     def test_first_difference_names_a_missing_record(self) -> None:
         self.record([ModelReply("hi")])
         self.write_bytes(b"".join(read_lines(self.path())[:2]), "short.jsonl")
-        self.assertEqual(str(first_difference(self.path(), self.path("short.jsonl"))), "record 2 (line 3): the replay ends before this stop record")
+        self.assertEqual(
+            str(first_difference(self.path(), self.path("short.jsonl"))),
+            "record 2 (line 3): the replay ends before this stop record",
+        )
         self.assertIsNone(first_difference(self.path(), self.path()))
 
 
@@ -157,10 +194,15 @@ class TestCommandLine(LoopbackCase, ReplayCase):
         self.assertEqual(status, 0)
         self.assertTrue(out.endswith("replay: identical to %s\n" % self.path()))
         self.assertTrue(os.path.exists(self.path("t.replay.jsonl")))
-        status, out, _ = self.cli("replay", self.path(), "--tools", "tests.models.test_replay:broken_add", "-o", self.path("b.jsonl"))
+        status, out, _ = self.cli(
+            "replay", self.path(), "--tools", "tests.models.test_replay:broken_add", "-o", self.path("b.jsonl")
+        )
         self.assertEqual(status, 1)
-        self.assertIn("replay: differs from %s at record 2 (line 3): tool record: $.payload.value.sum: original 42, replay 43\n"
-                      % self.path(), out)
+        self.assertIn(
+            "replay: differs from %s at record 2 (line 3): tool record: $.payload.value.sum: original 42, replay 43\n"
+            % self.path(),
+            out,
+        )
 
     def test_replay_refuses_to_write_over_its_source_and_bad_tools_specs(self) -> None:
         self.record([ModelReply("hi")])
@@ -169,8 +211,11 @@ class TestCommandLine(LoopbackCase, ReplayCase):
         self.assertEqual(status, 2)
         self.assertIn("is the transcript being replayed", err)
         self.assertEqual(read_lines(self.path()), before)
-        for spec, message in (("demo", "--tools: must be MODULE:NAME"), ("no_such_module_x:t", "--tools: cannot import no_such_module_x"),
-                              ("demo:nothing", "--tools: demo has no attribute \"nothing\"")):
+        for spec, message in (
+            ("demo", "--tools: must be MODULE:NAME"),
+            ("no_such_module_x:t", "--tools: cannot import no_such_module_x"),
+            ("demo:nothing", '--tools: demo has no attribute "nothing"'),
+        ):
             with self.subTest(spec):
                 status, _, err = self.cli("replay", self.path(), "--tools", spec, "-o", self.path("x.jsonl"))
                 self.assertEqual(status, 2)
@@ -187,8 +232,15 @@ class TestReplayBudgets(unittest.TestCase):
         big = [Tool("big", "", {"type": "object"}, lambda: "y" * 70_000)]
         with tempfile.TemporaryDirectory() as folder:
             original = os.path.join(folder, "o.jsonl")
-            run("t", ScriptedModel([ModelReply("", [ToolCall("big")]), ModelReply("end")]), big, transcript=original,
-                max_steps=3, max_tokens=10**6, max_record_bytes=65536)
+            run(
+                "t",
+                ScriptedModel([ModelReply("", [ToolCall("big")]), ModelReply("end")]),
+                big,
+                transcript=original,
+                max_steps=3,
+                max_tokens=10**6,
+                max_record_bytes=65536,
+            )
             with open(original, encoding="utf-8") as handle:
                 self.assertEqual(json.loads(handle.readline())["payload"]["budgets"]["max_record_bytes"], 65536)
             result = replay(original, big, transcript=os.path.join(folder, "r.jsonl"))

@@ -4,7 +4,7 @@ they refuse, each named by its place in the stream."""
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional
+from typing import Any, List
 
 from agentloop.errors import ModelResponseError
 from agentloop.models import HttpTransport, ModelConfigError, OpenAIChat
@@ -34,11 +34,21 @@ def refused(collector: Any, *events: Any) -> str:
 class TestRebuilt(LoopbackCase):
     def test_each_collector_rebuilds_the_unstreamed_body_and_passes_the_text_on(self) -> None:
         cases = [
-            (ChatCollector, openai_reply("Hello there", [("c1", "add", '{"a": 1}'), ("c2", "add", "{}")], refusal=None),
-             chat_events),
-            (ResponsesCollector, responses_reply("Hello there", [("c1", "add", '{"a": 1}')], reasoning="Think."), responses_events),
-            (MessagesCollector, anthropic_reply("Hello there", [("t1", "add", {"a": 1})], thinking="Hm.", redacted="eA=="),
-             anthropic_events),
+            (
+                ChatCollector,
+                openai_reply("Hello there", [("c1", "add", '{"a": 1}'), ("c2", "add", "{}")], refusal=None),
+                chat_events,
+            ),
+            (
+                ResponsesCollector,
+                responses_reply("Hello there", [("c1", "add", '{"a": 1}')], reasoning="Think."),
+                responses_events,
+            ),
+            (
+                MessagesCollector,
+                anthropic_reply("Hello there", [("t1", "add", {"a": 1})], thinking="Hm.", redacted="eA=="),
+                anthropic_events,
+            ),
         ]
         for kind, body, events in cases:
             with self.subTest(kind.__name__):
@@ -47,7 +57,9 @@ class TestRebuilt(LoopbackCase):
                 self.assertTrue(collector.done)
                 rebuilt = collector.result()
                 if kind is ChatCollector:
-                    self.assertEqual(rebuilt["choices"][0]["message"]["tool_calls"], body["choices"][0]["message"]["tool_calls"])
+                    self.assertEqual(
+                        rebuilt["choices"][0]["message"]["tool_calls"], body["choices"][0]["message"]["tool_calls"]
+                    )
                     self.assertEqual(rebuilt["usage"], body["usage"])
                 elif kind is ResponsesCollector:
                     self.assertEqual(rebuilt, body)
@@ -58,28 +70,67 @@ class TestRebuilt(LoopbackCase):
 
     def test_a_refusal_citations_and_events_after_the_last(self) -> None:
         chat = feed(ChatCollector("p", "h", TextRelay(None)), *chat_events(openai_reply(None, refusal="No.")))
-        self.assertEqual(chat.result()["choices"][0]["message"], {"role": "assistant", "content": None, "refusal": "No."})
+        self.assertEqual(
+            chat.result()["choices"][0]["message"], {"role": "assistant", "content": None, "refusal": "No."}
+        )
         feed(chat, (None, "not even JSON"))  # after [DONE]: ignored
         claude = MessagesCollector("p", "h", TextRelay(None))
-        feed(claude, ("message_start", {"type": "message_start", "message": {"id": "m", "usage": {"input_tokens": 3}}}),
-             ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-             ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                      "delta": {"type": "citations_delta", "citation": {"type": "char_location"}}}),
-             ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}}),
-             ("content_block_start", {"type": "content_block_start", "index": 1,
-                                      "content_block": {"type": "tool_use", "id": "t", "name": "n", "input": {}}}),
-             ("content_block_delta", {"type": "content_block_delta", "index": 1,
-                                      "delta": {"type": "input_json_delta", "partial_json": "[1, "}}),
-             ("content_block_delta", {"type": "content_block_delta", "index": 1,
-                                      "delta": {"type": "input_json_delta", "partial_json": "2"}}),
-             ("content_block_stop", {"type": "content_block_stop", "index": 1}),
-             ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"},
-                                "usage": {"output_tokens": 9, "input_tokens": None}}),
-             ("message_stop", {"type": "message_stop"}))
+        feed(
+            claude,
+            ("message_start", {"type": "message_start", "message": {"id": "m", "usage": {"input_tokens": 3}}}),
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            ),
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "citations_delta", "citation": {"type": "char_location"}},
+                },
+            ),
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}},
+            ),
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 1,
+                    "content_block": {"type": "tool_use", "id": "t", "name": "n", "input": {}},
+                },
+            ),
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 1,
+                    "delta": {"type": "input_json_delta", "partial_json": "[1, "},
+                },
+            ),
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "2"}},
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": 1}),
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "tool_use"},
+                    "usage": {"output_tokens": 9, "input_tokens": None},
+                },
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        )
         result = claude.result()
         self.assertEqual(result["content"][0], {"type": "text", "text": "x", "citations": [{"type": "char_location"}]})
         self.assertEqual(result["content"][1]["input"], "[1, 2")  # not JSON: read as a call whose input is no object
-        self.assertEqual((result["stop_reason"], result["usage"]), ("tool_use", {"input_tokens": 3, "output_tokens": 9}))
+        self.assertEqual(
+            (result["stop_reason"], result["usage"]), ("tool_use", {"input_tokens": 3, "output_tokens": 9})
+        )
 
 
 class TestRefused(LoopbackCase):
@@ -88,43 +139,104 @@ class TestRefused(LoopbackCase):
         responses = lambda: ResponsesCollector("p", "h", TextRelay(None))  # noqa: E731
         claude = lambda: MessagesCollector("p", "h", TextRelay(None))  # noqa: E731
         start = ("message_start", {"type": "message_start", "message": {"id": "m"}})
-        block = ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
-        tool = ("content_block_start", {"type": "content_block_start", "index": 0,
-                                        "content_block": {"type": "tool_use", "id": "t", "name": "n", "input": {}}})
+        block = (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        )
+        tool = (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "tool_use", "id": "t", "name": "n", "input": {}},
+            },
+        )
         stop = ("content_block_stop", {"type": "content_block_stop", "index": 0})
 
         def json_piece(text: str) -> Any:
-            return ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                            "delta": {"type": "input_json_delta", "partial_json": text}})
+            return (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "input_json_delta", "partial_json": text},
+                },
+            )
 
         cases = [
             (chat(), [(None, "[1]")], "$stream[0]: the event's data is not a JSON object"),
-            (chat(), [(None, {"error": {"message": "Overloaded", "type": "server_error"}})],
-             "$stream[0]: the stream reported an error: server_error: Overloaded"),
+            (
+                chat(),
+                [(None, {"error": {"message": "Overloaded", "type": "server_error"}})],
+                "$stream[0]: the stream reported an error: server_error: Overloaded",
+            ),
             (chat(), [(None, {"choices": {}})], "$stream[0]: expected a list of choices"),
-            (chat(), [(None, {"choices": [{"index": 0, "delta": {"tool_calls": [{"id": "x"}]}}]})],
-             "$stream[0]: a tool_calls delta without an integer index"),
-            (chat(), [(None, {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1}]}}]})],
-             "$stream[0]: a tool_calls delta for index 1 before index 0"),
-            (responses(), [(None, {"type": "response.completed"})], "$stream[0]: response.completed without a response object"),
-            (responses(), [(None, {"type": "error", "message": "boom"})], "$stream[0]: the stream reported an error: boom"),
+            (
+                chat(),
+                [(None, {"choices": [{"index": 0, "delta": {"tool_calls": [{"id": "x"}]}}]})],
+                "$stream[0]: a tool_calls delta without an integer index",
+            ),
+            (
+                chat(),
+                [(None, {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1}]}}]})],
+                "$stream[0]: a tool_calls delta for index 1 before index 0",
+            ),
+            (
+                responses(),
+                [(None, {"type": "response.completed"})],
+                "$stream[0]: response.completed without a response object",
+            ),
+            (
+                responses(),
+                [(None, {"type": "error", "message": "boom"})],
+                "$stream[0]: the stream reported an error: boom",
+            ),
             (claude(), [(None, {"type": "message_start"})], "$stream[0]: message_start without a message"),
-            (claude(), [start, (None, {"type": "content_block_start", "index": 0})],
-             "$stream[1]: content_block_start without a content_block"),
-            (claude(), [start, (None, {"type": "content_block_start", "index": 2, "content_block": {}})],
-             "$stream[1]: a content block index that is not the next one: 2"),
-            (claude(), [start, block, (None, {"type": "content_block_start", "index": 0, "content_block": {}})],
-             "$stream[2]: content block 0 started twice"),
-            (claude(), [start, (None, {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta"}})],
-             "$stream[1]: a delta for content block 0, which has not started"),
-            (claude(), [start, block, (None, {"type": "content_block_delta", "index": 0})],
-             "$stream[2]: content_block_delta without a delta"),
-            (claude(), [start, (None, {"type": "content_block_stop", "index": True})],
-             "$stream[1]: a content block index that is not the next one: true"),
-            (claude(), [(None, {"type": "error", "error": "just a string"})], "$stream[0]: the stream reported an error"),
-            (claude(), [start, tool, json_piece('{"a": 1, "a": 2}'), stop],
-             '$stream[3]: content block 0\'s input: duplicate key "a"'),  # a whole reply with it is refused too
-            (claude(), [start, tool, json_piece('{"a": NaN}'), stop], "$stream[3]: content block 0's input: NaN is not JSON"),
+            (
+                claude(),
+                [start, (None, {"type": "content_block_start", "index": 0})],
+                "$stream[1]: content_block_start without a content_block",
+            ),
+            (
+                claude(),
+                [start, (None, {"type": "content_block_start", "index": 2, "content_block": {}})],
+                "$stream[1]: a content block index that is not the next one: 2",
+            ),
+            (
+                claude(),
+                [start, block, (None, {"type": "content_block_start", "index": 0, "content_block": {}})],
+                "$stream[2]: content block 0 started twice",
+            ),
+            (
+                claude(),
+                [start, (None, {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta"}})],
+                "$stream[1]: a delta for content block 0, which has not started",
+            ),
+            (
+                claude(),
+                [start, block, (None, {"type": "content_block_delta", "index": 0})],
+                "$stream[2]: content_block_delta without a delta",
+            ),
+            (
+                claude(),
+                [start, (None, {"type": "content_block_stop", "index": True})],
+                "$stream[1]: a content block index that is not the next one: true",
+            ),
+            (
+                claude(),
+                [(None, {"type": "error", "error": "just a string"})],
+                "$stream[0]: the stream reported an error",
+            ),
+            (
+                claude(),
+                [start, tool, json_piece('{"a": 1, "a": 2}'), stop],
+                '$stream[3]: content block 0\'s input: duplicate key "a"',
+            ),  # a whole reply with it is refused too
+            (
+                claude(),
+                [start, tool, json_piece('{"a": NaN}'), stop],
+                "$stream[3]: content block 0's input: NaN is not JSON",
+            ),
         ]
         for collector, events, message in cases:
             with self.subTest(message):
@@ -155,11 +267,13 @@ class TestRefused(LoopbackCase):
                     relay = TextRelay(shown.append, [key])
                     text = around + form + around * 10
                     for at in range(0, len(text), size):
-                        relay(text[at:at + size])
+                        relay(text[at : at + size])
                     relay.flush()
                     seen = unescaped_view("".join(shown))
                     self.assertIn("[withheld]", shown)
-                    longest = max(n for n in range(len(key) + 1) if any(key[i:i + n] in seen for i in range(len(key) - n + 1)))
+                    longest = max(
+                        n for n in range(len(key) + 1) if any(key[i : i + n] in seen for i in range(len(key) - n + 1))
+                    )
                     self.assertLess(longest, len(key) // 3)  # at most a cut piece too short to be recognised
                     self.assertTrue("".join(shown).endswith("file. "), shown[-2:])  # the text after it is shown
 

@@ -12,7 +12,7 @@ from agentloop.provenance import cbor
 from agentloop.provenance.cose import key_label, parse_sign1, sig_structure, sign1, verify_sign1
 from agentloop.signing import ed25519
 from agentloop.signing.keys import ALG_ED25519, SignerKey
-from agentloop.signing.note import Ed25519Signer, Ed25519Verifier
+from agentloop.signing.note import Ed25519Signer
 
 VECTOR = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vectors", "cose", "eddsa-sig-01.json"

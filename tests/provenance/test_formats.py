@@ -45,7 +45,9 @@ def text_head(text: str) -> bytes:
     return (
         bytes([0x60 + size])
         if size < 24
-        else bytes([0x78, size]) if size < 256 else bytes([0x79]) + size.to_bytes(2, "big")
+        else bytes([0x78, size])
+        if size < 256
+        else bytes([0x79]) + size.to_bytes(2, "big")
     )
 
 
@@ -76,11 +78,11 @@ class Case(TempDir):
 class TestRunAttestation(Case):
     def test_the_statement_says_what_the_file_says(self) -> None:
         path = self.copy(VALID)
-        (line,) = [l for l in attest_run(path, [self.key]).split(b"\n") if l]
+        (line,) = [line_ for line_ in attest_run(path, [self.key]).split(b"\n") if line_]
         statement = json.loads(base64.b64decode(json.loads(line)["payload"]))
         with open(path, "rb") as handle:
             data = handle.read()
-        records = [json.loads(l) for l in data.splitlines()]
+        records = [json.loads(line_) for line_ in data.splitlines()]
         self.assertEqual(
             statement["subject"], [{"name": "run.jsonl", "digest": {"sha256": hashlib.sha256(data).hexdigest()}}]
         )
@@ -232,7 +234,7 @@ class TestBatch(Case):
         lines = self.ledger.splitlines()
         receipts = dict(issue_receipts(self.ledger, self.key, "https://ops.example"))
         self.assertEqual(sorted(receipts), ["a", "b", "c"])
-        leaf = [hashlib.sha256(b"\x00" + l).digest() for l in lines]
+        leaf = [hashlib.sha256(b"\x00" + line_).digest() for line_ in lines]
         paths = {"a": [leaf[1], leaf[2]], "b": [leaf[0], leaf[2]], "c": [naive_root(lines[:2])]}  # RFC 9162 2.1.3.1
         for index, (name, line) in enumerate(zip("abc", parse_ledger(self.ledger))):
             message = parse_sign1(receipts[name])
@@ -323,7 +325,7 @@ class TestStatement(Case):
         data = make_statement(path, self.key, "https://operator.example.com")
         message = parse_sign1(data)
         with open(path, "rb") as handle:
-            records = [json.loads(l) for l in handle.read().splitlines()]
+            records = [json.loads(line_) for line_ in handle.read().splitlines()]
         origin = "agentloop/1/" + records[0]["hash"]
         content_type = "text/plain; charset=utf-8"
         protected = (
@@ -402,7 +404,7 @@ class TestForgedAttestations(Case):
         return envelope_line(sign_envelope(payload_type, body, [self.key]))
 
     def statement(self, path: str) -> Dict[str, Any]:
-        (line,) = [l for l in attest_run(path, [self.key]).split(b"\n") if l]
+        (line,) = [line_ for line_ in attest_run(path, [self.key]).split(b"\n") if line_]
         doc: Dict[str, Any] = json.loads(base64.b64decode(json.loads(line)["payload"]))
         return doc
 
@@ -460,8 +462,13 @@ class TestIdenticalRuns(Case):
     def test_the_attestation_of_a_batch_with_two_identical_runs_verifies(self) -> None:
         out = self.path("out")
         specs = [RunSpec("p", "one", 4, 1000), RunSpec("q", "one", 4, 1000), RunSpec("r", "three", 1, 1000)]
-        run_many(specs, model="tests.support.batch_models:factory", tools="tests.support.batch_models:tools", out_dir=out,
-                 checkpoint=os.path.join(out, "manifest.checkpoint"))
+        run_many(
+            specs,
+            model="tests.support.batch_models:factory",
+            tools="tests.support.batch_models:tools",
+            out_dir=out,
+            checkpoint=os.path.join(out, "manifest.checkpoint"),
+        )
         files = [os.path.join(out, n + ".jsonl") for n in "pqr"]
         with open(files[0], "rb") as one, open(files[1], "rb") as other:
             self.assertEqual(one.read(), other.read())  # the premise: the same bytes, the same SHA-256

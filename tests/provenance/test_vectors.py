@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
-from typing import Callable, Dict, List, Sequence
+from typing import Callable, Dict
 
 from agentloop.errors import BadSignatureError, ProofError, ProvenanceError
 from agentloop.batch.ledger import parse_ledger

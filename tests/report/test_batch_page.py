@@ -70,8 +70,10 @@ class TestAVerifiedBatch(BatchPageCase):
         self.assertFalse(ok)  # a run of the batch failed (worker_error): the audit fails, as verify --manifest does
         self.assert_safe(page, text)
         self.assertEqual([h.content() for h in page.all("h2")], ["Verdict of the ledger", "Totals", "Runs"])
-        self.assertEqual(page.verdict().content(),
-                         "✗ RUNS FAILED: all 3 transcripts match the ledger (4 runs); 1 run failed in the batch")
+        self.assertEqual(
+            page.verdict().content(),
+            "✗ RUNS FAILED: all 3 transcripts match the ledger (4 runs); 1 run failed in the batch",
+        )
         self.assertIn(
             "✓ checkpoint verified: %s covers the ledger; signed by the keys given"
             % (self.path("b/manifest.checkpoint"),),
@@ -97,8 +99,10 @@ class TestAVerifiedBatch(BatchPageCase):
         manifest = retried_batch(BATCH, self.path("r"))
         page, text, ok = self.write(manifest)
         self.assertFalse(ok)  # delta failed; beta, failed once, was run again and is not a failed run
-        self.assertEqual(page.verdict().content(),
-                         "✗ RUNS FAILED: all 3 transcripts match the ledger (4 runs); 1 run failed in the batch")
+        self.assertEqual(
+            page.verdict().content(),
+            "✗ RUNS FAILED: all 3 transcripts match the ledger (4 runs); 1 run failed in the batch",
+        )
         self.assertIn("✗ 1 run failed in the batch (no transcript): listed first below", "".join(page.text))
         self.assertEqual(page.summary()["Ledger"].split(" · ")[1], "5 lines")
         self.assertEqual(

@@ -181,7 +181,9 @@ class TestReport(ReportCase):
         page, _ = self.page()
         records = page.records()
         self.assertEqual(sorted(records), list(range(1, 12)))
-        for line, (article, record) in enumerate(zip(records.values(), [json.loads(b) for b in read_lines(self.path())]), 1):
+        for line, (article, record) in enumerate(
+            zip(records.values(), [json.loads(b) for b in read_lines(self.path())]), 1
+        ):
             with self.subTest(line=line):
                 self.assertEqual(article.attrs["id"], "line-%d" % line)
                 self.assertTrue(article.content().startswith("seq %d · %s" % (record["seq"], record["kind"])))
@@ -197,7 +199,10 @@ class TestReport(ReportCase):
         self.assertIn("✗ error:invalid arguments: $.add.a: expected type integer, got str", records[5].content())
         self.assertIn('✓ ok, value:{\n  "sum": 42\n}', records[9].content())
         turns = page.all("details", "turn")
-        self.assertEqual([t.content().split(" · ")[0] for t in turns], ["Task", "Step 1", "Step 2", "Step 3", "Step 4", "Step 5", "Stop"])
+        self.assertEqual(
+            [t.content().split(" · ")[0] for t in turns],
+            ["Task", "Step 1", "Step 2", "Step 3", "Step 4", "Step 5", "Stop"],
+        )
         links = page.all("p", "link")
         self.assertEqual(len(links), 10)
         self.assertTrue(all(link.content().startswith("✓ chain link intact") for link in links))
@@ -208,7 +213,9 @@ class TestReport(ReportCase):
         self.assertNotIn("://", text)  # no outside address at all
         head = [e for e in page.elements if e.tag in ("meta", "title", "style")]
         self.assertEqual(head[0].attrs, {"charset": "utf-8"})
-        self.assertEqual(head[1].attrs, {"name": "generator", "content": "agentloop"})  # how report -o knows its own pages
+        self.assertEqual(
+            head[1].attrs, {"name": "generator", "content": "agentloop"}
+        )  # how report -o knows its own pages
         self.assertEqual(head[2].attrs.get("http-equiv"), "Content-Security-Policy")
         policy = head[2].attrs["content"] or ""
         self.assertIn("default-src 'none'", policy)
@@ -272,8 +279,16 @@ class TestFolding(ReportCase):
 
     def test_the_model_is_shown_when_the_task_records_one(self) -> None:
         with TranscriptWriter(self.path()) as out:
-            out.append("task", {"format": "agentloop/1", "task": "t", "model": "scripted-1",
-                                "budgets": {"max_steps": 1, "max_tokens": 5, "stop_sentinel": None}, "tools": []})
+            out.append(
+                "task",
+                {
+                    "format": "agentloop/1",
+                    "task": "t",
+                    "model": "scripted-1",
+                    "budgets": {"max_steps": 1, "max_tokens": 5, "stop_sentinel": None},
+                    "tools": [],
+                },
+            )
         page, _ = self.page()
         self.assertEqual(page.summary()["Model"], "scripted-1")
         self.assertTrue(page.summary()["Stop reason"].startswith("✗ no stop record"))
@@ -290,7 +305,9 @@ class TestFaults(ReportCase):
         page, _ = self.page(self.write_bytes(b"".join(self.lines)))
         verdict = page.verdict()
         self.assertEqual(verdict.classes, ["verdict", "bad"])
-        self.assertTrue(verdict.content().startswith("✗ NOT VERIFIED: 1 fault; the first at record 4 (line 5): hash_mismatch"))
+        self.assertTrue(
+            verdict.content().startswith("✗ NOT VERIFIED: 1 fault; the first at record 4 (line 5): hash_mismatch")
+        )
         self.assertEqual([a.attrs["href"] for a in page.all("a")][:1], ["#line-5"])
         records = page.records()
         self.assertEqual(sorted(records), list(range(1, 12)))
@@ -358,8 +375,10 @@ class TestHostile(ReportCase):
         assert spec is not None and spec.loader is not None
         make: Any = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(make)
-        for name, data in (("hostile.jsonl", make.hostile_bytes(self.payloads)),
-                           ("hostile-broken.jsonl", make.broken_bytes(self.payloads))):
+        for name, data in (
+            ("hostile.jsonl", make.hostile_bytes(self.payloads)),
+            ("hostile-broken.jsonl", make.broken_bytes(self.payloads)),
+        ):
             with self.subTest(name), open(os.path.join(HOSTILE, name), "rb") as handle:
                 self.assertEqual(handle.read(), data, "regenerate: python3 tests/vectors/hostile/make.py")
 
@@ -391,12 +410,16 @@ class TestHostile(ReportCase):
         self.assertTrue(page.verdict().content().startswith("✓ VERIFIED: 29 records"))
         records = page.records()
         self.assertEqual(len(records), 29)
-        self.assertTrue(records[3].content().startswith("seq 2 · tool <script>alert('xss')</script> · ✓ okline 3 · hash "))
+        self.assertTrue(
+            records[3].content().startswith("seq 2 · tool <script>alert('xss')</script> · ✓ okline 3 · hash ")
+        )
         summary = page.summary()
         self.assertIn(visible(self.payloads[-1]), summary["Model"])
         self.assertIn(visible(self.payloads[0]), summary["Stop detail"])
         long_text = "\n".join(self.payloads) * 40
-        self.assertIn("(%d characters, %d lines: show all)" % (len(long_text), long_text.count("\n") + 1), records[28].content())
+        self.assertIn(
+            "(%d characters, %d lines: show all)" % (len(long_text), long_text.count("\n") + 1), records[28].content()
+        )
 
     def test_the_broken_hostile_transcript_marks_each_fault_in_place(self) -> None:
         path = os.path.join(HOSTILE, "hostile-broken.jsonl")
@@ -408,10 +431,14 @@ class TestHostile(ReportCase):
         self.assertEqual([n for n, a in records.items() if "fault" in a.classes], faulty)
         for fault in result.faults:
             with self.subTest(fault=str(fault)[:60]):
-                self.assertIn("✗ FAULT %s: %s" % (fault.kind, visible(fault.detail)), records[fault.line or 0].content())
+                self.assertIn(
+                    "✗ FAULT %s: %s" % (fault.kind, visible(fault.detail)), records[fault.line or 0].content()
+                )
         self.assertIn("\\xff\\xfe", records[5].content())  # invalid UTF-8 shown as escapes
         self.assertIn("\\ud800", records[8].content())  # a lone surrogate, shown, not written
-        self.assertTrue(records[34].content().startswith("✗ FAULT · seq 99 · <script>alert('xss')</script>line 34 · hash "))
+        self.assertTrue(
+            records[34].content().startswith("✗ FAULT · seq 99 · <script>alert('xss')</script>line 34 · hash ")
+        )
 
 
 class TestEscapeIsTheOnlyWay(ReportCase):
@@ -442,7 +469,9 @@ class TestUnusualLines(ReportCase):
         self.assertIn("x" * 16 + "… and 85 more bytes of this line, not shown", records[3].content())
         self.assertNotIn("x" * 17, records[3].content())
         self.assertTrue(records[4].content().startswith("seq 2 · tool multiply"))  # lines stay in step
-        self.assertIn("%d bytes · 12 lines · SHA-256 %s" % (len(data), hashlib.sha256(data).hexdigest()), page.summary()["File"])
+        self.assertIn(
+            "%d bytes · 12 lines · SHA-256 %s" % (len(data), hashlib.sha256(data).hexdigest()), page.summary()["File"]
+        )
 
     def test_a_line_with_a_huge_integer_or_deep_nesting_still_renders(self) -> None:
         self.recover_run()
@@ -462,5 +491,7 @@ class TestUnusualLines(ReportCase):
         class UnparsedInteger:
             digits = 5000
 
-        self.assertEqual(report._pretty({"n": UnparsedInteger()}, None), '{"n": "(an integer of 5000 digits, too long to read)"}')
+        self.assertEqual(
+            report._pretty({"n": UnparsedInteger()}, None), '{"n": "(an integer of 5000 digits, too long to read)"}'
+        )
         self.assertEqual(report._pretty([object()], None), '["(a Python object, not a JSON value)"]')

@@ -44,10 +44,13 @@ class FormatTests(unittest.TestCase):
     def test_messages(self) -> None:
         schema = {"type": "object", "properties": {"when": {"format": "date-time"}, "id": {"format": "uuid"}}}
         errors = validate(schema, {"when": "2024-02-30T00:00:00Z", "id": "x" * 100}, "$.t", assert_formats=True)
-        self.assertEqual([str(e) for e in errors], [
-            '$.t.when: "2024-02-30T00:00:00Z" is not a valid date-time',
-            '$.t.id: "%s... is not a valid uuid' % ("x" * 56),
-        ])
+        self.assertEqual(
+            [str(e) for e in errors],
+            [
+                '$.t.when: "2024-02-30T00:00:00Z" is not a valid date-time',
+                '$.t.id: "%s... is not a valid uuid' % ("x" * 56),
+            ],
+        )
         self.assertEqual(validate(schema, {"when": "yesterday"}), [])  # an annotation unless asked
 
     def test_hostile_strings(self) -> None:

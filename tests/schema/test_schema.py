@@ -106,8 +106,10 @@ class VectorTests(unittest.TestCase):
                     self.assertEqual(str(caught.exception), case["error"])
                     with self.assertRaises(SchemaError) as refused:
                         compile_schema({"pattern": pattern})
-                    self.assertEqual(str(refused.exception), "schema $: pattern %s is not supported: %s"
-                                     % (json.dumps(pattern), case["error"]))
+                    self.assertEqual(
+                        str(refused.exception),
+                        "schema $: pattern %s is not supported: %s" % (json.dumps(pattern), case["error"]),
+                    )
                     continue
                 validator = compile_schema({"type": "string", "pattern": pattern})
                 by_keys = compile_schema({"patternProperties": {pattern: True}, "additionalProperties": False})
@@ -141,7 +143,9 @@ class SchemaErrorTests(unittest.TestCase):
         self.assertEqual(error.path, "$.properties.a")
         self.assertEqual(error.reason, 'maxLength must be a non-negative integer, got "5"')
         self.assertEqual(error.tool, "add")
-        self.assertEqual(str(error), "tool 'add': schema $.properties.a: maxLength must be a non-negative integer, got \"5\"")
+        self.assertEqual(
+            str(error), "tool 'add': schema $.properties.a: maxLength must be a non-negative integer, got \"5\""
+        )
         self.assertIsInstance(error, ValueError)
 
     def _reason(self, schema: object, **options: Any) -> str:
@@ -151,27 +155,31 @@ class SchemaErrorTests(unittest.TestCase):
 
     def test_non_string_keys(self) -> None:
         self.assertEqual(self._reason({1: {}}), "schema $: schema keys must be strings, got int 1")
-        self.assertEqual(self._reason({"properties": {None: {}}}),
-                         "schema $: properties keys must be strings, got None None")
+        self.assertEqual(
+            self._reason({"properties": {None: {}}}), "schema $: properties keys must be strings, got None None"
+        )
         self.assertEqual(self._reason({"$defs": {2: {}}}), "schema $: $defs keys must be strings, got int 2")
 
     def test_non_json_keyword_values(self) -> None:
         nan, inf = float("nan"), float("inf")
-        self.assertEqual(self._reason({"const": nan}),
-                         "schema $: const is not a JSON value: nan is not a JSON number")
-        self.assertEqual(self._reason({"enum": [1, (1, 2)]}),
-                         "schema $: enum[1] is not a JSON value: a tuple is not a JSON value")
-        self.assertEqual(self._reason({"enum": [{1: 2}]}),
-                         "schema $: enum[0] is not a JSON value: object key 1 is not a string")
-        self.assertEqual(self._reason({"const": _nested(65)}),
-                         "schema $: const is not a JSON value: nesting deeper than 64 levels")
+        self.assertEqual(self._reason({"const": nan}), "schema $: const is not a JSON value: nan is not a JSON number")
+        self.assertEqual(
+            self._reason({"enum": [1, (1, 2)]}), "schema $: enum[1] is not a JSON value: a tuple is not a JSON value"
+        )
+        self.assertEqual(
+            self._reason({"enum": [{1: 2}]}), "schema $: enum[0] is not a JSON value: object key 1 is not a string"
+        )
+        self.assertEqual(
+            self._reason({"const": _nested(65)}), "schema $: const is not a JSON value: nesting deeper than 64 levels"
+        )
         self.assertEqual(self._reason({"minimum": nan}), "schema $: minimum must be a number, got NaN")
-        self.assertEqual(self._reason({"maximum": -inf}),
-                         "schema $: maximum must be a number, got -Infinity")
-        self.assertEqual(self._reason({"maxLength": inf}),
-                         "schema $: maxLength must be a non-negative integer, got Infinity")
-        self.assertEqual(self._reason({"multipleOf": inf}),
-                         "schema $: multipleOf must be a number greater than 0, got Infinity")
+        self.assertEqual(self._reason({"maximum": -inf}), "schema $: maximum must be a number, got -Infinity")
+        self.assertEqual(
+            self._reason({"maxLength": inf}), "schema $: maxLength must be a non-negative integer, got Infinity"
+        )
+        self.assertEqual(
+            self._reason({"multipleOf": inf}), "schema $: multipleOf must be a number greater than 0, got Infinity"
+        )
         check_schema({"const": _nested(64)})
 
     def test_deep_and_cyclic_schemas_are_refused(self) -> None:
@@ -203,19 +211,57 @@ class SchemaErrorTests(unittest.TestCase):
 
     def test_keyword_sets(self) -> None:
         self.assertEqual(KNOWN_KEYWORDS & ANNOTATIONS, frozenset())
-        for keyword in ("type", "format", "oneOf", "$ref", "not", "allOf", "multipleOf", "prefixItems",
-                        "uniqueItems", "unevaluatedProperties", "$defs", "$id", "$anchor"):
+        for keyword in (
+            "type",
+            "format",
+            "oneOf",
+            "$ref",
+            "not",
+            "allOf",
+            "multipleOf",
+            "prefixItems",
+            "uniqueItems",
+            "unevaluatedProperties",
+            "$defs",
+            "$id",
+            "$anchor",
+        ):
             self.assertIn(keyword, KNOWN_KEYWORDS)
-        self.assertEqual(ANNOTATIONS, frozenset(("$schema", "title", "description", "default", "deprecated",
-                                                 "readOnly", "writeOnly", "examples", "$comment")))
-        for keyword in ("contains", "minContains", "$dynamicRef", "$dynamicAnchor", "$vocabulary", "definitions",
-                        "contentMediaType"):
+        self.assertEqual(
+            ANNOTATIONS,
+            frozenset(
+                (
+                    "$schema",
+                    "title",
+                    "description",
+                    "default",
+                    "deprecated",
+                    "readOnly",
+                    "writeOnly",
+                    "examples",
+                    "$comment",
+                )
+            ),
+        )
+        for keyword in (
+            "contains",
+            "minContains",
+            "$dynamicRef",
+            "$dynamicAnchor",
+            "$vocabulary",
+            "definitions",
+            "contentMediaType",
+        ):
             self.assertNotIn(keyword, KNOWN_KEYWORDS | ANNOTATIONS)
 
 
 class ValidateTests(unittest.TestCase):
-    TOOL = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-            "required": ["a", "b"], "additionalProperties": False}
+    TOOL = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+        "additionalProperties": False,
+    }
 
     def test_path_prefix(self) -> None:
         validator = compile_schema(self.TOOL)
@@ -234,19 +280,27 @@ class ValidateTests(unittest.TestCase):
 
     def test_errors_lists_every_problem_in_keyword_order(self) -> None:
         errors = validate(self.TOOL, {"a": "1", "c": 3, "d": None}, "$.add")
-        self.assertEqual([str(e) for e in errors], [
-            "$.add: missing required property 'b'",
-            "$.add.a: expected type integer, got str",
-            "$.add: unexpected property 'c'",
-            "$.add: unexpected property 'd'",
-        ])
+        self.assertEqual(
+            [str(e) for e in errors],
+            [
+                "$.add: missing required property 'b'",
+                "$.add.a: expected type integer, got str",
+                "$.add: unexpected property 'c'",
+                "$.add: unexpected property 'd'",
+            ],
+        )
         schema = {"type": "string", "minLength": 3, "pattern": "^a", "enum": ["abc"]}
-        self.assertEqual([e.reason for e in validate(schema, "b")], [
-            '"b" is not one of ["abc"]',
-            "string of length 1 is shorter than minLength 3",
-            '"b" does not match pattern "^a"',
-        ])
-        self.assertEqual([e.reason for e in validate(schema, 5)], ["expected type string, got int", '5 is not one of ["abc"]'])
+        self.assertEqual(
+            [e.reason for e in validate(schema, "b")],
+            [
+                '"b" is not one of ["abc"]',
+                "string of length 1 is shorter than minLength 3",
+                '"b" does not match pattern "^a"',
+            ],
+        )
+        self.assertEqual(
+            [e.reason for e in validate(schema, 5)], ["expected type string, got int", '5 is not one of ["abc"]']
+        )
 
     def test_the_error_list_is_bounded(self) -> None:
         schema = {"items": {"type": "string"}}
@@ -259,10 +313,27 @@ class ValidateTests(unittest.TestCase):
                 validate(schema, [], limit=bad)  # type: ignore[arg-type]
 
     def test_json_equal(self) -> None:
-        equal = [(1, 1.0), (0, -0.0), ([1, {"a": None}], [1.0, {"a": None}]),
-                 ({"a": 1, "b": 2}, {"b": 2.0, "a": 1}), ("x", "x"), (None, None), (False, False)]
-        unequal = [(True, 1), (False, 0), ([True], [1]), ({"a": False}, {"a": 0}), (None, False),
-                   ([1], [1, 1]), ({"a": 1}, {"b": 1}), ("1", 1), ([], {}), (1, 1.5)]
+        equal = [
+            (1, 1.0),
+            (0, -0.0),
+            ([1, {"a": None}], [1.0, {"a": None}]),
+            ({"a": 1, "b": 2}, {"b": 2.0, "a": 1}),
+            ("x", "x"),
+            (None, None),
+            (False, False),
+        ]
+        unequal = [
+            (True, 1),
+            (False, 0),
+            ([True], [1]),
+            ({"a": False}, {"a": 0}),
+            (None, False),
+            ([1], [1, 1]),
+            ({"a": 1}, {"b": 1}),
+            ("1", 1),
+            ([], {}),
+            (1, 1.5),
+        ]
         for a, b in equal:
             self.assertTrue(_json_equal(a, b) and _json_equal(b, a), (a, b))
         for a, b in unequal:
@@ -284,8 +355,7 @@ class ValidateTests(unittest.TestCase):
         # Deeper than the caller's limit, and equality against it: still no RecursionError.
         very_deep = _nested(20000)
         self.assertEqual(validate(arrays, very_deep), [])
-        for schema in ({"const": [[1]]}, {"enum": [[[]], 1]}, {"anyOf": [{"const": 1}]},
-                       {"not": {"type": "array"}}):
+        for schema in ({"const": [[1]]}, {"enum": [[[]], 1]}, {"anyOf": [{"const": 1}]}, {"not": {"type": "array"}}):
             self.assertIsInstance(_first(schema, very_deep), ValidationError, schema)
         self.assertEqual(validate({"uniqueItems": True}, [very_deep, _nested(20000, 1)]), [])
 
@@ -325,8 +395,9 @@ class ValidateTests(unittest.TestCase):
             errors = validate(schema, instance)
             self.assertEqual(len(errors), 1, sorted(schema))
             self.assertLess(len(str(errors[0])), 1200, str(errors[0])[:300])
-        self.assertEqual(str(validate({"additionalProperties": False}, {big: 1})[0]),
-                         "$: unexpected property '%s..." % ("x" * 56))
+        self.assertEqual(
+            str(validate({"additionalProperties": False}, {big: 1})[0]), "$: unexpected property '%s..." % ("x" * 56)
+        )
         error = validate({"additionalProperties": {"type": "integer"}}, {big: 1.5})[0]
         self.assertEqual(error.path, '$["%s"...]' % ("x" * 60))
         self.assertLess(time.monotonic() - started, 10.0)
@@ -347,8 +418,13 @@ class ValidateTests(unittest.TestCase):
         self.assertIsNone(_first({"minimum": 1, "type": "number"}, float("nan")))
 
     def test_python_only_instances_never_raise(self) -> None:
-        schema = {"patternProperties": {"^a": {}}, "additionalProperties": False, "propertyNames": {"maxLength": 2},
-                  "unevaluatedProperties": False, "required": ["a"]}
+        schema = {
+            "patternProperties": {"^a": {}},
+            "additionalProperties": False,
+            "propertyNames": {"maxLength": 2},
+            "unevaluatedProperties": False,
+            "required": ["a"],
+        }
         for instance in ({1: 2}, {(1, 2): 3}, {None: 1}, {"a": object()}, (1, 2), {1, 2}, b"x", 1j):
             errors = validate(schema, instance)
             self.assertIsInstance(errors, list)
@@ -382,12 +458,15 @@ class ValidateTests(unittest.TestCase):
         }
         validator = compile_schema(schema)
         self.assertEqual(validator.errors({"a": 1, "b": "x", "c": True, "d": None}), [])
-        self.assertEqual([str(e) for e in validator.errors({"a": "1", "b": 2, "c": 0, "d": 1})], [
-            "$.a: expected type integer, got str",
-            "$.b: expected type string, got int",
-            "$.c: expected type boolean, got int",
-            "$.d: expected type null, got int",
-        ])
+        self.assertEqual(
+            [str(e) for e in validator.errors({"a": "1", "b": 2, "c": 0, "d": 1})],
+            [
+                "$.a: expected type integer, got str",
+                "$.b: expected type string, got int",
+                "$.c: expected type boolean, got int",
+                "$.d: expected type null, got int",
+            ],
+        )
 
     def test_a_validator_is_safe_to_share_between_threads(self) -> None:
         schema = {"$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"}
@@ -415,19 +494,51 @@ class ValidateTests(unittest.TestCase):
         self.assertIs(validator.schema, schema)
         self.assertFalse(validator.assert_formats)
         self.assertTrue(compile_schema(True).is_valid(object()))
-        self.assertEqual(str(compile_schema(False).first_error(1, "$.t")), "$.t: no value is allowed (the schema is false), got 1")
+        self.assertEqual(
+            str(compile_schema(False).first_error(1, "$.t")), "$.t: no value is allowed (the schema is false), got 1"
+        )
 
     def test_the_fast_leaf_path_agrees_with_the_general_closures(self) -> None:
         # "allOf": [true] changes no verdict but turns the leaf fast path off.
         leaves: List[Dict[str, Any]] = [
-            {"type": "string"}, {"type": "string", "minLength": 2, "maxLength": 3.0},
-            {"type": "string", "pattern": "^a", "enum": ["ab", 1, "b"]}, {"type": "string", "format": "email"},
-            {"type": "integer"}, {"type": "integer", "minimum": -1, "exclusiveMaximum": 2.5},
-            {"type": "number", "maximum": 1e300, "exclusiveMinimum": 0}, {"type": "number", "minimum": 9007199254740993},
+            {"type": "string"},
+            {"type": "string", "minLength": 2, "maxLength": 3.0},
+            {"type": "string", "pattern": "^a", "enum": ["ab", 1, "b"]},
+            {"type": "string", "format": "email"},
+            {"type": "integer"},
+            {"type": "integer", "minimum": -1, "exclusiveMaximum": 2.5},
+            {"type": "number", "maximum": 1e300, "exclusiveMinimum": 0},
+            {"type": "number", "minimum": 9007199254740993},
         ]
-        values: List[Any] = ["", "a", "ab", "abc", "abcd", "b", "x@y", 0, 1, 2, -1, -2, 1.0, 2.5, 0.5, True, False, None,
-                             float("nan"), float("inf"), -float("inf"), 10**400, 9007199254740992.0, 9007199254740993,
-                             [], {}, "\ud800"]
+        values: List[Any] = [
+            "",
+            "a",
+            "ab",
+            "abc",
+            "abcd",
+            "b",
+            "x@y",
+            0,
+            1,
+            2,
+            -1,
+            -2,
+            1.0,
+            2.5,
+            0.5,
+            True,
+            False,
+            None,
+            float("nan"),
+            float("inf"),
+            -float("inf"),
+            10**400,
+            9007199254740992.0,
+            9007199254740993,
+            [],
+            {},
+            "\ud800",
+        ]
         for leaf in leaves:
             fast, general = compile_schema(leaf), compile_schema(dict(leaf, allOf=[True]))
             for value in values:
@@ -437,8 +548,25 @@ class ValidateTests(unittest.TestCase):
 
     def test_random_instances_give_consistent_verdicts(self) -> None:
         rng = random.Random(20201212)
-        scalars: List[Any] = [None, True, False, 0, 1, -1, 1.0, 2.5, 2**64, float("nan"),
-                              float("inf"), "", "a", "\U0001F4A9", "\ud800", "odd key", "123\n"]
+        scalars: List[Any] = [
+            None,
+            True,
+            False,
+            0,
+            1,
+            -1,
+            1.0,
+            2.5,
+            2**64,
+            float("nan"),
+            float("inf"),
+            "",
+            "a",
+            "\U0001f4a9",
+            "\ud800",
+            "odd key",
+            "123\n",
+        ]
 
         def make(depth: int) -> Any:
             roll = rng.random()
@@ -446,14 +574,24 @@ class ValidateTests(unittest.TestCase):
                 return rng.choice(scalars)
             if roll < 0.75:
                 return [make(depth + 1) for _ in range(rng.randrange(4))]
-            return {rng.choice(["a", "b", "c", "odd key", ""]): make(depth + 1)
-                    for _ in range(rng.randrange(4))}
+            return {rng.choice(["a", "b", "c", "odd key", ""]): make(depth + 1) for _ in range(rng.randrange(4))}
 
         schemas: List[Any] = [case["schema"] for case in _load("cases.json")]
-        schemas.append({"type": "object", "properties": {"a": {"anyOf": [
-            {"type": "array", "items": {"enum": [1, [2], {"a": None}]}},
-            {"pattern": "^\\s*[a-z]+$", "minLength": 1}]}},
-            "additionalProperties": {"const": {"b": [1, 2]}}, "unevaluatedProperties": False})
+        schemas.append(
+            {
+                "type": "object",
+                "properties": {
+                    "a": {
+                        "anyOf": [
+                            {"type": "array", "items": {"enum": [1, [2], {"a": None}]}},
+                            {"pattern": "^\\s*[a-z]+$", "minLength": 1},
+                        ]
+                    }
+                },
+                "additionalProperties": {"const": {"b": [1, 2]}},
+                "unevaluatedProperties": False,
+            }
+        )
         count = 0
         for schema in schemas:
             validator = compile_schema(schema)
@@ -523,15 +661,25 @@ class MetaSchemaTests(unittest.TestCase):
 
     def test_known_verdicts_of_the_meta_schema(self) -> None:
         meta = compile_schema({"$schema": META, "$ref": META})
-        valid = [True, False, {}, {"$defs": {"foo": {"type": "integer"}}}, {"definitions": {"a": {"type": "string"}}},
-                 {"contains": {"minLength": 0}}, {"deprecated": True, "readOnly": False, "examples": []},
-                 {"pattern": "("},  # format "regex" is an annotation in the meta-schema
-                 {"$vocabulary": {"https://example.com/v": True}}]
+        valid = [
+            True,
+            False,
+            {},
+            {"$defs": {"foo": {"type": "integer"}}},
+            {"definitions": {"a": {"type": "string"}}},
+            {"contains": {"minLength": 0}},
+            {"deprecated": True, "readOnly": False, "examples": []},
+            {"pattern": "("},  # format "regex" is an annotation in the meta-schema
+            {"$vocabulary": {"https://example.com/v": True}},
+        ]
         invalid = [
             (5, "$: expected type object or boolean, got int"),
             ({"minLength": -1}, "$.minLength: -1 is less than minimum 0"),
             ({"minLength": 1.5}, "$.minLength: expected type integer, got float"),
-            ({"properties": {"a": {"items": {"minLength": -1}}}}, "$.properties.a.items.minLength: -1 is less than minimum 0"),
+            (
+                {"properties": {"a": {"items": {"minLength": -1}}}},
+                "$.properties.a.items.minLength: -1 is less than minimum 0",
+            ),
             ({"deprecated": 1}, "$.deprecated: expected type boolean, got int"),
             ({"$id": "a#b"}, '$["$id"]: "a#b" does not match pattern "^[^#]*#?$"'),
             ({"allOf": []}, "$.allOf: array of length 0 is shorter than minItems 1"),
@@ -550,9 +698,11 @@ class MetaSchemaTests(unittest.TestCase):
         for _ in range(20):
             deep = {"definitions": {"x": {"$defs": {"y": deep}}}}
         self.assertFalse(meta.is_valid(deep))
-        self.assertEqual(str(meta.first_error({"definitions": {"x": {"$defs": {"y": {"type": 7}}}}})),
-                         '$.definitions.x["$defs"].y.type: does not match any schema in anyOf (0: 7 is not one of '
-                         '["array","boolean","integer","null","number","object","st...; 1: expected type array, got int)')
+        self.assertEqual(
+            str(meta.first_error({"definitions": {"x": {"$defs": {"y": {"type": 7}}}}})),
+            '$.definitions.x["$defs"].y.type: does not match any schema in anyOf (0: 7 is not one of '
+            '["array","boolean","integer","null","number","object","st...; 1: expected type array, got int)',
+        )
 
     def test_nesting_past_the_ref_limit_is_an_error_not_a_crash(self) -> None:
         meta = compile_schema({"$ref": META})
@@ -569,14 +719,20 @@ class MetaSchemaTests(unittest.TestCase):
         self.assertTrue(core.is_valid({"$defs": {"a": {"type": 5}}}))
         both = compile_schema({"allOf": [{"$ref": META}, {"$ref": "https://json-schema.org/draft/2020-12/meta/core"}]})
         self.assertFalse(both.is_valid({"$defs": {"a": {"type": 5}}}))  # the meta-schema's own scope
-        count = compile_schema({"$ref": "https://json-schema.org/draft/2020-12/meta/validation#/$defs/nonNegativeInteger"})
+        count = compile_schema(
+            {"$ref": "https://json-schema.org/draft/2020-12/meta/validation#/$defs/nonNegativeInteger"}
+        )
         self.assertEqual([str(e) for e in count.errors(-1)], ["$: -1 is less than minimum 0"])
         self.assertTrue(compile_schema({"$ref": META + "#meta"}).is_valid({"type": "string"}))
         twice = compile_schema({"prefixItems": [{"$ref": META}, {"$ref": META + "#/allOf/0"}]})  # read once
-        self.assertEqual([str(e) for e in twice.errors([{"type": 1}, {"$id": 1}, {"type": 1}])],
-                         ['$[0].type: does not match any schema in anyOf (0: 1 is not one of ["array","boolean",'
-                          '"integer","null","number","object","st...; 1: expected type array, got int)',
-                          '$[1]["$id"]: expected type string, got int'])
+        self.assertEqual(
+            [str(e) for e in twice.errors([{"type": 1}, {"$id": 1}, {"type": 1}])],
+            [
+                '$[0].type: does not match any schema in anyOf (0: 1 is not one of ["array","boolean",'
+                '"integer","null","number","object","st...; 1: expected type array, got int)',
+                '$[1]["$id"]: expected type string, got int',
+            ],
+        )
         for uri in bundled.META_SCHEMAS:
             with self.subTest(uri=uri):
                 self.assertTrue(compile_schema({"$ref": uri}).is_valid({}))
@@ -589,8 +745,10 @@ class MetaSchemaTests(unittest.TestCase):
         schema = {"$ref": META, "properties": {"$schema": {"format": "uri"}}}
         validator = compile_schema(schema, assert_formats=True)
         self.assertTrue(validator.is_valid({"$id": "not a uri"}))  # meta/core's format: an annotation
-        self.assertEqual([str(e) for e in validator.errors({"$schema": "not a uri"})],
-                         ['$["$schema"]: "not a uri" is not a valid uri'])
+        self.assertEqual(
+            [str(e) for e in validator.errors({"$schema": "not a uri"})],
+            ['$["$schema"]: "not a uri" is not a valid uri'],
+        )
 
     def _refusal(self, documents: Dict[str, Any], schema: Any) -> str:
         with mock.patch.object(bundled, "load", documents.get):
@@ -600,33 +758,54 @@ class MetaSchemaTests(unittest.TestCase):
 
     def test_anything_but_what_the_meta_schemas_use_is_refused(self) -> None:
         uri = "https://json-schema.org/draft/2020-12/schema"
+
         def doc(**extra: Any) -> Dict[str, Any]:
             return dict({"$schema": META, "$id": uri, "$dynamicAnchor": "meta"}, **extra)
+
         cases = [
-            (doc(items={"$dynamicRef": "#/$defs/a"}),
-             'schema %s.items: $dynamicRef "#/$defs/a" is not supported: only "#name" where this resource and '
-             '"%s" both declare $dynamicAnchor name' % (uri, uri)),
-            (doc(items={"$dynamicRef": "#other"}),
-             'schema %s.items: $dynamicRef "#other" is not supported: only "#name" where this resource and '
-             '"%s" both declare $dynamicAnchor name' % (uri, uri)),
-            (doc(items={"$dynamicRef": "%s#meta" % uri}),
-             'schema %s.items: $dynamicRef "%s#meta" is not supported: only "#name" where this resource and '
-             '"%s" both declare $dynamicAnchor name' % (uri, uri, uri)),
-            (doc(**{"$vocabulary": {"https://example.com/vocab": True}}),
-             'schema %s: $vocabulary must map draft 2020-12 vocabularies to booleans, got '
-             '"https://example.com/vocab": true' % uri),
-            (doc(**{"$vocabulary": {"https://json-schema.org/draft/2020-12/vocab/core": 1}}),
-             'schema %s: $vocabulary must map draft 2020-12 vocabularies to booleans, got '
-             '"https://json-schema.org/draft/2020-12/vocab/core": 1' % uri),
+            (
+                doc(items={"$dynamicRef": "#/$defs/a"}),
+                'schema %s.items: $dynamicRef "#/$defs/a" is not supported: only "#name" where this resource and '
+                '"%s" both declare $dynamicAnchor name' % (uri, uri),
+            ),
+            (
+                doc(items={"$dynamicRef": "#other"}),
+                'schema %s.items: $dynamicRef "#other" is not supported: only "#name" where this resource and '
+                '"%s" both declare $dynamicAnchor name' % (uri, uri),
+            ),
+            (
+                doc(items={"$dynamicRef": "%s#meta" % uri}),
+                'schema %s.items: $dynamicRef "%s#meta" is not supported: only "#name" where this resource and '
+                '"%s" both declare $dynamicAnchor name' % (uri, uri, uri),
+            ),
+            (
+                doc(**{"$vocabulary": {"https://example.com/vocab": True}}),
+                "schema %s: $vocabulary must map draft 2020-12 vocabularies to booleans, got "
+                '"https://example.com/vocab": true' % uri,
+            ),
+            (
+                doc(**{"$vocabulary": {"https://json-schema.org/draft/2020-12/vocab/core": 1}}),
+                "schema %s: $vocabulary must map draft 2020-12 vocabularies to booleans, got "
+                '"https://json-schema.org/draft/2020-12/vocab/core": 1' % uri,
+            ),
             (doc(**{"$vocabulary": []}), "schema %s: $vocabulary must be an object, got list" % uri),
-            (doc(items={"$vocabulary": {}}),
-             "schema %s.items: $vocabulary is only allowed at the root of a schema resource" % uri),
-            (doc(items={"$dynamicAnchor": "meta"}), 'schema %s.items: $dynamicAnchor "meta" is used twice in this resource' % uri),
-            (doc(items={"$dynamicAnchor": "1x"}),
-             'schema %s.items: $dynamicAnchor must be a name like [A-Za-z_][-A-Za-z0-9._]*, got "1x"' % uri),
+            (
+                doc(items={"$vocabulary": {}}),
+                "schema %s.items: $vocabulary is only allowed at the root of a schema resource" % uri,
+            ),
+            (
+                doc(items={"$dynamicAnchor": "meta"}),
+                'schema %s.items: $dynamicAnchor "meta" is used twice in this resource' % uri,
+            ),
+            (
+                doc(items={"$dynamicAnchor": "1x"}),
+                'schema %s.items: $dynamicAnchor must be a name like [A-Za-z_][-A-Za-z0-9._]*, got "1x"' % uri,
+            ),
             (doc(items={"$dynamicRef": 1}), "schema %s.items: $dynamicRef must be a string, got int" % uri),
-            (dict(doc(), **{"$id": "https://example.com/x"}),
-             'schema $: the bundled meta-schema "%s" does not declare $id "%s"' % (uri, uri)),
+            (
+                dict(doc(), **{"$id": "https://example.com/x"}),
+                'schema $: the bundled meta-schema "%s" does not declare $id "%s"' % (uri, uri),
+            ),
         ]
         for document, error in cases:
             with self.subTest(error=error):
@@ -635,20 +814,26 @@ class MetaSchemaTests(unittest.TestCase):
         core = "https://json-schema.org/draft/2020-12/meta/core"
         entry = {"$id": uri, "allOf": [{"$ref": "meta/core"}]}
         vocabulary = {"$id": core, "$dynamicAnchor": "meta", "items": {"$dynamicRef": "#meta"}}
-        self.assertEqual(self._refusal({uri: entry, core: vocabulary}, {"$ref": uri}),
-                         'schema %s.items: $dynamicRef "#meta" is not supported: only "#name" where this resource '
-                         'and "%s" both declare $dynamicAnchor name' % (core, uri))
+        self.assertEqual(
+            self._refusal({uri: entry, core: vocabulary}, {"$ref": uri}),
+            'schema %s.items: $dynamicRef "#meta" is not supported: only "#name" where this resource '
+            'and "%s" both declare $dynamicAnchor name' % (core, uri),
+        )
 
     def test_a_bundled_file_that_cannot_be_read_is_a_schema_error(self) -> None:
         with mock.patch.dict(bundled._parsed, clear=True):
-            for data, reason in ((None, "no loader can read metaschemas/schema.json"),
-                                 (b"{", "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)")):
+            for data, reason in (
+                (None, "no loader can read metaschemas/schema.json"),
+                (b"{", "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"),
+            ):
                 with self.subTest(reason=reason), mock.patch("pkgutil.get_data", return_value=data):
                     with self.assertRaises(SchemaError) as caught:
                         compile_schema({"items": {"$ref": META}}, tool="t")
-                    self.assertEqual(str(caught.exception),
-                                     'tool \'t\': schema $.items: $ref "%s" names a bundled meta-schema that cannot '
-                                     "be read: %s" % (META, reason))
+                    self.assertEqual(
+                        str(caught.exception),
+                        "tool 't': schema $.items: $ref \"%s\" names a bundled meta-schema that cannot "
+                        "be read: %s" % (META, reason),
+                    )
             with mock.patch("pkgutil.get_data", side_effect=FileNotFoundError("gone")):
                 with self.assertRaises(SchemaError) as caught:
                     compile_schema({"$ref": META})

@@ -107,7 +107,7 @@ def reference(schema: Any, value: Any) -> bool:
         for item, sub in zip(value, prefix):
             if not reference(sub, item):
                 return False
-        if "items" in s and not all(reference(s["items"], item) for item in value[len(prefix):]):
+        if "items" in s and not all(reference(s["items"], item) for item in value[len(prefix) :]):
             return False
     if isinstance(value, dict):
         if "minProperties" in s and len(value) < s["minProperties"]:
@@ -145,7 +145,9 @@ def reference(schema: Any, value: Any) -> bool:
 def random_instance(rng: random.Random, depth: int = 0) -> Any:
     roll = rng.random()
     if depth >= 3 or roll < 0.5:
-        return rng.choice([None, True, False, 0, 1, -1, 2, 3, 1.0, 2.5, -0.5, 0.0075, 10, 0.3, rng.choice(WORDS), rng.choice(WORDS)])
+        return rng.choice(
+            [None, True, False, 0, 1, -1, 2, 3, 1.0, 2.5, -0.5, 0.0075, 10, 0.3, rng.choice(WORDS), rng.choice(WORDS)]
+        )
     if roll < 0.75:
         return [random_instance(rng, depth + 1) for _ in range(rng.randint(0, 4))]
     return {rng.choice(KEYS): random_instance(rng, depth + 1) for _ in range(rng.randint(0, 4))}
@@ -157,12 +159,38 @@ def random_schema(rng: random.Random, depth: int = 0) -> Any:
     schema: Dict[str, Any] = {}
     budget = rng.randint(1, 3)
     for _ in range(budget):
-        keyword = rng.choice([
-            "type", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
-            "minLength", "maxLength", "pattern", "minItems", "maxItems", "uniqueItems", "items", "prefixItems",
-            "properties", "required", "additionalProperties", "patternProperties", "minProperties", "maxProperties",
-            "propertyNames", "dependentRequired", "anyOf", "allOf", "oneOf", "not",
-        ])
+        keyword = rng.choice(
+            [
+                "type",
+                "enum",
+                "const",
+                "minimum",
+                "maximum",
+                "exclusiveMinimum",
+                "exclusiveMaximum",
+                "multipleOf",
+                "minLength",
+                "maxLength",
+                "pattern",
+                "minItems",
+                "maxItems",
+                "uniqueItems",
+                "items",
+                "prefixItems",
+                "properties",
+                "required",
+                "additionalProperties",
+                "patternProperties",
+                "minProperties",
+                "maxProperties",
+                "propertyNames",
+                "dependentRequired",
+                "anyOf",
+                "allOf",
+                "oneOf",
+                "not",
+            ]
+        )
         deeper = depth < 2
         if keyword == "type":
             names = rng.sample(["null", "boolean", "object", "array", "number", "string", "integer"], rng.randint(1, 2))
@@ -188,7 +216,9 @@ def random_schema(rng: random.Random, depth: int = 0) -> Any:
         elif not deeper:
             continue
         elif keyword in ("items", "additionalProperties", "propertyNames", "not"):
-            schema[keyword] = random_schema(rng, depth + 1) if keyword != "propertyNames" else {"pattern": rng.choice(PATTERNS)}
+            schema[keyword] = (
+                random_schema(rng, depth + 1) if keyword != "propertyNames" else {"pattern": rng.choice(PATTERNS)}
+            )
         elif keyword == "prefixItems":
             schema[keyword] = [random_schema(rng, depth + 1) for _ in range(rng.randint(1, 2))]
         elif keyword == "properties":
@@ -212,11 +242,16 @@ def run_cases(seed: int, count: int) -> List[str]:
             try:
                 errors = validate(schema, instance)
             except Exception as exc:  # the property: validate never raises on an accepted schema
-                problems.append("case %d: validate raised %s: %s; schema=%r instance=%r" % (case, type(exc).__name__, exc, schema, instance))
+                problems.append(
+                    "case %d: validate raised %s: %s; schema=%r instance=%r"
+                    % (case, type(exc).__name__, exc, schema, instance)
+                )
                 continue
             if (not errors) != reference(schema, instance):
-                problems.append("case %d: validate says %s, reference %s; schema=%r instance=%r"
-                                % (case, errors or "valid", reference(schema, instance), schema, instance))
+                problems.append(
+                    "case %d: validate says %s, reference %s; schema=%r instance=%r"
+                    % (case, errors or "valid", reference(schema, instance), schema, instance)
+                )
     return problems
 
 

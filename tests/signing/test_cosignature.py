@@ -84,7 +84,9 @@ def go_skey() -> str:
 
 def log_signer() -> Ed25519Signer:
     seed = hashlib.sha256(b"agentloop test log").digest()
-    return Ed25519Signer.from_key(keys.encode_signer_key("example.com/behind-the-sofa", seed, allow_slow_unsafe_signer=UNSAFE), UNSAFE)
+    return Ed25519Signer.from_key(
+        keys.encode_signer_key("example.com/behind-the-sofa", seed, allow_slow_unsafe_signer=UNSAFE), UNSAFE
+    )
 
 
 def witness(timestamp: int = TS) -> CosignatureSigner:
@@ -99,7 +101,9 @@ class TestCosignatureV1(unittest.TestCase):
         self.assertEqual(note.signatures[0].line(), vec["signature_line"])
         verifier = verifier_from_key(vec["vkey"])
         self.assertIsInstance(verifier, CosignatureVerifier)
-        self.assertEqual(signer_from_key(vec["skey"], vec["timestamp"], allow_slow_unsafe_signer=UNSAFE), witness(vec["timestamp"]))
+        self.assertEqual(
+            signer_from_key(vec["skey"], vec["timestamp"], allow_slow_unsafe_signer=UNSAFE), witness(vec["timestamp"])
+        )
         self.assertIsInstance(signer_from_key(go_skey(), allow_slow_unsafe_signer=UNSAFE), Ed25519Signer)
         self.assertEqual(verify_note(note, [verifier]).signers, ("witness.example/w1",))
         self.assertEqual(cosignature_timestamp(note.signatures[0]), vec["timestamp"])
@@ -185,7 +189,9 @@ class TestWitnessRoundTrip(unittest.TestCase):
         self.assertEqual(cosign(cosigned, [self.log.verifier()], self.witness).to_bytes(), cosigned.to_bytes())
 
     def test_witness_refuses_an_untrusted_or_bad_checkpoint(self) -> None:
-        stranger = Ed25519Signer.from_key(keys.encode_signer_key("example.com/behind-the-sofa", b"\x07" * 32, allow_slow_unsafe_signer=UNSAFE), UNSAFE)
+        stranger = Ed25519Signer.from_key(
+            keys.encode_signer_key("example.com/behind-the-sofa", b"\x07" * 32, allow_slow_unsafe_signer=UNSAFE), UNSAFE
+        )
         with self.assertRaises(BadSignatureError):
             cosign(sign_note(self.text, stranger), [self.log.verifier()], self.witness)
         forged = Note(self.text.replace("20852163", "20852164"), self.checkpoint.signatures)
@@ -205,7 +211,7 @@ class TestAddCheckpointRequest(unittest.TestCase):
     def spec_parts(self) -> Any:
         lines = SPEC_REQUEST.split(b"\n")
         proof = [base64.b64decode(line) for line in lines[1:5]]
-        checkpoint = SPEC_REQUEST[SPEC_REQUEST.index(b"\n\n") + 2:]
+        checkpoint = SPEC_REQUEST[SPEC_REQUEST.index(b"\n\n") + 2 :]
         return proof, checkpoint
 
     def test_spec_example_rebuilt_byte_for_byte(self) -> None:
@@ -262,7 +268,10 @@ class TestAddCheckpointRequest(unittest.TestCase):
             "non-canonical proof line": SPEC_REQUEST.replace(b"Dpkaw=", b"Dpkax="),
             "old above size": SPEC_REQUEST.replace(b"old 20852014", b"old 20852164"),
             "no empty line": b"old 0\n",
-            "64 proof lines": head + b"\n" + (base64.b64encode(bytes(32)) + b"\n") * 64 + rest[rest.index(b"\n\n") + 1:],
+            "64 proof lines": head
+            + b"\n"
+            + (base64.b64encode(bytes(32)) + b"\n") * 64
+            + rest[rest.index(b"\n\n") + 1 :],
             "bad checkpoint": SPEC_REQUEST[:-1],
         }
         for why, body in cases.items():

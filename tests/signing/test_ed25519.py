@@ -33,7 +33,13 @@ def _naive_mul(scalar: int, point: _Point) -> _Point:
 def _rfc_vectors() -> Tuple[Tuple[bytes, bytes, bytes, bytes, str], ...]:
     data = load_vectors("rfc8032.json")
     return tuple(
-        (bytes.fromhex(v["secret_key"]), bytes.fromhex(v["public_key"]), bytes.fromhex(v["message"]), bytes.fromhex(v["signature"]), v["name"])
+        (
+            bytes.fromhex(v["secret_key"]),
+            bytes.fromhex(v["public_key"]),
+            bytes.fromhex(v["message"]),
+            bytes.fromhex(v["signature"]),
+            v["name"],
+        )
         for v in data["vectors"]
     )
 
@@ -163,7 +169,11 @@ class TestBackend(unittest.TestCase):
 
     def test_pure_signer_equals_cryptography(self) -> None:
         require_cryptography(self)
-        seeds = [v[0] for v in _rfc_vectors()] + [hashlib.sha256(b"seed %d" % i).digest() for i in range(5)] + [os.urandom(32)]
+        seeds = (
+            [v[0] for v in _rfc_vectors()]
+            + [hashlib.sha256(b"seed %d" % i).digest() for i in range(5)]
+            + [os.urandom(32)]
+        )
         for seed in seeds:
             for message in (b"", b"x", os.urandom(1000)):
                 with self.subTest(seed=seed.hex(), size=len(message)):

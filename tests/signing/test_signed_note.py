@@ -72,7 +72,7 @@ class TestKeys(unittest.TestCase):
         vec = go_vector()
         for text, parse in ((vec["vkey"], keys.parse_verifier_key), (vec["skey"], None)):
             manglings = {text[i:j] for i in range(len(text) + 1) for j in range(i + 1, len(text) + 1)} - {text}
-            manglings |= {text[:i] + chr(ord(text[i]) + 1) + text[i + 1:] for i in range(len(text))}
+            manglings |= {text[:i] + chr(ord(text[i]) + 1) + text[i + 1 :] for i in range(len(text))}
             for bad in sorted(manglings):
                 with self.subTest(key=bad):
                     with self.assertRaises(SigningKeyError):
@@ -90,7 +90,20 @@ class TestKeys(unittest.TestCase):
     def test_key_names_follow_go(self) -> None:
         for good in ("PeterNeumann", "example.com/foo", "agentloop/1/" + "ab" * 32, "\u00e9t\u00e9"):
             self.assertTrue(keys.is_valid_key_name(good), good)
-        for bad in ("", "a+b", "a b", "a\tb", "a\u00a0b", "a\u2003b", "a\u3000b", "a\u2028b", "a\x01b", "a\ud800b", None, b"ab"):
+        for bad in (
+            "",
+            "a+b",
+            "a b",
+            "a\tb",
+            "a\u00a0b",
+            "a\u2003b",
+            "a\u3000b",
+            "a\u2028b",
+            "a\x01b",
+            "a\ud800b",
+            None,
+            b"ab",
+        ):
             self.assertFalse(keys.is_valid_key_name(bad), repr(bad))
         with self.assertRaises(SigningKeyError):
             keys.generate_key("bad name", allow_slow_unsafe_signer=UNSAFE)
@@ -175,7 +188,9 @@ class TestGoNoteVectors(unittest.TestCase):
     def test_signing_replaces_the_same_keys_old_signature(self) -> None:
         # note_test.go TestSign: an existing signature by the same name and key hash is replaced.
         stale = NoteSignature("PeterNeumann", bytes.fromhex("c74f20a3"), b"BADSIGN")
-        self.assertEqual(sign_note(Note(self.vec["text"], (stale,)), self.signer).to_bytes().decode("utf-8"), self.vec["signed_note"])
+        self.assertEqual(
+            sign_note(Note(self.vec["text"], (stale,)), self.signer).to_bytes().decode("utf-8"), self.vec["signed_note"]
+        )
 
     def test_signing_refuses_text_without_final_newline(self) -> None:
         with self.assertRaises(MalformedNoteError):
@@ -204,7 +219,10 @@ class TestGoNoteVectors(unittest.TestCase):
         data = (self.go["text"] + "\n" + self.go["peter_sig_line"] + self.go["enoch_sig_line"]).encode("utf-8")
         with self.assertRaises(BadSignatureError) as caught:
             open_note(data, [])
-        self.assertEqual(str(caught.exception), "bad signature: no signature by a trusted key (the note holds PeterNeumann+c74f20a3, EnochRoot+af0cfe78)")
+        self.assertEqual(
+            str(caught.exception),
+            "bad signature: no signature by a trusted key (the note holds PeterNeumann+c74f20a3, EnochRoot+af0cfe78)",
+        )
 
     def test_one_good_and_one_bad_trusted_signature_is_a_fault(self) -> None:
         line = self.go["enoch_sig_line"]
@@ -242,7 +260,10 @@ class TestGoNoteVectors(unittest.TestCase):
 
     def test_ambiguous_trusted_keys_are_misuse(self) -> None:
         other = Ed25519Verifier.from_key(self.go["enoch_vkey"])
-        self.assertEqual(verify_note(sign_note(self.vec["text"], self.signer), [self.peter, self.peter, other]).signers, ("PeterNeumann",))
+        self.assertEqual(
+            verify_note(sign_note(self.vec["text"], self.signer), [self.peter, self.peter, other]).signers,
+            ("PeterNeumann",),
+        )
         impostor = object.__new__(Ed25519Verifier)
         object.__setattr__(impostor, "name", "PeterNeumann")
         object.__setattr__(impostor, "public_key", other.public_key)
@@ -254,11 +275,17 @@ class TestGoNoteVectors(unittest.TestCase):
     def test_require(self) -> None:
         data = (self.go["text"] + "\n" + self.go["peter_sig_line"] + self.go["enoch_sig_line"]).encode("utf-8")
         note = parse_note(data)
-        self.assertEqual(verify_note(note, [self.peter, self.enoch], require=["PeterNeumann", "EnochRoot"]).signers, ("PeterNeumann", "EnochRoot"))
+        self.assertEqual(
+            verify_note(note, [self.peter, self.enoch], require=["PeterNeumann", "EnochRoot"]).signers,
+            ("PeterNeumann", "EnochRoot"),
+        )
         only_peter = parse_note((self.go["text"] + "\n" + self.go["peter_sig_line"]).encode("utf-8"))
         with self.assertRaises(BadSignatureError) as caught:
             verify_note(only_peter, [self.peter, self.enoch], require=["EnochRoot"])
-        self.assertEqual(str(caught.exception), "bad signature: required signer 'EnochRoot' did not sign (verified: PeterNeumann+c74f20a3)")
+        self.assertEqual(
+            str(caught.exception),
+            "bad signature: required signer 'EnochRoot' did not sign (verified: PeterNeumann+c74f20a3)",
+        )
         with self.assertRaises(SigningKeyError):
             verify_note(note, [self.peter], require=["Nobody"])
 
@@ -271,7 +298,7 @@ class TestTamper(unittest.TestCase):
         refused = 0
         for index in range(len(data)):
             for flip in (0x01, 0x20):
-                mutated = data[:index] + bytes([data[index] ^ flip]) + data[index + 1:]
+                mutated = data[:index] + bytes([data[index] ^ flip]) + data[index + 1 :]
                 with self.subTest(index=index, flip=flip):
                     with self.assertRaises((MalformedNoteError, BadSignatureError)):
                         open_note(mutated, verifiers, require)
@@ -280,7 +307,9 @@ class TestTamper(unittest.TestCase):
 
     def test_go_note(self) -> None:
         vec = go_vector()
-        self.assertGreater(self.check_every_byte(vec["signed_note"].encode("utf-8"), [Ed25519Verifier.from_key(vec["vkey"])]), 300)
+        self.assertGreater(
+            self.check_every_byte(vec["signed_note"].encode("utf-8"), [Ed25519Verifier.from_key(vec["vkey"])]), 300
+        )
 
     def test_checkpoint_with_ed25519_and_hmac(self) -> None:
         vec = load_vectors("hmac-note-vectors.json")["vectors"][0]
@@ -302,7 +331,9 @@ class TestHmac(unittest.TestCase):
         self.assertEqual(sign_note(note.text, self.key).to_bytes().decode("utf-8"), self.vec["signed_note"])
         self.assertEqual(verify_note(note, [self.key]).signers, (self.vec["key_name"],))
         fingerprint = __import__("hmac").new(self.key.key, b"agentloop checkpoint key id", hashlib.sha256).digest()
-        expected_id = hashlib.sha256(self.vec["key_name"].encode() + b"\n\xffagentloop-hmac-sha256" + fingerprint).digest()[:4]
+        expected_id = hashlib.sha256(
+            self.vec["key_name"].encode() + b"\n\xffagentloop-hmac-sha256" + fingerprint
+        ).digest()[:4]
         self.assertEqual(self.key.key_id, expected_id)
         self.assertEqual(hmac_key_id(self.vec["key_name"], self.key.key), expected_id)
 

@@ -37,17 +37,43 @@ class TestKeyRefusals(RefusalCase):
         self.assertFalse(is_valid_public_key(NOT_A_POINT))
         forged = base64.b64encode(bytes([ALG_ED25519]) + NOT_A_POINT).decode("ascii")
         matching_hash = keys.key_hash("n", ALG_ED25519, NOT_A_POINT).hex()
-        self.assertRefused([
-            (lambda: HmacKey("bad name", b"k" * 32), SigningKeyError, "hmac key: 'bad name' is not a key name"),
-            (lambda: HmacKey("n", "k" * 32), SigningKeyError, "hmac key: must be bytes, got str"),  # type: ignore[arg-type]
-            (lambda: keys.encode_verifier_key("n", NOT_A_POINT, alg=9), SigningKeyError, "verifier key: unknown algorithm 0x09"),
-            (lambda: keys.encode_verifier_key("n", NOT_A_POINT), SigningKeyError, "verifier key: is not a valid Ed25519 public key"),
-            (lambda: keys.encode_signer_key("n", b"\x00" * 32, alg=9), SigningKeyError, "signer key: unknown algorithm 0x09"),
-            (lambda: keys.parse_verifier_key(5), SigningKeyError, "verifier key: a verifier key must be a str, got int"),  # type: ignore[arg-type]
-            (lambda: keys.parse_verifier_key("n+" * 3000), SigningKeyError, "verifier key: is longer than 4096 characters: not a verifier key"),
-            # a key hash that matches, over bytes that are no public key
-            (lambda: keys.parse_verifier_key("n+%s+%s" % (matching_hash, forged)), SigningKeyError, "verifier key: is not a valid Ed25519 public key"),
-        ])
+        self.assertRefused(
+            [
+                (lambda: HmacKey("bad name", b"k" * 32), SigningKeyError, "hmac key: 'bad name' is not a key name"),
+                (lambda: HmacKey("n", "k" * 32), SigningKeyError, "hmac key: must be bytes, got str"),  # type: ignore[arg-type]
+                (
+                    lambda: keys.encode_verifier_key("n", NOT_A_POINT, alg=9),
+                    SigningKeyError,
+                    "verifier key: unknown algorithm 0x09",
+                ),
+                (
+                    lambda: keys.encode_verifier_key("n", NOT_A_POINT),
+                    SigningKeyError,
+                    "verifier key: is not a valid Ed25519 public key",
+                ),
+                (
+                    lambda: keys.encode_signer_key("n", b"\x00" * 32, alg=9),
+                    SigningKeyError,
+                    "signer key: unknown algorithm 0x09",
+                ),
+                (
+                    lambda: keys.parse_verifier_key(5),
+                    SigningKeyError,
+                    "verifier key: a verifier key must be a str, got int",
+                ),  # type: ignore[arg-type]
+                (
+                    lambda: keys.parse_verifier_key("n+" * 3000),
+                    SigningKeyError,
+                    "verifier key: is longer than 4096 characters: not a verifier key",
+                ),
+                # a key hash that matches, over bytes that are no public key
+                (
+                    lambda: keys.parse_verifier_key("n+%s+%s" % (matching_hash, forged)),
+                    SigningKeyError,
+                    "verifier key: is not a valid Ed25519 public key",
+                ),
+            ]
+        )
 
 
 class TestKeyFiles(TempDir):
@@ -59,12 +85,25 @@ class TestKeyFiles(TempDir):
 
 class TestCosignatureRefusals(RefusalCase):
     def test_witness_keys_and_timestamps_are_checked(self) -> None:
-        self.assertRefused([
-            (lambda: cosignature.cosignature_timestamp(b"x" * 10), BadArgumentError,
-             "signature must be a 72-byte cosignature/v1 timestamped_signature, got 10 bytes"),
-            (lambda: cosignature.CosignatureVerifier("bad name", b"\x00" * 32), SigningKeyError, "witness key: 'bad name' is not a key name"),
-            (lambda: cosignature.CosignatureVerifier("w", NOT_A_POINT), SigningKeyError, "witness key w: is not a valid Ed25519 public key"),
-        ])
+        self.assertRefused(
+            [
+                (
+                    lambda: cosignature.cosignature_timestamp(b"x" * 10),
+                    BadArgumentError,
+                    "signature must be a 72-byte cosignature/v1 timestamped_signature, got 10 bytes",
+                ),
+                (
+                    lambda: cosignature.CosignatureVerifier("bad name", b"\x00" * 32),
+                    SigningKeyError,
+                    "witness key: 'bad name' is not a key name",
+                ),
+                (
+                    lambda: cosignature.CosignatureVerifier("w", NOT_A_POINT),
+                    SigningKeyError,
+                    "witness key w: is not a valid Ed25519 public key",
+                ),
+            ]
+        )
 
     def test_an_ed25519_key_gives_an_ed25519_verifier(self) -> None:
         skey, vkey = keys.generate_key("example.com/log", allow_slow_unsafe_signer=True)
@@ -74,19 +113,40 @@ class TestCosignatureRefusals(RefusalCase):
 
 class TestWitnessRefusals(RefusalCase):
     def test_requests_responses_and_sizes_are_checked(self) -> None:
-        self.assertRefused([
-            (lambda: witness.parse_add_checkpoint_request("old 0\n"), WrongTypeError, "a request body must be bytes, got str"),  # type: ignore[arg-type]
-            (lambda: witness.parse_add_checkpoint_request(b"x" * (MAX_NOTE_BYTES + 4097)), MalformedNoteError,
-             "witness request: longer than %d bytes" % (MAX_NOTE_BYTES + 4096,)),
-            (lambda: witness.format_add_checkpoint_response([]), BadArgumentError,
-             "signatures must hold at least one cosignature (a response holds one or more)"),
-            (lambda: witness.checkpoint_size(Note("origin\n", ())), MalformedNoteError,
-             "witness request: the checkpoint needs an origin, a size and a root hash line"),
-            (lambda: witness.checkpoint_size(Note("origin\n01\nroot\n", ())), MalformedNoteError,
-             "witness request: the checkpoint's size line is not a decimal with no leading zero"),
-            (lambda: witness.checkpoint_size(Note("origin\n%d\nroot\n" % (10**20,), ())), MalformedNoteError,
-             "witness request: the checkpoint's size line is not a decimal with no leading zero"),
-        ])
+        self.assertRefused(
+            [
+                (
+                    lambda: witness.parse_add_checkpoint_request("old 0\n"),
+                    WrongTypeError,
+                    "a request body must be bytes, got str",
+                ),  # type: ignore[arg-type]
+                (
+                    lambda: witness.parse_add_checkpoint_request(b"x" * (MAX_NOTE_BYTES + 4097)),
+                    MalformedNoteError,
+                    "witness request: longer than %d bytes" % (MAX_NOTE_BYTES + 4096,),
+                ),
+                (
+                    lambda: witness.format_add_checkpoint_response([]),
+                    BadArgumentError,
+                    "signatures must hold at least one cosignature (a response holds one or more)",
+                ),
+                (
+                    lambda: witness.checkpoint_size(Note("origin\n", ())),
+                    MalformedNoteError,
+                    "witness request: the checkpoint needs an origin, a size and a root hash line",
+                ),
+                (
+                    lambda: witness.checkpoint_size(Note("origin\n01\nroot\n", ())),
+                    MalformedNoteError,
+                    "witness request: the checkpoint's size line is not a decimal with no leading zero",
+                ),
+                (
+                    lambda: witness.checkpoint_size(Note("origin\n%d\nroot\n" % (10**20,), ())),
+                    MalformedNoteError,
+                    "witness request: the checkpoint's size line is not a decimal with no leading zero",
+                ),
+            ]
+        )
 
 
 if __name__ == "__main__":

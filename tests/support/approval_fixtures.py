@@ -34,20 +34,40 @@ def _pay(amount: int) -> Dict[str, int]:
 
 
 def delete_tool(**options: Any) -> Tool:
-    return Tool("delete", "Delete a file.", {"type": "object", "properties": {"path": {"type": "string", "minLength": 1}},
-                                              "required": ["path"], "additionalProperties": False},
-                _delete, requires_approval=options.pop("requires_approval", True), **options)
+    return Tool(
+        "delete",
+        "Delete a file.",
+        {
+            "type": "object",
+            "properties": {"path": {"type": "string", "minLength": 1}},
+            "required": ["path"],
+            "additionalProperties": False,
+        },
+        _delete,
+        requires_approval=options.pop("requires_approval", True),
+        **options,
+    )
 
 
 def look_tool(**options: Any) -> Tool:
-    return Tool("look", "Look at a file.", {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
-                _look, **options)
+    return Tool(
+        "look",
+        "Look at a file.",
+        {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+        _look,
+        **options,
+    )
 
 
 def pay_tool() -> Tool:
     """Gated by a predicate: only amounts over 100 need a person."""
-    return Tool("pay", "Pay an amount.", {"type": "object", "properties": {"amount": {"type": "integer"}}, "required": ["amount"]},
-                _pay, requires_approval=lambda arguments: arguments["amount"] > 100)
+    return Tool(
+        "pay",
+        "Pay an amount.",
+        {"type": "object", "properties": {"amount": {"type": "integer"}}, "required": ["amount"]},
+        _pay,
+        requires_approval=lambda arguments: arguments["amount"] > 100,
+    )
 
 
 def tools() -> ToolRegistry:

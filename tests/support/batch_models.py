@@ -31,11 +31,13 @@ class CountingModel:
 
     def __call__(self, messages: List[Any], manifest: List[Dict[str, Any]]) -> ModelReply:
         task = messages[0]["content"]
-        if task.startswith("crash-if:") and os.path.exists(task[len("crash-if:"):]):
+        if task.startswith("crash-if:") and os.path.exists(task[len("crash-if:") :]):
             os._exit(7)
         turns = sum(1 for m in messages if m["role"] == "assistant")
         if turns < 2:
-            return ModelReply("step %d of %s" % (turns, task), (ToolCall("add", {"a": turns, "b": len(task)}, "c%d" % turns),))
+            return ModelReply(
+                "step %d of %s" % (turns, task), (ToolCall("add", {"a": turns, "b": len(task)}, "c%d" % turns),)
+            )
         return ModelReply("done: %s" % (task,))
 
 

@@ -29,6 +29,7 @@ breaks = _Breaks()
 def two_threads() -> Any:
     """``--executor tests.support.cli_edges_modules:two_threads``: a thread pool of two."""
     import concurrent.futures
+
     return concurrent.futures.ThreadPoolExecutor(max_workers=2)
 
 

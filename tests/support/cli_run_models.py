@@ -58,7 +58,9 @@ def interrupted() -> ScriptedModel:
 
 def wrecks() -> ScriptedModel:
     """Asks for wreck(path) with the task as the path."""
-    return ScriptedModel([lambda messages, manifest: ModelReply("", [ToolCall("wreck", {"path": messages[0]["content"]})])])
+    return ScriptedModel(
+        [lambda messages, manifest: ModelReply("", [ToolCall("wreck", {"path": messages[0]["content"]})])]
+    )
 
 
 class _ExitsAtOnce:

@@ -59,7 +59,7 @@ import tempfile
 import traceback
 import types
 import unittest
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -235,7 +235,11 @@ class Workspace:
         shutil.rmtree(self.bin, True)
 
     def env(self) -> Dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
+        }
         env["PATH"] = self.bin + os.pathsep + env.get("PATH", "")
         env["PYTHONPATH"] = ROOT + os.pathsep + self.dir
         env["PYTHONUNBUFFERED"] = "1"
@@ -286,7 +290,9 @@ class Workspace:
             want = _PORT.sub(self.port, block.output).rstrip("\n").split("\n")
             got = out.getvalue().rstrip("\n").split("\n")
             if not matches(want, [line.rstrip() for line in got]):
-                raise AssertionError("%s printed:\n%s\nthe doc says:\n%s" % (block.where, "\n".join(got), "\n".join(want)))
+                raise AssertionError(
+                    "%s printed:\n%s\nthe doc says:\n%s" % (block.where, "\n".join(got), "\n".join(want))
+                )
 
     def _shell(self, block: Block, text: str) -> None:
         if block.lang == "console":
@@ -316,7 +322,9 @@ class Workspace:
             return
         got = [line.rstrip() for line in output.rstrip("\n").split("\n")] if output.strip() else []
         if not matches([line.rstrip() for line in expected], got):
-            raise AssertionError("%s printed:\n%s\nthe doc says:\n%s" % (block.where, "\n".join(got), "\n".join(expected)))
+            raise AssertionError(
+                "%s printed:\n%s\nthe doc says:\n%s" % (block.where, "\n".join(got), "\n".join(expected))
+            )
 
 
 class DocPageCase(unittest.TestCase):

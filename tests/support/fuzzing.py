@@ -81,7 +81,13 @@ def mutations(data: bytes, rng: random.Random, count: int) -> Iterator[Mutation]
         return go
 
     kinds = [
-        flip, flip, delete, duplicate, swap, truncate, truncate,
+        flip,
+        flip,
+        delete,
+        duplicate,
+        swap,
+        truncate,
+        truncate,
         insert("junk line", b"not json at all\n"),
         insert("empty line", b"\n"),
         insert("huge line", b'{"junk":"' + b"x" * 200_000 + b'"}\n'),
@@ -116,11 +122,18 @@ class FuzzReport:
     def summary(self) -> str:
         seconds, name, size = self.slowest
         return "%d cases, %d crashes, %d silent accepts; slowest: %s (%d bytes) %.1f ms" % (
-            self.cases, len(self.crashes), len(self.silent_accepts), name, size, seconds * 1000)
+            self.cases,
+            len(self.crashes),
+            len(self.silent_accepts),
+            name,
+            size,
+            seconds * 1000,
+        )
 
 
-def fuzz_transcripts(data: bytes, seed: int, count: int, folder: str, report: FuzzReport,
-                     every_truncation: bool = False) -> None:
+def fuzz_transcripts(
+    data: bytes, seed: int, count: int, folder: str, report: FuzzReport, every_truncation: bool = False
+) -> None:
     """Mutate ``data`` and verify each result: never raise, never accept a change."""
     rng = random.Random(seed)
     cases: Iterator[Mutation] = mutations(data, rng, count)
@@ -158,11 +171,35 @@ def random_value(rng: random.Random, depth: int = 0) -> Any:
     """A value a careless or hostile model might send: JSON and far from it."""
     roll = rng.random()
     if depth > 70 or roll < 0.35:
-        return rng.choice([
-            None, True, False, 0, -1, 2**53 - 1, 2**53, 2**80, 10**400, 1.5, -0.0, 1e-7, 1e300,
-            math.nan, math.inf, "", "text", "\ud800", "\x1b[31m", "é😀", "x" * rng.choice([10, 5000, 200_000]),
-            b"bytes", (1, 2), {1, 2}, _Odd(),
-        ])
+        return rng.choice(
+            [
+                None,
+                True,
+                False,
+                0,
+                -1,
+                2**53 - 1,
+                2**53,
+                2**80,
+                10**400,
+                1.5,
+                -0.0,
+                1e-7,
+                1e300,
+                math.nan,
+                math.inf,
+                "",
+                "text",
+                "\ud800",
+                "\x1b[31m",
+                "é😀",
+                "x" * rng.choice([10, 5000, 200_000]),
+                b"bytes",
+                (1, 2),
+                {1, 2},
+                _Odd(),
+            ]
+        )
     if roll < 0.6:
         return [random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
     if roll < 0.65:
@@ -178,27 +215,60 @@ def fuzz_loop(seed: int, runs: int, folder: str, report: FuzzReport) -> None:
     """Scripted models sending random, malformed and oversized calls; every run must end in a verified, complete transcript."""
     rng = random.Random(seed)
     tools = [
-        Tool("echo", "", {"type": "object", "properties": {"text": {"type": "string", "maxLength": 1000}}}, lambda **kw: kw),
-        Tool("strict", "", {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
-                            "additionalProperties": False}, lambda a: a),
-        Tool("back", "", {"type": "object"}, lambda **kw: random_value(random.Random(len(json.dumps(sorted(map(str, kw)))))))
+        Tool(
+            "echo",
+            "",
+            {"type": "object", "properties": {"text": {"type": "string", "maxLength": 1000}}},
+            lambda **kw: kw,
+        ),
+        Tool(
+            "strict",
+            "",
+            {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}},
+                "required": ["a"],
+                "additionalProperties": False,
+            },
+            lambda a: a,
+        ),
+        Tool(
+            "back",
+            "",
+            {"type": "object"},
+            lambda **kw: random_value(random.Random(len(json.dumps(sorted(map(str, kw)))))),
+        ),
     ]
     for number in range(runs):
         replies = []
         for _ in range(rng.randint(1, 4)):
-            calls = [ToolCall(rng.choice(["echo", "strict", "back", "nope", "é", "x" * 300]),
-                              {rng.choice(["text", "a", "b", 1, None, "\ud800"]): random_value(rng)
-                               for _ in range(rng.randint(0, 3))},
-                              id=rng.choice(["", "", "dup", "call_1_1"]))
-                     for _ in range(rng.randint(0, 3))]
+            calls = [
+                ToolCall(
+                    rng.choice(["echo", "strict", "back", "nope", "é", "x" * 300]),
+                    {
+                        rng.choice(["text", "a", "b", 1, None, "\ud800"]): random_value(rng)
+                        for _ in range(rng.randint(0, 3))
+                    },
+                    id=rng.choice(["", "", "dup", "call_1_1"]),
+                )
+                for _ in range(rng.randint(0, 3))
+            ]
             replies.append(ModelReply(rng.choice(["", "ok", "\ud800", "DONE", "y" * 100_000]), calls))
         path = os.path.join(folder, "loop-%d.jsonl" % number)
         report.cases += 1
         script = iter(replies)
         start = time.perf_counter()
         try:
-            run("fuzz", lambda m, t: next(script), tools, transcript=path, max_steps=rng.randint(0, 5),
-                max_tokens=rng.choice([10, 10**6]), stop_sentinel=rng.choice([None, "DONE"]), overwrite=True)
+            run(
+                "fuzz",
+                lambda m, t: next(script),
+                tools,
+                transcript=path,
+                max_steps=rng.randint(0, 5),
+                max_tokens=rng.choice([10, 10**6]),
+                stop_sentinel=rng.choice([None, "DONE"]),
+                overwrite=True,
+            )
         except BaseException as exc:
             report.crashes.append("run %d: %s: %s" % (number, type(exc).__name__, str(exc)[:200]))
             continue
@@ -210,8 +280,9 @@ def fuzz_loop(seed: int, runs: int, folder: str, report: FuzzReport) -> None:
             report.crashes.append("run %d: transcript does not verify: %s" % (number, verdict.faults[:2]))
 
 
-def fuzz_all(seed: int, transcript_cases: int, loop_runs: int, data: Optional[bytes] = None,
-             every_truncation: bool = False) -> Dict[str, FuzzReport]:
+def fuzz_all(
+    seed: int, transcript_cases: int, loop_runs: int, data: Optional[bytes] = None, every_truncation: bool = False
+) -> Dict[str, FuzzReport]:
     from demo import demo_tools, recover_model
 
     reports = {"transcripts": FuzzReport(), "loop": FuzzReport()}
@@ -375,15 +446,33 @@ def rich_transcript(folder: str) -> bytes:
     """A run that holds every optional member: model, max_record_bytes, usage,
     truncated, provider_data, arguments_error, a failed and a succeeding tool, a sentinel stop."""
     tools = [Tool("echo", "Echo.", {"type": "object", "properties": {"text": {"type": "string"}}}, lambda **kw: kw)]
-    model = _Described([
-        ModelReply("one", [ToolCall("echo", {"text": "a"}), ToolCall("echo", {}, "", "not JSON")], Usage(3, 4)),
-        ModelReply("two", [ToolCall("nope", {"x": [1, {"y": None}]})], truncated=True,
-                   provider_data={"api": "anthropic-messages", "items": [{"type": "thinking", "thinking": "t", "signature": "s"}]}),
-        ModelReply("DONE"),
-    ])
+    model = _Described(
+        [
+            ModelReply("one", [ToolCall("echo", {"text": "a"}), ToolCall("echo", {}, "", "not JSON")], Usage(3, 4)),
+            ModelReply(
+                "two",
+                [ToolCall("nope", {"x": [1, {"y": None}]})],
+                truncated=True,
+                provider_data={
+                    "api": "anthropic-messages",
+                    "items": [{"type": "thinking", "thinking": "t", "signature": "s"}],
+                },
+            ),
+            ModelReply("DONE"),
+        ]
+    )
     path = os.path.join(folder, "rich.jsonl")
-    run("rich", model, tools, transcript=path, max_steps=5, max_tokens=1000, stop_sentinel="DONE",
-        max_record_bytes=512 * 1024, overwrite=True)
+    run(
+        "rich",
+        model,
+        tools,
+        transcript=path,
+        max_steps=5,
+        max_tokens=1000,
+        stop_sentinel="DONE",
+        max_record_bytes=512 * 1024,
+        overwrite=True,
+    )
     with open(path, "rb") as handle:
         return handle.read()
 

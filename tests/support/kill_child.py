@@ -39,8 +39,19 @@ def model(messages: List[Dict[str, Any]], manifest: List[Dict[str, Any]]) -> Mod
 def main(argv: List[str]) -> int:
     mode, path = argv[0], argv[1]
     if mode == "run":
-        tools = [Tool("blob", "Return n x's.", {"type": "object", "properties": {"n": {"type": "integer"}},
-                                                 "required": ["n"], "additionalProperties": False}, blob)]
+        tools = [
+            Tool(
+                "blob",
+                "Return n x's.",
+                {
+                    "type": "object",
+                    "properties": {"n": {"type": "integer"}},
+                    "required": ["n"],
+                    "additionalProperties": False,
+                },
+                blob,
+            )
+        ]
         run("a long run, killed", model, tools, transcript=path, max_steps=5000, max_tokens=2**40, fsync=True)
         return 0
     payloads = Run()

@@ -103,7 +103,8 @@ def openai_reply(
     message: Dict[str, Any] = {"role": "assistant", "content": text, "refusal": refusal}
     if calls:
         message["tool_calls"] = [
-            {"id": cid, "type": "function", "function": {"name": name, "arguments": arguments}} for cid, name, arguments in calls
+            {"id": cid, "type": "function", "function": {"name": name, "arguments": arguments}}
+            for cid, name, arguments in calls
         ]
     body: Dict[str, Any] = {
         "id": "chatcmpl-loopback",
@@ -124,7 +125,9 @@ def openai_reply(
     return body
 
 
-def openai_error(status: int, message: str, kind: str, code: Optional[str] = None, headers: Optional[Dict[str, str]] = None) -> Canned:
+def openai_error(
+    status: int, message: str, kind: str, code: Optional[str] = None, headers: Optional[Dict[str, str]] = None
+) -> Canned:
     """An error answer in the Chat Completions shape."""
     return Canned({"error": {"message": message, "type": kind, "param": None, "code": code}}, status, headers or {})
 
@@ -186,28 +189,64 @@ def responses_reply(
     output: List[Dict[str, Any]] = []
     if reasoning is not None:
         item_id = "rs_loopback_%d" % (serial,)
-        output.append({"id": item_id, "type": "reasoning", "summary": [{"type": "summary_text", "text": reasoning}],
-                       "encrypted_content": sealed(item_id + reasoning)})
+        output.append(
+            {
+                "id": item_id,
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": reasoning}],
+                "encrypted_content": sealed(item_id + reasoning),
+            }
+        )
     parts: List[Dict[str, Any]] = []
     if text is not None:
         parts.append({"type": "output_text", "text": text, "annotations": []})
     if refusal is not None:
         parts.append({"type": "refusal", "refusal": refusal})
     if parts:
-        output.append({"id": "msg_loopback_%d" % (serial,), "type": "message", "role": "assistant", "status": "completed",
-                       "content": parts})
+        output.append(
+            {
+                "id": "msg_loopback_%d" % (serial,),
+                "type": "message",
+                "role": "assistant",
+                "status": "completed",
+                "content": parts,
+            }
+        )
     for position, (cid, name, arguments) in enumerate(calls):
-        output.append({"id": "fc_loopback_%d_%d" % (serial, position), "type": "function_call", "call_id": cid, "name": name,
-                       "arguments": arguments, "status": "completed"})
+        output.append(
+            {
+                "id": "fc_loopback_%d_%d" % (serial, position),
+                "type": "function_call",
+                "call_id": cid,
+                "name": name,
+                "arguments": arguments,
+                "status": "completed",
+            }
+        )
     body: Dict[str, Any] = {
-        "id": "resp_loopback_%d" % (serial,), "object": "response", "created_at": 1700000000, "status": status, "error": None,
-        "incomplete_details": None if incomplete is None else {"reason": incomplete}, "instructions": None, "model": model,
-        "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "temperature": 1.0, "top_p": 1.0,
+        "id": "resp_loopback_%d" % (serial,),
+        "object": "response",
+        "created_at": 1700000000,
+        "status": status,
+        "error": None,
+        "incomplete_details": None if incomplete is None else {"reason": incomplete},
+        "instructions": None,
+        "model": model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "temperature": 1.0,
+        "top_p": 1.0,
     }
     if usage is not None:
-        body["usage"] = {"input_tokens": usage[0], "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
-                         "output_tokens": usage[1], "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
-                         "total_tokens": usage[0] + usage[1]}
+        body["usage"] = {
+            "input_tokens": usage[0],
+            "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
+            "output_tokens": usage[1],
+            "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
+            "total_tokens": usage[0] + usage[1],
+        }
     return body
 
 
@@ -236,10 +275,18 @@ def anthropic_problem(body: Any) -> str:
         for block in content if isinstance(content, list) else []:
             if isinstance(block, dict) and block.get("type") == "text" and not str(block.get("text", "")).strip():
                 return "messages: text content blocks must contain non-whitespace text"
-    assistant = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"] if isinstance(messages, list) else []
+    assistant = (
+        [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
+        if isinstance(messages, list)
+        else []
+    )
     for message in assistant:
         for block in message.get("content") if isinstance(message.get("content"), list) else []:
-            if isinstance(block, dict) and block.get("type") == "thinking" and block.get("signature") != sealed(str(block.get("thinking"))):
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "thinking"
+                and block.get("signature") != sealed(str(block.get("thinking")))
+            ):
                 return "messages: Invalid `signature` in `thinking` block"
     thinking = body.get("thinking") if isinstance(body, dict) else None
     if not (isinstance(thinking, dict) and thinking.get("type") == "enabled") or not assistant:
@@ -249,8 +296,10 @@ def anthropic_problem(body: Any) -> str:
     uses_tools = any(isinstance(b, dict) and b.get("type") == "tool_use" for b in blocks)
     first = blocks[0].get("type") if blocks and isinstance(blocks[0], dict) else None
     if uses_tools and first not in ("thinking", "redacted_thinking"):
-        return ("messages: Expected `thinking` or `redacted_thinking`, but found `%s`. When `thinking` is enabled, a final "
-                "`assistant` message must start with a thinking block." % (first,))
+        return (
+            "messages: Expected `thinking` or `redacted_thinking`, but found `%s`. When `thinking` is enabled, a final "
+            "`assistant` message must start with a thinking block." % (first,)
+        )
     return ""
 
 
@@ -282,7 +331,9 @@ class PromptCache:
         blocks = self.blocks(body)
         sizes, digests, total, state = [], [], 0, hashlib.sha256()
         for block in blocks:
-            plain = json.dumps({k: v for k, v in block.items() if k != "cache_control"}, sort_keys=True, separators=(",", ":"))
+            plain = json.dumps(
+                {k: v for k, v in block.items() if k != "cache_control"}, sort_keys=True, separators=(",", ":")
+            )
             total += len(plain) // 4
             state.update(plain.encode("utf-8"))
             sizes.append(total)
@@ -299,8 +350,12 @@ class PromptCache:
             if sizes[mark] >= self.minimum and digests[mark] not in self.cached:
                 self.cached[digests[mark]] = sizes[mark]
                 written = max(written, sizes[mark] - read)
-        return {"input_tokens": total - read - written, "cache_creation_input_tokens": written,
-                "cache_read_input_tokens": read, "output_tokens": output_tokens}
+        return {
+            "input_tokens": total - read - written,
+            "cache_creation_input_tokens": written,
+            "cache_read_input_tokens": read,
+            "output_tokens": output_tokens,
+        }
 
 
 def anthropic_error(status: int, kind: str, message: str, headers: Optional[Dict[str, str]] = None) -> Canned:
@@ -330,11 +385,16 @@ def _default_answer(path: str, body: Any) -> Dict[str, Any]:
     results = [b.get("content") for b in content if b.get("type") == "tool_result"] if isinstance(content, list) else []
     thinks = isinstance(body.get("thinking"), dict) and body["thinking"].get("type") == "enabled"
     if results:
-        return anthropic_reply("The tools said: %s." % ("; ".join(str(r) for r in results),),
-                               thinking="The results are in: quote them." if thinks else None)
+        return anthropic_reply(
+            "The tools said: %s." % ("; ".join(str(r) for r in results),),
+            thinking="The results are in: quote them." if thinks else None,
+        )
     if "add" in names:
-        return anthropic_reply("Let me add them.", [("toolu_add_1", "add", {"a": 40, "b": 2})],
-                               thinking="40 and 2: the add tool." if thinks else None)
+        return anthropic_reply(
+            "Let me add them.",
+            [("toolu_add_1", "add", {"a": 40, "b": 2})],
+            thinking="40 and 2: the add tool." if thinks else None,
+        )
     return anthropic_reply("I have no tool to use.")
 
 
@@ -345,11 +405,16 @@ def _default_responses(body: Dict[str, Any]) -> Dict[str, Any]:
     results = [i.get("output") for i in items if i.get("type") == "function_call_output"]
     turn = 1 + sum(1 for i in items if i.get("role") == "assistant" or i.get("type") in ("message", "function_call"))
     if results:
-        return responses_reply("The tools said: %s." % ("; ".join(str(r) for r in results),), reasoning="Quote the results.",
-                               reasoning_tokens=3, serial=turn)
+        return responses_reply(
+            "The tools said: %s." % ("; ".join(str(r) for r in results),),
+            reasoning="Quote the results.",
+            reasoning_tokens=3,
+            serial=turn,
+        )
     if "add" in names:
-        return responses_reply(None, [("call_add_1", "add", '{"a": 40, "b": 2}')], reasoning="Use add.", reasoning_tokens=4,
-                               serial=turn)
+        return responses_reply(
+            None, [("call_add_1", "add", '{"a": 40, "b": 2}')], reasoning="Use add.", reasoning_tokens=4, serial=turn
+        )
     return responses_reply("I have no tool to use.", serial=turn)
 
 
@@ -358,7 +423,9 @@ def _refusal(seen: Seen) -> Optional[Canned]:
     if seen.path.endswith("/responses"):
         problem = responses_problem(seen.body)
         if problem:
-            return Canned({"error": {"message": problem, "type": "invalid_request_error", "param": "input", "code": None}}, 400)
+            return Canned(
+                {"error": {"message": problem, "type": "invalid_request_error", "param": "input", "code": None}}, 400
+            )
     if seen.path.endswith("/messages"):
         problem = anthropic_problem(seen.body)
         if problem:
@@ -392,8 +459,14 @@ class _Handler(BaseHTTPRequestHandler):
         """The events as a chunked ``text/event-stream`` body, one chunk each."""
         owner = self.server.owner
         self.send_response(canned.status)
-        for name, value in dict({"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache",
-                                 "Transfer-Encoding": "chunked"}, **canned.headers).items():
+        for name, value in dict(
+            {
+                "Content-Type": "text/event-stream; charset=utf-8",
+                "Cache-Control": "no-cache",
+                "Transfer-Encoding": "chunked",
+            },
+            **canned.headers,
+        ).items():
             self.send_header(name, value)
         self.end_headers()
         for count, event in enumerate(events):
@@ -450,7 +523,7 @@ class _Handler(BaseHTTPRequestHandler):
             if not canned.drip:
                 self.wfile.write(payload)
             for at in range(len(payload) if canned.drip else 0):
-                self.wfile.write(payload[at:at + 1])
+                self.wfile.write(payload[at : at + 1])
                 self.wfile.flush()
                 if owner.release.wait(canned.drip):
                     break
@@ -461,9 +534,15 @@ class _Handler(BaseHTTPRequestHandler):
 class LoopbackServer:
     """The server, on an ephemeral port of 127.0.0.1 unless ``port`` is given; a context manager."""
 
-    def __init__(self, script: Sequence[Union[Canned, Dict[str, Any], "Answer"]] = (), port: int = 0,
-                 tls: Optional[Tuple[str, str]] = None) -> None:
-        self.script: List[Union[Canned, Answer]] = [c if isinstance(c, Canned) or callable(c) else Canned(c) for c in script]
+    def __init__(
+        self,
+        script: Sequence[Union[Canned, Dict[str, Any], "Answer"]] = (),
+        port: int = 0,
+        tls: Optional[Tuple[str, str]] = None,
+    ) -> None:
+        self.script: List[Union[Canned, Answer]] = [
+            c if isinstance(c, Canned) or callable(c) else Canned(c) for c in script
+        ]
         self.requests: List[Seen] = []
         self.release = threading.Event()
         self._lock = threading.Lock()
@@ -543,8 +622,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--port", type=int, default=8765)
     args = parser.parse_args(argv)
     server = LoopbackServer(port=args.port).start()
-    print("loopback model on %s  (OpenAI base URL %s, Anthropic base URL %s); Ctrl-C stops it"
-          % (server.url, server.openai_url, server.url), flush=True)
+    print(
+        "loopback model on %s  (OpenAI base URL %s, Anthropic base URL %s); Ctrl-C stops it"
+        % (server.url, server.openai_url, server.url),
+        flush=True,
+    )
     try:
         threading.Event().wait()
     except KeyboardInterrupt:

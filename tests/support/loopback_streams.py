@@ -35,7 +35,7 @@ PIECE = 4
 
 
 def _pieces(text: str) -> List[str]:
-    return [text[at:at + PIECE] for at in range(0, len(text), PIECE)] or []
+    return [text[at : at + PIECE] for at in range(0, len(text), PIECE)] or []
 
 
 def sse(name: Optional[str], data: Data) -> bytes:
@@ -46,22 +46,45 @@ def sse(name: Optional[str], data: Data) -> bytes:
 
 
 def chat_events(body: Dict[str, Any]) -> List[StreamEvent]:
-    head = {"id": body.get("id"), "object": "chat.completion.chunk", "created": body.get("created"), "model": body.get("model")}
+    head = {
+        "id": body.get("id"),
+        "object": "chat.completion.chunk",
+        "created": body.get("created"),
+        "model": body.get("model"),
+    }
     choice = body["choices"][0]
     message = choice["message"]
 
     def chunk(delta: Dict[str, Any], finish: Optional[str] = None) -> StreamEvent:
         return None, dict(head, choices=[{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}])
 
-    events = [chunk({"role": "assistant", "content": ""} if message.get("content") is not None else {"role": "assistant"})]
+    events = [
+        chunk({"role": "assistant", "content": ""} if message.get("content") is not None else {"role": "assistant"})
+    ]
     events += [chunk({"content": piece}) for piece in _pieces(message.get("content") or "")]
     events += [chunk({"refusal": piece}) for piece in _pieces(message.get("refusal") or "")]
     for index, call in enumerate(message.get("tool_calls") or []):
         function = call["function"]
-        events.append(chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
-                                              "function": {"name": function["name"], "arguments": ""}}]}))
-        arguments = function["arguments"] if isinstance(function["arguments"], str) else json.dumps(function["arguments"])
-        events += [chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}) for piece in _pieces(arguments)]
+        events.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": function["name"], "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
+        arguments = (
+            function["arguments"] if isinstance(function["arguments"], str) else json.dumps(function["arguments"])
+        )
+        events += [
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}) for piece in _pieces(arguments)
+        ]
     events.append(chunk({}, choice.get("finish_reason")))
     if "usage" in body:
         events.append((None, dict(head, choices=[], usage=body["usage"])))
@@ -112,12 +135,19 @@ def _item_events(emit: Any, index: int, item: Dict[str, Any]) -> None:
     elif kind == "function_call":
         for piece in _pieces(item["arguments"]):
             emit("response.function_call_arguments.delta", item_id=item["id"], output_index=index, delta=piece)
-        emit("response.function_call_arguments.done", item_id=item["id"], output_index=index, arguments=item["arguments"])
+        emit(
+            "response.function_call_arguments.done", item_id=item["id"], output_index=index, arguments=item["arguments"]
+        )
     elif kind == "reasoning":
         for summary_index, part in enumerate(item.get("summary") or []):
             for piece in _pieces(part["text"]):
-                emit("response.reasoning_summary_text.delta", item_id=item["id"], output_index=index,
-                     summary_index=summary_index, delta=piece)
+                emit(
+                    "response.reasoning_summary_text.delta",
+                    item_id=item["id"],
+                    output_index=index,
+                    summary_index=summary_index,
+                    delta=piece,
+                )
     emit("response.output_item.done", output_index=index, item=item)
 
 
@@ -129,13 +159,19 @@ def anthropic_events(body: Dict[str, Any]) -> List[StreamEvent]:
 
     usage = dict(body.get("usage") or {})
     start_usage = dict(usage, output_tokens=1)
-    emit("message_start", message=dict(copy.deepcopy(body), content=[], stop_reason=None, stop_sequence=None, usage=start_usage))
+    emit(
+        "message_start",
+        message=dict(copy.deepcopy(body), content=[], stop_reason=None, stop_sequence=None, usage=start_usage),
+    )
     for index, block in enumerate(body["content"]):
         _block_events(emit, index, block)
         if index == 0:
             emit("ping")
-    emit("message_delta", delta={"stop_reason": body.get("stop_reason"), "stop_sequence": body.get("stop_sequence")},
-         usage={"output_tokens": usage.get("output_tokens", 0)})
+    emit(
+        "message_delta",
+        delta={"stop_reason": body.get("stop_reason"), "stop_sequence": body.get("stop_sequence")},
+        usage={"output_tokens": usage.get("output_tokens", 0)},
+    )
     emit("message_stop")
     return events
 

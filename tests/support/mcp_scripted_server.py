@@ -31,7 +31,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, List, Optional, Tuple
 
 Script = Dict[str, List[Dict[str, Any]]]
-_INITIALIZE = [{"result": {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "scripted", "version": "1"}}}]
+_INITIALIZE = [
+    {
+        "result": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "serverInfo": {"name": "scripted", "version": "1"},
+        }
+    }
+]
 
 
 class Steps:

@@ -60,23 +60,37 @@ INFO = {"name": "agentloop-test-server", "version": "1.2.3"}
 LONG_NAME = "very_long_tool_name_" + "x" * 50
 
 SUM = {"type": "object", "properties": {"sum": {"type": "integer"}}, "required": ["sum"], "additionalProperties": False}
-TWO_INTS = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}
+TWO_INTS = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+    "required": ["a", "b"],
+}
 NOTHING = {"type": "object", "additionalProperties": False}
 PICK = {
     "$schema": "http://json-schema.org/draft-07/schema#",
     "title": "PickArgs",
     "type": "object",
     "definitions": {
-        "Cat": {"title": "Cat", "type": "object", "properties": {
-            "kind": {"const": "cat", "title": "Kind"}, "meows": {"type": "integer", "readOnly": False}},
-            "required": ["kind", "meows"]},
-        "Dog": {"title": "Dog", "type": "object", "properties": {
-            "kind": {"const": "dog"}, "barks": {"type": "boolean"}}, "required": ["kind", "barks"]},
+        "Cat": {
+            "title": "Cat",
+            "type": "object",
+            "properties": {"kind": {"const": "cat", "title": "Kind"}, "meows": {"type": "integer", "readOnly": False}},
+            "required": ["kind", "meows"],
+        },
+        "Dog": {
+            "title": "Dog",
+            "type": "object",
+            "properties": {"kind": {"const": "dog"}, "barks": {"type": "boolean"}},
+            "required": ["kind", "barks"],
+        },
     },
     "properties": {
         "pet": {
             "oneOf": [{"$ref": "#/definitions/Cat"}, {"$ref": "#/definitions/Dog"}],
-            "discriminator": {"propertyName": "kind", "mapping": {"cat": "#/definitions/Cat", "dog": "#/definitions/Dog"}},
+            "discriminator": {
+                "propertyName": "kind",
+                "mapping": {"cat": "#/definitions/Cat", "dog": "#/definitions/Dog"},
+            },
             "x-order": 1,
         }
     },
@@ -88,26 +102,53 @@ TOOLS: List[Dict[str, Any]] = [
     {"name": "add", "description": "Add two integers.", "inputSchema": TWO_INTS, "outputSchema": SUM},
     {"name": "bad_output", "description": "Claims a sum, sends a string.", "inputSchema": NOTHING, "outputSchema": SUM},
     {"name": "fail", "description": "Always fails.", "inputSchema": NOTHING},
-    {"name": "slow", "description": "Sleeps.", "inputSchema": {
-        "type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]}},
+    {
+        "name": "slow",
+        "description": "Sleeps.",
+        "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]},
+    },
     {"name": "cancelled", "description": "Request ids cancelled so far.", "inputSchema": NOTHING},
     {"name": "crash", "description": "Dies.", "inputSchema": NOTHING},
     {"name": "garbage", "description": "Writes junk to stdout first.", "inputSchema": NOTHING},
     {"name": "ask", "description": "Asks the client for its roots.", "inputSchema": NOTHING},
     {"name": "needs_input", "description": "Wants elicitation.", "inputSchema": NOTHING},
     {"name": "pick", "title": "Pick a pet", "inputSchema": PICK},
-    {"name": "deps", "description": "draft-07 dependencies.", "inputSchema": {
-        "$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
-        "properties": {"a": {"type": "string"}, "b": {"type": "string"}}, "dependencies": {"a": ["b"]}}},
-    {"name": "region", "description": "Echoes its Mcp-Param-Region header.", "inputSchema": {
-        "type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"},
-                                         "query": {"type": "string"}}, "required": ["query"]}},
-    {"name": "research", "description": "Must be called as a task.", "inputSchema": NOTHING,
-     "execution": {"taskSupport": "required"}},
-    {"name": "maybe_task", "description": "May be called as a task.", "inputSchema": NOTHING,
-     "execution": {"taskSupport": "optional"}},
-    {"name": "flaky", "description": "HTTP SSE: the answer stream breaks after its priming event.",
-     "inputSchema": NOTHING},
+    {
+        "name": "deps",
+        "description": "draft-07 dependencies.",
+        "inputSchema": {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object",
+            "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+            "dependencies": {"a": ["b"]},
+        },
+    },
+    {
+        "name": "region",
+        "description": "Echoes its Mcp-Param-Region header.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"region": {"type": "string", "x-mcp-header": "Region"}, "query": {"type": "string"}},
+            "required": ["query"],
+        },
+    },
+    {
+        "name": "research",
+        "description": "Must be called as a task.",
+        "inputSchema": NOTHING,
+        "execution": {"taskSupport": "required"},
+    },
+    {
+        "name": "maybe_task",
+        "description": "May be called as a task.",
+        "inputSchema": NOTHING,
+        "execution": {"taskSupport": "optional"},
+    },
+    {
+        "name": "flaky",
+        "description": "HTTP SSE: the answer stream breaks after its priming event.",
+        "inputSchema": NOTHING,
+    },
     {"name": "flaky_expire", "description": "As flaky, and the session ends too.", "inputSchema": NOTHING},
     {"name": "flaky_lost", "description": "As flaky, and the answer is lost.", "inputSchema": NOTHING},
     {"name": "flaky_twice", "description": "As flaky, and the resumed stream breaks too.", "inputSchema": NOTHING},
@@ -134,10 +175,16 @@ def _text(*texts: str) -> List[Dict[str, Any]]:
 class Context:
     """What a request handler may need from its transport."""
 
-    def __init__(self, cancel: threading.Event, ask: Optional[Callable[[str], Any]] = None,
-                 headers: Optional[Dict[str, str]] = None, crash: Optional[Callable[[], None]] = None,
-                 garbage: Optional[Callable[[], None]] = None, legacy: Optional[Dict[str, Any]] = None,
-                 drop: Optional[Callable[[str], None]] = None) -> None:
+    def __init__(
+        self,
+        cancel: threading.Event,
+        ask: Optional[Callable[[str], Any]] = None,
+        headers: Optional[Dict[str, str]] = None,
+        crash: Optional[Callable[[], None]] = None,
+        garbage: Optional[Callable[[], None]] = None,
+        legacy: Optional[Dict[str, Any]] = None,
+        drop: Optional[Callable[[str], None]] = None,
+    ) -> None:
         self.drop = drop  # break the answer's SSE stream: "hold" the answer for a GET, "expire" the session, "lose" it
         self.cancel = cancel
         self.ask = ask
@@ -150,8 +197,9 @@ class Context:
 class Server:
     """The protocol, independent of transport; ``handle`` returns the response or ``None``."""
 
-    def __init__(self, era: str = "dual", legacy_version: Optional[str] = None, page_size: int = 3,
-                 silent_probe: bool = False) -> None:
+    def __init__(
+        self, era: str = "dual", legacy_version: Optional[str] = None, page_size: int = 3, silent_probe: bool = False
+    ) -> None:
         self.era = era
         self.legacy_versions = (legacy_version,) if legacy_version else LEGACY
         self.page_size = page_size
@@ -170,30 +218,52 @@ class Server:
             if self.era == "modern":
                 return _error(id_, -32601, "initialize is not supported: this server speaks %s" % (MODERN,))
             if ctx.legacy is not None and ctx.legacy.get("served_modern"):  # as the 2.x Python SDK does over stdio
-                return _error(id_, -32022, "connection is serving the %s protocol; the initialize handshake is not "
-                              "accepted" % (MODERN,),
-                              {"supported": [MODERN], "requested": params.get("protocolVersion")})
+                return _error(
+                    id_,
+                    -32022,
+                    "connection is serving the %s protocol; the initialize handshake is not accepted" % (MODERN,),
+                    {"supported": [MODERN], "requested": params.get("protocolVersion")},
+                )
             offered = params.get("protocolVersion")
             version = offered if offered in self.legacy_versions else self.legacy_versions[0]
             if ctx.legacy is not None:
                 ctx.legacy["version"] = version
-            return {"jsonrpc": "2.0", "id": id_, "result": {
-                "protocolVersion": version, "capabilities": {"tools": {"listChanged": False}},
-                "serverInfo": dict(INFO, title="Legacy side")}}
+            return {
+                "jsonrpc": "2.0",
+                "id": id_,
+                "result": {
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {"listChanged": False}},
+                    "serverInfo": dict(INFO, title="Legacy side"),
+                },
+            }
         if modern_request and self.era != "legacy":
             assert isinstance(meta, dict)
             version = meta.get("io.modelcontextprotocol/protocolVersion")
             if "io.modelcontextprotocol/clientCapabilities" not in meta:
                 return _error(id_, -32602, "missing io.modelcontextprotocol/clientCapabilities")
             if version != MODERN:
-                return _error(id_, -32022, "Unsupported protocol version",
-                              {"supported": [MODERN] + ([] if self.era == "modern" else list(self.legacy_versions)),
-                               "requested": version})
+                return _error(
+                    id_,
+                    -32022,
+                    "Unsupported protocol version",
+                    {
+                        "supported": [MODERN] + ([] if self.era == "modern" else list(self.legacy_versions)),
+                        "requested": version,
+                    },
+                )
             if ctx.legacy is not None:
                 ctx.legacy["served_modern"] = True
             if method == "server/discover":
-                return self.result(id_, {"supportedVersions": [MODERN], "capabilities": {"tools": {}},
-                                         "_meta": {"io.modelcontextprotocol/serverInfo": INFO}}, modern=True)
+                return self.result(
+                    id_,
+                    {
+                        "supportedVersions": [MODERN],
+                        "capabilities": {"tools": {}},
+                        "_meta": {"io.modelcontextprotocol/serverInfo": INFO},
+                    },
+                    modern=True,
+                )
             return self.operate(id_, method, params, ctx, modern=True)
         if self.era == "modern":
             return _error(id_, -32602, "missing _meta.io.modelcontextprotocol/protocolVersion")
@@ -208,7 +278,9 @@ class Server:
             result = dict(result, resultType="complete")
         return {"jsonrpc": "2.0", "id": id_, "result": result}
 
-    def operate(self, id_: Any, method: Any, params: Dict[str, Any], ctx: Context, modern: bool) -> Optional[Dict[str, Any]]:
+    def operate(
+        self, id_: Any, method: Any, params: Dict[str, Any], ctx: Context, modern: bool
+    ) -> Optional[Dict[str, Any]]:
         if method == "ping":
             return self.result(id_, {}, modern)
         if method == "tools/list":
@@ -218,7 +290,7 @@ class Server:
                     page = int(base64.b64decode(params["cursor"]).decode().split(":")[1])
                 except (ValueError, IndexError, TypeError):
                     return _error(id_, -32602, "invalid cursor")
-            chunk = TOOLS[page * self.page_size:(page + 1) * self.page_size]
+            chunk = TOOLS[page * self.page_size : (page + 1) * self.page_size]
             result: Dict[str, Any] = {"tools": chunk}
             if (page + 1) * self.page_size < len(TOOLS):
                 result["nextCursor"] = _cursor(page + 1)
@@ -231,13 +303,22 @@ class Server:
         self.calls.append(str(name))
         if name in ("flaky", "flaky_expire", "flaky_lost", "flaky_twice"):
             if ctx.drop is not None:
-                ctx.drop({"flaky": "hold", "flaky_expire": "expire", "flaky_lost": "lose",
-                          "flaky_twice": "twice"}[name])
+                ctx.drop(
+                    {"flaky": "hold", "flaky_expire": "expire", "flaky_lost": "lose", "flaky_twice": "twice"}[name]
+                )
             return self.result(id_, {"content": _text("answered %s" % (name,))}, modern)
         if name == "add":
             total = args["a"] + args["b"]
-            return self.result(id_, {"content": _text("%d" % total), "structuredContent": {"sum": total},
-                                     "isError": False, "_meta": {"trace": "abc"}}, modern)
+            return self.result(
+                id_,
+                {
+                    "content": _text("%d" % total),
+                    "structuredContent": {"sum": total},
+                    "isError": False,
+                    "_meta": {"trace": "abc"},
+                },
+                modern,
+            )
         if name == "bad_output":
             return self.result(id_, {"content": _text("seven"), "structuredContent": {"sum": "seven"}}, modern)
         if name == "fail":
@@ -247,8 +328,11 @@ class Server:
                 return None  # cancelled: "MUST NOT send any further messages for it"
             return self.result(id_, {"content": _text("slept")}, modern)
         if name == "cancelled":
-            return self.result(id_, {"content": _text(json.dumps(self.cancelled)),
-                                     "structuredContent": {"ids": list(self.cancelled)}}, modern)
+            return self.result(
+                id_,
+                {"content": _text(json.dumps(self.cancelled)), "structuredContent": {"ids": list(self.cancelled)}},
+                modern,
+            )
         if name == "crash" and ctx.crash is not None:
             ctx.crash()
             return None
@@ -257,16 +341,34 @@ class Server:
             return self.result(id_, {"content": _text("after the junk")}, modern)
         if name == "ask" and ctx.ask is not None:
             answer = ctx.ask("roots/list")
-            return self.result(id_, {"content": _text(json.dumps(answer)), "structuredContent": {"answer": answer}}, modern)
+            return self.result(
+                id_, {"content": _text(json.dumps(answer)), "structuredContent": {"answer": answer}}, modern
+            )
         if name == "needs_input" and modern:
-            return {"jsonrpc": "2.0", "id": id_, "result": {"resultType": "input_required", "inputRequests": {
-                "who": {"method": "elicitation/create", "params": {"mode": "form", "message": "Name?",
-                                                                    "requestedSchema": {"type": "object"}}}}}}
+            return {
+                "jsonrpc": "2.0",
+                "id": id_,
+                "result": {
+                    "resultType": "input_required",
+                    "inputRequests": {
+                        "who": {
+                            "method": "elicitation/create",
+                            "params": {"mode": "form", "message": "Name?", "requestedSchema": {"type": "object"}},
+                        }
+                    },
+                },
+            }
         if name == "pick":
             return self.result(id_, {"content": _text("picked %s" % (args["pet"]["kind"],))}, modern)
         if name == "region":
-            return self.result(id_, {"content": _text("ok"), "structuredContent": {
-                "header": ctx.headers.get("mcp-param-region"), "region": args.get("region")}}, modern)
+            return self.result(
+                id_,
+                {
+                    "content": _text("ok"),
+                    "structuredContent": {"header": ctx.headers.get("mcp-param-region"), "region": args.get("region")},
+                },
+                modern,
+            )
         if name == "research":  # 2025-11-25 "Tasks: Tool-Level Negotiation": a plain call of a task-required tool
             return _error(id_, -32601, "Method not found: research must be called as a task")
         if name in ("dotted.name", LONG_NAME, "maybe_task"):
@@ -443,7 +545,11 @@ class Handler(BaseHTTPRequestHandler):
         meta = params.get("_meta") if isinstance(params, dict) else None
         legacy: Optional[Dict[str, Any]] = None
         extra: Dict[str, str] = {}
-        if isinstance(meta, dict) and "io.modelcontextprotocol/protocolVersion" in meta and state.server.era != "legacy":
+        if (
+            isinstance(meta, dict)
+            and "io.modelcontextprotocol/protocolVersion" in meta
+            and state.server.era != "legacy"
+        ):
             # 2026-07-28 "Server Validation"
             problems = []
             if headers.get("mcp-protocol-version") != meta["io.modelcontextprotocol/protocolVersion"]:
@@ -497,8 +603,17 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             # 2025-11-25 "Sending Messages" 6: a priming event, an id and empty data (as the TypeScript SDK sends it)
             self.wfile.write(("id: %s\nretry: %d\ndata: \n\n: keep-alive\r\n\r\n" % (prime, state.retry_ms)).encode())
-            self.wfile.write(b"event: message\ndata: " + json.dumps({"jsonrpc": "2.0", "method": "notifications/progress",
-                             "params": {"progressToken": 1, "progress": 0}}).encode() + b"\n\n")
+            self.wfile.write(
+                b"event: message\ndata: "
+                + json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/progress",
+                        "params": {"progressToken": 1, "progress": 0},
+                    }
+                ).encode()
+                + b"\n\n"
+            )
             self.wfile.flush()
         response = state.server.handle(message, ctx)
         if response is None:
@@ -552,9 +667,14 @@ class _QuietServer(ThreadingHTTPServer):
         pass  # the crash tool and abandoned slow calls end connections on purpose
 
 
-def serve_http(era: str = "dual", sse: bool = False, legacy_version: Optional[str] = None,
-               page_size: int = 3, retry_ms: int = 200,
-               prime: str = "prime-") -> Tuple[ThreadingHTTPServer, HttpState, str]:
+def serve_http(
+    era: str = "dual",
+    sse: bool = False,
+    legacy_version: Optional[str] = None,
+    page_size: int = 3,
+    retry_ms: int = 200,
+    prime: str = "prime-",
+) -> Tuple[ThreadingHTTPServer, HttpState, str]:
     """Start a server thread; return it, its state and its URL (``server.shutdown()`` to stop)."""
     state = HttpState(Server(era, legacy_version, page_size), sse, retry_ms, prime)
     handler = type("BoundHandler", (Handler,), {"state": state})
@@ -572,8 +692,9 @@ def main() -> None:
     parser.add_argument("--silent-probe", action="store_true")
     parser.add_argument("--exit-at-start", type=int)
     parser.add_argument("--slow-start", type=float, help="sleep this long before reading stdin (a cold start)")
-    parser.add_argument("--slow-once", metavar="MARKER",
-                        help="with --slow-start: only while MARKER does not exist (creates it)")
+    parser.add_argument(
+        "--slow-once", metavar="MARKER", help="with --slow-start: only while MARKER does not exist (creates it)"
+    )
     args = parser.parse_args()
     if args.slow_start and not (args.slow_once and os.path.exists(args.slow_once)):
         if args.slow_once:

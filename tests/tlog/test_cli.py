@@ -409,8 +409,10 @@ class TestServer(unittest.TestCase):
         self.assertEqual(self.request("POST", "/w/add-checkpoint", headers=(("Transfer-Encoding", "chunked"),))[0], 411)
         self.assertEqual(self.request("POST", "/w/add-checkpoint", headers=(("Content-Length", "99999999"),))[0], 413)
         self.assertEqual(self.request("POST", "/w/add-checkpoint", b"old 0\n")[0], 400)
-        self.assertEqual(self.request("POST", "/w/add-checkpoint", headers=(("Content-Length", "-1"),))[:2],
-                         (400, "text/plain; charset=utf-8"))
+        self.assertEqual(
+            self.request("POST", "/w/add-checkpoint", headers=(("Content-Length", "-1"),))[:2],
+            (400, "text/plain; charset=utf-8"),
+        )
 
 
 class TestSlowAndRudeClients(unittest.TestCase):
@@ -561,7 +563,16 @@ class TestServeAndSubmitInProcess(CliCase):
         for port in ("65536", "99999", "-1", "x"):
             with self.subTest(port=port):
                 status, _, err = self.cli(
-                    "witness", "serve", "--key", "witness.key", "--trust", "log.pub", "--state", "@s", "--port", port,
+                    "witness",
+                    "serve",
+                    "--key",
+                    "witness.key",
+                    "--trust",
+                    "log.pub",
+                    "--state",
+                    "@s",
+                    "--port",
+                    port,
                     UNSAFE,
                 )
                 self.assertEqual(status, 2, err)
@@ -756,8 +767,17 @@ class TestOutputsNeverReplaceInputs(CliCase):
             ("cosign", "--request", "r.txt", "--state", "w.state", "-o", "w.state", *witness),
             ("cosign", "c.checkpoint", "--transcript", "run.jsonl", "--state", "w.state", "-o", "run.jsonl", *witness),
             ("cosign", "c.checkpoint", "--transcript", "run.jsonl", "--state", "w.state", "-o", "w.state", *witness),
-            ("witness", "submit", "http://127.0.0.1:9/add-checkpoint", "r.txt", "--trust", "witness.pub",
-             "-o", "r.txt", "--overwrite"),
+            (
+                "witness",
+                "submit",
+                "http://127.0.0.1:9/add-checkpoint",
+                "r.txt",
+                "--trust",
+                "witness.pub",
+                "-o",
+                "r.txt",
+                "--overwrite",
+            ),
         )
         before = {name: self.read(name) for name in ("run.jsonl", "c.checkpoint", "r.txt", "w.state")}
         for argv in cases:
@@ -785,8 +805,21 @@ class TestCosignHoldsTheStateLock(CliCase):
         held.wait(10)
         started = time.monotonic()
         status, out, _ = self.cli(
-            "cosign", "run.checkpoint", "--transcript", "run.jsonl", "--key", "witness.key", "--trust", "log.pub",
-            "--state", "@w.state", "--time", str(TIME), "-o", "@out.checkpoint", UNSAFE,
+            "cosign",
+            "run.checkpoint",
+            "--transcript",
+            "run.jsonl",
+            "--key",
+            "witness.key",
+            "--trust",
+            "log.pub",
+            "--state",
+            "@w.state",
+            "--time",
+            str(TIME),
+            "-o",
+            "@out.checkpoint",
+            UNSAFE,
         )
         self.assertEqual(status, 0, out)
         self.assertGreaterEqual(time.monotonic() - started, 0.4)

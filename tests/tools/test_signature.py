@@ -86,9 +86,15 @@ def _property(annotation: Any) -> Dict[str, Any]:
     return prop
 
 
-SIZE = {"type": "object", "properties": {"width": {"type": "integer", "description": "Width in pixels."},
-        "height": {"type": "integer", "description": "Height in pixels.", "default": 10}},
-        "required": ["width"], "additionalProperties": False}
+SIZE = {
+    "type": "object",
+    "properties": {
+        "width": {"type": "integer", "description": "Width in pixels."},
+        "height": {"type": "integer", "description": "Height in pixels.", "default": 10},
+    },
+    "required": ["width"],
+    "additionalProperties": False,
+}
 
 #: annotation -> the schema it must produce (pinned).
 PINNED: List[Tuple[str, Any, Dict[str, Any]]] = [
@@ -100,13 +106,20 @@ PINNED: List[Tuple[str, Any, Dict[str, Any]]] = [
     ("Any", Any, {}),
     ("Optional[int]", Optional[int], {"type": ["integer", "null"]}),
     ("Union[int, str]", Union[int, str], {"type": ["integer", "string"]}),
-    ("Union[int, List[str]]", Union[int, List[str]], {"anyOf": [{"type": "integer"}, {"type": "array", "items": {"type": "string"}}]}),
+    (
+        "Union[int, List[str]]",
+        Union[int, List[str]],
+        {"anyOf": [{"type": "integer"}, {"type": "array", "items": {"type": "string"}}]},
+    ),
     ("Optional[Color]", Optional[Color], {"anyOf": [{"type": "string", "enum": ["red", "green"]}, {"type": "null"}]}),
     ("List[int]", List[int], {"type": "array", "items": {"type": "integer"}}),
     ("List[Any]", List[Any], {"type": "array"}),
     ("list", list, {"type": "array"}),
-    ("Tuple[int, str]", Tuple[int, str], {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
-                                           "items": False, "minItems": 2}),
+    (
+        "Tuple[int, str]",
+        Tuple[int, str],
+        {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "items": False, "minItems": 2},
+    ),
     ("Tuple[float, ...]", Tuple[float, ...], {"type": "array", "items": {"type": "number"}}),
     ("Tuple[()]", Tuple[()], {"type": "array", "maxItems": 0}),
     ("tuple", tuple, {"type": "array"}),
@@ -119,15 +132,49 @@ PINNED: List[Tuple[str, Any, Dict[str, Any]]] = [
     ("Literal[True]", Literal[True], {"type": "boolean", "enum": [True]}),
     ("Color", Color, {"type": "string", "enum": ["red", "green"]}),
     ("Level", Level, {"type": "integer", "enum": [1, 2]}),
-    ("Point", Point, {"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "number"}},
-                      "required": ["x", "y"], "additionalProperties": False}),
-    ("Options", Options, {"type": "object", "properties": {"verbose": {"type": "boolean"}}, "additionalProperties": False}),
+    (
+        "Point",
+        Point,
+        {
+            "type": "object",
+            "properties": {"x": {"type": "integer"}, "y": {"type": "number"}},
+            "required": ["x", "y"],
+            "additionalProperties": False,
+        },
+    ),
+    (
+        "Options",
+        Options,
+        {"type": "object", "properties": {"verbose": {"type": "boolean"}}, "additionalProperties": False},
+    ),
     ("Size", Size, SIZE),
-    ("Window", Window, {"type": "object", "properties": {
-        "title": {"type": "string"}, "size": SIZE, "tags": {"type": "array", "items": {"type": "string"}}},
-        "required": ["title", "size"], "additionalProperties": False}),
-    ("List[Point]", List[Point], {"type": "array", "items": {"type": "object", "properties": {
-        "x": {"type": "integer"}, "y": {"type": "number"}}, "required": ["x", "y"], "additionalProperties": False}}),
+    (
+        "Window",
+        Window,
+        {
+            "type": "object",
+            "properties": {
+                "title": {"type": "string"},
+                "size": SIZE,
+                "tags": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["title", "size"],
+            "additionalProperties": False,
+        },
+    ),
+    (
+        "List[Point]",
+        List[Point],
+        {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"x": {"type": "integer"}, "y": {"type": "number"}},
+                "required": ["x", "y"],
+                "additionalProperties": False,
+            },
+        },
+    ),
 ]
 
 
@@ -182,17 +229,24 @@ class PinnedSchemaTests(unittest.TestCase):
         spec = function_spec(weather)
         self.assertEqual(spec.name, "weather")
         self.assertEqual(spec.description, "Get the weather forecast for a city.")
-        self.assertEqual(spec.parameters, {
-            "type": "object",
-            "properties": {
-                "city": {"type": "string", "description": "The city name, as the user wrote it."},
-                "days": {"type": "integer", "description": "How many days ahead.", "default": 3},
-                "units": {"type": "string", "enum": ["metric", "imperial"], "description": "Unit system.",
-                          "default": "metric"},
+        self.assertEqual(
+            spec.parameters,
+            {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "description": "The city name, as the user wrote it."},
+                    "days": {"type": "integer", "description": "How many days ahead.", "default": 3},
+                    "units": {
+                        "type": "string",
+                        "enum": ["metric", "imperial"],
+                        "description": "Unit system.",
+                        "default": "metric",
+                    },
+                },
+                "required": ["city"],
+                "additionalProperties": False,
             },
-            "required": ["city"],
-            "additionalProperties": False,
-        })
+        )
         self.assertEqual(function_spec(weather, name="w", description="D").name, "w")
         self.assertEqual(function_spec(weather, name="w", description="D").description, "D")
 
@@ -200,35 +254,52 @@ class PinnedSchemaTests(unittest.TestCase):
         for fn, summary in ((numpy_style, "Numpy style."), (sphinx_style, "Sphinx style.")):
             spec = function_spec(fn)
             self.assertEqual(spec.description, summary)
-            self.assertEqual(spec.parameters["properties"], {
-                "a": {"type": "integer", "description": "The first."},
-                "b": {"type": "string", "description": "The second, continued."},
-            })
+            self.assertEqual(
+                spec.parameters["properties"],
+                {
+                    "a": {"type": "integer", "description": "The first."},
+                    "b": {"type": "string", "description": "The second, continued."},
+                },
+            )
         self.assertEqual(parse_docstring(None).params, {})
         self.assertEqual(parse_docstring("Only a line.").summary, "Only a line.")
 
     def test_recursive_types_go_to_defs(self) -> None:
         spec = _spec(Node)
-        self.assertEqual(spec.parameters, {
-            "type": "object",
-            "properties": {"x": {"$ref": "#/$defs/Node"}},
-            "required": ["x"],
-            "additionalProperties": False,
-            "$defs": {"Node": {"type": "object", "properties": {
-                "value": {"type": "integer"}, "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}},
-                "required": ["value"], "additionalProperties": False}},
-        })
+        self.assertEqual(
+            spec.parameters,
+            {
+                "type": "object",
+                "properties": {"x": {"$ref": "#/$defs/Node"}},
+                "required": ["x"],
+                "additionalProperties": False,
+                "$defs": {
+                    "Node": {
+                        "type": "object",
+                        "properties": {
+                            "value": {"type": "integer"},
+                            "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
+                        },
+                        "required": ["value"],
+                        "additionalProperties": False,
+                    }
+                },
+            },
+        )
         value = spec.convert({"x": {"value": 1.0, "children": [{"value": 2, "children": [{"value": 3.0}]}]}})["x"]
         self.assertEqual(value, Node(1, [Node(2, [Node(3)])]))
         self.assertIs(type(value.children[0].children[0].value), int)
 
     def test_defaults(self) -> None:
-        self.assertEqual(_spec(Color, Color.GREEN).parameters["properties"]["x"],
-                         {"type": "string", "enum": ["red", "green"], "default": "green"})
+        self.assertEqual(
+            _spec(Color, Color.GREEN).parameters["properties"]["x"],
+            {"type": "string", "enum": ["red", "green"], "default": "green"},
+        )
         self.assertEqual(_spec(Tuple[int, int], (1, 2)).parameters["properties"]["x"]["default"], [1, 2])
         self.assertEqual(_spec(Size, Size(3)).parameters["properties"]["x"]["default"], {"width": 3, "height": 10})
-        self.assertEqual(_spec(Optional[int], None).parameters["properties"]["x"],
-                         {"type": ["integer", "null"], "default": None})
+        self.assertEqual(
+            _spec(Optional[int], None).parameters["properties"]["x"], {"type": ["integer", "null"], "default": None}
+        )
         self.assertNotIn("required", _spec(int, 5).parameters)
 
 
@@ -307,33 +378,63 @@ class RefusalTests(unittest.TestCase):
         def unresolvable(n: Missing) -> None:  # type: ignore[name-defined]  # noqa: F821
             pass
 
-        supported = "(supported: int, float, str, bool, None, Any, Optional, Union, List, Tuple, Dict[str, T], " \
-                    "Literal, Enum, TypedDict, dataclasses)"
+        supported = (
+            "(supported: int, float, str, bool, None, Any, Optional, Union, List, Tuple, Dict[str, T], "
+            "Literal, Enum, TypedDict, dataclasses)"
+        )
         self.assertEqual(self._refused(untyped), "tool 'untyped': parameter 'x': has no annotation")
-        self.assertEqual(self._refused(star), "tool 'star': parameter 'args': *args cannot be passed as a JSON object member")
-        self.assertEqual(self._refused(stars), "tool 'stars': parameter 'kwargs': **kwargs cannot be described by a schema")
-        self.assertEqual(self._refused(opaque),
-                         "tool 'opaque': parameter 'thing': class Opaque cannot be expressed as JSON Schema " + supported)
-        self.assertEqual(self._refused(nested), "tool 'nested': parameter 'w': field 'thing' of HoldsOpaque: "
-                         "class Opaque cannot be expressed as JSON Schema " + supported)
-        self.assertEqual(self._refused(int_keys),
-                         "tool 'int_keys': parameter 'm': Dict keys must be str (JSON object keys are strings), got int")
-        self.assertEqual(self._refused(a_set), "tool 'a_set': parameter 's': Set[int] is not supported "
-                         "(use List, Tuple, Dict, Optional, Union or Literal)")
-        self.assertEqual(self._refused(a_sequence), "tool 'a_sequence': parameter 's': Sequence[int] is not supported "
-                         "(use List, Tuple, Dict, Optional, Union or Literal)")
-        self.assertEqual(self._refused(bad_default), "tool 'bad_default': parameter 'n': default \"x\" does not fit "
-                         "the annotation: expected type integer, got str")
-        self.assertEqual(self._refused(implicit_optional), "tool 'implicit_optional': parameter 'n': default null "
-                         "does not fit the annotation: expected type integer, got None")
-        self.assertEqual(self._refused(unresolvable), "tool 'unresolvable': parameter 'n': cannot resolve the "
-                         "annotation 'Missing': NameError: name 'Missing' is not defined")
+        self.assertEqual(
+            self._refused(star), "tool 'star': parameter 'args': *args cannot be passed as a JSON object member"
+        )
+        self.assertEqual(
+            self._refused(stars), "tool 'stars': parameter 'kwargs': **kwargs cannot be described by a schema"
+        )
+        self.assertEqual(
+            self._refused(opaque),
+            "tool 'opaque': parameter 'thing': class Opaque cannot be expressed as JSON Schema " + supported,
+        )
+        self.assertEqual(
+            self._refused(nested),
+            "tool 'nested': parameter 'w': field 'thing' of HoldsOpaque: "
+            "class Opaque cannot be expressed as JSON Schema " + supported,
+        )
+        self.assertEqual(
+            self._refused(int_keys),
+            "tool 'int_keys': parameter 'm': Dict keys must be str (JSON object keys are strings), got int",
+        )
+        self.assertEqual(
+            self._refused(a_set),
+            "tool 'a_set': parameter 's': Set[int] is not supported "
+            "(use List, Tuple, Dict, Optional, Union or Literal)",
+        )
+        self.assertEqual(
+            self._refused(a_sequence),
+            "tool 'a_sequence': parameter 's': Sequence[int] is not supported "
+            "(use List, Tuple, Dict, Optional, Union or Literal)",
+        )
+        self.assertEqual(
+            self._refused(bad_default),
+            "tool 'bad_default': parameter 'n': default \"x\" does not fit "
+            "the annotation: expected type integer, got str",
+        )
+        self.assertEqual(
+            self._refused(implicit_optional),
+            "tool 'implicit_optional': parameter 'n': default null "
+            "does not fit the annotation: expected type integer, got None",
+        )
+        self.assertEqual(
+            self._refused(unresolvable),
+            "tool 'unresolvable': parameter 'n': cannot resolve the "
+            "annotation 'Missing': NameError: name 'Missing' is not defined",
+        )
 
     def test_positional_only_parameters_are_refused(self) -> None:
         namespace: Dict[str, Any] = {}
         exec(compile("def f(a: int, /) -> None: pass", "<test>", "exec", dont_inherit=True), namespace)
-        self.assertEqual(self._refused(namespace["f"]),
-                         "tool 'f': parameter 'a': a positional-only parameter cannot be passed by name")
+        self.assertEqual(
+            self._refused(namespace["f"]),
+            "tool 'f': parameter 'a': a positional-only parameter cannot be passed by name",
+        )
 
     def test_enum_and_literal_values_must_be_json(self) -> None:
         class Shape(enum.Enum):
@@ -359,27 +460,46 @@ def _compile_function(source: str) -> Callable[..., Any]:
 class ModernSyntaxTests(unittest.TestCase):
     @unittest.skipIf(sys.version_info < (3, 9), "builtin generics need Python 3.9")
     def test_builtin_generics(self) -> None:
-        for header in ("def f(a: list[int], b: tuple[int, str], c: dict[str, float]) -> None: pass",
-                       "from __future__ import annotations\ndef f(a: list[int], b: tuple[int, str], c: dict[str, float]) -> None: pass"):
+        for header in (
+            "def f(a: list[int], b: tuple[int, str], c: dict[str, float]) -> None: pass",
+            "from __future__ import annotations\ndef f(a: list[int], b: tuple[int, str], c: dict[str, float]) -> None: pass",
+        ):
             spec = function_spec(_compile_function(header))
-            self.assertEqual(spec.parameters["properties"], {
-                "a": {"type": "array", "items": {"type": "integer"}},
-                "b": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "items": False,
-                      "minItems": 2},
-                "c": {"type": "object", "additionalProperties": {"type": "number"}},
-            })
+            self.assertEqual(
+                spec.parameters["properties"],
+                {
+                    "a": {"type": "array", "items": {"type": "integer"}},
+                    "b": {
+                        "type": "array",
+                        "prefixItems": [{"type": "integer"}, {"type": "string"}],
+                        "items": False,
+                        "minItems": 2,
+                    },
+                    "c": {"type": "object", "additionalProperties": {"type": "number"}},
+                },
+            )
             self.assertEqual(spec.convert({"b": [1.0, "x"]}), {"b": (1, "x")})
 
     @unittest.skipIf(sys.version_info < (3, 10), "X | Y needs Python 3.10")
     def test_union_operator(self) -> None:
-        for header in ("def f(a: int | None, b: Color | list[int] = Color.RED) -> None: pass",
-                       "from __future__ import annotations\ndef f(a: int | None, b: Color | list[int] = Color.RED) -> None: pass"):
+        for header in (
+            "def f(a: int | None, b: Color | list[int] = Color.RED) -> None: pass",
+            "from __future__ import annotations\ndef f(a: int | None, b: Color | list[int] = Color.RED) -> None: pass",
+        ):
             spec = function_spec(_compile_function(header))
-            self.assertEqual(spec.parameters["properties"], {
-                "a": {"type": ["integer", "null"]},
-                "b": {"anyOf": [{"type": "string", "enum": ["red", "green"]}, {"type": "array", "items": {"type": "integer"}}],
-                      "default": "red"},
-            })
+            self.assertEqual(
+                spec.parameters["properties"],
+                {
+                    "a": {"type": ["integer", "null"]},
+                    "b": {
+                        "anyOf": [
+                            {"type": "string", "enum": ["red", "green"]},
+                            {"type": "array", "items": {"type": "integer"}},
+                        ],
+                        "default": "red",
+                    },
+                },
+            )
             self.assertEqual(spec.convert({"a": 1.0, "b": "green"}), {"a": 1, "b": Color.GREEN})
 
 

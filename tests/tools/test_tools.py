@@ -9,10 +9,19 @@ import shutil
 import tempfile
 import unittest
 from dataclasses import InitVar, dataclass
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
-from agentloop import DuplicateToolError, ModelReply, SchemaError, ScriptedModel, Tool, ToolCall, ToolDefinitionError, ToolRegistry, run
+from agentloop import (
+    DuplicateToolError,
+    ModelReply,
+    SchemaError,
+    ScriptedModel,
+    Tool,
+    ToolCall,
+    ToolDefinitionError,
+    ToolRegistry,
+    run,
+)
 from agentloop.tools.registry import tool
 
 SCHEMA: Dict[str, Any] = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
@@ -34,7 +43,9 @@ class Place:
 
 
 @tool
-def forecast(place: Place, days: int, unit: Unit = Unit.METRIC, window: Optional[Tuple[int, int]] = None) -> Dict[str, Any]:
+def forecast(
+    place: Place, days: int, unit: Unit = Unit.METRIC, window: Optional[Tuple[int, int]] = None
+) -> Dict[str, Any]:
     """Forecast the weather.
 
     Args:
@@ -44,8 +55,13 @@ def forecast(place: Place, days: int, unit: Unit = Unit.METRIC, window: Optional
     # The types the annotations promise, not the JSON that came in.
     assert isinstance(place, Place) and type(days) is int and isinstance(unit, Unit)
     assert window is None or type(window) is tuple
-    return {"city": place.city, "country": place.country, "days": days, "unit": unit.value,
-            "window": list(window) if window else None}
+    return {
+        "city": place.city,
+        "country": place.country,
+        "days": days,
+        "unit": unit.value,
+        "window": list(window) if window else None,
+    }
 
 
 @tool(name="add_numbers", description="Add a list of numbers.")
@@ -100,7 +116,10 @@ class TestTool(unittest.TestCase):
         schema["format"] = "unchecked"
         self.assertEqual(t.parameters, {"type": "object", "properties": {"a": {"type": "integer", "enum": [1, 2]}}})
         self.assertEqual(str(t.first_error({"a": 3}, "$.t")), "$.t.a: 3 is not one of [1,2]")
-        self.assertEqual([str(e) for e in t.errors({"a": "x"})], ["$.a: expected type integer, got str", '$.a: "x" is not one of [1,2]'])
+        self.assertEqual(
+            [str(e) for e in t.errors({"a": "x"})],
+            ["$.a: expected type integer, got str", '$.a: "x" is not one of [1,2]'],
+        )
         self.assertIs(t.validator.schema, t.parameters)
 
     def test_a_hand_written_tool_gets_json_values(self) -> None:
@@ -115,27 +134,46 @@ class TestFromFunction(unittest.TestCase):
         self.assertIsInstance(forecast, Tool)
         self.assertEqual(forecast.name, "forecast")
         self.assertEqual(forecast.description, "Forecast the weather.")
-        self.assertEqual(forecast.parameters, {
-            "type": "object",
-            "properties": {
-                "place": {"type": "object", "properties": {"city": {"type": "string"},
-                                                           "country": {"type": "string", "default": "FR"}},
-                          "required": ["city"], "additionalProperties": False, "description": "Where."},
-                "days": {"type": "integer", "description": "How many days."},
-                "unit": {"type": "string", "enum": ["metric", "imperial"], "default": "metric"},
-                "window": {"anyOf": [{"type": "array", "prefixItems": [{"type": "integer"}, {"type": "integer"}],
-                                      "items": False, "minItems": 2}, {"type": "null"}], "default": None},
+        self.assertEqual(
+            forecast.parameters,
+            {
+                "type": "object",
+                "properties": {
+                    "place": {
+                        "type": "object",
+                        "properties": {"city": {"type": "string"}, "country": {"type": "string", "default": "FR"}},
+                        "required": ["city"],
+                        "additionalProperties": False,
+                        "description": "Where.",
+                    },
+                    "days": {"type": "integer", "description": "How many days."},
+                    "unit": {"type": "string", "enum": ["metric", "imperial"], "default": "metric"},
+                    "window": {
+                        "anyOf": [
+                            {
+                                "type": "array",
+                                "prefixItems": [{"type": "integer"}, {"type": "integer"}],
+                                "items": False,
+                                "minItems": 2,
+                            },
+                            {"type": "null"},
+                        ],
+                        "default": None,
+                    },
+                },
+                "required": ["place", "days"],
+                "additionalProperties": False,
             },
-            "required": ["place", "days"],
-            "additionalProperties": False,
-        })
+        )
         self.assertEqual((add_numbers.name, add_numbers.description), ("add_numbers", "Add a list of numbers."))
 
     def test_invoke_converts_validated_arguments(self) -> None:
         arguments = {"place": {"city": "Lyon"}, "days": 3.0, "unit": "imperial", "window": [9.0, 17]}
         self.assertIsNone(forecast.first_error(arguments))
-        self.assertEqual(forecast.invoke(arguments), {"city": "Lyon", "country": "FR", "days": 3, "unit": "imperial",
-                                                      "window": [9, 17]})
+        self.assertEqual(
+            forecast.invoke(arguments),
+            {"city": "Lyon", "country": "FR", "days": 3, "unit": "imperial", "window": [9, 17]},
+        )
         self.assertEqual(add_numbers.invoke({"values": [1, 2.5]}), 3.5)
 
     def test_hostile_arguments_make_bounded_errors(self) -> None:
@@ -143,9 +181,11 @@ class TestFromFunction(unittest.TestCase):
         for _ in range(63):
             nested = [nested]
         big = "x" * (10 * 1024 * 1024)
-        for arguments in ({"place": {"city": big, big: 1}, "days": nested},
-                          {"place": nested, "days": big, "unit": big, "window": [big, nested]},
-                          {big: big}):
+        for arguments in (
+            {"place": {"city": big, big: 1}, "days": nested},
+            {"place": nested, "days": big, "unit": big, "window": [big, nested]},
+            {big: big},
+        ):
             errors = forecast.errors(arguments, "$.forecast")
             self.assertTrue(errors)
             self.assertLess(sum(len(str(e)) for e in errors), 2000)
@@ -162,8 +202,19 @@ class TestFromFunction(unittest.TestCase):
 
         made = Tool.from_function(double)
         self.assertEqual(made, tool(double))
-        self.assertEqual(made.manifest_entry(), {"name": "double", "description": "Double n.", "parameters": {
-            "type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"], "additionalProperties": False}})
+        self.assertEqual(
+            made.manifest_entry(),
+            {
+                "name": "double",
+                "description": "Double n.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"n": {"type": "integer"}},
+                    "required": ["n"],
+                    "additionalProperties": False,
+                },
+            },
+        )
         self.assertEqual(Tool.from_function(double, name="twice", description="x").name, "twice")
         with self.assertRaises(ToolDefinitionError):
             Tool.from_function(lambda n: n)  # no name that fits, no annotation
@@ -171,23 +222,31 @@ class TestFromFunction(unittest.TestCase):
     def test_the_loop_validates_then_converts(self) -> None:
         folder = tempfile.mkdtemp(prefix="agentloop-test-")
         self.addCleanup(shutil.rmtree, folder, True)
-        model = ScriptedModel([
-            ModelReply("", [ToolCall("forecast", {"place": {"city": "Lyon"}, "days": "3"})]),
-            ModelReply("", [ToolCall("forecast", {"place": {"city": "Lyon", "zip": 1}, "days": 3})]),
-            ModelReply("", [ToolCall("forecast", {"place": {"city": "Lyon"}, "days": 3.0, "unit": "imperial"})]),
-            ModelReply("done"),
-        ])
+        model = ScriptedModel(
+            [
+                ModelReply("", [ToolCall("forecast", {"place": {"city": "Lyon"}, "days": "3"})]),
+                ModelReply("", [ToolCall("forecast", {"place": {"city": "Lyon", "zip": 1}, "days": 3})]),
+                ModelReply("", [ToolCall("forecast", {"place": {"city": "Lyon"}, "days": 3.0, "unit": "imperial"})]),
+                ModelReply("done"),
+            ]
+        )
         path = os.path.join(folder, "t.jsonl")
         run("weather", model, [forecast], transcript=path, max_steps=8, max_tokens=10_000)
         with open(path, encoding="utf-8") as handle:
             records = [json.loads(line) for line in handle]
-        results = [(r["payload"]["ok"], r["payload"].get("error", r["payload"].get("value"))) for r in records
-                   if r["kind"] == "tool"]
-        self.assertEqual(results, [
-            (False, "invalid arguments: $.forecast.days: expected type integer, got str"),
-            (False, "invalid arguments: $.forecast.place: unexpected property 'zip'"),
-            (True, {"city": "Lyon", "country": "FR", "days": 3, "unit": "imperial", "window": None}),
-        ])
+        results = [
+            (r["payload"]["ok"], r["payload"].get("error", r["payload"].get("value")))
+            for r in records
+            if r["kind"] == "tool"
+        ]
+        self.assertEqual(
+            results,
+            [
+                (False, "invalid arguments: $.forecast.days: expected type integer, got str"),
+                (False, "invalid arguments: $.forecast.place: unexpected property 'zip'"),
+                (True, {"city": "Lyon", "country": "FR", "days": 3, "unit": "imperial", "window": None}),
+            ],
+        )
 
 
 class TestRegistry(unittest.TestCase):
@@ -204,7 +263,9 @@ class TestRegistry(unittest.TestCase):
     def test_an_unknown_style_is_refused(self) -> None:
         with self.assertRaises(ValueError) as caught:
             ToolRegistry().manifest("gemini")
-        self.assertEqual(str(caught.exception), "unknown manifest style 'gemini' (have: agentloop, openai, responses, anthropic)")
+        self.assertEqual(
+            str(caught.exception), "unknown manifest style 'gemini' (have: agentloop, openai, responses, anthropic)"
+        )
 
     def test_a_duplicate_name_is_refused(self) -> None:
         registry = ToolRegistry([Tool("add", "a", SCHEMA, noop)])

@@ -110,8 +110,10 @@ class TestTamperMatrix(AnchorCase):
                 self.assertTrue(verify_file(path).ok)  # the chain alone cannot see it
                 result = verify_checkpoint(path, self.ckpt_path)
                 self.assertEqual(kinds(result), ["truncated"])
-                self.assertEqual(result.faults[0].detail,
-                                 "the checkpoint covers 11 records, the file has %d: %d missing from the end" % (11 - k, k))
+                self.assertEqual(
+                    result.faults[0].detail,
+                    "the checkpoint covers 11 records, the file has %d: %d missing from the end" % (11 - k, k),
+                )
 
     def test_a_recomputed_chain_is_caught_by_the_root_at_every_record(self) -> None:
         for index in range(len(self.lines)):
@@ -127,14 +129,20 @@ class TestTamperMatrix(AnchorCase):
     def test_an_appended_forged_record(self) -> None:
         # After the stop record the chain itself refuses it; beyond the checkpoint it is unanchored.
         record = json.loads(self.lines[-1])
-        extra = {"kind": "assistant", "payload": {"step": 6, "text": "forged", "tool_calls": [], "tokens": 1, "total_tokens": 37},
-                 "prev": record["hash"], "seq": 11}
+        extra = {
+            "kind": "assistant",
+            "payload": {"step": 6, "text": "forged", "tool_calls": [], "tokens": 1, "total_tokens": 37},
+            "prev": record["hash"],
+            "seq": 11,
+        }
         extra["hash"] = hashlib.sha256(canonical_bytes(extra)).hexdigest()
         path = self.variant(self.lines + [canonical_bytes(extra) + b"\n"])
         result = verify_checkpoint(path, self.ckpt_path)
         self.assertEqual(kinds(result), ["unexpected_kind"])
         self.assertEqual(result.unanchored, 1)
-        self.assertEqual(kinds(verify_checkpoint(path, self.ckpt_path, exact=True)), ["unexpected_kind", "unanchored_tail"])
+        self.assertEqual(
+            kinds(verify_checkpoint(path, self.ckpt_path, exact=True)), ["unexpected_kind", "unanchored_tail"]
+        )
 
     def test_a_record_appended_to_an_unfinished_run_is_unanchored(self) -> None:
         path = self.path("open.jsonl")
@@ -162,7 +170,10 @@ class TestTamperMatrix(AnchorCase):
         assert other is not None
         result = verify_checkpoint(self.path(), other)
         self.assertEqual(kinds(result), ["anchor_mismatch"])
-        self.assertRegex(result.faults[0].detail, r"^the checkpoint is for run [0-9a-f]{16}\.\.\., this transcript is run [0-9a-f]{16}\.\.\.$")
+        self.assertRegex(
+            result.faults[0].detail,
+            r"^the checkpoint is for run [0-9a-f]{16}\.\.\., this transcript is run [0-9a-f]{16}\.\.\.$",
+        )
 
     def test_a_malformed_checkpoint_for_each_rule(self) -> None:
         for case in vectors()["cases"]:
@@ -185,7 +196,9 @@ class TestTamperMatrix(AnchorCase):
         self.assertFalse(wrong.signed)
         stripped = self.write_bytes(self.ckpt.unsigned().to_bytes(), "unsigned.checkpoint")
         self.assertEqual(kinds(verify_checkpoint(self.path(), stripped, key=KEY)), ["bad_signature"])
-        self.assertTrue(verify_checkpoint(self.path(), stripped).ok)  # without a key nothing is claimed about who made it
+        self.assertTrue(
+            verify_checkpoint(self.path(), stripped).ok
+        )  # without a key nothing is claimed about who made it
 
     def test_an_edited_checkpoint(self) -> None:
         # The head line changed (root kept): a mismatch, and with a key a bad signature too.
@@ -201,11 +214,15 @@ class TestTamperMatrix(AnchorCase):
         forged, _ = checkpoint_of(path)
         assert forged is not None
         ckpt = self.write_bytes(forged.to_bytes(), "forged.checkpoint")
-        self.assertTrue(verify_checkpoint(path, ckpt).ok)  # the limit: without a key the anchor is only as safe as its copy
+        self.assertTrue(
+            verify_checkpoint(path, ckpt).ok
+        )  # the limit: without a key the anchor is only as safe as its copy
         self.assertEqual(kinds(verify_checkpoint(path, ckpt, key=KEY)), ["bad_signature"])
         resigned = self.write_bytes(sign(forged, WRONG_KEY).to_bytes(), "resigned.checkpoint")
         self.assertEqual(kinds(verify_checkpoint(path, resigned, key=KEY)), ["bad_signature"])
-        self.assertEqual(kinds(verify_checkpoint(path, self.ckpt_path)), ["anchor_mismatch"])  # the original copy catches it
+        self.assertEqual(
+            kinds(verify_checkpoint(path, self.ckpt_path)), ["anchor_mismatch"]
+        )  # the original copy catches it
 
     def test_since_an_older_checkpoint_rollback_fork_and_extension(self) -> None:
         path = self.path("grow.jsonl")
@@ -269,7 +286,9 @@ class TestProofsFromTheFile(AnchorCase):
         old, _ = checkpoint_of(self.variant(self.lines[:5], "prefix.jsonl"))
         assert old is not None
         check_proof(proof, old)
-        with self.assertRaisesRegex(ProofError, r"a tree of 5 records, the checkpoint has 11 \(make it with --size 11\)"):
+        with self.assertRaisesRegex(
+            ProofError, r"a tree of 5 records, the checkpoint has 11 \(make it with --size 11\)"
+        ):
             check_proof(proof, self.ckpt)
 
     def test_a_tampered_proof_or_the_wrong_checkpoint_fails(self) -> None:

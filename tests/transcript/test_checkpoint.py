@@ -83,7 +83,9 @@ class TestFormat(TempDir):
         self.assertEqual(len(parse_checkpoint(many.encode("utf-8")).signatures), MAX_SIGNATURES)
         with self.assertRaises(MalformedCheckpointError) as caught:
             parse_checkpoint((many + line + "\n").encode("utf-8"))
-        self.assertEqual((caught.exception.line, caught.exception.reason), (6 + MAX_SIGNATURES, "more than 16 signatures"))
+        self.assertEqual(
+            (caught.exception.line, caught.exception.reason), (6 + MAX_SIGNATURES, "more than 16 signatures")
+        )
 
     def test_the_exact_bytes_of_an_unsigned_checkpoint(self) -> None:
         ckpt = sample()
@@ -142,10 +144,14 @@ class TestSignatures(TempDir):
             verify_signature(altered, KEY)
         (good,) = signed.signatures
         forged = Signature(good.name, good.key_id, bytes(32))
-        with self.assertRaisesRegex(BadSignatureError, "does not match"):  # a known key's bad signature rejects the note
+        with self.assertRaisesRegex(
+            BadSignatureError, "does not match"
+        ):  # a known key's bad signature rejects the note
             verify_signature(Checkpoint(signed.first, 5, signed.root, signed.head, (good, forged)), KEY)
         foreign = Signature("witness.example/w1", b"abcd", b"x" * 64)
-        verify_signature(Checkpoint(signed.first, 5, signed.root, signed.head, (foreign, good)), KEY)  # unknown keys are ignored
+        verify_signature(
+            Checkpoint(signed.first, 5, signed.root, signed.head, (foreign, good)), KEY
+        )  # unknown keys are ignored
         with self.assertRaisesRegex(BadSignatureError, "witness.example/w1/61626364"):
             verify_signature(Checkpoint(signed.first, 5, signed.root, signed.head, (foreign,)), KEY)
 

@@ -131,7 +131,9 @@ def rfc8032_verify(public: bytes, msg: bytes, signature: bytes) -> bool:
 
 def published() -> Dict[str, Any]:
     """The Go ``note`` test key (PeterNeumann): skey, vkey, a text and its exact signed note."""
-    vector: Dict[str, Any] = next(v for v in load_vectors("signed-note-vectors.json")["vectors"] if v["name"] == "go-sumdb-note-PeterNeumann")
+    vector: Dict[str, Any] = next(
+        v for v in load_vectors("signed-note-vectors.json")["vectors"] if v["name"] == "go-sumdb-note-PeterNeumann"
+    )
     return vector
 
 
@@ -215,7 +217,9 @@ class TestPublishedRules(SignedCase):
             sig = signed.signatures[0]
             kid = bytearray(sig.key_id)
             kid[byte] ^= 0x01
-            other = Checkpoint(signed.first, signed.size, signed.root, signed.head, (type(sig)(sig.name, bytes(kid), sig.signature),))
+            other = Checkpoint(
+                signed.first, signed.size, signed.root, signed.head, (type(sig)(sig.name, bytes(kid), sig.signature),)
+            )
             with self.assertRaisesRegex(BadSignatureError, "no signature by a trusted key"):
                 verify_signatures(other, [self.trusted])
             checked += 1
@@ -263,7 +267,9 @@ class TestTrustRules(SignedCase):
         self.assertEqual(verify_signatures(broken, [self.trusted]), ("PeterNeumann",))
         # the same through a file check: a bad_signature fault
         self.write_bytes(broken.to_bytes(), "broken.checkpoint")
-        result = verify_checkpoint(self.path(), self.path("broken.checkpoint"), trusted=[self.trusted, approver.verifier()])
+        result = verify_checkpoint(
+            self.path(), self.path("broken.checkpoint"), trusted=[self.trusted, approver.verifier()]
+        )
         self.assertFalse(result.ok)
         self.assertEqual([f.kind for f in result.faults], ["bad_signature"])
         self.assertFalse(result.signed)
@@ -306,7 +312,14 @@ class TestTrustRules(SignedCase):
     def test_the_verdict_of_a_file_names_the_signers(self) -> None:
         approver = signer("approver", b"approver")
         self.write_bytes(sign_checkpoint(self.head, HMAC_KEY, [self.operator, approver]).to_bytes(), "c.checkpoint")
-        result = verify_checkpoint(self.path(), self.path("c.checkpoint"), key=HMAC_KEY, trusted=[self.trusted], require=["PeterNeumann"], exact=True)
+        result = verify_checkpoint(
+            self.path(),
+            self.path("c.checkpoint"),
+            key=HMAC_KEY,
+            trusted=[self.trusted],
+            require=["PeterNeumann"],
+            exact=True,
+        )
         self.assertTrue(result.ok, result.faults)
         self.assertTrue(result.signed)
         self.assertEqual(result.signers, (self.head.origin, "PeterNeumann"))
@@ -318,7 +331,10 @@ class TestTrustRules(SignedCase):
         with self.assertRaisesRegex(SigningKeyError, "trusted\\[0\\]: must be a note verifier"):
             verify_checkpoint(self.path("missing.jsonl"), self.head, trusted=[b"not a key"])  # type: ignore[list-item]
         twin = Ed25519Verifier.from_key(published()["vkey"])
-        self.assertEqual(verify_signatures(sign_checkpoint(self.head, signers=[self.operator]), [self.trusted, twin]), ("PeterNeumann",))
+        self.assertEqual(
+            verify_signatures(sign_checkpoint(self.head, signers=[self.operator]), [self.trusted, twin]),
+            ("PeterNeumann",),
+        )
         with self.assertRaisesRegex(SigningKeyError, "signer\\[0\\]: must be a note signer"):
             sign_checkpoint(self.head, signers=["PRIVATE+KEY+x"])  # type: ignore[list-item]
 
@@ -350,7 +366,10 @@ class TestWitness(SignedCase):
         cosigned = sign_checkpoint(log, signers=[wit])
         data = cosigned.to_bytes()
         back = parse_checkpoint(data)
-        self.assertEqual(verify_signatures(back, [self.trusted, wit.verifier()], ["witness.example", "PeterNeumann"]), ("PeterNeumann", "witness.example"))
+        self.assertEqual(
+            verify_signatures(back, [self.trusted, wit.verifier()], ["witness.example", "PeterNeumann"]),
+            ("PeterNeumann", "witness.example"),
+        )
         # the cosignature recomputed by hand: key ID of type 0x04, u64 time, Ed25519 over "cosignature/v1\ntime T\n" + text
         sig = back.signatures[1]
         public = wit.key.public_key
@@ -366,7 +385,13 @@ class TestWitness(SignedCase):
         # a cosignature whose time is changed no longer verifies
         changed = bytearray(sig.signature)
         changed[7] ^= 0x01
-        forged = Checkpoint(back.first, back.size, back.root, back.head, (back.signatures[0], type(sig)(sig.name, sig.key_id, bytes(changed))))
+        forged = Checkpoint(
+            back.first,
+            back.size,
+            back.root,
+            back.head,
+            (back.signatures[0], type(sig)(sig.name, sig.key_id, bytes(changed))),
+        )
         with self.assertRaisesRegex(BadSignatureError, "invalid signature for key witness.example"):
             verify_signatures(forged, [self.trusted, CosignatureVerifier("witness.example", public)])
 
@@ -407,11 +432,27 @@ class TestRunAnchor(TempDir):
 
         operator = signer("operator", b"operator")
         with self.assertRaisesRegex(ConfigError, "^signer: given without checkpoint=: nothing would be signed$"):
-            run("t", ScriptedModel([ModelReply("hi")]), [], transcript=self.path(), max_steps=2, max_tokens=100,
-                signer=operator)
+            run(
+                "t",
+                ScriptedModel([ModelReply("hi")]),
+                [],
+                transcript=self.path(),
+                max_steps=2,
+                max_tokens=100,
+                signer=operator,
+            )
         self.assertFalse(os.path.exists(self.path()))
-        run("t", ScriptedModel([ModelReply("hi")]), [], transcript=self.path(), max_steps=2, max_tokens=100,
-            checkpoint=self.path("run.checkpoint"), key=b"k" * 32, signer=operator)
+        run(
+            "t",
+            ScriptedModel([ModelReply("hi")]),
+            [],
+            transcript=self.path(),
+            max_steps=2,
+            max_tokens=100,
+            checkpoint=self.path("run.checkpoint"),
+            key=b"k" * 32,
+            signer=operator,
+        )
         ckpt = read_checkpoint(self.path("run.checkpoint"))
         self.assertEqual([s.name for s in ckpt.signatures], [ckpt.origin, "operator"])  # HMAC first, then the signer
         result = verify_checkpoint(self.path(), self.path("run.checkpoint"), trusted=[operator.verifier()], exact=True)

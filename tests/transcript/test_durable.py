@@ -56,7 +56,15 @@ class TestOneWriter(TempDir):
         with TranscriptWriter(self.path()) as out:
             out.append("task", {"format": "agentloop/1"})
             with self.assertRaises(TranscriptLockedError):
-                run("t", recover_model(), demo_tools(), transcript=self.path(), max_steps=8, max_tokens=2000, overwrite=True)
+                run(
+                    "t",
+                    recover_model(),
+                    demo_tools(),
+                    transcript=self.path(),
+                    max_steps=8,
+                    max_tokens=2000,
+                    overwrite=True,
+                )
         self.assertEqual(len(read_lines(self.path())), 1)
 
     def test_repair_is_refused_while_a_writer_holds_the_file(self) -> None:
@@ -113,11 +121,22 @@ class TestRepair(TempDir):
         tampered = list(self.lines)
         tampered[3] = tampered[3].replace(b'"step":2', b'"step":3')
         cases = [
-            (b"".join(tampered), "its last line is complete, and it has a fault repair does not fix: record 3 (line 4): hash_mismatch"),
-            (b"".join(tampered) + b'{"hash', "it has a fault besides its torn last line: record 3 (line 4): hash_mismatch"),
-            (b"".join(self.lines[:-1]) + self.lines[-1][:-1],
-             "its last line is a complete JSON text missing only its newline; append the newline to keep it"),
-            (b"".join(self.lines[:4]) + b"junk\n" + b"".join(self.lines[4:]) + b"{", "it has a fault besides its torn last line: line 5: bad_json"),
+            (
+                b"".join(tampered),
+                "its last line is complete, and it has a fault repair does not fix: record 3 (line 4): hash_mismatch",
+            ),
+            (
+                b"".join(tampered) + b'{"hash',
+                "it has a fault besides its torn last line: record 3 (line 4): hash_mismatch",
+            ),
+            (
+                b"".join(self.lines[:-1]) + self.lines[-1][:-1],
+                "its last line is a complete JSON text missing only its newline; append the newline to keep it",
+            ),
+            (
+                b"".join(self.lines[:4]) + b"junk\n" + b"".join(self.lines[4:]) + b"{",
+                "it has a fault besides its torn last line: line 5: bad_json",
+            ),
         ]
         for data, reason in cases:
             with self.subTest(reason):
@@ -135,8 +154,11 @@ class TestRepair(TempDir):
         self.write_bytes(b"older", "torn.jsonl.torn-%d" % len(intact))
         with self.assertRaises(RepairRefusedError) as caught:
             repair(path)
-        self.assertEqual(str(caught.exception), "not repairing %s.torn-%d: it is where the torn fragment is saved, and it already exists; "
-                                                "move it away first" % (path, len(intact)))
+        self.assertEqual(
+            str(caught.exception),
+            "not repairing %s.torn-%d: it is where the torn fragment is saved, and it already exists; "
+            "move it away first" % (path, len(intact)),
+        )
         with open(path, "rb") as handle:
             self.assertEqual(handle.read(), intact + b'{"ha')
 
@@ -147,8 +169,16 @@ class TestRepair(TempDir):
 
 class TestRunCheckpoint(TempDir):
     def test_run_writes_a_signed_checkpoint_after_the_stop_record(self) -> None:
-        result = run("What is 6 * 7?", recover_model(), demo_tools(), transcript=self.path(), max_steps=8,
-                     max_tokens=2000, checkpoint=self.path("t.checkpoint"), key=KEY)
+        result = run(
+            "What is 6 * 7?",
+            recover_model(),
+            demo_tools(),
+            transcript=self.path(),
+            max_steps=8,
+            max_tokens=2000,
+            checkpoint=self.path("t.checkpoint"),
+            key=KEY,
+        )
         ckpt = read_checkpoint(self.path("t.checkpoint"))
         self.assertEqual((ckpt.size, ckpt.head), (result.records, result.head))
         self.assertEqual(len(ckpt.signatures), 1)
@@ -158,8 +188,15 @@ class TestRunCheckpoint(TempDir):
 
     def test_the_transcript_bytes_do_not_change_with_a_checkpoint(self) -> None:
         self.recover_run("plain.jsonl")
-        run("What is 6 * 7?", recover_model(), demo_tools(), transcript=self.path(), max_steps=8, max_tokens=2000,
-            checkpoint=self.path("t.checkpoint"))
+        run(
+            "What is 6 * 7?",
+            recover_model(),
+            demo_tools(),
+            transcript=self.path(),
+            max_steps=8,
+            max_tokens=2000,
+            checkpoint=self.path("t.checkpoint"),
+        )
         with open(self.path("plain.jsonl"), "rb") as a, open(self.path(), "rb") as b:
             self.assertEqual(hashlib.sha256(a.read()).digest(), hashlib.sha256(b.read()).digest())
         self.assertEqual(read_checkpoint(self.path("t.checkpoint")).signatures, ())
@@ -169,7 +206,10 @@ class TestRunCheckpoint(TempDir):
         cases = [
             ({"key": KEY}, "key: given without checkpoint=: nothing would be signed"),
             ({"checkpoint": self.path()}, "checkpoint: is the transcript's own path %s" % (self.path(),)),
-            ({"checkpoint": existing}, "checkpoint: %s already exists (pass overwrite=True to replace it)" % (existing,)),
+            (
+                {"checkpoint": existing},
+                "checkpoint: %s already exists (pass overwrite=True to replace it)" % (existing,),
+            ),
             ({"checkpoint": 3}, "checkpoint: must be a path, got int"),
             ({"checkpoint": self.path("c"), "key": b"short"}, "key: is 5 bytes; at least 16 are needed"),
             ({"checkpoint": self.path("c"), "key": "k" * 32}, "key: must be bytes, got str"),
@@ -177,7 +217,15 @@ class TestRunCheckpoint(TempDir):
         for extra, message in cases:
             with self.subTest(message):
                 with self.assertRaises(RunConfigError) as caught:
-                    run("t", recover_model(), demo_tools(), transcript=self.path(), max_steps=8, max_tokens=2000, **extra)  # type: ignore[arg-type]
+                    run(
+                        "t",
+                        recover_model(),
+                        demo_tools(),
+                        transcript=self.path(),
+                        max_steps=8,
+                        max_tokens=2000,
+                        **extra,
+                    )  # type: ignore[arg-type]
                 self.assertTrue(str(caught.exception).startswith(message), str(caught.exception))
                 self.assertFalse(os.path.exists(self.path()))
         with open(existing, "rb") as handle:
@@ -185,8 +233,16 @@ class TestRunCheckpoint(TempDir):
 
     def test_overwrite_replaces_an_old_checkpoint(self) -> None:
         self.write_bytes(b"old", "t.checkpoint")
-        run("t", recover_model(), demo_tools(), transcript=self.path(), max_steps=8, max_tokens=2000,
-            checkpoint=self.path("t.checkpoint"), overwrite=True)
+        run(
+            "t",
+            recover_model(),
+            demo_tools(),
+            transcript=self.path(),
+            max_steps=8,
+            max_tokens=2000,
+            checkpoint=self.path("t.checkpoint"),
+            overwrite=True,
+        )
         self.assertTrue(verify_checkpoint(self.path(), self.path("t.checkpoint")).ok)
 
     def test_write_atomic_replaces_whole_files(self) -> None:

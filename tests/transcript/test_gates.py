@@ -20,7 +20,9 @@ from tests.transcript.test_anchor import forge
 
 
 def signer(name: str, seed: bytes) -> Ed25519Signer:
-    return Ed25519Signer.from_key(encode_signer_key(name, seed, allow_slow_unsafe_signer=True), allow_slow_unsafe_signer=True)
+    return Ed25519Signer.from_key(
+        encode_signer_key(name, seed, allow_slow_unsafe_signer=True), allow_slow_unsafe_signer=True
+    )
 
 
 ALICE = signer("alice", b"a" * 32)
@@ -29,11 +31,20 @@ MALLORY = signer("mallory", b"m" * 32)
 
 def calls_model() -> ScriptedModel:
     """Turn 1: look (ungated), delete (gated always), pay 5 and pay 500 (gated by a predicate: amount > 100)."""
-    return ScriptedModel([
-        ModelReply("working", [ToolCall("look", {"path": "/a"}, "l1"), ToolCall("delete", {"path": "/a"}, "d1"),
-                               ToolCall("pay", {"amount": 5}, "p1"), ToolCall("pay", {"amount": 500}, "p2")]),
-        ModelReply("done"),
-    ])
+    return ScriptedModel(
+        [
+            ModelReply(
+                "working",
+                [
+                    ToolCall("look", {"path": "/a"}, "l1"),
+                    ToolCall("delete", {"path": "/a"}, "d1"),
+                    ToolCall("pay", {"amount": 5}, "p1"),
+                    ToolCall("pay", {"amount": 500}, "p2"),
+                ],
+            ),
+            ModelReply("done"),
+        ]
+    )
 
 
 def approve_all(request: Any) -> Any:
@@ -42,8 +53,17 @@ def approve_all(request: Any) -> Any:
 
 class GateCase(TempDir):
     def make(self, **options: Any) -> List[bytes]:
-        run("work", calls_model(), [look_tool(), delete_tool(), pay_tool()], transcript=self.path(), max_steps=4,
-            max_tokens=1000, approver=options.pop("approver", approve_all), overwrite=True, **options)
+        run(
+            "work",
+            calls_model(),
+            [look_tool(), delete_tool(), pay_tool()],
+            transcript=self.path(),
+            max_steps=4,
+            max_tokens=1000,
+            approver=options.pop("approver", approve_all),
+            overwrite=True,
+            **options,
+        )
         return read_lines(self.path())
 
     def verdict(self, lines: List[bytes], name: str = "forged.jsonl") -> List[Any]:
@@ -73,7 +93,7 @@ class TestGatedCallsHaveDecisions(GateCase):
         at = self.index(lines, "d1")
         faults = self.verdict(forge(lines, at, lambda r: r["payload"].pop("approval")))
         self.assertEqual([(i, k) for i, k, _ in faults], [(at, "bad_payload")])
-        self.assertIn("gates tool \"delete\" always", faults[0][2])
+        self.assertIn('gates tool "delete" always', faults[0][2])
 
     def test_a_predicate_gated_call_that_ran_with_neither_decision_nor_outcome_is_bad_payload(self) -> None:
         lines = self.make()
@@ -97,14 +117,27 @@ class TestGatedCallsHaveDecisions(GateCase):
     def test_a_decision_on_a_tool_the_task_record_does_not_gate_is_bad_payload(self) -> None:
         lines = self.make()
         at = self.index(lines, "l1")
-        faults = self.verdict(forge(lines, at, lambda r: r["payload"].update(approval={"decision": "approve", "by": "x"})))
+        faults = self.verdict(
+            forge(lines, at, lambda r: r["payload"].update(approval={"decision": "approve", "by": "x"}))
+        )
         self.assertEqual([(i, k) for i, k, _ in faults], [(at, "bad_payload")])
 
     def test_a_denied_call_and_a_call_with_invalid_arguments_need_no_more(self) -> None:
-        model = ScriptedModel([ModelReply("go", [ToolCall("delete", {"path": ""}, "bad"), ToolCall("delete", {"path": "/b"}, "d2")]),
-                               ModelReply("ok")])
-        run("work", model, [delete_tool()], transcript=self.path(), max_steps=4, max_tokens=1000,
-            approver=lambda request: Deny("no", "alice"))
+        model = ScriptedModel(
+            [
+                ModelReply("go", [ToolCall("delete", {"path": ""}, "bad"), ToolCall("delete", {"path": "/b"}, "d2")]),
+                ModelReply("ok"),
+            ]
+        )
+        run(
+            "work",
+            model,
+            [delete_tool()],
+            transcript=self.path(),
+            max_steps=4,
+            max_tokens=1000,
+            approver=lambda request: Deny("no", "alice"),
+        )
         self.assertTrue(verify_file(self.path()).ok)
 
 
@@ -113,7 +146,9 @@ class TestSignedRuns(GateCase):
         lines = self.make(approval_signer=ALICE)
         records = read_records(self.path())
         self.assertEqual(records[0]["payload"]["approval_signer"], {"name": "alice", "key_id": ALICE.key_id.hex()})
-        notes = [r["payload"]["approval"]["note"] for r in records if r["kind"] == "tool" and "approval" in r["payload"]]
+        notes = [
+            r["payload"]["approval"]["note"] for r in records if r["kind"] == "tool" and "approval" in r["payload"]
+        ]
         self.assertEqual(len(notes), 2)
         self.assertTrue(all("\u2014 alice " in note for note in notes))
         self.assertEqual(self.verdict(lines), [])
@@ -126,7 +161,10 @@ class TestSignedRuns(GateCase):
         edits = {
             "note deleted": lambda r: r["payload"]["approval"].pop("note"),
             "approval deleted": lambda r: r["payload"].pop("approval"),
-            "by changed, note deleted": lambda r: (r["payload"]["approval"].pop("note"), r["payload"]["approval"].update(by="bob")),
+            "by changed, note deleted": lambda r: (
+                r["payload"]["approval"].pop("note"),
+                r["payload"]["approval"].update(by="bob"),
+            ),
             "by changed, note kept": lambda r: r["payload"]["approval"].update(by="bob"),
         }
         for what, edit in edits.items():
@@ -150,12 +188,28 @@ class TestSignedRuns(GateCase):
 
     def test_an_approval_signer_without_gated_tools_or_not_a_signer_is_refused(self) -> None:
         from agentloop.errors import RunConfigError
+
         with self.assertRaises(RunConfigError):
-            run("x", ScriptedModel([ModelReply("a")]), [look_tool()], transcript=self.path(), max_steps=1, max_tokens=9,
-                approval_signer=ALICE)
+            run(
+                "x",
+                ScriptedModel([ModelReply("a")]),
+                [look_tool()],
+                transcript=self.path(),
+                max_steps=1,
+                max_tokens=9,
+                approval_signer=ALICE,
+            )
         with self.assertRaises(RunConfigError):
-            run("x", ScriptedModel([ModelReply("a")]), [delete_tool()], transcript=self.path(), max_steps=1, max_tokens=9,
-                approver=approve_all, approval_signer="alice")
+            run(
+                "x",
+                ScriptedModel([ModelReply("a")]),
+                [delete_tool()],
+                transcript=self.path(),
+                max_steps=1,
+                max_tokens=9,
+                approver=approve_all,
+                approval_signer="alice",
+            )
 
 
 class TestVerifyTrustCli(GateCase):
@@ -166,6 +220,7 @@ class TestVerifyTrustCli(GateCase):
         import io
 
         from agentloop.cli.main import main
+
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stderr(err):
             status = main(list(argv), out=out)
@@ -178,11 +233,15 @@ class TestVerifyTrustCli(GateCase):
         self.assertEqual(status, 0, out)
         self.assertIn("every one signed by the approval signer alice+", out)
         at = self.index(lines, "d1")
-        forged = self.write_bytes(b"".join(forge(lines, at, lambda r: r["payload"]["approval"].update(by="bob"))), "forged.jsonl")
+        forged = self.write_bytes(
+            b"".join(forge(lines, at, lambda r: r["payload"]["approval"].update(by="bob"))), "forged.jsonl"
+        )
         status, out, _ = self.cli("verify", forged, "--trust", pub)
         self.assertEqual(status, 1, out)
         self.assertIn("record %d (line %d): decision: " % (at, at + 1), out)
-        stripped = self.write_bytes(b"".join(forge(lines, at, lambda r: r["payload"]["approval"].pop("note"))), "stripped.jsonl")
+        stripped = self.write_bytes(
+            b"".join(forge(lines, at, lambda r: r["payload"]["approval"].pop("note"))), "stripped.jsonl"
+        )
         status, out, _ = self.cli("verify", stripped, "--trust", pub, "--json")
         self.assertEqual(status, 1, out)
         self.assertEqual(__import__("json").loads(out)[0]["decisions"][0]["index"], at)
@@ -198,15 +257,21 @@ class TestVerifyTrustCli(GateCase):
 class TestReplayOfGatedRuns(GateCase):
     def test_a_signed_run_with_predicate_outcomes_replays_byte_for_byte_with_recorded_tools(self) -> None:
         from agentloop.models import replay
+
         self.make(approval_signer=ALICE)
         outcome = replay(self.path(), "recorded", transcript=self.path("again.jsonl"))
         self.assertTrue(outcome.identical, outcome.difference)
 
     def test_a_replay_with_real_tools_cannot_sign_a_new_decision_and_denies_it(self) -> None:
         from agentloop.models import replay
+
         self.make(approval_signer=ALICE)
-        outcome = replay(self.path(), [look_tool(), delete_tool(), pay_tool()], transcript=self.path("again.jsonl"),
-                         approver=lambda request: Approve("replayer"))
+        outcome = replay(
+            self.path(),
+            [look_tool(), delete_tool(), pay_tool()],
+            transcript=self.path("again.jsonl"),
+            approver=lambda request: Approve("replayer"),
+        )
         records = read_records(self.path("again.jsonl"))
         member = next(r["payload"]["approval"] for r in records if r["payload"].get("id") == "d1")
         self.assertEqual((member["decision"], member["by"]), ("deny", None))
@@ -218,13 +283,23 @@ class TestReplayOfGatedRuns(GateCase):
 class TestOlderFiles(GateCase):
     def test_a_paused_file_written_before_predicate_outcomes_resumes_as_it_was(self) -> None:
         from agentloop import resume
-        run("work", calls_model(), [look_tool(), delete_tool(), pay_tool()], transcript=self.path("new.jsonl"), max_steps=4,
-            max_tokens=1000, approver=lambda request: None)  # paused at d1
+
+        run(
+            "work",
+            calls_model(),
+            [look_tool(), delete_tool(), pay_tool()],
+            transcript=self.path("new.jsonl"),
+            max_steps=4,
+            max_tokens=1000,
+            approver=lambda request: None,
+        )  # paused at d1
         lines = read_lines(self.path("new.jsonl"))
         old = forge(lines, 0, lambda r: r["payload"].pop("predicate_outcomes"))  # as an earlier agentloop wrote it
         self.write_bytes(b"".join(old), "old.jsonl")
         self.assertTrue(verify_file(self.path("old.jsonl")).ok)
-        resume(self.path("old.jsonl"), calls_model_after(), [look_tool(), delete_tool(), pay_tool()], approver=approve_all)
+        resume(
+            self.path("old.jsonl"), calls_model_after(), [look_tool(), delete_tool(), pay_tool()], approver=approve_all
+        )
         records = read_records(self.path("old.jsonl"))
         self.assertNotIn("predicate_outcomes", records[0]["payload"])
         self.assertFalse(any("gated" in r["payload"] for r in records if r["kind"] == "tool"))  # the old rules, kept
@@ -232,22 +307,40 @@ class TestOlderFiles(GateCase):
 
     def test_a_file_written_before_predicate_outcomes_replays_byte_for_byte(self) -> None:
         from agentloop.models import replay
+
         lines = self.make()
         at = self.index(lines, "p1")  # the call the predicate let through: "gated": false
-        old = forge(forge(lines, 0, lambda r: r["payload"].pop("predicate_outcomes")), at, lambda r: r["payload"].pop("gated"))
+        old = forge(
+            forge(lines, 0, lambda r: r["payload"].pop("predicate_outcomes")), at, lambda r: r["payload"].pop("gated")
+        )
         self.write_bytes(b"".join(old), "old.jsonl")
         self.assertTrue(verify_file(self.path("old.jsonl"), require_complete=True).ok)
         for tools in ("recorded", [look_tool(), delete_tool(), pay_tool()]):
-            outcome = replay(self.path("old.jsonl"), tools, transcript=self.path("again.jsonl"), overwrite=True,
-                             approver=None if tools == "recorded" else approve_all)
+            outcome = replay(
+                self.path("old.jsonl"),
+                tools,
+                transcript=self.path("again.jsonl"),
+                overwrite=True,
+                approver=None if tools == "recorded" else approve_all,
+            )
             self.assertTrue(outcome.identical, outcome.difference)
 
 
 def calls_model_after() -> Any:
     """calls_model as a stateless model: the same reply for the same turn, in another process or object."""
     from tests.support.approval_fixtures import stateless
-    return stateless(ModelReply("working", [ToolCall("look", {"path": "/a"}, "l1"), ToolCall("delete", {"path": "/a"}, "d1"),
-                                            ToolCall("pay", {"amount": 5}, "p1"), ToolCall("pay", {"amount": 500}, "p2")]))
+
+    return stateless(
+        ModelReply(
+            "working",
+            [
+                ToolCall("look", {"path": "/a"}, "l1"),
+                ToolCall("delete", {"path": "/a"}, "d1"),
+                ToolCall("pay", {"amount": 5}, "p1"),
+                ToolCall("pay", {"amount": 500}, "p2"),
+            ],
+        )
+    )
 
 
 class TestFailClosedInSignedRuns(GateCase):
@@ -257,7 +350,7 @@ class TestFailClosedInSignedRuns(GateCase):
                 raise RuntimeError("the approver's service is down")
             return Modify({"amount": 150}, "alice")
 
-        lines = self.make(approval_signer=ALICE, approver=approver)
+        self.make(approval_signer=ALICE, approver=approver)
         records = read_records(self.path())
         member = next(r["payload"]["approval"] for r in records if r["payload"].get("id") == "d1")
         self.assertEqual((member["decision"], member["by"]), ("deny", None))
@@ -270,7 +363,9 @@ class TestFailClosedInSignedRuns(GateCase):
         def hide(record: Dict[str, Any]) -> None:
             payload = record["payload"]
             payload.pop("value")
-            payload.update(ok=False, error="call denied (fail closed): x", approval={"decision": "deny", "by": None, "reason": "x"})
+            payload.update(
+                ok=False, error="call denied (fail closed): x", approval={"decision": "deny", "by": None, "reason": "x"}
+            )
 
         target = self.write_bytes(b"".join(forge(signed, at, hide)), "hidden.jsonl")
         self.assertTrue(verify_file(target).ok)

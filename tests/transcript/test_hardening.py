@@ -21,7 +21,7 @@ from unittest import mock
 from agentloop import ModelReply, RunConfigError, ScriptedModel, Tool, ToolCall, TranscriptWriter, run, verify_file
 from agentloop import messages as messages_module
 from agentloop.canonical import canonical_bytes
-from agentloop.errors import ReplayError, UnrecordableError
+from agentloop.errors import UnrecordableError
 from agentloop.models.replay import ReplayModel, replay
 from agentloop.transcript.durable import open_input
 from agentloop.transcript.format import MAX_FAULTS, MAX_LINE_BYTES
@@ -55,10 +55,12 @@ class TestNotAFile(TempDir):
         listener.bind(sock)
         self.addCleanup(os.rmdir, folder)
         self.addCleanup(os.remove, sock)
-        cases = [(self.path(""), "IsADirectoryError: it is a directory, not a regular file or a pipe"),
-                 ("/dev/zero", "OSError: it is a character device, not a regular file or a pipe"),
-                 ("/dev/urandom", "OSError: it is a character device, not a regular file or a pipe"),
-                 (sock, "OSError: No such device or address")]
+        cases = [
+            (self.path(""), "IsADirectoryError: it is a directory, not a regular file or a pipe"),
+            ("/dev/zero", "OSError: it is a character device, not a regular file or a pipe"),
+            ("/dev/urandom", "OSError: it is a character device, not a regular file or a pipe"),
+            (sock, "OSError: No such device or address"),
+        ]
         # In a child with a timeout: a reader that spins on /dev/zero fails the test instead of hanging the suite.
         program = (
             "import json, sys\n"
@@ -77,8 +79,13 @@ class TestNotAFile(TempDir):
         for path, reason in cases:
             with self.subTest(path):
                 start = time.monotonic()
-                child = subprocess.run([sys.executable, "-c", program, path], cwd=ROOT, stdout=subprocess.PIPE,
-                                       timeout=20, universal_newlines=True)
+                child = subprocess.run(
+                    [sys.executable, "-c", program, path],
+                    cwd=ROOT,
+                    stdout=subprocess.PIPE,
+                    timeout=20,
+                    universal_newlines=True,
+                )
                 faults, listed, replayed = json.loads(child.stdout)
                 self.assertEqual(faults, [["unreadable", reason]])
                 self.assertIn(listed, ("OSError", "IsADirectoryError"))
@@ -90,14 +97,21 @@ class TestNotAFile(TempDir):
         os.mkfifo(fifo)
         program = "import sys; from agentloop import verify_file; r = verify_file(sys.argv[1]); print(r.ok, r.count, [f.kind for f in r.faults])"
         # In a child with a timeout: a hang fails the test instead of hanging the suite.
-        child = subprocess.run([sys.executable, "-c", program, fifo], cwd=ROOT, stdout=subprocess.PIPE, timeout=20,
-                               universal_newlines=True)
+        child = subprocess.run(
+            [sys.executable, "-c", program, fifo], cwd=ROOT, stdout=subprocess.PIPE, timeout=20, universal_newlines=True
+        )
         self.assertEqual(child.stdout.strip(), "False 0 ['no_records']")
         run_path = self.path("run.jsonl")
         run("t", ScriptedModel([ModelReply("hi")]), [], transcript=run_path, max_steps=2, max_tokens=99)
         with open(run_path, "rb") as data:
-            child = subprocess.run([sys.executable, "-c", program, "/dev/stdin"], cwd=ROOT, stdin=data, stdout=subprocess.PIPE,
-                                   timeout=20, universal_newlines=True)
+            child = subprocess.run(
+                [sys.executable, "-c", program, "/dev/stdin"],
+                cwd=ROOT,
+                stdin=data,
+                stdout=subprocess.PIPE,
+                timeout=20,
+                universal_newlines=True,
+            )
         self.assertEqual(child.stdout.strip(), "True 3 []")
         with open_input(run_path) as handle:
             self.assertEqual(len(handle.read().splitlines()), 3)
@@ -105,9 +119,11 @@ class TestNotAFile(TempDir):
     def test_the_writer_refuses_a_device_a_fifo_and_a_directory_before_touching_them(self) -> None:
         fifo = self.path("out.fifo")
         os.mkfifo(fifo)
-        for path, reason in (("/dev/null", "it is a character device, not a regular file"),
-                             (fifo, "No such device or address"),  # no reader: ENXIO at once, never a block
-                             (self.path(""), "Is a directory")):
+        for path, reason in (
+            ("/dev/null", "it is a character device, not a regular file"),
+            (fifo, "No such device or address"),  # no reader: ENXIO at once, never a block
+            (self.path(""), "Is a directory"),
+        ):
             with self.subTest(path):
                 with self.assertRaises(OSError) as caught:
                     TranscriptWriter(path, overwrite=True)
@@ -140,16 +156,23 @@ class TestFaultFloods(TempDir):
                 valid_time, valid = self.timed(self.valid_of_size(size))
                 hostile_time, verdict = self.timed(hostile)
                 self.assertTrue(valid.ok)
-                self.assertLess(hostile_time, 3 * valid_time, "hostile %.3f s, valid %.3f s" % (hostile_time, valid_time))
+                self.assertLess(
+                    hostile_time, 3 * valid_time, "hostile %.3f s, valid %.3f s" % (hostile_time, valid_time)
+                )
                 self.assertEqual(len(verdict.faults), MAX_FAULTS + 1)
                 last = verdict.faults[-1]
                 lines = size // len(unit)
                 judged = int(re.search(r"after line (\d+);", last.detail).group(1))  # type: ignore[union-attr]
                 self.assertLessEqual(judged, MAX_FAULTS + 1)  # a {} record 0 brings two faults
-                self.assertEqual((last.kind, verdict.unexamined_lines, verdict.unexamined_bytes),
-                                 ("too_many_faults", lines - judged, size - judged * len(unit)))
-                self.assertEqual(last.detail, "more than 100 faults: stopped judging after line %d; %d more line(s) (%d bytes) not examined"
-                                 % (judged, verdict.unexamined_lines, verdict.unexamined_bytes))
+                self.assertEqual(
+                    (last.kind, verdict.unexamined_lines, verdict.unexamined_bytes),
+                    ("too_many_faults", lines - judged, size - judged * len(unit)),
+                )
+                self.assertEqual(
+                    last.detail,
+                    "more than 100 faults: stopped judging after line %d; %d more line(s) (%d bytes) not examined"
+                    % (judged, verdict.unexamined_lines, verdict.unexamined_bytes),
+                )
                 tracemalloc.start()
                 try:
                     verify_file(hostile)
@@ -177,9 +200,20 @@ class TestWriterLimit(TempDir):
     def test_a_limit_beyond_the_verifiers_line_limit_is_refused_before_the_file_is_made(self) -> None:
         with self.assertRaises(RunConfigError) as caught:
             TranscriptWriter(self.path(), max_record_bytes=MAX_LINE_BYTES + 1)
-        self.assertEqual(str(caught.exception), "max_record_bytes: 16777217 is more than 16777216, the longest line a verifier reads (MAX_LINE_BYTES)")
+        self.assertEqual(
+            str(caught.exception),
+            "max_record_bytes: 16777217 is more than 16777216, the longest line a verifier reads (MAX_LINE_BYTES)",
+        )
         with self.assertRaises(RunConfigError):
-            run("t", ScriptedModel([]), [], transcript=self.path(), max_steps=1, max_tokens=1, max_record_bytes=32 * 2**20)
+            run(
+                "t",
+                ScriptedModel([]),
+                [],
+                transcript=self.path(),
+                max_steps=1,
+                max_tokens=1,
+                max_record_bytes=32 * 2**20,
+            )
         self.assertFalse(os.path.exists(self.path()))
 
     def test_the_largest_allowed_record_verifies_and_none_means_that_limit(self) -> None:
@@ -196,7 +230,9 @@ class TestGrammar(TempDir):
     def setUp(self) -> None:
         super().setUp()
         tools = [Tool("echo", "Echo.", {"type": "object"}, lambda **kw: kw)]
-        model = ScriptedModel([ModelReply("one", [ToolCall("echo", {"a": 1}), ToolCall("echo", {"b": 2})]), ModelReply("done")])
+        model = ScriptedModel(
+            [ModelReply("one", [ToolCall("echo", {"a": 1}), ToolCall("echo", {"b": 2})]), ModelReply("done")]
+        )
         run("t", model, tools, transcript=self.path("run.jsonl"), max_steps=3, max_tokens=10**6)
         self.records = read_records(self.path("run.jsonl"))
         self.assertEqual([r["kind"] for r in self.records], ["task", "assistant", "tool", "tool", "assistant", "stop"])
@@ -216,18 +252,42 @@ class TestGrammar(TempDir):
             return records
 
         cases = [
-            (edit(5, reason="exploded"), "record 5 (line 6): bad_payload: payload.reason is \"exploded\", not one of %s"
-             % (", ".join(messages_module.STOP_REASONS),)),
+            (
+                edit(5, reason="exploded"),
+                'record 5 (line 6): bad_payload: payload.reason is "exploded", not one of %s'
+                % (", ".join(messages_module.STOP_REASONS),),
+            ),
             (edit(2, ok=None), "record 2 (line 3): bad_payload: payload has no 'ok'"),
-            (edit(5, steps=3), "record 5 (line 6): bad_payload: payload.steps is 3, but the run has 2 assistant records"),
-            (edit(4, step=3), "record 4 (line 5): bad_payload: payload.step is 3, expected 2 (one more than the assistant records before it)"),
-            (edit(1, total_tokens=99), "record 1 (line 2): bad_payload: payload.total_tokens is 99, expected 6 (the previous total 0 plus tokens 6)"),
-            (edit(3, id="call_9_9"), "record 3 (line 4): bad_payload: payload answers call \"call_9_9\" (\"echo\"), expected call \"call_1_1\" (\"echo\"), call 1 of step 1"),
+            (
+                edit(5, steps=3),
+                "record 5 (line 6): bad_payload: payload.steps is 3, but the run has 2 assistant records",
+            ),
+            (
+                edit(4, step=3),
+                "record 4 (line 5): bad_payload: payload.step is 3, expected 2 (one more than the assistant records before it)",
+            ),
+            (
+                edit(1, total_tokens=99),
+                "record 1 (line 2): bad_payload: payload.total_tokens is 99, expected 6 (the previous total 0 plus tokens 6)",
+            ),
+            (
+                edit(3, id="call_9_9"),
+                'record 3 (line 4): bad_payload: payload answers call "call_9_9" ("echo"), expected call "call_1_1" ("echo"), call 1 of step 1',
+            ),
             (edit(2, error="and a value"), "record 2 (line 3): bad_payload: payload has ok true and an 'error'"),
-            (edit(0, budgets={"max_steps": "3"}), "record 0 (line 1): bad_payload: payload.budgets.max_steps is \"3\", expected an integer >= 0"),
+            (
+                edit(0, budgets={"max_steps": "3"}),
+                'record 0 (line 1): bad_payload: payload.budgets.max_steps is "3", expected an integer >= 0',
+            ),
             (edit(1, text=5), "record 1 (line 2): bad_payload: payload.text is 5, expected a string"),
-            (self.records[:3] + self.records[4:], "record 3 (line 4): bad_payload: an assistant record while 1 call(s) of step 1 await their tool records"),
-            (self.records[:4] + self.records[3:4] + self.records[4:], "record 4 (line 5): bad_payload: a tool record with no call awaiting its result (step 1 asked for 2)"),
+            (
+                self.records[:3] + self.records[4:],
+                "record 3 (line 4): bad_payload: an assistant record while 1 call(s) of step 1 await their tool records",
+            ),
+            (
+                self.records[:4] + self.records[3:4] + self.records[4:],
+                "record 4 (line 5): bad_payload: a tool record with no call awaiting its result (step 1 asked for 2)",
+            ),
         ]
         for records, expected in cases:
             with self.subTest(expected):
@@ -246,8 +306,10 @@ class TestGrammar(TempDir):
         records = json.loads(json.dumps(self.records))
         records[1]["payload"]["something_new"] = {"x": 1}
         self.assertEqual(self.faults(records), [])
-        self.assertEqual(self.faults(records[:5], require_complete=True),
-                         ["file: incomplete: the run has no stop record: it was cut short, or is still running"])
+        self.assertEqual(
+            self.faults(records[:5], require_complete=True),
+            ["file: incomplete: the run has no stop record: it was cut short, or is still running"],
+        )
         self.assertEqual(self.faults(records[:5]), [])
 
 
@@ -257,11 +319,17 @@ class TestNoncharacters(TempDir):
             with self.subTest(hex(ord(char))):
                 with self.assertRaises(UnrecordableError) as caught:
                     canonical_bytes({"text": "a" + char})
-                self.assertEqual(str(caught.exception), "$.text: string has the noncharacter U+%04X at index 1" % (ord(char),))
+                self.assertEqual(
+                    str(caught.exception), "$.text: string has the noncharacter U+%04X at index 1" % (ord(char),)
+                )
                 with self.assertRaises(UnrecordableError):
                     canonical_bytes({char: 1})
-                body = json.dumps({"kind": "task", "payload": dict(Run.task(), task=char), "prev": "0" * 64, "seq": 0},
-                                  ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
+                body = json.dumps(
+                    {"kind": "task", "payload": dict(Run.task(), task=char), "prev": "0" * 64, "seq": 0},
+                    ensure_ascii=False,
+                    separators=(",", ":"),
+                    sort_keys=True,
+                ).encode()
                 line = b'{"hash":"' + hashlib.sha256(body).hexdigest().encode() + b'",' + body[1:] + b"\n"
                 verdict = verify_file(self.write_bytes(line))
                 self.assertEqual([f.kind for f in verdict.faults], ["unserialisable_payload"])
@@ -290,14 +358,34 @@ class TestRecordedTools(TempDir):
             calls.append("broken")
             raise RuntimeError("x" * 5000)  # its error is cut to MAX_ERROR_CHARS in the record
 
-        tools = [Tool("add", "Add.", {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-                                      "required": ["a", "b"]}, add),
-                 Tool("broken", "Fails.", {"type": "object"}, broken)]
-        model = ScriptedModel([
-            ModelReply("go", [ToolCall("add", {"a": 1, "b": 2}), ToolCall("add", {"a": "no"}), ToolCall("nope", {}), ToolCall("broken", {})]),
-            ModelReply("again", [ToolCall("add", {"a": 1, "b": 2})]),
-            ModelReply("done"),
-        ])
+        tools = [
+            Tool(
+                "add",
+                "Add.",
+                {
+                    "type": "object",
+                    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                    "required": ["a", "b"],
+                },
+                add,
+            ),
+            Tool("broken", "Fails.", {"type": "object"}, broken),
+        ]
+        model = ScriptedModel(
+            [
+                ModelReply(
+                    "go",
+                    [
+                        ToolCall("add", {"a": 1, "b": 2}),
+                        ToolCall("add", {"a": "no"}),
+                        ToolCall("nope", {}),
+                        ToolCall("broken", {}),
+                    ],
+                ),
+                ModelReply("again", [ToolCall("add", {"a": 1, "b": 2})]),
+                ModelReply("done"),
+            ]
+        )
         run("t", model, tools, transcript=self.path("original.jsonl"), max_steps=5, max_tokens=10**6)
         ran = len(calls)
         outcome = replay(self.path("original.jsonl"), "recorded", transcript=self.path("again.jsonl"))
@@ -308,14 +396,20 @@ class TestRecordedTools(TempDir):
 
     def test_a_call_that_matches_no_recorded_call_fails_and_the_replay_differs(self) -> None:
         tools = [Tool("echo", "Echo.", {"type": "object"}, lambda **kw: kw)]
-        run("t", ScriptedModel([ModelReply("go", [ToolCall("echo", {"a": 1})]), ModelReply("done")]), tools,
-            transcript=self.path("original.jsonl"), max_steps=3, max_tokens=10**6)
+        run(
+            "t",
+            ScriptedModel([ModelReply("go", [ToolCall("echo", {"a": 1})]), ModelReply("done")]),
+            tools,
+            transcript=self.path("original.jsonl"),
+            max_steps=3,
+            max_tokens=10**6,
+        )
         records = read_records(self.path("original.jsonl"))
         model = ReplayModel.from_transcript(self.path("original.jsonl"))
         stand_in = model.recorded_tools().get("echo")
         assert stand_in is not None
         self.assertEqual(stand_in.invoke({"a": 1}), records[2]["payload"]["value"])
-        with self.assertRaisesRegex(Exception, "no recorded call of \"echo\" with these arguments is left to answer"):
+        with self.assertRaisesRegex(Exception, 'no recorded call of "echo" with these arguments is left to answer'):
             stand_in.invoke({"a": 1})  # each recorded result answers once
         with self.assertRaisesRegex(Exception, "no recorded call"):
             stand_in.invoke({"a": 2})
@@ -341,8 +435,12 @@ class TestWholeFileReads(unittest.TestCase):
             long_key = os.path.join(tmp, "long.key")
             with open(long_key, "wb") as handle:
                 handle.write(b"k" * (MAX_KEY_FILE_BYTES + 1))
-            for path, why in ((fifo, "it is a pipe"), ("/dev/zero", "character device"), (tmp, "directory"),
-                              (long_key, "is larger than 1048576 bytes")):
+            for path, why in (
+                (fifo, "it is a pipe"),
+                ("/dev/zero", "character device"),
+                (tmp, "directory"),
+                (long_key, "is larger than 1048576 bytes"),
+            ):
                 with self.subTest(path=path):
                     with self.assertRaises(SigningKeyError) as caught:
                         load_key(path)
@@ -369,8 +467,15 @@ class TestRecordedBudgets(unittest.TestCase):
             run("t", ScriptedModel([ModelReply("hi")]), [], transcript=path, max_steps=3, max_tokens=100)
             with open(path, "rb") as handle:
                 records = [json.loads(line) for line in handle]
-            for member, bad in (("max_cost", [1]), ("max_cost", "1e2"), ("max_seconds", "x"), ("tell_budgets", 3),
-                                ("max_tool_calls", -1), ("tool_timeout", 0), ("prices", {"m": {"input": 3}})):
+            for member, bad in (
+                ("max_cost", [1]),
+                ("max_cost", "1e2"),
+                ("max_seconds", "x"),
+                ("tell_budgets", 3),
+                ("max_tool_calls", -1),
+                ("tool_timeout", 0),
+                ("prices", {"m": {"input": 3}}),
+            ):
                 with self.subTest(member=member, value=bad):
                     task = json.loads(json.dumps(records[0]))
                     task["payload"]["budgets"][member] = bad

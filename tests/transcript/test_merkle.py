@@ -101,8 +101,13 @@ def load(kind: str) -> List[Tuple[str, Dict[str, Any]]]:
 def run_inclusion(case: Dict[str, Any]) -> bool:
     """True when verification succeeds."""
     try:
-        verify_inclusion(case["leafIdx"], case["treeSize"], _b64(case["leafHash"]),
-                         [_b64(p) for p in case["proof"] or []], _b64(case["root"]))
+        verify_inclusion(
+            case["leafIdx"],
+            case["treeSize"],
+            _b64(case["leafHash"]),
+            [_b64(p) for p in case["proof"] or []],
+            _b64(case["root"]),
+        )
     except ProofError:
         return False
     return True
@@ -110,8 +115,13 @@ def run_inclusion(case: Dict[str, Any]) -> bool:
 
 def run_consistency(case: Dict[str, Any]) -> bool:
     try:
-        verify_consistency(case["size1"], case["size2"], _b64(case["root1"]), _b64(case["root2"]),
-                           [_b64(p) for p in case["proof"] or []])
+        verify_consistency(
+            case["size1"],
+            case["size2"],
+            _b64(case["root1"]),
+            _b64(case["root2"]),
+            [_b64(p) for p in case["proof"] or []],
+        )
     except ProofError:
         return False
     return True
@@ -142,7 +152,11 @@ class TestVectors(unittest.TestCase):
         # rule 1: a 0-byte leaf hash and root would compare equal without the length check
         self.assertFalse(run_inclusion(named[os.path.join("inclusion", "single-entry", "empty-root-and-leaf.json")]))
         # rule 2: from size 0 is an error even to size 0
-        self.assertFalse(run_consistency(named[os.path.join("consistency", "additional", "sizes-are-equal-zero-and-proof-is-empty.json")]))
+        self.assertFalse(
+            run_consistency(
+                named[os.path.join("consistency", "additional", "sizes-are-equal-zero-and-proof-is-empty.json")]
+            )
+        )
         # rule 3: equal sizes compare the roots as given (12-byte "roots" here)
         case = named[os.path.join("consistency", "additional", "sizes-are-equal-one-and-proof-is-empty.json")]
         self.assertNotEqual(len(_b64(case["root1"])), 32)
@@ -262,8 +276,8 @@ def _mutations(proof: List[bytes]) -> List[List[bytes]]:
     for i in range(len(proof)):
         flipped = bytearray(proof[i])
         flipped[i % 32] ^= 1
-        out.append(proof[:i] + [bytes(flipped)] + proof[i + 1:])
-        out.append(proof[:i] + proof[i + 1:])
+        out.append(proof[:i] + [bytes(flipped)] + proof[i + 1 :])
+        out.append(proof[:i] + proof[i + 1 :])
     out.append(proof + [hashlib.sha256(b"extra").digest()])
     out.append([hashlib.sha256(b"extra").digest()] + proof)
     if len(proof) > 1 and proof != proof[::-1]:

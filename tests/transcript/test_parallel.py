@@ -38,21 +38,45 @@ def _threads(workers: int, fork_if_alone: bool = False) -> concurrent.futures.Ex
 
 def _entries(rng: random.Random, turns: int = 14) -> List[Tuple[str, Dict[str, Any]]]:
     """A realistic run: turns of 0-3 calls (floats, non-ASCII, nesting, failures), then a stop."""
-    out: List[Tuple[str, Dict[str, Any]]] = [("task", {"format": "agentloop/1", "task": "bench é", "budgets": {
-        "max_steps": 100, "max_tokens": 10**6, "stop_sentinel": None}, "tools": [
-        {"name": "search", "description": "d", "parameters": {"type": "object"}}]})]
+    out: List[Tuple[str, Dict[str, Any]]] = [
+        (
+            "task",
+            {
+                "format": "agentloop/1",
+                "task": "bench é",
+                "budgets": {"max_steps": 100, "max_tokens": 10**6, "stop_sentinel": None},
+                "tools": [{"name": "search", "description": "d", "parameters": {"type": "object"}}],
+            },
+        )
+    ]
     total = 0
     for step in range(1, turns + 1):
         tokens = rng.randint(5, 90)
         total += tokens
-        calls = [{"id": "c%d_%d" % (step, i), "name": "search", "arguments": {"q": rng.choice(WORDS)}}
-                 for i in range(rng.randint(0 if step == turns else 1, 3))]
-        out.append(("assistant", {"step": step, "text": " ".join(rng.sample(WORDS, 3)), "tool_calls": calls,
-                                  "tokens": tokens, "total_tokens": total}))
+        calls = [
+            {"id": "c%d_%d" % (step, i), "name": "search", "arguments": {"q": rng.choice(WORDS)}}
+            for i in range(rng.randint(0 if step == turns else 1, 3))
+        ]
+        out.append(
+            (
+                "assistant",
+                {
+                    "step": step,
+                    "text": " ".join(rng.sample(WORDS, 3)),
+                    "tool_calls": calls,
+                    "tokens": tokens,
+                    "total_tokens": total,
+                },
+            )
+        )
         for call in calls:
             if rng.random() < 0.8:
-                value = {"hits": [{"t": rng.choice(WORDS), "score": rng.randrange(1, 14) / 14, "n": {"a": [1, 2.5]}}
-                                  for _ in range(rng.randint(0, 3))]}
+                value = {
+                    "hits": [
+                        {"t": rng.choice(WORDS), "score": rng.randrange(1, 14) / 14, "n": {"a": [1, 2.5]}}
+                        for _ in range(rng.randint(0, 3))
+                    ]
+                }
                 out.append(("tool", {"step": step, "id": call["id"], "name": "search", "ok": True, "value": value}))
             else:
                 out.append(("tool", {"step": step, "id": call["id"], "name": "search", "ok": False, "error": "boom é"}))
@@ -77,18 +101,18 @@ def _mutations(entries: List[Tuple[str, Dict[str, Any]]], rng: random.Random) ->
     yield "valid", valid
     for _ in range(6):
         at = rng.randrange(len(valid))
-        yield "byte %d flipped" % at, valid[:at] + bytes([valid[at] ^ 0x01]) + valid[at + 1:]
+        yield "byte %d flipped" % at, valid[:at] + bytes([valid[at] ^ 0x01]) + valid[at + 1 :]
     for j in sorted(rng.sample(range(1, len(lines)), 5)):
-        yield "line %d deleted" % j, b"".join(lines[:j] + lines[j + 1:])
-        yield "line %d twice" % j, b"".join(lines[:j + 1] + lines[j:])
-        yield "lines %d, %d swapped" % (j - 1, j), b"".join(lines[:j - 1] + [lines[j], lines[j - 1]] + lines[j + 1:])
+        yield "line %d deleted" % j, b"".join(lines[:j] + lines[j + 1 :])
+        yield "line %d twice" % j, b"".join(lines[: j + 1] + lines[j:])
+        yield "lines %d, %d swapped" % (j - 1, j), b"".join(lines[: j - 1] + [lines[j], lines[j - 1]] + lines[j + 1 :])
         yield "x line before %d" % j, b"".join(lines[:j] + [b"x\n"] + lines[j:])
         yield "[] before %d" % j, b"".join(lines[:j] + [b"[]\n"] + lines[j:])
     for j in sorted(rng.sample(range(1, len(lines)), 3)):
-        yield "line %d with a space" % j, b"".join(lines[:j] + [lines[j].replace(b",", b", ", 1)] + lines[j + 1:])
+        yield "line %d with a space" % j, b"".join(lines[:j] + [lines[j].replace(b",", b", ", 1)] + lines[j + 1 :])
         record = json.loads(lines[j])
         del record["seq"]
-        yield "line %d without seq" % j, b"".join(lines[:j] + [json.dumps(record).encode() + b"\n"] + lines[j + 1:])
+        yield "line %d without seq" % j, b"".join(lines[:j] + [json.dumps(record).encode() + b"\n"] + lines[j + 1 :])
     yield "torn tail", valid[:-7]
     yield "no record at all", b"x\n" * 9
     yield "no record, then records", b"x\n" * 9 + valid
@@ -106,7 +130,7 @@ def _mutations(entries: List[Tuple[str, Dict[str, Any]]], rng: random.Random) ->
         stopped = entries[:i] + [("stop", {"reason": "sentinel", "steps": 0, "tokens": 0, "detail": ""})] + entries[i:]
         yield "a stop before record %d (re-chained)" % i, _chained(stopped)
     for i in rng.sample(tools, 3):
-        yield "tool record %d dropped (re-chained)" % i, _chained(entries[:i] + entries[i + 1:])
+        yield "tool record %d dropped (re-chained)" % i, _chained(entries[:i] + entries[i + 1 :])
     yield "no task (re-chained)", _chained(entries[1:])
     yield "all tool records dropped (re-chained)", _chained([e for e in entries if e[0] != "tool"])
 
@@ -114,7 +138,12 @@ def _mutations(entries: List[Tuple[str, Dict[str, Any]]], rng: random.Random) ->
 def _options(data: bytes) -> List[Dict[str, Any]]:
     last = data.rstrip(b"\n").rsplit(b"\n", 1)[-1]
     head = last[9:73].decode("ascii", "replace")
-    return [{}, {"max_faults": 3}, {"max_faults": 1}, {"require_complete": True, "expect_count": 20, "expect_head": head}]
+    return [
+        {},
+        {"max_faults": 3},
+        {"max_faults": 1},
+        {"require_complete": True, "expect_count": 20, "expect_head": head},
+    ]
 
 
 class PartsOnThreads(unittest.TestCase):
@@ -136,7 +165,12 @@ class PartsOnThreads(unittest.TestCase):
             self.again += 1
             again(join, k, later)
 
-        for name, value in (("MIN_PART_BYTES", 1), ("process_pool", _threads), ("_Join.take", counted_take), ("_Join.again", counted_again)):
+        for name, value in (
+            ("MIN_PART_BYTES", 1),
+            ("process_pool", _threads),
+            ("_Join.take", counted_take),
+            ("_Join.again", counted_again),
+        ):
             owner, attribute = (parallel._Join, name[6:]) if name.startswith("_Join.") else (parallel, name)
             patcher = mock.patch.object(owner, attribute, value)
             patcher.start()
@@ -158,7 +192,11 @@ class TestOneFileAcrossWorkers(PartsOnThreads):
         for name in vectors:
             with open(name, encoding="utf-8") as handle:
                 expect = json.load(handle)
-            how = {k: v for k, v in expect["verify"].items() if k in ("expect_count", "expect_head", "require_complete", "max_faults")}
+            how = {
+                k: v
+                for k, v in expect["verify"].items()
+                if k in ("expect_count", "expect_head", "require_complete", "max_faults")
+            }
             path = os.path.join(VECTORS, expect["transcript"])
             result = self.same(path, expect["transcript"], **how)
             kinds.update(f.kind for f in result.faults)
@@ -176,9 +214,25 @@ class TestOneFileAcrossWorkers(PartsOnThreads):
                 handle.write(data)
             for options in _options(data):
                 kinds.update(f.kind for f in self.same(path, what, **options).faults)
-        self.assertGreaterEqual(kinds, {"bad_json", "bad_payload", "seq_gap", "prev_mismatch", "hash_mismatch", "not_canonical",
-                                        "unexpected_kind", "not_an_object", "too_many_faults", "count_mismatch", "head_mismatch",
-                                        "incomplete", "unknown_format", "missing_fields"})
+        self.assertGreaterEqual(
+            kinds,
+            {
+                "bad_json",
+                "bad_payload",
+                "seq_gap",
+                "prev_mismatch",
+                "hash_mismatch",
+                "not_canonical",
+                "unexpected_kind",
+                "not_an_object",
+                "too_many_faults",
+                "count_mismatch",
+                "head_mismatch",
+                "incomplete",
+                "unknown_format",
+                "missing_fields",
+            },
+        )
         self.assertGreater(self.joined, 500)
         self.assertGreater(self.again, 100)  # and parts judged again, from the true state
 

@@ -61,8 +61,12 @@ def _task(rng: random.Random) -> Dict[str, Any]:
 def _result(rng: random.Random, task: Dict[str, Any], step: int, call: Dict[str, Any]) -> Dict[str, Any]:
     payload: Dict[str, Any] = {"step": step, "id": call["id"], "name": call["name"]}
     if rng.random() < 0.8:
-        payload.update(ok=True, value={"hits": [{"t": rng.choice(WORDS), "score": rng.randrange(1, 14) / 14}
-                                                for _ in range(rng.randint(0, 3))]})
+        payload.update(
+            ok=True,
+            value={
+                "hits": [{"t": rng.choice(WORDS), "score": rng.randrange(1, 14) / 14} for _ in range(rng.randint(0, 3))]
+            },
+        )
     else:
         payload.update(ok=False, error="boom é")
     rule = task.get("approval", {}).get(call["name"])
@@ -83,10 +87,21 @@ def _entries(rng: random.Random) -> List[Entry]:
     for step in range(1, turns + 1):
         tokens = rng.randint(0, 90)
         total += tokens
-        calls = [{"id": "c%d_%d" % (step, i), "name": rng.choice(["search", "pay", "rm"]),
-                  "arguments": {"q": rng.choice(WORDS), "x": rng.random()}} for i in range(rng.randint(0, 3))]
-        turn = {"step": step, "text": " ".join(rng.sample(WORDS, 3)), "tool_calls": calls, "tokens": tokens,
-                "total_tokens": total}
+        calls = [
+            {
+                "id": "c%d_%d" % (step, i),
+                "name": rng.choice(["search", "pay", "rm"]),
+                "arguments": {"q": rng.choice(WORDS), "x": rng.random()},
+            }
+            for i in range(rng.randint(0, 3))
+        ]
+        turn = {
+            "step": step,
+            "text": " ".join(rng.sample(WORDS, 3)),
+            "tool_calls": calls,
+            "tokens": tokens,
+            "total_tokens": total,
+        }
         if rng.random() < 0.3:
             turn["usage"] = {"input_tokens": tokens, "output_tokens": 0}
         out.append(("assistant", turn))
@@ -127,8 +142,9 @@ def _regrammared(entries: List[Entry], rng: random.Random) -> List[Entry]:
         if _gate_fault(entries, rng):
             return entries
     of = {kind: [at for at, (k, _) in enumerate(entries) if k == kind] for kind in ("assistant", "tool")}
-    i = rng.choice(of["tool"] if change == 2 and of["tool"] else of["assistant"] if change in (0, 3, 7) else
-                   range(1, len(entries)))
+    i = rng.choice(
+        of["tool"] if change == 2 and of["tool"] else of["assistant"] if change in (0, 3, 7) else range(1, len(entries))
+    )
     payload = entries[i][1]
     steps = sum(k == "assistant" for k, _ in entries[:i])
     total = next((p["total_tokens"] for k, p in reversed(entries[:i]) if k == "assistant"), 0)
@@ -145,8 +161,21 @@ def _regrammared(entries: List[Entry], rng: random.Random) -> List[Entry]:
     elif change == 5:
         entries.insert(i, ("task", entries[0][1]))
     else:  # before a turn, a tool record answering no call, with the members a guess reads (the grammar ignores them)
-        entries.insert(i, ("tool", {"step": steps + 1, "id": "zz", "name": "search", "ok": True, "value": 1,
-                                    "tokens": 0, "total_tokens": total}))
+        entries.insert(
+            i,
+            (
+                "tool",
+                {
+                    "step": steps + 1,
+                    "id": "zz",
+                    "name": "search",
+                    "ok": True,
+                    "value": 1,
+                    "tokens": 0,
+                    "total_tokens": total,
+                },
+            ),
+        )
     return entries
 
 
@@ -155,7 +184,7 @@ _JUNK = [b"x\n", b"[]\n", b"{}\n", b"\n", b"1\n", b'{"hash":1}\n', b"NaN\n", b"\
 
 def _flipped(line: bytes, rng: random.Random) -> bytes:
     at = rng.randrange(len(line)) if line else 0
-    return line[:at] + bytes([line[at] ^ rng.choice([1, 2, 32])]) + line[at + 1:] if line else line
+    return line[:at] + bytes([line[at] ^ rng.choice([1, 2, 32])]) + line[at + 1 :] if line else line
 
 
 def _rehashed(line: bytes, rng: random.Random) -> bytes:
@@ -171,8 +200,13 @@ _LINE_CHANGES: List[Callable[[bytes, random.Random], List[bytes]]] = [
     lambda line, rng: [_flipped(line, rng)],
     lambda line, rng: [line.replace(b",", b", ", 1)],  # not canonical
     # looks like an assistant record to the cutter; parses as a tool record
-    lambda line, rng: [line.replace(b'"kind":"tool","payload":{', b'"kind":"assistant","payload":'
-                                    b'{"step":1,"tokens":0,"total_tokens":0},"kind":"tool","payload":{', 1)],
+    lambda line, rng: [
+        line.replace(
+            b'"kind":"tool","payload":{',
+            b'"kind":"assistant","payload":{"step":1,"tokens":0,"total_tokens":0},"kind":"tool","payload":{',
+            1,
+        )
+    ],
     lambda line, rng: [b"x" * rng.randint(300, 700) + b"\n"],  # longer than a small max_line_bytes
     lambda line, rng: [line.rstrip(b"\n")],  # two lines become one
     lambda line, rng: [line.replace(b'"seq":', b'"more":1,"seq":', 1)],  # unexpected_fields
@@ -188,7 +222,7 @@ def _broken(lines: List[bytes], rng: random.Random) -> List[bytes]:
     for _ in range(rng.randint(1, 3)):
         j, change = rng.randrange(len(lines)), rng.randrange(len(_LINE_CHANGES) + 2)
         if change < len(_LINE_CHANGES):
-            lines[j:j + 1] = _LINE_CHANGES[change](lines[j], rng)
+            lines[j : j + 1] = _LINE_CHANGES[change](lines[j], rng)
         elif change == len(_LINE_CHANGES) and j:
             lines[j - 1], lines[j] = lines[j], lines[j - 1]
         elif lines:
@@ -212,8 +246,15 @@ def _file(rng: random.Random) -> bytes:
 
 
 def _options(rng: random.Random) -> Dict[str, Any]:
-    return rng.choice([{}, {"max_faults": rng.randint(1, 4)}, {"require_complete": True}, {"max_line_bytes": 500},
-                       {"max_faults": rng.randint(1, 3), "max_line_bytes": 400, "require_complete": True}])
+    return rng.choice(
+        [
+            {},
+            {"max_faults": rng.randint(1, 4)},
+            {"require_complete": True},
+            {"max_line_bytes": 500},
+            {"max_faults": rng.randint(1, 3), "max_line_bytes": 400, "require_complete": True},
+        ]
+    )
 
 
 def _line_starts(data: bytes) -> List[int]:
@@ -251,8 +292,11 @@ class TestRandomCuts(PartsOnThreads):
             for workers in range(2, 9):
                 cuts = [0] + sorted(rng.sample(starts, min(len(starts), workers - 1)))
                 with mock.patch.object(parallel, "_cuts", lambda path, size, n: cuts):
-                    self.assertSame(verify_file(self.path, workers=workers, **options), one,
-                                    "case %d, %r, cuts %r" % (case, options, cuts))
+                    self.assertSame(
+                        verify_file(self.path, workers=workers, **options),
+                        one,
+                        "case %d, %r, cuts %r" % (case, options, cuts),
+                    )
         anchors = {"truncated", "anchor_mismatch", "unanchored_tail", "bad_signature", "anchor_malformed"}
         wanted = set(FAULT_KINDS) - anchors - {"unreadable", "count_mismatch", "head_mismatch", "no_records"}
         self.assertGreaterEqual(kinds, wanted)
@@ -268,11 +312,15 @@ class TestRandomCuts(PartsOnThreads):
             one = verify_file(self.path, **options)
             for workers in range(2, 9):
                 part = max(1, len(data) // workers - rng.randrange(0, 64))  # the file just over workers parts
-                with mock.patch.object(parallel, "MIN_PART_BYTES", part), \
-                        mock.patch.object(parallel, "SEARCH_BYTES", rng.choice([200, 1000, 1 << 20])):
+                with mock.patch.object(parallel, "MIN_PART_BYTES", part), mock.patch.object(
+                    parallel, "SEARCH_BYTES", rng.choice([200, 1000, 1 << 20])
+                ):
                     cut += len(parallel._cuts(self.path, len(data), workers)) > 1
-                    self.assertSame(verify_file(self.path, workers=workers, **options), one,
-                                    "case %d, %r, part %d" % (case, options, part))
+                    self.assertSame(
+                        verify_file(self.path, workers=workers, **options),
+                        one,
+                        "case %d, %r, part %d" % (case, options, part),
+                    )
         self.assertGreater(cut, CASES)
 
 

@@ -44,12 +44,19 @@ class TestWriter(TempDir):
         with open(self.path(), "rb") as handle:
             self.assertEqual(
                 handle.read(),
-                b'{"hash":"' + expected.encode() + b'","kind":"task","payload":{"format":"agentloop/1"},"prev":"'
-                + b"0" * 64 + b'","seq":0}\n',
+                b'{"hash":"'
+                + expected.encode()
+                + b'","kind":"task","payload":{"format":"agentloop/1"},"prev":"'
+                + b"0" * 64
+                + b'","seq":0}\n',
             )
 
     def test_a_continuing_writer_ends_where_one_writer_would(self) -> None:
-        records = [("task", {"format": "agentloop/1", "task": "t"}), ("assistant", {"text": "a"}), ("stop", {"reason": "x"})]
+        records = [
+            ("task", {"format": "agentloop/1", "task": "t"}),
+            ("assistant", {"text": "a"}),
+            ("stop", {"reason": "x"}),
+        ]
         with TranscriptWriter(self.path("whole.jsonl")) as whole:
             for kind, payload in records:
                 whole.append(kind, payload)
@@ -60,7 +67,9 @@ class TestWriter(TempDir):
                 self.write_bytes(b"".join(lines[:cut]), "part.jsonl")
                 fd = os.open(self.path("part.jsonl"), os.O_WRONLY | os.O_APPEND)
                 with TranscriptWriter.continuing(self.path("part.jsonl"), fd, lines[:cut]) as part:
-                    self.assertEqual((part.count, part.head), (cut, read_records(self.path("whole.jsonl"))[cut - 1]["hash"]))
+                    self.assertEqual(
+                        (part.count, part.head), (cut, read_records(self.path("whole.jsonl"))[cut - 1]["hash"])
+                    )
                     for kind, payload in records[cut:]:
                         part.append(kind, payload)
                     self.assertEqual(part.root, root)
@@ -270,7 +279,9 @@ class TestLimits(TempDir):
     def test_an_empty_file_holds_no_run(self) -> None:
         verdict = verify_file(self.write_bytes(b""))
         self.assertEqual((verdict.ok, verdict.count, verdict.head, verdict.complete), (False, 0, None, False))
-        self.assertEqual([str(f) for f in verdict.faults], ["file: no_records: it holds no record, so no run: the file is empty"])
+        self.assertEqual(
+            [str(f) for f in verdict.faults], ["file: no_records: it holds no record, so no run: the file is empty"]
+        )
         junk = verify_file(self.write_bytes(b"junk\n\n"))
         self.assertEqual([f.kind for f in junk.faults], ["bad_json", "bad_json", "no_records"])
         self.assertEqual(junk.faults[-1].detail, "it holds no record, so no run: none of its 2 line(s) is a record")
@@ -293,7 +304,9 @@ class TestFileFaults(TempDir):
 
     def test_a_torn_last_line_is_bad_json(self) -> None:
         faults = self.verify(self.lines[:-1] + [self.lines[-1][:-1]])
-        self.assertEqual([(f.line, f.kind, f.detail) for f in faults], [(11, "bad_json", "torn line: no terminating newline")])
+        self.assertEqual(
+            [(f.line, f.kind, f.detail) for f in faults], [(11, "bad_json", "torn line: no terminating newline")]
+        )
 
     def test_invalid_utf8_is_bad_json(self) -> None:
         broken = self.lines[2].replace(b"add", b"a\xffd")
@@ -308,7 +321,9 @@ class TestFileFaults(TempDir):
             line = self.lines[1].replace(b'"step":1', b'"step":' + token)
             self.assertNotEqual(line, self.lines[1])
             faults = self.verify(self.lines[:1] + [line] + self.lines[2:])
-            self.assertEqual([(f.index, f.line, f.kind) for f in faults[:2]], [(None, 2, "bad_json"), (1, 3, "seq_gap")])
+            self.assertEqual(
+                [(f.index, f.line, f.kind) for f in faults[:2]], [(None, 2, "bad_json"), (1, 3, "seq_gap")]
+            )
             self.assertIn("is not a JSON number", faults[0].detail)
 
     def test_a_number_beyond_the_double_range_is_an_unserialisable_payload(self) -> None:
@@ -337,8 +352,10 @@ class TestFileFaults(TempDir):
         deep = b"[" * 100_000 + b"]" * 100_000 + b"\n"
         medium = b'{"hash":"x","kind":"tool","payload":' + b"[" * 500 + b"]" * 500 + b',"prev":"y","seq":3}\n'
         faults = self.verify(self.lines[:3] + [medium, deep])
-        self.assertEqual([(f.line, f.kind) for f in faults if f.kind in ("bad_json", "unserialisable_payload")],
-                         [(4, "unserialisable_payload"), (5, "bad_json")])
+        self.assertEqual(
+            [(f.line, f.kind) for f in faults if f.kind in ("bad_json", "unserialisable_payload")],
+            [(4, "unserialisable_payload"), (5, "bad_json")],
+        )
 
     def test_a_missing_file_and_a_directory_are_unreadable(self) -> None:
         for target in (self.path("absent.jsonl"), self.dir):
@@ -363,8 +380,10 @@ class TestNeverRaises(TempDir):
         rng = random.Random(20261202)
         atoms: List[Any] = [None, True, 0, -1, 1.5, "x", [], {}, {"seq": True}, float("nan"), 2**80, {"hash": 5}]
         for _ in range(300):
-            records = [rng.choice(atoms + [dict(zip(["hash", "kind", "payload", "prev", "seq"], rng.sample(atoms, 5)))])
-                       for _ in range(rng.randint(0, 6))]
+            records = [
+                rng.choice(atoms + [dict(zip(["hash", "kind", "payload", "prev", "seq"], rng.sample(atoms, 5)))])
+                for _ in range(rng.randint(0, 6))
+            ]
             faults = verify_records(records)
             self.assertTrue(all(f.kind in FAULT_KINDS for f in faults))
         self.recover_run("seed.jsonl")
@@ -415,7 +434,7 @@ class TestVerifierHardening(TempDir):
     def test_kinds_follow_the_run_grammar(self) -> None:
         records = read_records(self.path())
         cases = [
-            (3, "banana", "kind \"banana\" is not one of task, assistant, tool, stop"),
+            (3, "banana", 'kind "banana" is not one of task, assistant, tool, stop'),
             (3, "task", "a second task record"),
         ]
         for index, kind, detail in cases:
@@ -426,7 +445,10 @@ class TestVerifierHardening(TempDir):
                 self.assertEqual([(f.index, f.detail) for f in faults], [(index, detail)])
         after = records + [rehash(dict(records[9], seq=11, prev=records[10]["hash"]))]
         faults = verify_records(after)
-        self.assertEqual([(f.index, f.kind, f.detail) for f in faults], [(11, "unexpected_kind", 'a "assistant" record after the stop record')])
+        self.assertEqual(
+            [(f.index, f.kind, f.detail) for f in faults],
+            [(11, "unexpected_kind", 'a "assistant" record after the stop record')],
+        )
 
     def test_integers_too_long_for_int_are_records_with_an_unserialisable_payload(self) -> None:
         line = self.lines[1].replace(b'"step":1', b'"step":' + b"9" * 5000)
@@ -437,7 +459,9 @@ class TestVerifierHardening(TempDir):
     def test_nesting_beyond_the_parse_depth_is_bad_json_on_every_python(self) -> None:
         deep = b'{"seq":' + b"[" * 995 + b"]" * 995 + b"}\n"
         faults = list(verify_file(self.write_bytes(b"".join(self.lines[:2] + [deep]))).faults)
-        self.assertEqual([(f.line, f.kind, f.detail) for f in faults], [(3, "bad_json", "nesting deeper than 512 levels")])
+        self.assertEqual(
+            [(f.line, f.kind, f.detail) for f in faults], [(3, "bad_json", "nesting deeper than 512 levels")]
+        )
 
     def test_an_overlong_line_is_not_read_and_later_records_still_verify(self) -> None:
         long_line = b'{"junk":"' + b"x" * 3_000_000 + b'"}\n'
@@ -458,7 +482,9 @@ class TestVerifierHardening(TempDir):
         records[0] = rehash(dict(records[0], kind="\x1b[31mRED\x07"))
         records[1]["kind"] = "\ud800"
         faults = verify_records(records)
-        self.assertEqual({f.kind for f in faults}, {"unknown_format", "unexpected_kind", "unserialisable_payload", "prev_mismatch"})
+        self.assertEqual(
+            {f.kind for f in faults}, {"unknown_format", "unexpected_kind", "unserialisable_payload", "prev_mismatch"}
+        )
         self.assertTrue(all(f.detail.isascii() and "\x1b" not in f.detail for f in faults))
         deep: Any = 0
         for _ in range(100_000):

@@ -39,7 +39,15 @@ def load_vectors() -> List[Dict[str, Any]]:
 
 def verdict_of(expect: Dict[str, Any]) -> VerifyResult:
     how = expect["verify"]
-    unknown = set(how) - {"expect_count", "expect_head", "require_complete", "max_faults", "checkpoint", "exact", "key_file"}
+    unknown = set(how) - {
+        "expect_count",
+        "expect_head",
+        "require_complete",
+        "max_faults",
+        "checkpoint",
+        "exact",
+        "key_file",
+    }
     if unknown:
         raise AssertionError("%s: unknown verify options %s" % (expect["name"], sorted(unknown)))
     path = os.path.join(HERE, expect["transcript"])

@@ -69,12 +69,15 @@ class TestPublish(TempDir):
 
     def test_a_run_that_stops_before_its_first_turn_replaces_the_old_one(self) -> None:
         run("old", lambda m, t: ModelReply("old answer"), [], transcript=self.path(), max_steps=2, max_tokens=100)
-        result = run("new", lambda m, t: ModelReply("x"), [], transcript=self.path(), max_steps=0, max_tokens=100, overwrite=True)
+        result = run(
+            "new", lambda m, t: ModelReply("x"), [], transcript=self.path(), max_steps=0, max_tokens=100, overwrite=True
+        )
         self.assertEqual((result.stop_reason, len(read_lines(self.path()))), ("step_budget", 2))
 
     def test_a_path_made_by_someone_else_meanwhile_is_never_replaced(self) -> None:
         from agentloop import TranscriptWriter
         from tests.support.runs import Run
+
         out = TranscriptWriter(self.path())
         with open(self.path(), "wb") as handle:
             handle.write(b"someone else's\n")

@@ -28,7 +28,9 @@ def echo_turns(turns: int) -> List[Any]:
 class PoolCase(LoopbackCase):
     def model(self, **transport: Any) -> OpenAIChat:
         transport.setdefault("retry", RetryPolicy(max_retries=2))
-        self.http = HttpTransport(timeout=5, sleep=self.waits.append, clock=lambda: NOW, jitter=lambda: 0.0, **transport)
+        self.http = HttpTransport(
+            timeout=5, sleep=self.waits.append, clock=lambda: NOW, jitter=lambda: 0.0, **transport
+        )
         self.addCleanup(self.http.close)
         return OpenAIChat("gpt-test", base_url=self.server.openai_url, api_key="", transport=self.http)
 
@@ -53,7 +55,14 @@ class TestKeepAlive(PoolCase):
 
     def test_without_keep_alive_each_turn_opens_its_own(self) -> None:
         self.server = self.serve(*echo_turns(100))
-        run("Echo.", self.model(keep_alive=False), some_tools("echo"), transcript=self.path(), max_steps=100, max_tokens=10**6)
+        run(
+            "Echo.",
+            self.model(keep_alive=False),
+            some_tools("echo"),
+            transcript=self.path(),
+            max_steps=100,
+            max_tokens=10**6,
+        )
         self.assertEqual((len(self.server.requests), self.server.connections), (100, 100))
         self.assertEqual(self.server.requests[0].headers["connection"], "close")
 
@@ -86,7 +95,9 @@ class TestKeepAlive(PoolCase):
             self.assertEqual(self.ask(model).text, "two")
         self.assertEqual((len(self.server.requests), self.server.connections, self.waits), (2, 2, []))
 
-    def test_a_request_sent_whole_that_gets_no_answer_is_sent_again_only_by_the_retry_policy_which_says_so(self) -> None:
+    def test_a_request_sent_whole_that_gets_no_answer_is_sent_again_only_by_the_retry_policy_which_says_so(
+        self,
+    ) -> None:
         """Step 3: the server read the request and closed the kept connection without an answer; it may
         have acted on it, so nothing is resent silently -- the retry policy decides, waits and is heard."""
         self.server = self.serve(openai_reply("one"), Canned(drop=True), openai_reply("two"))
@@ -125,7 +136,9 @@ class TestKeepAlive(PoolCase):
         self.addCleanup(http.close)
         self.ask(OpenAIChat("gpt-test", base_url=self.server.openai_url, api_key="", transport=http))
         copy = pickle.loads(pickle.dumps(http))
-        self.assertEqual((http.pool.opened, copy.pool.opened, copy.pool._kept.idle, copy.pool.keep_alive), (1, 0, {}, True))
+        self.assertEqual(
+            (http.pool.opened, copy.pool.opened, copy.pool._kept.idle, copy.pool.keep_alive), (1, 0, {}, True)
+        )
 
 
 class TestProxies(PoolCase):
@@ -143,12 +156,26 @@ class TestProxies(PoolCase):
         self.assertEqual(seen.headers["host"], "api.example.invalid")
 
     def test_where_a_url_goes(self) -> None:
-        env = {"https_proxy": "http://proxy.example:3128", "HTTPS_PROXY": "http://proxy.example:3128",
-               "no_proxy": "internal.example", "NO_PROXY": "internal.example", "http_proxy": "", "HTTP_PROXY": ""}
+        env = {
+            "https_proxy": "http://proxy.example:3128",
+            "HTTPS_PROXY": "http://proxy.example:3128",
+            "no_proxy": "internal.example",
+            "NO_PROXY": "internal.example",
+            "http_proxy": "",
+            "HTTP_PROXY": "",
+        }
         with mock.patch.dict(os.environ, env):
-            self.assertEqual(ConnectionPool.origin("https://api.openai.com/v1"), ("https", "api.openai.com", 443, "proxy.example", 3128, ""))
-            self.assertEqual(ConnectionPool.origin("https://internal.example:8443/v1"), ("https", "internal.example", 8443, "", 0, ""))
-            self.assertEqual(ConnectionPool.origin("https://127.0.0.1/v1"), ("https", "127.0.0.1", 443, "", 0, ""))  # loopback: never
+            self.assertEqual(
+                ConnectionPool.origin("https://api.openai.com/v1"),
+                ("https", "api.openai.com", 443, "proxy.example", 3128, ""),
+            )
+            self.assertEqual(
+                ConnectionPool.origin("https://internal.example:8443/v1"),
+                ("https", "internal.example", 8443, "", 0, ""),
+            )
+            self.assertEqual(
+                ConnectionPool.origin("https://127.0.0.1/v1"), ("https", "127.0.0.1", 443, "", 0, "")
+            )  # loopback: never
             self.assertEqual(ConnectionPool.origin("http://h:81/v1"), ("http", "h", 81, "", 0, ""))
 
 
@@ -178,6 +205,13 @@ class TestEdges(PoolCase):
         self.assertEqual((conn._tunnel_host, conn._tunnel_port), ("api.example.invalid", 443))  # type: ignore[attr-defined]
         self.assertEqual(conn._tunnel_headers["Proxy-Authorization"], "Basic dTpw")  # type: ignore[attr-defined]
         self.assertEqual(repr(pool), "ConnectionPool(keep_alive=True, opened=1)")
-        with mock.patch.dict(os.environ, {"https_proxy": "http://u:p@proxy.example:3128", "HTTPS_PROXY": "http://u:p@proxy.example:3128",
-                                          "no_proxy": "", "NO_PROXY": ""}):
+        with mock.patch.dict(
+            os.environ,
+            {
+                "https_proxy": "http://u:p@proxy.example:3128",
+                "HTTPS_PROXY": "http://u:p@proxy.example:3128",
+                "no_proxy": "",
+                "NO_PROXY": "",
+            },
+        ):
             self.assertEqual(ConnectionPool.origin("https://api.example.invalid/v1"), origin)

@@ -105,7 +105,7 @@ class TestVectors(unittest.TestCase):
                 with self.subTest(vector["name"], cut=cut):
                     self.assertEqual(run([data[:cut], data[cut:]]), want)
             with self.subTest(vector["name"], bytewise=True):
-                self.assertEqual(run([data[i:i + 1] for i in range(len(data))]), want)
+                self.assertEqual(run([data[i : i + 1] for i in range(len(data))]), want)
 
     def test_three_chunks_at_every_pair_of_offsets(self) -> None:
         for vector in load():
@@ -121,12 +121,29 @@ class TestVectors(unittest.TestCase):
     def test_iter_events(self) -> None:
         vector = next(v for v in load() if v["name"] == "named events")
         data = raw(vector)
-        self.assertEqual(list(iter_events(data[i:i + 3] for i in range(0, len(data), 3))), self.expected(vector)[0])
+        self.assertEqual(list(iter_events(data[i : i + 3] for i in range(0, len(data), 3))), self.expected(vector)[0])
 
 
 class TestOracle(unittest.TestCase):
-    ALPHABET = [b"data", b"id", b"event", b"retry", b"x", b"7", b":", b" ", b"\r", b"\n", b"\r\n", b"\x00",
-                b"\xef\xbb\xbf", b"\xc3", b"\xa9", b"\xff", b"foo"]
+    ALPHABET = [
+        b"data",
+        b"id",
+        b"event",
+        b"retry",
+        b"x",
+        b"7",
+        b":",
+        b" ",
+        b"\r",
+        b"\n",
+        b"\r\n",
+        b"\x00",
+        b"\xef\xbb\xbf",
+        b"\xc3",
+        b"\xa9",
+        b"\xff",
+        b"foo",
+    ]
 
     def test_random_streams_in_random_chunks(self) -> None:
         rng = random.Random(20)  # fixed: the same streams on every run
@@ -157,7 +174,7 @@ class TestApi(unittest.TestCase):
         data = ("data: " + payload + "\r\n\r\n").encode("utf-8")
         events: List[Event] = []
         for i in range(0, len(data), 7):
-            events.extend(parser.feed(data[i:i + 7]))
+            events.extend(parser.feed(data[i : i + 7]))
         self.assertEqual(events, [Event("message", payload)])
 
 
