@@ -7,7 +7,7 @@ import io
 import os
 from typing import Any, Dict, List
 
-from agentloop import ModelReply, RunConfigError, ScriptedModel, Tool, ToolCall, verify_file
+from agentloop import DuplicateToolError, ModelReply, RunConfigError, ScriptedModel, Tool, ToolCall, verify_file
 from agentloop.cli.main import main
 from agentloop.loop.final import FINAL_DESCRIPTION, FINAL_RESULT
 from agentloop.loop import run
@@ -168,6 +168,22 @@ class TestOutputSchema(TempDir):
         run(
             "t", ScriptedModel([ModelReply("ok")]), [clash], transcript=self.path(), max_steps=2, max_tokens=100
         )  # without it: a tool like any
+
+    def test_two_tools_of_one_other_name_are_a_duplicate_not_the_reserved_name(self) -> None:
+        add = Tool("add", "", {"type": "object"}, lambda: 1)
+        with self.assertRaises(DuplicateToolError) as caught:
+            run(
+                "t",
+                ScriptedModel([]),
+                [add, add],
+                transcript=self.path(),
+                max_steps=2,
+                max_tokens=100,
+                output_schema={"type": "object"},
+            )
+        self.assertNotIsInstance(caught.exception, RunConfigError)
+        self.assertEqual(str(caught.exception), "a tool named 'add' is already registered")
+        self.assertFalse(os.path.exists(self.path()))
 
 
 class TestOnRecord(TempDir):
