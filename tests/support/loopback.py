@@ -25,8 +25,10 @@ import argparse
 import hashlib
 import json
 import socket
+import sys
 import ssl
 import threading
+import traceback
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -440,6 +442,15 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, port: int, owner: "LoopbackServer") -> None:
         self.owner = owner
         super().__init__((HOST, port), _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Quiet about a connection that ended under a handler (the client left, or :meth:`LoopbackServer.stop`
+        shut it): socketserver prints those to ``sys.stderr``, which may by then be a later test's captured
+        standard error (a kept-alive connection's thread outlives its test); any other fault goes to the
+        process's own standard error."""
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        traceback.print_exc(file=sys.__stderr__)  # a fault of the stand-in itself: shown, but not as a test's output
 
 
 class _Handler(BaseHTTPRequestHandler):
