@@ -158,7 +158,8 @@ class Usage:
             )
 
     def recorded(self) -> Dict[str, int]:
-        """The assistant record's ``usage`` member: the two counts, and the cache and reasoning counts that are not 0."""
+        """The assistant record's ``usage`` member: the two counts, and the cache and reasoning counts
+        that are not 0."""
         shape = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
         if self.cache_read_tokens:
             shape["cache_read_tokens"] = self.cache_read_tokens

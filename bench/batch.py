@@ -194,7 +194,8 @@ def main() -> None:
         wall = time.perf_counter() - start
         steps = {e.steps for e in result.entries}
         print(
-            "run_many: %d runs x %s steps, %.0f ms a turn, %d threads: %.2f s; ideal %.2f s; ratio %.3fx (target <= 1.25x); all ok: %s"
+            "run_many: %d runs x %s steps, %.0f ms a turn, %d threads: %.2f s; "
+            "ideal %.2f s; ratio %.3fx (target <= 1.25x); all ok: %s"
             % (
                 args.runs,
                 "/".join(map(str, sorted(s for s in steps if s is not None))),

@@ -46,7 +46,9 @@ def echo(text: str) -> dict:
 
 class Scripted(Model):
     def generate(self, messages, stop_sequences=None, response_format=None, tools_to_call_from=None, **kwargs):
-        call = ChatMessageToolCall(id="c", type="function", function=ChatMessageToolCallFunction(name="echo", arguments={"text": "hello"}))
+        call = ChatMessageToolCall(
+            id="c", type="function", function=ChatMessageToolCallFunction(name="echo", arguments={"text": "hello"})
+        )
         return ChatMessage(role=MessageRole.ASSISTANT, content="Working on it.", tool_calls=[call])
 
 steps = int(sys.argv[1])

@@ -6,8 +6,8 @@ Over HTTP, then over HTTPS (a self-signed certificate for 127.0.0.1 made with th
 command, trusted through ``SSL_CERT_FILE``; the row is skipped, saying so, without it).
 
 The same run twice over: an ``OpenAIChat`` adapter against the repository's stand-in server
-(``tests/support/loopback.py``, HTTP/1.1 on 127.0.0.1, in a process of its own), ``--turns`` turns each asking for one ``echo``
-call and getting its result back (a fresh reply per turn, a conversation that grows), its
+(``tests/support/loopback.py``, HTTP/1.1 on 127.0.0.1, in a process of its own), ``--turns`` turns each
+asking for one ``echo`` call and getting its result back (a fresh reply per turn, a conversation that grows), its
 transcript written to disk.  Once with ``HttpTransport(keep_alive=True)`` (the default: the turns
 share one connection) and once with ``keep_alive=False`` (``Connection: close``, a new TCP
 connection per turn, what the urllib transport did before).  Reports the best of ``--repeat``
@@ -91,7 +91,8 @@ def serve(turns: int, tls: Optional[Tuple[str, str]]) -> int:
 def one_run(
     turns: int, keep_alive: bool, folder: str, tls: Optional[Tuple[str, str]] = None
 ) -> Tuple[float, float, int]:
-    """Seconds for the whole run, the run's CPU seconds (this process: the client), and the connections the server saw."""
+    """Seconds for the whole run, the run's CPU seconds (this process: the client), and the connections
+    the server saw."""
     command = [sys.executable, os.path.abspath(__file__), "--serve", str(turns)] + (
         ["--cert", tls[0], "--key", tls[1]] if tls else []
     )

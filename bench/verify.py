@@ -157,9 +157,9 @@ _PEAK = (
     "def peak():\n try:\n  return [int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')][0]\n"
     " except (OSError, IndexError):\n  import resource; return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
 )
-CHILD = (
-    _PEAK
-    + "import sys; sys.path.insert(0, sys.argv[1]); from agentloop import verify_file; r = verify_file(sys.argv[2]); print(r.ok, r.count, peak())"
+CHILD = _PEAK + (
+    "import sys; sys.path.insert(0, sys.argv[1]); from agentloop import verify_file; "
+    "r = verify_file(sys.argv[2]); print(r.ok, r.count, peak())"
 )
 #: The same child, without the verify_file call: what the interpreter and agentloop's import hold.
 IDLE = _PEAK + "import sys; sys.path.insert(0, sys.argv[1]); from agentloop import verify_file; print(True, 0, peak())"

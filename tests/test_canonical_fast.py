@@ -160,9 +160,8 @@ class TestFastPath(unittest.TestCase):
         self.assertEqual(self.check(record), (True, True))
         record["prev"] = "0" * 64  # digits in a hex string follow a letter or a quote: no integer token
         self.assertEqual(self.check(record), (True, True))
-        record["prev"] = (
-            "at:1234567890123456"  # 16 digits after ":" might be an integer beyond 2**53-1: declined, needlessly but safely
-        )
+        # 16 digits after ":" might be an integer beyond 2**53-1: declined, needlessly but safely
+        record["prev"] = "at:1234567890123456"
         self.assertEqual(self.check(record), (False, True))
         record["prev"] = (
             "v1.0, 2.0]"  # looks like a float in repr layout (1.0 for ECMAScript's 1): declined, needlessly

@@ -2,11 +2,14 @@
 
 ::
 
-    agentloop checkpoint FILE [--key-file K | --key-env VAR] [--sign KEY]... [--unsafe-pure-python-signer] [-o OUT] [--force | --overwrite]
-    agentloop verify FILE --checkpoint CKPT [--since OLD_CKPT] [--exact] [--key-file K | --key-env VAR] [--trust VKEY]... [--require NAME]...
+    agentloop checkpoint FILE [--key-file K | --key-env VAR] [--sign KEY]... [--unsafe-pure-python-signer]
+        [-o OUT] [--force | --overwrite]
+    agentloop verify FILE --checkpoint CKPT [--since OLD_CKPT] [--exact] [--key-file K | --key-env VAR]
+        [--trust VKEY]... [--require NAME]...
     agentloop prove FILE (--index I | --from M) [--size N] [-o OUT [--overwrite]]
     agentloop check-proof PROOF --checkpoint CKPT [--key-file K | --key-env VAR] [--trust VKEY]... [--require NAME]...
-    agentloop consistency OLD_CKPT NEW_CKPT --proof P [--key-file K | --key-env VAR] [--trust VKEY]... [--require NAME]...
+    agentloop consistency OLD_CKPT NEW_CKPT --proof P [--key-file K | --key-env VAR] [--trust VKEY]...
+        [--require NAME]...
     agentloop repair FILE
     agentloop report FILE --checkpoint CKPT [--key-file K | --key-env VAR] [--trust VKEY]... [--require NAME]...
 
@@ -192,7 +195,8 @@ def verify_anchored(args: argparse.Namespace, out: TextIO) -> int:
         if result.unanchored:
             emit(
                 out,
-                "note: %d record%s after the checkpoint %s not anchored by it (unanchored_tail; --exact makes this a failure)"
+                "note: %d record%s after the checkpoint %s not anchored by it "
+                "(unanchored_tail; --exact makes this a failure)"
                 % (result.unanchored, "" if result.unanchored == 1 else "s", "is" if result.unanchored == 1 else "are"),
             )
         if key is None and not trusted:

@@ -97,7 +97,10 @@ EXIT_PAUSED = 5
 #: How many unreadable answers ``--approve ask`` takes for one call before it defers.
 MAX_ASKS = 5
 _ANSWERS = ("no_tool_calls", "sentinel", "final_result")
-_HELP = "answer: a = approve, d REASON = deny, m JSON = modify (run with these arguments), t REASON = terminate the run, p = pause (defer)"
+_HELP = (
+    "answer: a = approve, d REASON = deny, m JSON = modify (run with these arguments), "
+    "t REASON = terminate the run, p = pause (defer)"
+)
 
 
 def _who() -> str:
@@ -137,7 +140,8 @@ class TerminalApprover:
         return None
 
     def _read(self, answer: str, request: ApprovalRequest) -> Tuple[bool, Optional[Decision]]:
-        """``(True, decision or None to defer)``, or ``(False, None)`` for an answer not understood (said on the prompt)."""
+        """``(True, decision or None to defer)``, or ``(False, None)`` for an answer not understood
+        (said on the prompt)."""
         word, _, rest = answer.partition(" ")
         word, rest = word.lower(), rest.strip()
         bound = request.arguments_sha256  # the answer is about the call shown, and no other

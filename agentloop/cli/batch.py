@@ -234,7 +234,8 @@ def _audit_json(manifest: str, result: AuditResult, signed: bool) -> Dict[str, A
 
 
 def verify_manifest(args: argparse.Namespace, out: TextIO) -> int:
-    """``verify FILES --manifest M [--checkpoint C] [--key-file K] [--trust VKEY]... [--require NAME]... [--workers N]``."""
+    """``verify FILES --manifest M [--checkpoint C] [--key-file K] [--trust VKEY]... [--require NAME]...
+    [--workers N]``."""
     if getattr(args, "since", None) or getattr(args, "exact", False):
         raise Refused("--manifest", "--since and --exact are for one transcript's checkpoint")
     if args.expect_count is not None or args.expect_head is not None:

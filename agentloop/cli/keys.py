@@ -237,7 +237,8 @@ def _read_state(path: str) -> "WitnessState":
 
 
 def _timestamp_arg(text: str) -> int:
-    """``--time``: C2SP tlog-cosignature's timestamp "MUST NOT exceed 2^63 - 1"; a witness's is never 0 (tlog-witness)."""
+    """``--time``: C2SP tlog-cosignature's timestamp "MUST NOT exceed 2^63 - 1"; a witness's is never 0
+    (tlog-witness)."""
     if not text.isascii() or not text.isdigit() or len(text) > 20 or not 1 <= int(text) <= 2**63 - 1:
         raise argparse.ArgumentTypeError(
             "must be seconds since the UNIX epoch (a non-negative integer), from 1 to 2**63-1"

@@ -214,6 +214,7 @@ def _run_with(args: argparse.Namespace, out: TextIO, tools: Any, signers: List[A
         transport.on_retry = lambda text: note("agentloop run: waiting to retry: %s" % (text,))
         if live is not None:
             transport.on_retry = live.before(transport.on_retry)
+
     def printed(record: Any) -> None:  # each record, live, as written
         emit(out, format_record(record))
 
@@ -332,7 +333,8 @@ def add_commands(sub: Commands) -> None:
     command = sub.add_parser(
         "run",
         epilog="exit status: 0 an answer, 1 model_error, 2 usage error (nothing run), 3 a budget stop, "
-        "4 a tool raised SystemExit or the output could not be written, 130 Ctrl-C (the transcript stays a verifiable prefix). "
+        "4 a tool raised SystemExit or the output could not be written, "
+        "130 Ctrl-C (the transcript stays a verifiable prefix). "
         "Keys: OPENAI_API_KEY / ANTHROPIC_API_KEY (required for the official endpoints only).",
     )
     command.add_argument(
@@ -380,7 +382,8 @@ def add_commands(sub: Commands) -> None:
     command.add_argument(
         "--prices",
         metavar="FILE.json",
-        help='USD per million tokens by model: {"MODEL": {"input": "3.00", "output": "15.00"}}; records each turn\'s cost',
+        help='USD per million tokens by model: {"MODEL": {"input": "3.00", "output": "15.00"}}; '
+        "records each turn's cost",
     )
     command.add_argument(
         "--max-seconds",
@@ -447,7 +450,8 @@ def add_commands(sub: Commands) -> None:
     source.add_argument(
         "--recorded-tools",
         action="store_true",
-        help="run no tool: feed back each call's recorded result (after checking its name and arguments); no side effects",
+        help="run no tool: feed back each call's recorded result (after checking its name and arguments); "
+        "no side effects",
     )
     again.add_argument(
         "-o",

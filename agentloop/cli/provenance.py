@@ -384,7 +384,8 @@ def _verify_receipt(args: argparse.Namespace, out: TextIO, verifiers: List[Ed255
 
 
 def verify_with(original: Handler, args: argparse.Namespace, out: TextIO) -> int:
-    """``verify``: ``--attestation``/``--statement``/``--receipt`` are handled here; every other use goes to ``original``."""
+    """``verify``: ``--attestation``/``--statement``/``--receipt`` are handled here; every other use goes to
+    ``original``."""
     kind = _which(args)
     if kind is None:
         return original(args, out)

@@ -160,7 +160,8 @@ class Budgets:
             spent.cost = add(spent.cost, cost)
 
     def after_turn(self, spent: Spent, calls: int) -> Optional[Stop]:
-        """The budget stop due once a turn asking for ``calls`` tool calls is recorded (its calls not yet run), or ``None``.
+        """The budget stop due once a turn asking for ``calls`` tool calls is recorded (its calls not yet run),
+        or ``None``.
 
         In order: ``token_budget``, ``cost_unknown``, ``cost_budget``, ``tool_call_budget``.
         """
@@ -218,7 +219,8 @@ def budgets_from(
     tool_timeout: object,
     tell_budgets: object,
 ) -> Budgets:
-    """Check every budget argument of :func:`agentloop.run`; raise :class:`~agentloop.errors.RunConfigError` naming the first bad one."""
+    """Check every budget argument of :func:`agentloop.run`; raise :class:`~agentloop.errors.RunConfigError`
+    naming the first bad one."""
     steps, tokens = _count(max_steps, "max_steps"), _count(max_tokens, "max_tokens")
     if stop_sentinel is not None and (not isinstance(stop_sentinel, str) or stop_sentinel == ""):
         raise RunConfigError(

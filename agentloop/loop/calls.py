@@ -198,7 +198,8 @@ def _settle(future: "asyncio.Future[Outcome]", outcome: Outcome) -> None:
 
 
 async def _within(future: "asyncio.Future[Outcome]", job: Job) -> Outcome:
-    """The outcome of ``future``, or the timeout failure once ``job.timeout`` has passed (the future cancelled, not awaited)."""
+    """The outcome of ``future``, or the timeout failure once ``job.timeout`` has passed
+    (the future cancelled, not awaited)."""
     done, _ = await asyncio.wait({future}, timeout=job.timeout)
     if not done:
         future.cancel()
@@ -313,7 +314,8 @@ class AsyncRunner:
         return await asyncio.get_running_loop().run_in_executor(None, model, messages, manifest)
 
     async def decide(self, approver: Any, request: Any) -> Any:
-        """The approver's answer: awaited when it is ``async def``, else asked on a thread (it may wait for a person)."""
+        """The approver's answer: awaited when it is ``async def``, else asked on a thread
+        (it may wait for a person)."""
         if approver is None:
             return None
         if is_async_callable(approver):

@@ -84,7 +84,8 @@ def amount_text(value: Decimal) -> str:
 
 
 def price_table(prices: object) -> Prices:
-    """Check a price table (see the module docstring); raise :class:`~agentloop.errors.RunConfigError` naming the entry."""
+    """Check a price table (see the module docstring); raise :class:`~agentloop.errors.RunConfigError`
+    naming the entry."""
     if not isinstance(prices, Mapping) or not prices:
         raise RunConfigError(
             "prices", 'must be a non-empty dict {model name: {"input": ..., "output": ...}}, got %s' % (shown(prices),)

@@ -389,7 +389,8 @@ def _unfinished(path: str, anchor: Optional[PathLike], key: Optional[bytes], tru
 
 
 def _check_decisions(r: Any, plan: TurnPlan, pending: Pending, given: Dict[str, Any], rerun_unrecorded: bool) -> None:
-    """Step 4 of :func:`resume`: each decision names a pending gated call with its arguments; the first pending call is gated."""
+    """Step 4 of :func:`resume`: each decision names a pending gated call with its arguments;
+    the first pending call is gated."""
     gated: Dict[str, str] = {}
     first_gated: Optional[bool] = None
     for item in pending.calls:

@@ -88,7 +88,8 @@ class Notification:
 
 @dataclass(frozen=True)
 class Response:
-    """A response: ``result`` (an object) or ``error``; ``id`` is ``None`` only for an error about an unreadable request."""
+    """A response: ``result`` (an object) or ``error``; ``id`` is ``None`` only for an error about an
+    unreadable request."""
 
     id: Optional[RequestId]
     result: Optional[Dict[str, Any]] = None

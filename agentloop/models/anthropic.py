@@ -207,7 +207,8 @@ class AnthropicMessages(Adapter):
         return join_url(self.base_url, "/v1/messages")
 
     def model_info(self) -> Dict[str, Any]:
-        """What the task record says about this model: provider, model, host, ``params`` (with ``max_tokens``), ``system``."""
+        """What the task record says about this model: provider, model, host, ``params`` (with ``max_tokens``),
+        ``system``."""
         info: Dict[str, Any] = {
             "provider": self.provider,
             "model": self.model,
@@ -257,7 +258,8 @@ class AnthropicMessages(Adapter):
 
 
 def _thinking(value: object, max_tokens: int) -> Dict[str, Any]:
-    """The ``thinking`` body parameter, checked: ``enabled`` needs ``budget_tokens`` from 1024 and below ``max_tokens``."""
+    """The ``thinking`` body parameter, checked: ``enabled`` needs ``budget_tokens`` from 1024
+    and below ``max_tokens``."""
     if not isinstance(value, Mapping) or not isinstance(value.get("type"), str):
         raise ModelConfigError("thinking", 'must be a mapping like {"type": "enabled", "budget_tokens": 2048}')
     if value["type"] == "enabled":

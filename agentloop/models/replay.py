@@ -499,8 +499,8 @@ class ReplayModel:
                     found = next((i for i, (n, a, _) in enumerate(pending) if n == name and a == key), None)
                     if found is None:
                         raise ToolFailure(
-                            "replay with recorded tools: no recorded call of %s with these arguments is left to answer: %s"
-                            % (json.dumps(name), _shown(arguments))
+                            "replay with recorded tools: no recorded call of %s with these arguments "
+                            "is left to answer: %s" % (json.dumps(name), _shown(arguments))
                         )
                     payload = pending.pop(found)[2]
                 if payload.get("ok") is True:

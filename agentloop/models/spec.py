@@ -1,4 +1,5 @@
-"""Model references: ``openai:MODEL``, ``openai-responses:MODEL``, ``anthropic:MODEL``, a base URL, or ``MODULE:FACTORY``.
+"""Model references: ``openai:MODEL``, ``openai-responses:MODEL``, ``anthropic:MODEL``, a base URL,
+or ``MODULE:FACTORY``.
 
 Shared by the command line (``agentloop run``, ``agentloop batch``) and
 :func:`agentloop.batch.run_many`, whose workers resolve the reference
@@ -120,8 +121,8 @@ def model_from_spec(
     if not sep or not name or provider not in _PROVIDERS:
         raise RunConfigError(
             "--model",
-            "must be openai:MODEL, openai-responses:MODEL, anthropic:MODEL, an http(s):// base URL or MODULE:FACTORY, got %s"
-            % (json.dumps(spec),),
+            "must be openai:MODEL, openai-responses:MODEL, anthropic:MODEL, an http(s):// base URL or MODULE:FACTORY, "
+            "got %s" % (json.dumps(spec),),
         )
     if model_name is not None:
         raise RunConfigError("--model-name", "only goes with a URL --model")

@@ -35,16 +35,20 @@ _PAGE_HEAD = (
 
 _CSS = """\
 :root{color-scheme:light dark;--ok:#1a7f37;--bad:#cf222e;--warn:#9a6700;--mute:#59636e;--bg2:#f6f8fa;--line:#d0d7de}
-@media (prefers-color-scheme:dark){:root{--ok:#3fb950;--bad:#ff7b72;--warn:#d29922;--mute:#9198a1;--bg2:#161b22;--line:#3d444d}}
+@media (prefers-color-scheme:dark){
+:root{--ok:#3fb950;--bad:#ff7b72;--warn:#d29922;--mute:#9198a1;--bg2:#161b22;--line:#3d444d}
+}
 body{font:15px/1.45 system-ui,sans-serif;max-width:74rem;margin:0 auto;padding:1rem 1.5rem}
 h1{font-size:1.4rem;margin:.2rem 0}h2{font-size:1.2rem;margin:1.4rem 0 .5rem;border-bottom:1px solid var(--line)}
 h3{font-size:1rem;font-weight:400;display:inline;margin:0}h4{font-size:.95rem;margin:0 0 .3rem}
 pre,code{font:13px/1.4 ui-monospace,monospace}
-pre{white-space:pre-wrap;overflow-wrap:anywhere;background:var(--bg2);padding:.4rem .6rem;margin:.3rem 0;border-radius:4px}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;background:var(--bg2);
+padding:.4rem .6rem;margin:.3rem 0;border-radius:4px}
 .verdict{font-size:1.15rem;padding:.5rem .8rem;border-left:6px solid;border-radius:4px}
 .good{color:var(--ok)}.bad{color:var(--bad)}.warn{color:var(--warn)}.mute{color:var(--mute)}
 .verdict.good{border-color:var(--ok)}.verdict.bad{border-color:var(--bad)}
-dl.summary,dl.kv{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.25rem 1rem;margin:.3rem 0}dt{font-weight:600}dd{margin:0}
+dl.summary,dl.kv{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.25rem 1rem;margin:.3rem 0}
+dt{font-weight:600}dd{margin:0}
 meter{width:14rem;height:1.1rem;vertical-align:middle}
 details.turn{border:1px solid var(--line);border-radius:6px;margin:.5rem 0;padding:.3rem .7rem}
 details.turn.fault{border:2px solid var(--bad)}

@@ -404,13 +404,14 @@ def _verdict(path: str, result: VerifyResult, summary: _Summary, checkpoint: Opt
     parts = ['<section aria-labelledby="verdict"><h2 id="verdict">Verdict</h2>']
     if result.ok:
         parts.append(
-            '<p class="verdict good"><strong>✓ VERIFIED</strong>: %d records, every hash and chain link intact; head %s</p>'
-            % (result.count, _short_hash(result.head))
+            '<p class="verdict good"><strong>✓ VERIFIED</strong>: %d records, every hash and chain link intact; '
+            "head %s</p>" % (result.count, _short_hash(result.head))
         )
     else:
         first = result.faults[0]
         parts.append(
-            '<p class="verdict bad"><strong>✗ NOT VERIFIED</strong>: %d fault%s; the first at %s: <strong>%s</strong>: %s</p>'
+            '<p class="verdict bad"><strong>✗ NOT VERIFIED</strong>: %d fault%s; '
+            "the first at %s: <strong>%s</strong>: %s</p>"
             % (
                 len(result.faults),
                 "" if len(result.faults) == 1 else "s",

@@ -7,14 +7,18 @@ asserts formats must not silently pass one it does not know).
 
 | name | grammar followed |
 | --- | --- |
-| ``date-time`` | RFC 3339 section 5.6 ``date-time``; ``T``/``Z`` in either case; second 60 only where the UTC time is 23:59 |
+| ``date-time`` | RFC 3339 section 5.6 ``date-time`` (below) |
 | ``date`` | RFC 3339 ``full-date``, with the real number of days in the month |
 | ``time`` | RFC 3339 ``full-time`` (the offset is required) |
-| ``email`` | RFC 5321 section 4.1.2 ``Mailbox``: dot-string or quoted-string local part (at most 64 octets), a domain name or an address literal (IPv4 or ``IPv6:``) |
+| ``email`` | RFC 5321 section 4.1.2 ``Mailbox`` (below) |
 | ``uuid`` | RFC 9562 (formerly 4122) string form: 8-4-4-4-12 hex digits, any version |
 | ``ipv4`` | RFC 2673 section 3.2 dotted-quad: four decimal octets 0-255, no leading zeros |
 | ``ipv6`` | RFC 4291 section 2.2 text forms (``::`` compression, a dotted-quad tail), no zone, ASCII only |
 | ``uri`` | RFC 3986 section 3 ``URI`` (absolute, with a scheme; percent-escapes well formed) |
+
+``date-time`` takes ``T``/``Z`` in either case, and a second 60 only where the UTC time is 23:59.
+``email`` takes a dot-string or quoted-string local part (at most 64 octets), and a domain name or an
+address literal (IPv4 or ``IPv6:``).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ walk over the same type information, so they cannot disagree.
 | ``float`` | ``{"type": "number"}`` | ``2`` -> ``2.0`` |
 | ``str``, ``bool``, ``None`` | ``string``, ``boolean``, ``null`` | as is |
 | ``Any`` | ``{}`` | as is |
-| ``Optional[T]``, ``Union[...]``, ``X | Y`` | ``{"type": [...]}`` when every member is a bare type, else ``anyOf`` | the first member whose schema accepts the value |
+| ``Optional[T]``, ``Union[...]``, ``X | Y`` | ``{"type": [...]}`` or ``anyOf`` | the first member that fits (below) |
 | ``List[T]``, ``list[T]`` | ``{"type": "array", "items": T}`` | a list |
 | ``Tuple[A, B]`` | ``prefixItems`` with ``items: false`` and ``minItems`` | a tuple |
 | ``Tuple[T, ...]`` | ``{"type": "array", "items": T}`` | a tuple |
@@ -20,6 +20,9 @@ walk over the same type information, so they cannot disagree.
 | ``Enum`` subclass | ``{"enum": [values]}`` | the member |
 | ``TypedDict`` | an object with ``required`` from its totality | a dict |
 | dataclass | an object with ``required`` for fields without defaults | an instance |
+
+A union's schema is ``{"type": [...]}`` when every member is a bare type, else ``anyOf``; a value
+converts to the first member whose schema accepts it.
 
 Objects built from a dataclass or ``TypedDict`` (and the parameters object)
 have ``additionalProperties: false``.  A parameter or field with a default is

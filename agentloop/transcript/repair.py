@@ -125,8 +125,8 @@ def repair(path: PathLike) -> RepairResult:
         if offset == 0:
             raise RepairRefusedError(
                 name,
-                "it holds no complete record: its one line of %d bytes is torn, and cutting it would leave an empty file"
-                % (size,),
+                "it holds no complete record: its one line of %d bytes is torn, "
+                "and cutting it would leave an empty file" % (size,),
             )
         if others:
             raise RepairRefusedError(name, "it has a fault besides its torn last line: %s" % (others[0],))

@@ -101,7 +101,8 @@ def iter_file(
                 if not room:
                     lines, size = _count_rest(handle, None)
                     detail = (
-                        "more than %d lines that are not records: stopped after line %d; %d more line(s) (%d bytes) not read"
+                        "more than %d lines that are not records: stopped after line %d; "
+                        "%d more line(s) (%d bytes) not read"
                         % (max_faults or 0, number - 1, lines + 1, size + len(raw))
                     )
                     yield 0, None, Fault(None, None, "too_many_faults", detail)

@@ -253,7 +253,8 @@ class TranscriptWriter:
         ``key`` is an HMAC key (bytes); ``signer`` one note signer
         (:class:`~agentloop.signing.Ed25519Signer`, ...) or a list of them:
         :func:`~agentloop.transcript.checkpoint.sign_checkpoint`.  Raises
-        :class:`~agentloop.errors.TranscriptEmptyError` (a ``ValueError``) before the first record (record 0 names the run).
+        :class:`~agentloop.errors.TranscriptEmptyError` (a ``ValueError``) before the first record
+        (record 0 names the run).
         """
         if not self._seq:
             raise TranscriptEmptyError(self.path)

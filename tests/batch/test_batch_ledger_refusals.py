@@ -67,7 +67,8 @@ class TestLedgerLines(LedgerCase):
             ),
             (
                 {"reason": "tired", "name": "a", "origin": origin, "status": "rejected"},
-                "reason must be one of missing, does_not_verify, incomplete, wrong_task_record, changed_while_checked, bad_reply",
+                "reason must be one of missing, does_not_verify, incomplete, wrong_task_record, "
+                "changed_while_checked, bad_reply",
             ),
         ]
         for value, reason in cases:

@@ -18,7 +18,8 @@ class TestRunSpecFields(unittest.TestCase):
             'RunSpec("a").task: must be a str, got int': dict(task=1),
             'RunSpec("a").stop_sentinel: must be None or a str, got 3': dict(stop_sentinel=3),
             'RunSpec("a").options: must be a dict, got list': dict(options=[1]),
-            # the place is said once (it was said twice: 'RunSpec("a").options: RunSpec("a").options.max_record_bytes: ...')
+            # the place is said once (it was said twice:
+            # 'RunSpec("a").options: RunSpec("a").options.max_record_bytes: ...')
             'RunSpec("a").options.max_record_bytes: nan is not a JSON number': dict(
                 options={"max_record_bytes": float("nan")}
             ),
@@ -39,7 +40,8 @@ class TestRunSpecFields(unittest.TestCase):
 class TestTasksFile(TempDir):
     def test_blank_lines_are_skipped_and_specs_kept_in_order(self) -> None:
         path = self.write_bytes(
-            b'\n{"name":"x","task":"t","max_steps":1,"max_tokens":2}\n  \n{"name":"y","task":"u","max_steps":3,"max_tokens":4}\n',
+            b'\n{"name":"x","task":"t","max_steps":1,"max_tokens":2}\n'
+            b'  \n{"name":"y","task":"u","max_steps":3,"max_tokens":4}\n',
             "tasks.jsonl",
         )
         self.assertEqual(read_specs(path), [RunSpec("x", "t", 1, 2), RunSpec("y", "u", 3, 4)])

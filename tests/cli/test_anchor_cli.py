@@ -99,7 +99,8 @@ class TestVerifyCheckpoint(AnchorCliCase):
         status, out, _ = self.cli("verify", self.path(), "--checkpoint", older)
         self.assertEqual(status, 0)
         self.assertIn(
-            "note: 4 records after the checkpoint are not anchored by it (unanchored_tail; --exact makes this a failure)",
+            "note: 4 records after the checkpoint are not anchored by it "
+            "(unanchored_tail; --exact makes this a failure)",
             out,
         )
         status, out, _ = self.cli("verify", self.path(), "--checkpoint", older, "--exact")

@@ -73,7 +73,8 @@ class TestSignOption(BatchEdges):
         self.assertEqual(
             err,
             "agentloop batch: error: --sign: signing with an Ed25519 key needs the 'cryptography' package "
-            "(pip install agentloop[sign]); --unsafe-pure-python-signer signs with the slow pure-Python signer instead\n",
+            "(pip install agentloop[sign]); "
+            "--unsafe-pure-python-signer signs with the slow pure-Python signer instead\n",
         )
         status, out, err = self.batch("--sign", self.path("ledger.key"), "--unsafe-pure-python-signer")
         self.assertEqual((status, err), (0, ""), out)

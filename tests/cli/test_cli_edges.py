@@ -168,7 +168,8 @@ class TestVerifyOptions(CliCase):
         self.assertEqual((status, out), (2, ""))
         self.assertEqual(
             err,
-            "agentloop verify: error: --workers: is for a transcript's chain or --manifest; a checkpoint is checked in one pass\n",
+            "agentloop verify: error: --workers: is for a transcript's chain or --manifest; "
+            "a checkpoint is checked in one pass\n",
         )
 
     def test_workers_with_one_transcript_give_its_verdict(self) -> None:

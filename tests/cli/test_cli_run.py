@@ -188,7 +188,8 @@ class TestModelReferences(RunCase):
         self.assertEqual(status, 2)
         self.assertEqual(
             err,
-            "agentloop run: error: --model: a MODULE:FACTORY model takes no model options (--base-url, --system, ...)\n",
+            "agentloop run: error: --model: a MODULE:FACTORY model takes no model options "
+            "(--base-url, --system, ...)\n",
         )
 
     def test_options_that_do_not_go_with_the_model(self) -> None:
@@ -204,11 +205,13 @@ class TestModelReferences(RunCase):
             ),
             (
                 ("--model", "gpt-4"),
-                '--model: must be openai:MODEL, openai-responses:MODEL, anthropic:MODEL, an http(s):// base URL or MODULE:FACTORY, got "gpt-4"',
+                "--model: must be openai:MODEL, openai-responses:MODEL, anthropic:MODEL, "
+                'an http(s):// base URL or MODULE:FACTORY, got "gpt-4"',
             ),
             (
                 ("--model", "openai:"),
-                '--model: must be openai:MODEL, openai-responses:MODEL, anthropic:MODEL, an http(s):// base URL or MODULE:FACTORY, got "openai:"',
+                "--model: must be openai:MODEL, openai-responses:MODEL, anthropic:MODEL, "
+                'an http(s):// base URL or MODULE:FACTORY, got "openai:"',
             ),
         ]:
             with self.subTest(argv):

@@ -73,7 +73,9 @@ def _shout(text):
 tools = ToolRegistry([
     Tool("bye", "Exit the process.", EMPTY, _bye),
     Tool("interrupt", "Raise KeyboardInterrupt.", EMPTY, _interrupt),
-    Tool("shout", "Echo.", {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}, _shout),
+    Tool(
+        "shout", "Echo.", {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}, _shout
+    ),
 ])
 """
 
@@ -388,7 +390,8 @@ class TestNoTraceback(HostileCase):
         self.assert_clean(
             (proc.returncode, self.text(out), self.text(err)),
             130,
-            "agentloop run: error: interrupted (Ctrl-C); t.jsonl holds 1 record, a verifiable prefix without a stop record",
+            "agentloop run: error: interrupted (Ctrl-C); t.jsonl holds 1 record, "
+            "a verifiable prefix without a stop record",
         )
         self.assertTrue(verify_file(self.path()).ok)
 

@@ -1,4 +1,5 @@
-"""The command line of public keys, as real processes: keygen, checkpoint --sign, --trust/--require, cosign, witness-request.
+"""The command line of public keys, as real processes: keygen, checkpoint --sign, --trust/--require, cosign,
+witness-request.
 
 Every command runs in a subprocess (``python -m agentloop``) and must
 never print a traceback.  Signing goes through ``--unsafe-pure-python-signer``
@@ -99,9 +100,9 @@ class TestKeygen(KeysCase):
         self.assertEqual((status, out), (2, ""))
         self.assertEqual(
             err,
-            "agentloop keygen: error: no signer: signing needs the 'cryptography' package (pip install agentloop[sign]), "
-            "which is constant-time, and it is not installed; --unsafe-pure-python-signer signs with the slow "
-            "pure-Python signer, which is not side-channel safe\n",
+            "agentloop keygen: error: no signer: signing needs the 'cryptography' package "
+            "(pip install agentloop[sign]), which is constant-time, and it is not installed; "
+            "--unsafe-pure-python-signer signs with the slow pure-Python signer, which is not side-channel safe\n",
         )
         self.assertEqual(os.listdir(self.dir), [])
         self.ok("keygen", "k", UNSAFE)
@@ -348,7 +349,8 @@ class TestWitness(SignedRun):
         status, out, _ = self.cli("cosign", "fork.checkpoint", "--transcript", "fork.jsonl", *witness)
         self.assertEqual(status, 1)
         self.assertIn(
-            "fork.checkpoint: FAILED: not consistent with the 6 records this witness cosigned before: the proof starts from",
+            "fork.checkpoint: FAILED: not consistent with the 6 records this witness cosigned before: "
+            "the proof starts from",
             out,
         )
         self.assertEqual(self.read("w.state"), state)

@@ -1,4 +1,5 @@
-"""Effects that happen once across SIGKILL and ``resume --rerun-unrecorded`` (issue 19): the tool, the model, the harness.
+"""Effects that happen once across SIGKILL and ``resume --rerun-unrecorded`` (issue 19): the tool, the model,
+the harness.
 
 The tool, ``pay``, is the idempotent pattern of docs/tools.md ("Effects that
 happen once"): it writes its payment into a SQLite table whose ``key`` column
@@ -45,7 +46,8 @@ from agentloop import CallContext, ModelReply, ToolCall, ToolRegistry, call_key,
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS payments (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, step INTEGER, amount INTEGER)",
+    "CREATE TABLE IF NOT EXISTS payments "
+    "(id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, step INTEGER, amount INTEGER)",
     "CREATE TABLE IF NOT EXISTS attempts (key TEXT NOT NULL, step INTEGER)",
 )
 

@@ -225,7 +225,10 @@ class TestToolFailuresAreData(TempDir):
             [p["error"] for p in self.tool_records()],
             [
                 "tool 'nan' returned an unrecordable result: $: nan is not a JSON number",
-                "tool 'big' returned an unrecordable result: $: integer 1208925819614629174706176 is outside the I-JSON range +/-(2**53-1)",
+                (
+                    "tool 'big' returned an unrecordable result: $: integer 1208925819614629174706176 "
+                    "is outside the I-JSON range +/-(2**53-1)"
+                ),
                 "tool 'tuple' returned an unrecordable result: $: a tuple is not a JSON value",
                 "tool 'surrogate' returned an unrecordable result: $: string has a lone surrogate U+DC80 at index 0",
                 "tool 'integral' returned an unrecordable result: $.n: number 1e+17 is written as the integer "
@@ -262,7 +265,10 @@ class TestToolFailuresAreData(TempDir):
             errors[:2],
             [
                 "unrecordable arguments: $.add.a: nan is not a JSON number",
-                "unrecordable arguments: $.add.a: integer 1208925819614629174706176 is outside the I-JSON range +/-(2**53-1)",
+                (
+                    "unrecordable arguments: $.add.a: integer 1208925819614629174706176 "
+                    "is outside the I-JSON range +/-(2**53-1)"
+                ),
             ],
         )
         self.assertTrue(errors[2].startswith("unrecordable arguments: $.echo.text"))
@@ -328,8 +334,14 @@ class TestToolFailuresAreData(TempDir):
         self.assertEqual(
             [p["error"] for p in self.tool_records()],
             [
-                "unrecordable arguments: $.huge.a: integer of about 5001 digits is outside the I-JSON range +/-(2**53-1)",
-                "tool 'huge' returned an unrecordable result: $: integer of about 5001 digits is outside the I-JSON range +/-(2**53-1)",
+                (
+                    "unrecordable arguments: $.huge.a: integer of about 5001 digits "
+                    "is outside the I-JSON range +/-(2**53-1)"
+                ),
+                (
+                    "tool 'huge' returned an unrecordable result: $: integer of about 5001 digits "
+                    "is outside the I-JSON range +/-(2**53-1)"
+                ),
             ],
         )
         self.assertTrue(verify_file(self.path()).ok)
@@ -390,7 +402,8 @@ class TestToolFailuresAreData(TempDir):
         result = run("t", script, [big], transcript=self.path(), max_steps=5, max_tokens=10**7)
         self.assertEqual(
             self.tool_records()[0]["error"],
-            "tool 'big' returned an unrecordable result: $: a tool record of 2000243 bytes exceeds max_record_bytes 1048576",
+            "tool 'big' returned an unrecordable result: $: "
+            "a tool record of 2000243 bytes exceeds max_record_bytes 1048576",
         )
         self.assertEqual((result.stop_reason, result.steps), ("model_error", 1))
         self.assertEqual(

@@ -254,9 +254,18 @@ class TestTellBudgets(Base):
         self.assertEqual(
             seen,
             [
-                "[agentloop] Budget left: 3 of 3 steps, 6000 of 6000 tokens, 5 of 5 tool calls, 1 of 1 USD, 60.0 of 60 seconds.",
-                "[agentloop] Budget left: 2 of 3 steps, 4000 of 6000 tokens, 4 of 5 tool calls, 0.999625 of 1 USD, 58.8 of 60 seconds.",
-                "[agentloop] Budget left: 1 of 3 steps, 2000 of 6000 tokens, 3 of 5 tool calls, 0.99925 of 1 USD, 57.5 of 60 seconds.",
+                (
+                    "[agentloop] Budget left: 3 of 3 steps, 6000 of 6000 tokens, "
+                    "5 of 5 tool calls, 1 of 1 USD, 60.0 of 60 seconds."
+                ),
+                (
+                    "[agentloop] Budget left: 2 of 3 steps, 4000 of 6000 tokens, "
+                    "4 of 5 tool calls, 0.999625 of 1 USD, 58.8 of 60 seconds."
+                ),
+                (
+                    "[agentloop] Budget left: 1 of 3 steps, 2000 of 6000 tokens, "
+                    "3 of 5 tool calls, 0.99925 of 1 USD, 57.5 of 60 seconds."
+                ),
             ],
         )
         self.assertIs(self.records()[0]["payload"]["budgets"]["tell_budgets"], True)

@@ -1,4 +1,5 @@
-"""What the loop gained for real models: reported usage, unreadable arguments, and the model's name in the task record."""
+"""What the loop gained for real models: reported usage, unreadable arguments, and the model's name in the task
+record."""
 
 from __future__ import annotations
 

@@ -36,7 +36,10 @@ from tests.support.mcp_server import LONG_NAME, PICK, TOOLS, serve_http
 SERVER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support", "mcp_server.py")
 # The server tools in server order, minus the two every client refuses.
 LISTED = [t["name"] for t in TOOLS if t["name"] not in ("deps", "research")]
-DEPS_REASON = "inputSchema at /: draft-07 dependencies (2020-12 splits it into dependentRequired and dependentSchemas) means something else in 2020-12"
+DEPS_REASON = (
+    "inputSchema at /: draft-07 dependencies (2020-12 splits it into dependentRequired and dependentSchemas) "
+    "means something else in 2020-12"
+)
 TASK_REASON = 'execution.taskSupport is "required": the tool must be called as a task, which agentloop does not do'
 REFUSED = [{"name": "deps", "reason": DEPS_REASON}, {"name": "research", "reason": TASK_REASON}]
 
@@ -165,7 +168,8 @@ class TestSchemaPolicy(unittest.TestCase):
         cases = [
             (
                 {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object"},
-                "inputSchema: $schema 'http://json-schema.org/draft-04/schema#' is not a dialect agentloop imports (2020-12, draft-07)",
+                "inputSchema: $schema 'http://json-schema.org/draft-04/schema#' "
+                "is not a dialect agentloop imports (2020-12, draft-07)",
             ),
             (TOOLS[[t["name"] for t in TOOLS].index("deps")]["inputSchema"], DEPS_REASON),
             (
@@ -174,7 +178,8 @@ class TestSchemaPolicy(unittest.TestCase):
             ),
             (
                 {"$schema": mcp_server.PICK["$schema"], "type": "object", "unevaluatedProperties": False},
-                "inputSchema at /: unevaluatedProperties is not a draft-07 keyword (draft-07 ignores it, 2020-12 applies it)",
+                "inputSchema at /: unevaluatedProperties is not a draft-07 keyword "
+                "(draft-07 ignores it, 2020-12 applies it)",
             ),
             (
                 {"$schema": mcp_server.PICK["$schema"], "properties": {"a": {"$ref": "#/definitions/A", "minimum": 1}}},

@@ -88,7 +88,8 @@ class TestThinking(ThinkingCase):
             self.assertEqual(caught.exception.status, 400)
 
     def test_a_blank_text_block_the_api_sent_is_not_sent_back(self) -> None:
-        """The API answers with empty text blocks (before a tool_use, or streamed with no text) and refuses them back."""
+        """The API answers with empty text blocks (before a tool_use, or streamed with no text)
+        and refuses them back."""
         reply = anthropic_reply("", [("t1", "add", {"a": 40, "b": 2})], thinking="Add them.")
         reply["content"].insert(2, {"type": "text", "text": " \n"})
         self.server = self.serve(reply)  # then the stand-in's own answer, which refuses a blank text block

@@ -237,8 +237,9 @@ class TestFailures(AnthropicCase):
         self.assertEqual(self.waits, [7.0, 7.0])
         self.assertEqual(
             result.detail,
-            "model raised ModelAPIError: anthropic at 127.0.0.1:%d: HTTP 429: rate_limit_error: Number of request tokens has "
-            "exceeded your per-minute rate limit [request-id req_011] (gave up after 3 attempts)" % self.server.port,
+            "model raised ModelAPIError: anthropic at 127.0.0.1:%d: HTTP 429: rate_limit_error: "
+            "Number of request tokens has exceeded your per-minute rate limit [request-id req_011] "
+            "(gave up after 3 attempts)" % self.server.port,
         )
 
     def test_an_authentication_error_fails_at_once(self) -> None:

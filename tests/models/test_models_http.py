@@ -91,7 +91,8 @@ class TestRetries(TransportCase):
     def test_a_retry_after_beyond_the_limit_is_not_waited_for(self) -> None:
         error = self.failure(openai_error(429, "slow down", "rate_limit_error", headers={"Retry-After": "600"}), OK)
         self.assertIn(
-            'HTTP 429: rate_limit_error: slow down (Retry-After: "600" is longer than max_retry_after 60 s: not retried)',
+            "HTTP 429: rate_limit_error: slow down "
+            '(Retry-After: "600" is longer than max_retry_after 60 s: not retried)',
             str(error),
         )
         self.assertEqual((len(self.server.requests), self.waits), (1, []))
@@ -145,7 +146,8 @@ class TestAnswers(TransportCase):
     def test_the_providers_message_is_read_from_each_documented_shape(self) -> None:
         cases = [
             (
-                b'{"error": {"message": "Bad key", "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}}',
+                b'{"error": {"message": "Bad key", "type": "invalid_request_error", '
+                b'"param": null, "code": "invalid_api_key"}}',
                 "invalid_request_error/invalid_api_key: Bad key",
             ),
             (

@@ -1,5 +1,6 @@
 """Tools and models for the approval tests (tests/test_approval*.py): importable by name,
-so ``agentloop run --model tests.support.approval_fixtures:make_model --tools tests.support.approval_fixtures:TOOLS`` works.
+so ``agentloop run --model tests.support.approval_fixtures:make_model --tools tests.support.approval_fixtures:TOOLS``
+works.
 
 The models are stateless: each reply is chosen by the number of assistant
 turns in the messages, so a paused run and its resume (another model object,

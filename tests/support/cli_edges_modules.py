@@ -1,4 +1,5 @@
-"""Tools modules that misbehave as they load, for ``--tools tests.support.cli_edges_modules:NAME`` in tests/cli/test_cli_edges.py."""
+"""Tools modules that misbehave as they load, for ``--tools tests.support.cli_edges_modules:NAME``
+in tests/cli/test_cli_edges.py."""
 
 from __future__ import annotations
 

@@ -212,7 +212,8 @@ def random_value(rng: random.Random, depth: int = 0) -> Any:
 
 
 def fuzz_loop(seed: int, runs: int, folder: str, report: FuzzReport) -> None:
-    """Scripted models sending random, malformed and oversized calls; every run must end in a verified, complete transcript."""
+    """Scripted models sending random, malformed and oversized calls; every run must end in a verified,
+    complete transcript."""
     rng = random.Random(seed)
     tools = [
         Tool(

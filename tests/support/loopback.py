@@ -270,7 +270,8 @@ def responses_problem(body: Any) -> str:
 
 def anthropic_problem(body: Any) -> str:
     """What the real Messages API would refuse (``""`` when nothing): a blank text block, a thinking block whose
-    signature does not match its text, or, with thinking enabled, a last assistant turn with tool_use that does not start with thinking."""
+    signature does not match its text, or, with thinking enabled, a last assistant turn with tool_use that does not
+    start with thinking."""
     messages = body.get("messages") if isinstance(body, dict) else None
     for message in messages if isinstance(messages, list) else []:
         content = message.get("content") if isinstance(message, dict) else None

@@ -462,7 +462,8 @@ class ModernSyntaxTests(unittest.TestCase):
     def test_builtin_generics(self) -> None:
         for header in (
             "def f(a: list[int], b: tuple[int, str], c: dict[str, float]) -> None: pass",
-            "from __future__ import annotations\ndef f(a: list[int], b: tuple[int, str], c: dict[str, float]) -> None: pass",
+            "from __future__ import annotations\n"
+            "def f(a: list[int], b: tuple[int, str], c: dict[str, float]) -> None: pass",
         ):
             spec = function_spec(_compile_function(header))
             self.assertEqual(

@@ -370,7 +370,8 @@ class TestWitness(SignedCase):
             verify_signatures(back, [self.trusted, wit.verifier()], ["witness.example", "PeterNeumann"]),
             ("PeterNeumann", "witness.example"),
         )
-        # the cosignature recomputed by hand: key ID of type 0x04, u64 time, Ed25519 over "cosignature/v1\ntime T\n" + text
+        # the cosignature recomputed by hand: key ID of type 0x04, u64 time,
+        # Ed25519 over "cosignature/v1\ntime T\n" + text
         sig = back.signatures[1]
         public = wit.key.public_key
         self.assertEqual(sig.key_id, hashlib.sha256(b"witness.example\n\x04" + public).digest()[:4])

@@ -95,7 +95,10 @@ class TestNotAFile(TempDir):
     def test_a_fifo_without_a_writer_does_not_block_and_a_pipe_with_data_is_read(self) -> None:
         fifo = self.path("fifo")
         os.mkfifo(fifo)
-        program = "import sys; from agentloop import verify_file; r = verify_file(sys.argv[1]); print(r.ok, r.count, [f.kind for f in r.faults])"
+        program = (
+            "import sys; from agentloop import verify_file; r = verify_file(sys.argv[1]); "
+            "print(r.ok, r.count, [f.kind for f in r.faults])"
+        )
         # In a child with a timeout: a hang fails the test instead of hanging the suite.
         child = subprocess.run(
             [sys.executable, "-c", program, fifo], cwd=ROOT, stdout=subprocess.PIPE, timeout=20, universal_newlines=True
@@ -264,15 +267,18 @@ class TestGrammar(TempDir):
             ),
             (
                 edit(4, step=3),
-                "record 4 (line 5): bad_payload: payload.step is 3, expected 2 (one more than the assistant records before it)",
+                "record 4 (line 5): bad_payload: payload.step is 3, expected 2 "
+                "(one more than the assistant records before it)",
             ),
             (
                 edit(1, total_tokens=99),
-                "record 1 (line 2): bad_payload: payload.total_tokens is 99, expected 6 (the previous total 0 plus tokens 6)",
+                "record 1 (line 2): bad_payload: payload.total_tokens is 99, expected 6 "
+                "(the previous total 0 plus tokens 6)",
             ),
             (
                 edit(3, id="call_9_9"),
-                'record 3 (line 4): bad_payload: payload answers call "call_9_9" ("echo"), expected call "call_1_1" ("echo"), call 1 of step 1',
+                'record 3 (line 4): bad_payload: payload answers call "call_9_9" ("echo"), '
+                'expected call "call_1_1" ("echo"), call 1 of step 1',
             ),
             (edit(2, error="and a value"), "record 2 (line 3): bad_payload: payload has ok true and an 'error'"),
             (
@@ -282,7 +288,8 @@ class TestGrammar(TempDir):
             (edit(1, text=5), "record 1 (line 2): bad_payload: payload.text is 5, expected a string"),
             (
                 self.records[:3] + self.records[4:],
-                "record 3 (line 4): bad_payload: an assistant record while 1 call(s) of step 1 await their tool records",
+                "record 3 (line 4): bad_payload: an assistant record "
+                "while 1 call(s) of step 1 await their tool records",
             ),
             (
                 self.records[:4] + self.records[3:4] + self.records[4:],
