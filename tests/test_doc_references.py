@@ -86,6 +86,27 @@ def mentioned() -> Dict[str, Set[str]]:
     return found
 
 
+#: An "issue N" banner: history that belongs in git, not in the package or a test module's docstring.
+BANNER = re.compile(r"\bissues? #?[0-9]+", re.IGNORECASE)
+
+
+def banners() -> List[str]:
+    """``file:line: text`` of each banner in agentloop/ (code, comments, docstrings) and in tests' module docstrings."""
+    found: List[str] = []
+    for top in ("agentloop", "tests"):
+        for folder, _, files in os.walk(os.path.join(ROOT, top)):
+            for file in sorted(f for f in files if f.endswith(".py")):
+                path = os.path.join(folder, file)
+                with open(path, encoding="utf-8") as handle:
+                    text = handle.read()
+                if top == "tests":
+                    text = ast.get_docstring(ast.parse(text, path), clean=False) or ""
+                for number, line in enumerate(text.splitlines(), 1):
+                    if BANNER.search(line):
+                        found.append("%s:%d: %s" % (os.path.relpath(path, ROOT), number, line.strip()))
+    return found
+
+
 class TestDocReferences(unittest.TestCase):
     def test_the_resolver_tells_names_that_exist_from_names_that_do_not(self) -> None:
         # the negative control: an old path, a misspelt attribute, a module that never was
@@ -116,6 +137,10 @@ class TestDocReferences(unittest.TestCase):
             if name not in spans and not resolves(name)
         ]
         self.assertEqual(missing, [])
+
+    def test_no_issue_banners(self) -> None:
+        self.assertTrue(BANNER.search("(issue 19, seam 8)") and BANNER.search("issues 19 and 20"))  # the control
+        self.assertEqual(banners(), [])
 
 
 if __name__ == "__main__":
