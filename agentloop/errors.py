@@ -587,7 +587,7 @@ class WitnessStateError(AgentloopError, ValueError):
         super().__init__("%s: %s" % (path, reason))
 
 
-# --- exports: OpenTelemetry, Inspect AI (issue 24) ---------------------------
+# --- exports: OpenTelemetry, Inspect AI (agentloop.export) -------------------
 
 
 class ExportError(AgentloopError, ValueError):

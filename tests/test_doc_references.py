@@ -86,6 +86,53 @@ def mentioned() -> Dict[str, Set[str]]:
     return found
 
 
+#: A file of the checkout named by its path (``agentloop/loop/engine.py``, ``tests/tlog/test_proof.py``).
+FILE = re.compile(r"(?<![\w/.-])(?:agentloop|tests|bench|examples)/[\w/.-]*\w\.py\b")
+
+
+def files_mentioned() -> Dict[str, Set[str]]:
+    """Each ``.py`` path the README, the changelog, docs/, the vectors' notes and the docstrings of
+    agentloop/, tests/, bench/ and examples/ mention -> where."""
+    texts: List[Tuple[str, str]] = []
+    pages = ["README.md", "CHANGELOG.md"] + ["docs/" + n for n in sorted(os.listdir(os.path.join(ROOT, "docs")))]
+    for folder, _, files in os.walk(os.path.join(ROOT, "tests", "vectors")):
+        pages += [os.path.relpath(os.path.join(folder, n), ROOT) for n in sorted(files)]
+    for page in (p for p in pages if p.endswith(".md")):
+        with open(os.path.join(ROOT, page), encoding="utf-8") as handle:
+            texts.append((page, handle.read()))
+    for top in ("agentloop", "tests", "bench", "examples"):
+        for folder, _, files in os.walk(os.path.join(ROOT, top)):
+            for file in sorted(f for f in files if f.endswith(".py")):
+                path = os.path.join(folder, file)
+                texts += [(os.path.relpath(path, ROOT), text) for text in _docstrings(path)]
+    found: Dict[str, Set[str]] = {}
+    for where, text in texts:
+        for match in FILE.finditer(text):
+            found.setdefault(match.group(0), set()).add(where)
+    return found
+
+
+#: An "issue N" banner: history that belongs in git, not in the package or a test module's docstring.
+BANNER = re.compile(r"\bissues? #?[0-9]+", re.IGNORECASE)
+
+
+def banners() -> List[str]:
+    """``file:line: text`` of each banner in agentloop/ (code, comments, docstrings) and in tests' module docstrings."""
+    found: List[str] = []
+    for top in ("agentloop", "tests"):
+        for folder, _, files in os.walk(os.path.join(ROOT, top)):
+            for file in sorted(f for f in files if f.endswith(".py")):
+                path = os.path.join(folder, file)
+                with open(path, encoding="utf-8") as handle:
+                    text = handle.read()
+                if top == "tests":
+                    text = ast.get_docstring(ast.parse(text, path), clean=False) or ""
+                for number, line in enumerate(text.splitlines(), 1):
+                    if BANNER.search(line):
+                        found.append("%s:%d: %s" % (os.path.relpath(path, ROOT), number, line.strip()))
+    return found
+
+
 class TestDocReferences(unittest.TestCase):
     def test_the_resolver_tells_names_that_exist_from_names_that_do_not(self) -> None:
         # the negative control: an old path, a misspelt attribute, a module that never was
@@ -116,6 +163,21 @@ class TestDocReferences(unittest.TestCase):
             if name not in spans and not resolves(name)
         ]
         self.assertEqual(missing, [])
+
+    def test_every_file_mentioned_exists(self) -> None:
+        names = files_mentioned()
+        self.assertIn("agentloop/transcript/gates.py", names)  # the walk found the docstrings
+        self.assertIn("tests/vectors/transcript/make.py", names)  # and the notes beside the vectors
+        missing = [
+            "%s (in %s)" % (name, ", ".join(sorted(where)))
+            for name, where in sorted(names.items())
+            if not os.path.isfile(os.path.join(ROOT, name))
+        ]
+        self.assertEqual(missing, [])
+
+    def test_no_issue_banners(self) -> None:
+        self.assertTrue(BANNER.search("(issue 19, seam 8)") and BANNER.search("issues 19 and 20"))  # the control
+        self.assertEqual(banners(), [])
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""run_many, the batch ledger and resume (issue 16), on the real loop with the models of tests.support.batch_models."""
+"""run_many, the batch ledger and resume, on the real loop with the models of tests.support.batch_models."""
 
 from __future__ import annotations
 

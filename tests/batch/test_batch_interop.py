@@ -1,4 +1,4 @@
-"""The ledger-identity test again on Dask and Ray (issue 16), when they are installed.
+"""The ledger-identity test again on Dask and Ray, when they are installed.
 
 The suite runs stdlib-only, so without ``distributed`` or ``ray`` these
 tests skip; ``.ci/interop-batch`` installs both in a throwaway venv and sets

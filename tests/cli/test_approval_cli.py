@@ -1,4 +1,4 @@
-"""The command line of approvals: ``run --approve``, ``pending``, ``resume`` (issue 13).
+"""The command line of approvals: ``run --approve``, ``pending``, ``resume``.
 
 The ``ask`` prompt is driven twice: with piped stdin in this process, and
 through a real pseudo-terminal (``pty``) in a child process, where the

@@ -1,4 +1,4 @@
-"""The command line's approval seams (issue 19, seams 4 and 5): a recorded approval never runs a real tool in a
+"""The command line's approval seams: a recorded approval never runs a real tool in a
 replay, and a decisions file never approves arguments it does not name."""
 
 from __future__ import annotations

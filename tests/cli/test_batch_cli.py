@@ -1,4 +1,4 @@
-"""``agentloop batch`` and ``agentloop verify --manifest`` (issue 16), through ``main([...])``."""
+"""``agentloop batch`` and ``agentloop verify --manifest``, through ``main([...])``."""
 
 from __future__ import annotations
 

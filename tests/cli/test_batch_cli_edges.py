@@ -13,19 +13,20 @@ from unittest import mock
 from agentloop.cli import main
 from agentloop.signing.backend import CRYPTOGRAPHY_MODULE
 
-from tests.cli.test_batch_cli import MODEL, TOOLS, TestBatchCommand
+from tests.cli import test_batch_cli as base  # not the class: unittest would run its tests here again
+from tests.cli.test_batch_cli import MODEL, TOOLS
 
 E = "tests.support.cli_edges_modules:"
 
 
-class BatchEdges(TestBatchCommand):
+class BatchEdges(base.TestBatchCommand):
     """The fixture of tests/cli/test_batch_cli.py (five tasks, an HMAC key, ``self.out``); its tests are not rerun."""
 
     def batch(self, *extra: str):  # type: ignore[no-untyped-def]
         return self.cli("batch", self.tasks, "--model", MODEL, "--tools", TOOLS, "--out", self.out, *extra)
 
 
-for _name in [n for n in vars(TestBatchCommand) if n.startswith("test_")]:
+for _name in [n for n in vars(base.TestBatchCommand) if n.startswith("test_")]:
     setattr(BatchEdges, _name, None)  # inherit the fixture, not the tests
 
 

@@ -1,4 +1,4 @@
-"""``batch --resume`` never launders an edited transcript (issue 19, seam 1), through ``main([...])``."""
+"""``batch --resume`` never launders an edited transcript, through ``main([...])``."""
 
 from __future__ import annotations
 

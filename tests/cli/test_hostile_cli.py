@@ -1,4 +1,4 @@
-"""The real command line, in a subprocess, fed hostile input (issue 11, the command-line half).
+"""The real command line, in a subprocess, fed hostile input.
 
 Every test runs ``agentloop`` as a user would: ``python -m agentloop`` by
 default, or the command in ``$AGENTLOOP_CLI`` (``AGENTLOOP_CLI=agentloop``

@@ -1,4 +1,4 @@
-"""Ctrl-C while importing, SIGTERM and SIGHUP during ``run`` (issue 19, seam 8): one line, no traceback, the documented
+"""Ctrl-C while importing, SIGTERM and SIGHUP during ``run``: one line, no traceback, the documented
 exit status, and what the transcript holds."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The smaller seams of issue 19 (seam 8) on the command line: each exits with its documented status and says so in
+"""Smaller seams on the command line: each exits with its documented status and says so in
 its own words."""
 
 from __future__ import annotations

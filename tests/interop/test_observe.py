@@ -1,4 +1,4 @@
-"""Exports and batch pages against the real components (issue 24), run by ``.ci/interop-observe``.
+"""Exports and batch pages against the real components, run by ``.ci/interop-observe``.
 
 Skipped unless ``AGENTLOOP_OBSERVE=1``; each part runs where its component
 is installed, and with ``AGENTLOOP_REQUIRE_INTEROP=1`` a missing one fails

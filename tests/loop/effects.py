@@ -1,5 +1,4 @@
-"""Effects that happen once across SIGKILL and ``resume --rerun-unrecorded`` (issue 19): the tool, the model,
-the harness.
+"""Effects that happen once across SIGKILL and ``resume --rerun-unrecorded``: the tool, the model, the harness.
 
 The tool, ``pay``, is the idempotent pattern of docs/tools.md ("Effects that
 happen once"): it writes its payment into a SQLite table whose ``key`` column

@@ -1,4 +1,4 @@
-"""A person in the loop (issue 13): approval, pause and resume, replay, signed decisions.
+"""A person in the loop: approval, pause and resume, replay, signed decisions.
 
 Every test runs the real loop with stateless scripted models and tools that
 count their real invocations (tests/support/approval_fixtures.py).

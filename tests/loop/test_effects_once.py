@@ -1,4 +1,4 @@
-"""Effects happen once across SIGKILL and ``resume --rerun-unrecorded`` (issue 19): the crash test.
+"""Effects happen once across SIGKILL and ``resume --rerun-unrecorded``: the crash test.
 
 Always: a short campaign (2 kills of ``agentloop run``/``resume`` children, 3 payments a run).  With
 ``AGENTLOOP_CRASH_KILLS=N`` (N >= 50 for the figures quoted in docs/performance.md) the long one, as

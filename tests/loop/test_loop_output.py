@@ -165,6 +165,12 @@ class TestOutputSchema(TempDir):
                     output_schema=schema,
                 )
         self.assertFalse(os.path.exists(self.path()))
+        twice = [Tool("add", "", {"type": "object"}, lambda: 1), Tool("add", "again", {"type": "object"}, lambda: 2)]
+        # a name taken twice is said as such, not as final_result's
+        with self.assertRaises(DuplicateToolError) as caught:
+            run("t", ScriptedModel([]), twice, transcript=self.path(), max_steps=2, max_tokens=100, output_schema=City)
+        self.assertEqual(str(caught.exception), "a tool named 'add' is already registered")
+        self.assertFalse(os.path.exists(self.path()))
         run(
             "t", ScriptedModel([ModelReply("ok")]), [clash], transcript=self.path(), max_steps=2, max_tokens=100
         )  # without it: a tool like any

@@ -1,4 +1,4 @@
-"""MCP refusals leave a trace (issue 19, seam 6): a server all of whose tools are refused is still named in the
+"""MCP refusals leave a trace: a server all of whose tools are refused is still named in the
 task record's ``mcp`` member, with its refused tools, and ``agentloop run`` prints one note per refused tool."""
 
 from __future__ import annotations

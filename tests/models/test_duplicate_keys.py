@@ -1,5 +1,4 @@
-"""A provider reply with a repeated JSON member is refused as model_error (issue 19, seam 8),
-as every file agentloop reads is."""
+"""A provider reply with a repeated JSON member is refused as model_error, as every file agentloop reads is."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Adapters under a hostile or careless server (issue 11): the key in every form,
+"""Adapters under a hostile or careless server: the key in every form,
 pickles without the key, whole-request deadlines, truncated replies, base URL
 queries, the system message, acall."""
 

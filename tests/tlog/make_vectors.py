@@ -2,9 +2,10 @@
 
 Every input is fixed: the keys' seeds are SHA-256 of public labels, the
 transcript is a scripted run kept as a file, the witness's time is
-1700000000, the ledger's lines are written out below.  The suite
-(``tests/tlog/test_vectors.py``) checks that agentloop makes exactly these
-bytes again from the same inputs, and ``.ci/interop-tlog`` checks them with
+1700000000, the ledger's lines are written out below, so a rerun changes
+no byte.  The suite makes the proofs (``tests/tlog/test_proof.py``) and the
+witness's answer (``tests/tlog/test_witness.py``) again from the same
+inputs and checks that they are these bytes, and ``.ci/interop-tlog`` checks them with
 Go's ``golang.org/x/mod/sumdb/note`` and ``sumdb/tlog``, which share no code
 with agentloop.
 """

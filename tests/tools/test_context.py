@@ -1,4 +1,4 @@
-"""agentloop.CallContext (issue 19, "Effects exactly once"): a tool's view of its call's identity, never the model's."""
+"""agentloop.CallContext: a tool's view of its call's identity, never the model's."""
 
 from __future__ import annotations
 

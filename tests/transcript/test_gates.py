@@ -1,5 +1,4 @@
-"""Gated calls have their decisions, and signed runs their notes (agentloop/transcript/gates.py;
-issue 19, seams 2 and 3).
+"""Gated calls have their decisions, and signed runs their notes (agentloop/transcript/gates.py).
 
 Each test edits a real transcript as a forger would (every later hash
 recomputed, :func:`tests.transcript.test_anchor.forge`) and checks that

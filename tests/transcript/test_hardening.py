@@ -1,4 +1,4 @@
-"""The transcript library under hostile input (issue 11): files that are not
+"""The transcript library under hostile input: files that are not
 files, fault floods, the writer's limit, the payload grammar, noncharacters,
 replay with recorded tools."""
 

@@ -1,4 +1,4 @@
-"""When a transcript appears at its path (issue 19, seam 8): never empty, and an old run is kept until the new one has
+"""When a transcript appears at its path: never empty, and an old run is kept until the new one has
 its first turn (agentloop/transcript/writer.py)."""
 
 from __future__ import annotations
