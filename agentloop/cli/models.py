@@ -214,6 +214,7 @@ def _run_with(args: argparse.Namespace, out: TextIO, tools: Any, signers: List[A
         transport.on_retry = lambda text: note("agentloop run: waiting to retry: %s" % (text,))
         if live is not None:
             transport.on_retry = live.before(transport.on_retry)
+
     def printed(record: Any) -> None:  # each record, live, as written
         emit(out, format_record(record))
 
