@@ -12,7 +12,8 @@ with ``.ci/complexity.json``, the complexities recorded when the gate landed:
 
 A function that got simpler is reported, so that the baseline can follow it
 down with ``--write`` (which refuses to raise any figure or to add a function;
-``--init`` records the tree as it is, for the gate's first day).
+``--init`` records the tree as it is, for the gate's first day or after a
+function moved or was renamed; neither records a function at the ceiling).
 
 Usage: ``python3 .ci/complexity.py RUFF [--write | --init]``; exit 0 pass, 1 fail, 2
 ruff could not run.
@@ -124,7 +125,11 @@ def main(argv: List[str]) -> int:
         baseline: Dict[str, int] = json.load(handle)
     failures, better = judge(now, baseline)
     if "--write" in argv[1:] or "--init" in argv[1:]:
-        raised = [line for line in failures if "was" in line or ("new code" in line and "--init" not in argv[1:])]
+        raised = [
+            line
+            for line in failures
+            if "was" in line or "ceiling" in line or ("new code" in line and "--init" not in argv[1:])
+        ]
         if raised:
             print("complexity: --write refuses to raise a figure:\n  " + "\n  ".join(raised), file=sys.stderr)
             return 1

@@ -140,27 +140,19 @@ class _Import:
         return Refused("%s at %s: %s" % (self.where, pointer or "/", reason))
 
     def schema(self, node: Any, pointer: str, reach: Optional[Tuple[str, ...]]) -> Any:
+        """The schema at ``pointer`` rewritten by steps 1-4 of the policy, its subschemas too.
+
+        ``reach`` is the property path from the root while only ``properties``
+        led here (where an ``x-mcp-header`` may sit), else ``None``.
+        """
         if not isinstance(node, dict):
             return node  # a boolean schema, or something the validator will refuse
-        out: Dict[str, Any] = {}
         if "$ref" in node and self.dialect == "draft-07":
-            beside = [
-                k
-                for k in node
-                if k != "$ref"
-                and k not in _KEPT_ANNOTATIONS
-                and k not in _STRIPPED
-                and not k.startswith("x-")
-                and k != "$schema"
-            ]
-            if beside:
-                raise self.refuse(
-                    pointer, "draft-07 ignores %s beside $ref, 2020-12 applies it" % (", ".join(sorted(beside)),)
-                )
+            self.refuse_beside_ref(node, pointer)
         if "definitions" in node and "$defs" in node:
             raise self.refuse(pointer, "both definitions and $defs")
+        out: Dict[str, Any] = {}
         for key, value in node.items():
-            here = "%s/%s" % (pointer, key.replace("~", "~0").replace("/", "~1"))
             if key == "x-mcp-header":
                 if self.want_headers:
                     self.header(node, value, pointer, reach)
@@ -168,41 +160,71 @@ class _Import:
             if key.startswith("x-") or key in _STRIPPED:
                 continue
             if key == "$schema":
-                if not isinstance(value, str) or _DIALECTS.get(value) != self.dialect:
-                    raise self.refuse(pointer, "a nested $schema names another dialect: %r" % (value,))
+                self.nested_dialect(value, pointer)
                 continue
             if self.dialect == "draft-07":
-                if key in _ONLY_2020:
-                    raise self.refuse(
-                        pointer, "%s is not a draft-07 keyword (draft-07 ignores it, 2020-12 applies it)" % (key,)
-                    )
-                if key in _DRAFT_07_DIFFERENT:
-                    raise self.refuse(
-                        pointer, "draft-07 %s means something else in 2020-12" % (_DRAFT_07_DIFFERENT[key],)
-                    )
-                if key == "items" and isinstance(value, list):
-                    raise self.refuse(pointer, "draft-07 array-form items (2020-12 spells it prefixItems)")
-                if key == "$id" and isinstance(value, str) and value.startswith("#"):
-                    raise self.refuse(
-                        pointer, "draft-07 $id %r is a plain-name fragment (2020-12 spells it $anchor)" % (value,)
-                    )
-            if key in _DATA:
-                out[key] = value
-            elif key == "$ref" and isinstance(value, str):
-                out[key] = _rewrite_ref(value)
-            elif key in _SUB_ONE:
-                out[key] = self.schema(value, here, None)
-            elif key in _SUB_LIST and isinstance(value, list):
-                out[key] = [self.schema(v, "%s/%d" % (here, i), None) for i, v in enumerate(value)]
-            elif key in _SUB_MAP and isinstance(value, dict):
-                members = {}
-                for k, v in value.items():
-                    member_reach = reach + (k,) if key == "properties" and reach is not None else None
-                    members[k] = self.schema(v, "%s/%s" % (here, k.replace("~", "~0").replace("/", "~1")), member_reach)
-                out["$defs" if key == "definitions" else key] = members
-            else:
-                out[key] = value
+                self.refuse_draft_07(key, value, pointer)
+            name, imported = self.keyword(key, value, _step(pointer, key), reach)
+            out[name] = imported
         return out
+
+    def refuse_beside_ref(self, node: Dict[str, Any], pointer: str) -> None:
+        """Step 4: draft-07 section 8.3 ignores every assertion beside ``$ref``, 2020-12 applies them."""
+        beside = [
+            k
+            for k in node
+            if k != "$ref"
+            and k not in _KEPT_ANNOTATIONS
+            and k not in _STRIPPED
+            and not k.startswith("x-")
+            and k != "$schema"
+        ]
+        if beside:
+            raise self.refuse(
+                pointer, "draft-07 ignores %s beside $ref, 2020-12 applies it" % (", ".join(sorted(beside)),)
+            )
+
+    def nested_dialect(self, value: Any, pointer: str) -> None:
+        """Step 1: a nested ``$schema`` must name the root's dialect."""
+        if not isinstance(value, str) or _DIALECTS.get(value) != self.dialect:
+            raise self.refuse(pointer, "a nested $schema names another dialect: %r" % (value,))
+
+    def refuse_draft_07(self, key: str, value: Any, pointer: str) -> None:
+        """Step 4: refuse a keyword that draft-07 reads differently from 2020-12 (or does not have)."""
+        if key in _ONLY_2020:
+            raise self.refuse(
+                pointer, "%s is not a draft-07 keyword (draft-07 ignores it, 2020-12 applies it)" % (key,)
+            )
+        if key in _DRAFT_07_DIFFERENT:
+            raise self.refuse(pointer, "draft-07 %s means something else in 2020-12" % (_DRAFT_07_DIFFERENT[key],))
+        if key == "items" and isinstance(value, list):
+            raise self.refuse(pointer, "draft-07 array-form items (2020-12 spells it prefixItems)")
+        if key == "$id" and isinstance(value, str) and value.startswith("#"):
+            raise self.refuse(
+                pointer, "draft-07 $id %r is a plain-name fragment (2020-12 spells it $anchor)" % (value,)
+            )
+
+    def keyword(self, key: str, value: Any, here: str, reach: Optional[Tuple[str, ...]]) -> Tuple[str, Any]:
+        """One kept keyword as written out: (its name, its value with subschemas imported).
+
+        Data (``enum``, ``const``, ...) is copied as it is; a local ``$ref`` and
+        ``definitions`` are renamed (step 3).
+        """
+        if key in _DATA:
+            return key, value
+        if key == "$ref" and isinstance(value, str):
+            return key, _rewrite_ref(value)
+        if key in _SUB_ONE:
+            return key, self.schema(value, here, None)
+        if key in _SUB_LIST and isinstance(value, list):
+            return key, [self.schema(v, "%s/%d" % (here, i), None) for i, v in enumerate(value)]
+        if key in _SUB_MAP and isinstance(value, dict):
+            members = {}
+            for k, v in value.items():
+                member_reach = reach + (k,) if key == "properties" and reach is not None else None
+                members[k] = self.schema(v, _step(here, k), member_reach)
+            return ("$defs" if key == "definitions" else key), members
+        return key, value
 
     def header(self, node: Dict[str, Any], value: Any, pointer: str, reach: Optional[Tuple[str, ...]]) -> None:
         # "Tools: x-mcp-header" -- the constraints a client MUST enforce by excluding the tool.
@@ -222,6 +244,11 @@ class _Import:
         if any(h.header.lower() == value.lower() for h in self.headers):
             raise self.refuse(pointer, "x-mcp-header %r is used twice" % (value,))
         self.headers.append(HeaderParam(value, reach))
+
+
+def _step(pointer: str, token: str) -> str:
+    """``pointer`` one step down, at ``token`` (RFC 6901 escaping, for reasons)."""
+    return "%s/%s" % (pointer, token.replace("~", "~0").replace("/", "~1"))
 
 
 def _rewrite_ref(ref: str) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import List
+from typing import List, Tuple
 
 _SURROGATE_PAIR = re.compile(r"\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})")
 
@@ -47,6 +47,7 @@ _BACK_REFERENCE = re.compile(r"\\k<([A-Za-z_$][A-Za-z0-9_$]*)>")
 
 
 def _translate(pattern: str) -> str:
+    """``pattern`` rewritten for Python's ``re``, one token at a time (the rules are in the module docstring)."""
     out: List[str] = []
     i, n = 0, len(pattern)
     in_class = after_quantifier = after_dash = False
@@ -54,85 +55,110 @@ def _translate(pattern: str) -> str:
         c = pattern[i]
         quantifier = dash = False
         if c == "\\":
-            escape = pattern[i + 1 : i + 2]
-            if escape in ("p", "P"):
-                raise UnsupportedPattern(UNICODE_PROPERTY)
-            if escape in ("A", "Z", "z", "a", "N", "U"):
-                raise UnsupportedPattern("\\%s is not an ECMA-262 escape" % escape)
-            reference = _BACK_REFERENCE.match(pattern, i)
-            if escape == "s":
-                out.append(_ECMA_SPACE if in_class else "[%s]" % _ECMA_SPACE)
-            elif escape == "S":
-                if in_class:
-                    raise UnsupportedPattern("\\S inside a character class is not supported")
-                out.append("[^%s]" % _ECMA_SPACE)
-            elif escape == "u" and _SURROGATE_PAIR.match(pattern, i):
-                # ECMA-262 reads \uD83D\uDE00 as one character; Python's re as two lone surrogates.
-                pair = _SURROGATE_PAIR.match(pattern, i)
-                assert pair is not None
-                high, low = int(pair.group(1), 16), int(pair.group(2), 16)
-                out.append(re.escape(chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))))
-                i = pair.end() - 2
-            elif escape == "c" and pattern[i + 2 : i + 3].isalpha() and pattern[i + 2].isascii():
-                out.append("\\x%02x" % (ord(pattern[i + 2]) % 32))
-                i += 1
-            elif escape == "k" and reference is not None and not in_class:
-                out.append("(?P=%s)" % reference.group(1))
-                i = reference.end() - 2
-            else:
-                out.append(pattern[i : i + 2])
-            i += 2
+            text, i = _escape(pattern, i, in_class)
         elif in_class:
-            if c == "]":
-                in_class = False
-                out.append(c)
-            elif c in "[&~|" or (c == "-" and after_dash):
-                out.append("\\" + c)  # literal in ECMA; set syntax to Python
-            else:
-                dash = c == "-"
-                out.append(c)
+            text, in_class, dash = _class_member(c, after_dash)
             i += 1
         elif c == "[":
-            j = i + 2 if pattern.startswith("[^", i) else i + 1
-            if pattern[j : j + 1] == "]":  # ECMA [] matches nothing, [^] anything
-                out.append("(?s:.)" if j == i + 2 else "(?!)")
-                i = j + 1
-            else:
-                out.append(pattern[i:j])
-                in_class, i = True, j
+            text, i, in_class = _class_open(pattern, i)
         elif c == "(" and pattern.startswith("(?", i):
-            opener = next((o for o in _GROUP_OPENERS if pattern.startswith(o, i)), None)
-            named = _GROUP_NAME.match(pattern, i)
-            if opener is not None:
-                out.append(opener)
-                i += len(opener)
-            elif named is not None:
-                out.append("(?P<%s>" % named.group(1))
-                i = named.end()
-            else:
-                raise UnsupportedPattern("group syntax %r is not supported" % pattern[i : i + 3])
+            text, i = _group(pattern, i)
         elif c in "*+?":
             if c == "+" and after_quantifier:
                 raise UnsupportedPattern("possessive quantifiers are not ECMA-262")
-            quantifier = True
-            out.append(c)
-            i += 1
+            text, i, quantifier = c, i + 1, True
         elif c == "{":
-            match = _QUANTIFIER.match(pattern, i)
-            if match is not None:
-                quantifier = True
-                out.append(match.group())
-                i = match.end()
-            elif re.match(r"\{,[0-9]*\}", pattern[i : i + 32]):
-                raise UnsupportedPattern("the {,n} quantifier is not ECMA-262")
-            else:
-                out.append("\\{")
-                i += 1
+            text, i, quantifier = _brace(pattern, i)
         else:
-            out.append({".": _ECMA_DOT, "$": "\\Z", "}": "\\}"}.get(c, c))
-            i += 1
+            text, i = {".": _ECMA_DOT, "$": "\\Z", "}": "\\}"}.get(c, c), i + 1
+        out.append(text)
         after_quantifier, after_dash = quantifier, dash
     return "".join(out)
+
+
+def _escape(pattern: str, i: int, in_class: bool) -> Tuple[str, int]:
+    """The escape at ``pattern[i]`` (a backslash) in Python's spelling, and the index after it.
+
+    ``\\s``/``\\S`` become ECMA's white space, a surrogate pair ``\\uD83D\\uDE00``
+    one character, ``\\cX`` a control character, ``\\k<name>`` a back reference;
+    ``\\p``/``\\P`` and Python-only escapes are refused.
+    """
+    escape = pattern[i + 1 : i + 2]
+    if escape in ("p", "P"):
+        raise UnsupportedPattern(UNICODE_PROPERTY)
+    if escape in ("A", "Z", "z", "a", "N", "U"):
+        raise UnsupportedPattern("\\%s is not an ECMA-262 escape" % escape)
+    if escape == "s":
+        return (_ECMA_SPACE if in_class else "[%s]" % _ECMA_SPACE), i + 2
+    if escape == "S":
+        if in_class:
+            raise UnsupportedPattern("\\S inside a character class is not supported")
+        return "[^%s]" % _ECMA_SPACE, i + 2
+    pair = _SURROGATE_PAIR.match(pattern, i) if escape == "u" else None
+    if pair is not None:
+        # ECMA-262 reads \uD83D\uDE00 as one character; Python's re as two lone surrogates.
+        high, low = int(pair.group(1), 16), int(pair.group(2), 16)
+        return re.escape(chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))), pair.end()
+    if escape == "c" and pattern[i + 2 : i + 3].isalpha() and pattern[i + 2].isascii():
+        return "\\x%02x" % (ord(pattern[i + 2]) % 32), i + 3
+    reference = _BACK_REFERENCE.match(pattern, i)
+    if escape == "k" and reference is not None and not in_class:
+        return "(?P=%s)" % reference.group(1), reference.end()
+    return pattern[i : i + 2], i + 2
+
+
+def _class_member(c: str, after_dash: bool) -> Tuple[str, bool, bool]:
+    """One character inside ``[...]``: (its text, whether the class goes on, whether it is a dash).
+
+    ``[``, ``&``, ``~``, ``|`` and a second dash in a row are literals in ECMA
+    but set syntax to Python, so they are escaped.
+    """
+    if c == "]":
+        return c, False, False
+    if c in "[&~|" or (c == "-" and after_dash):
+        return "\\" + c, True, False
+    return c, True, c == "-"
+
+
+def _class_open(pattern: str, i: int) -> Tuple[str, int, bool]:
+    """The ``[`` at ``pattern[i]``: (its text, the index after it, whether a class is now open).
+
+    ECMA's ``[]`` matches nothing and ``[^]`` any character; both are whole
+    tokens, so no class stays open after them.
+    """
+    j = i + 2 if pattern.startswith("[^", i) else i + 1
+    if pattern[j : j + 1] == "]":
+        return ("(?s:.)" if j == i + 2 else "(?!)"), j + 1, False
+    return pattern[i:j], j, True
+
+
+def _group(pattern: str, i: int) -> Tuple[str, int]:
+    """The ``(?`` group opener at ``pattern[i]`` and the index after it.
+
+    Non-capturing groups and lookarounds stay; ``(?<name>`` becomes Python's
+    ``(?P<name>``; anything else (inline flags, ``(?P...)``) is refused.
+    """
+    opener = next((o for o in _GROUP_OPENERS if pattern.startswith(o, i)), None)
+    if opener is not None:
+        return opener, i + len(opener)
+    named = _GROUP_NAME.match(pattern, i)
+    if named is not None:
+        return "(?P<%s>" % named.group(1), named.end()
+    raise UnsupportedPattern("group syntax %r is not supported" % pattern[i : i + 3])
+
+
+def _brace(pattern: str, i: int) -> Tuple[str, int, bool]:
+    """The ``{`` at ``pattern[i]``: (its text, the index after it, whether it was a quantifier).
+
+    ``{n}``, ``{n,}`` and ``{n,m}`` are quantifiers; ``{,n}`` (Python only) is
+    refused; any other brace is a literal, as ECMA's Annex B reads it.
+    """
+    match = _QUANTIFIER.match(pattern, i)
+    if match is not None:
+        return match.group(), match.end(), True
+    if re.match(r"\{,[0-9]*\}", pattern[i : i + 32]):
+        raise UnsupportedPattern("the {,n} quantifier is not ECMA-262")
+    return "\\{", i + 1, False
 
 
 @functools.lru_cache(maxsize=512)

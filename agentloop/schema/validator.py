@@ -70,7 +70,8 @@ from __future__ import annotations
 import json
 import math
 import operator
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
+import re
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..canonical import json_path
 from ..errors import BadArgumentError, ValidationError
@@ -443,66 +444,20 @@ class _Compiler:
 
     # -- Validation 6.4, Core 10.3.1 ----------------------------------------
 
-    def _arrays(self, schema: Mapping[str, Any], tokens: Pointer) -> Optional[Check]:
+    def _arrays(self, schema: Mapping[str, Any], tokens: Pointer) -> List[Check]:
+        checks: List[Check] = []
         low, high = schema.get("minItems"), schema.get("maxItems")
         unique = schema.get("uniqueItems") is True
+        if low is not None or high is not None or unique:
+            checks.append(_array_counts(low, high, unique))
         prefix = [self.node(tokens + ("prefixItems", str(i))) for i in range(len(schema.get("prefixItems", ())))]
         items_schema = schema.get("items")
         items = None if items_schema is None else self.node(tokens + ("items",))
-        if low is None and high is None and not unique and not prefix and items is None:
-            return None
-        n_prefix = len(prefix)
-
-        def check_array(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
-            if not isinstance(v, list):
-                return True
-            ok = True
-            size = len(v)
-            if low is not None and size < low:
-                if ctx.errors is None:
-                    return False
-                ctx.add(path, "array of length %d is shorter than minItems %s" % (size, show(low)))
-                ok = False
-            if high is not None and size > high:
-                if ctx.errors is None:
-                    return False
-                ctx.add(path, "array of length %d is longer than maxItems %s" % (size, show(high)))
-                ok = False
-            if unique and size > 1:
-                first: Dict[object, int] = {}
-                for index, item in enumerate(v):
-                    key = freeze(item)
-                    if key in first:
-                        if ctx.errors is None:
-                            return False
-                        ctx.add(path, "expected unique items, but [%d] and [%d] are equal" % (first[key], index))
-                        ok = False
-                        break
-                    first[key] = index
-            if ctx.stop and not ok:
-                return False
-            for index in range(min(n_prefix, size)):
-                if not prefix[index](v[index], "%s[%d]" % (path, index), ctx, None):
-                    if ctx.stop:
-                        return False
-                    ok = False
-            if items is not None and size > n_prefix:
-                if items_schema is False:
-                    if ctx.errors is None:
-                        return False
-                    ctx.add(path, "expected at most %d items (items is false), got %d" % (n_prefix, size))
-                    ok = False
-                else:
-                    for index in range(n_prefix, size):
-                        if not items(v[index], "%s[%d]" % (path, index), ctx, None):
-                            if ctx.stop:
-                                return False
-                            ok = False
-            if seen is not None:
-                seen.add(size if items is not None else min(n_prefix, size))
-            return ok
-
-        return check_array
+        if prefix:
+            checks.append(_array_prefix(prefix, annotate=items is None))
+        if items is not None:
+            checks.append(_array_rest(items, items_schema is False, len(prefix)))
+        return checks
 
     # -- Validation 6.5, Core 10.3.2 ----------------------------------------
 
@@ -533,7 +488,13 @@ class _Compiler:
             return None
         extra = None if extra_schema is None else self.node(tokens + ("additionalProperties",))
         names = frozenset(name for name, _, _ in properties)
-        every_key = bool(patterns) or (extra is not None and extra_schema is not True)
+        others: Optional[Check] = None
+        if patterns or (extra is not None and extra_schema is not True):
+            others = _other_members(
+                names, patterns, None if extra is None else _additional(extra, extra_schema is False)
+            )
+        elif extra is not None:
+            others = _all_evaluated  # additionalProperties: true
 
         def check_members(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
             if not isinstance(v, dict):
@@ -547,36 +508,8 @@ class _Compiler:
                         if ctx.stop:
                             return False
                         ok = False
-            if not every_key:
-                if extra is not None and seen is not None:  # additionalProperties: true
-                    seen.update(v)
-                return ok
-            for key in v:
-                matched = key in names
-                for regex, child in patterns:
-                    if isinstance(key, str) and regex.search(key) is not None:
-                        matched = True
-                        if seen is not None:
-                            seen.add(key)
-                        if not child(v[key], path + _suffix(key), ctx, None):
-                            if ctx.stop:
-                                return False
-                            ok = False
-                if matched or extra is None:
-                    continue
-                if seen is not None:
-                    seen.add(key)
-                if extra_schema is False:
-                    if ctx.errors is None:
-                        return False
-                    ctx.add(path, "unexpected property %s" % short_repr(key))
-                    if ctx.stop:
-                        return False
-                    ok = False
-                elif not extra(v[key], path + _suffix(key), ctx, None):
-                    if ctx.stop:
-                        return False
-                    ok = False
+            if others is not None and not others(v, path, ctx, seen):
+                return False
             return ok
 
         return check_members
@@ -911,6 +844,194 @@ def _with_unevaluated(inner: Check, unevaluated: Sequence[Check]) -> Check:
         return ok
 
     return check_scope
+
+
+def _array_counts(low: Optional[int], high: Optional[int], unique: bool) -> Check:
+    """Validation 6.4.1-6.4.3: ``maxItems``, ``minItems``, ``uniqueItems`` in one pass."""
+
+    def check_counts(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+        if not isinstance(v, list):
+            return True
+        ok = True
+        size = len(v)
+        if low is not None and size < low:
+            if ctx.errors is None:
+                return False
+            ctx.add(path, "array of length %d is shorter than minItems %s" % (size, show(low)))
+            ok = False
+        if high is not None and size > high:
+            if ctx.errors is None:
+                return False
+            ctx.add(path, "array of length %d is longer than maxItems %s" % (size, show(high)))
+            ok = False
+        equal = _first_duplicate(v) if unique and size > 1 else None
+        if equal is not None:
+            if ctx.errors is None:
+                return False
+            ctx.add(path, "expected unique items, but [%d] and [%d] are equal" % equal)
+            ok = False
+        return ok
+
+    return check_counts
+
+
+def _first_duplicate(items: List[Any]) -> Optional[Tuple[int, int]]:
+    """The indexes of the first item equal to an earlier one (Core 4.2.2 equality), or ``None``."""
+    first: Dict[object, int] = {}
+    for index, item in enumerate(items):
+        key = freeze(item)
+        if key in first:
+            return first[key], index
+        first[key] = index
+    return None
+
+
+def _array_prefix(prefix: List[Check], annotate: bool) -> Check:
+    """Core 10.3.1.1 ``prefixItems``: the first items, each against its own schema.
+
+    With ``annotate`` (no ``items`` follows) the number of items evaluated goes
+    into ``seen`` for ``unevaluatedItems`` (Core 11.2); else ``items`` records its own.
+    """
+    n_prefix = len(prefix)
+
+    def check_prefix(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+        if not isinstance(v, list):
+            return True
+        ok = True
+        for index in range(min(n_prefix, len(v))):
+            if not prefix[index](v[index], "%s[%d]" % (path, index), ctx, None):
+                if ctx.stop:
+                    return False
+                ok = False
+        if annotate and seen is not None:
+            seen.add(min(n_prefix, len(v)))
+        return ok
+
+    return check_prefix
+
+
+def _array_rest(items: Check, items_false: bool, start: int) -> Check:
+    """Core 10.3.1.2 ``items``: every item after the first ``start`` (the ``prefixItems``).
+
+    ``items: false`` is one error for the whole array; every item counts as
+    evaluated in ``seen`` (Core 11.2).
+    """
+
+    def check_rest(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+        if not isinstance(v, list):
+            return True
+        ok = True
+        size = len(v)
+        if size > start:
+            if items_false:
+                if ctx.errors is None:
+                    return False
+                ctx.add(path, "expected at most %d items (items is false), got %d" % (start, size))
+                ok = False
+            elif not _each_item(items, v, start, path, ctx):
+                if ctx.stop:
+                    return False
+                ok = False
+        if seen is not None:
+            seen.add(size)
+        return ok
+
+    return check_rest
+
+
+def _each_item(check: Check, items: List[Any], start: int, path: str, ctx: _Ctx) -> bool:
+    """``check`` on every item from ``start`` on; ``False`` at once when the context stops."""
+    ok = True
+    for index in range(start, len(items)):
+        if not check(items[index], "%s[%d]" % (path, index), ctx, None):
+            if ctx.stop:
+                return False
+            ok = False
+    return ok
+
+
+def _all_evaluated(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+    """``additionalProperties: true`` and no patterns: every member counts as evaluated (Core 11.3)."""
+    if seen is not None:
+        seen.update(v)
+    return True
+
+
+#: One member against ``additionalProperties``: ``(key, value, path, ctx, seen) -> valid``.
+_Additional = Callable[[Any, Any, str, _Ctx, Optional[Set[Any]]], bool]
+
+
+def _additional(extra: Check, refused: bool) -> _Additional:
+    """Core 10.3.2.3 for one member: ``extra`` on its value, or a refusal when the schema is ``false``.
+
+    Either way the member counts as evaluated in ``seen`` (Core 11.3).
+    """
+    if refused:
+
+        def refuse(key: Any, value: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+            if seen is not None:
+                seen.add(key)
+            if ctx.errors is not None:
+                ctx.add(path, "unexpected property %s" % short_repr(key))
+            return False
+
+        return refuse
+
+    def check_additional(key: Any, value: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+        if seen is not None:
+            seen.add(key)
+        return extra(value, path + _suffix(key), ctx, None)
+
+    return check_additional
+
+
+def _other_members(
+    names: FrozenSet[str], patterns: List[Tuple[re.Pattern[str], Check]], additional: Optional[_Additional]
+) -> Check:
+    """Core 10.3.2.2-3: each member, the ``patternProperties`` its key matches, else ``additionalProperties``.
+
+    Members are visited in the instance's order, each one's errors together;
+    ``names`` (the ``properties``) are left to :meth:`_Compiler._members`.
+    """
+
+    def check_others(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+        ok = True
+        for key in v:
+            matched = key in names
+            if patterns:
+                verdict = _pattern_members(patterns, key, v[key], path, ctx, seen)
+                if verdict is not None:
+                    matched = True
+                    if not verdict:
+                        if ctx.stop:
+                            return False
+                        ok = False
+            if matched or additional is None:
+                continue
+            if not additional(key, v[key], path, ctx, seen):
+                if ctx.stop:
+                    return False
+                ok = False
+        return ok
+
+    return check_others
+
+
+def _pattern_members(
+    patterns: List[Tuple[re.Pattern[str], Check]], key: Any, value: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]
+) -> Optional[bool]:
+    """Core 10.3.2.2 for one member: ``None`` when no pattern matches its key, else whether all that match passed."""
+    verdict: Optional[bool] = None
+    for regex, child in patterns:
+        if isinstance(key, str) and regex.search(key) is not None:
+            verdict = verdict is not False
+            if seen is not None:
+                seen.add(key)
+            if not child(value, path + _suffix(key), ctx, None):
+                if ctx.stop:
+                    return False
+                verdict = False
+    return verdict
 
 
 def _object_counts(

@@ -430,6 +430,19 @@ class ValidateTests(unittest.TestCase):
             self.assertIsInstance(errors, list)
             compile_schema({"uniqueItems": True, "enum": [1, [1]]}).errors([instance, instance])
 
+    def test_items_and_open_additional_properties_count_as_evaluated(self) -> None:
+        """Core 11.2-11.3: what ``items`` and ``additionalProperties: true`` evaluate is not unevaluated."""
+        items = compile_schema({"prefixItems": [{}], "items": {"type": "integer"}, "unevaluatedItems": False})
+        self.assertEqual(items.errors(["a", 1, 2]), [])
+        self.assertEqual([str(e) for e in items.errors(["a", "b"])], ["$[1]: expected type integer, got str"])
+        members = {"properties": {"a": {}}, "additionalProperties": True, "unevaluatedProperties": False}
+        self.assertEqual(validate(members, {"a": 1, "b": 2}), [])
+        self.assertEqual(validate({"properties": {"a": {}}, "unevaluatedProperties": False}, {"a": 1}), [])
+        self.assertEqual(
+            [str(e) for e in validate({"properties": {"a": {}}, "unevaluatedProperties": False}, {"a": 1, "b": 2})],
+            ["$: unevaluated property 'b' is not allowed (unevaluatedProperties is false)"],
+        )
+
     def test_multiple_of_is_exact(self) -> None:
         cents = compile_schema({"multipleOf": 0.01})
         for k in range(0, 100001, 7):
