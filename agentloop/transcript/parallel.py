@@ -250,13 +250,13 @@ class _Join:
             handle.seek(start)
             window = _Window(handle, None if end is None else end - start)
             judged = judge_lines(
-                window,
+                window,  # type: ignore[arg-type]
                 chain,
                 self.limit,
                 self.max_faults,
                 room,
                 self.lines,
-                beyond=beyond,  # type: ignore[arg-type]
+                beyond=beyond,
             )
             for line, _, found, _ in judged:
                 self.faults.extend(found)
