@@ -13,7 +13,7 @@ import os
 import runpy
 import sys
 import unittest
-from typing import Tuple
+from typing import Any, List, Tuple
 from unittest import mock
 
 from agentloop import __version__
@@ -177,6 +177,31 @@ class TestVerifyOptions(CliCase):
         alone = self.cli("verify", self.path(), "--json")
         self.assertEqual(self.cli("verify", self.path(), "--json", "--workers", "2"), alone)
         self.assertEqual(alone[0], 0)
+
+    def test_workers_cut_one_transcript_into_parts_judged_in_processes(self) -> None:
+        """A transcript this small is read in one pass; with parts of 1 byte, --workers 2 cuts it in two."""
+        from agentloop.transcript import parallel
+
+        self.recover_run()
+        with open(self.path(), "r+b") as handle:  # a fault in the second part: record 9's own hash
+            lines = handle.read().split(b"\n")
+            lines[9] = lines[9].replace(b'"seq":9', b'"seq":90')
+            handle.seek(0)
+            handle.write(b"\n".join(lines))
+            handle.truncate()
+        alone = self.cli("verify", self.path(), "--json")
+        pools: List[int] = []
+        real = parallel.process_pool
+
+        def spy(workers: int, fork_if_alone: bool = False) -> Any:
+            pools.append(workers)
+            return real(workers, fork_if_alone=fork_if_alone)
+
+        with mock.patch.object(parallel, "MIN_PART_BYTES", 1), mock.patch.object(parallel, "process_pool", spy):
+            self.assertEqual(self.cli("verify", self.path(), "--json", "--workers", "2"), alone)
+        self.assertEqual(pools, [1])  # this process judged the first part, one worker process the second
+        self.assertEqual(alone[0], 1)
+        self.assertIn('"index": 9', alone[1])
 
 
 class TestVisible(unittest.TestCase):
