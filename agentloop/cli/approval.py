@@ -58,14 +58,12 @@ from ..tools.loader import load_tools
 from ..transcript.checkpoint import load_key
 from ..transcript.verify import iter_file, verify_file
 from .keys import load_trusted
-from .outcome import Stopped, exit_status, guarded, left, report_answer, report_stop
+from .outcome import exit_status, guarded, report_answer, report_stop, settled
 from .modelopts import add_model_options, live_text, model_options
 from .output import (
     Commands,
     EXIT_FAULT,
     EXIT_OK,
-    EXIT_UNFINISHED,
-    OutputError,
     Refused,
     check_input,
     check_output,
@@ -385,13 +383,7 @@ def verify_decisions(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
-    try:
-        return _resume(args, out)
-    except Stopped as stopped:
-        return stopped.status
-    except OutputError as exc:  # stdout failed, during the run or after it: not a usage error
-        left("resume", args.file, str(exc))
-        return EXIT_UNFINISHED
+    return settled("resume", args.file, lambda: _resume(args, out))
 
 
 def _resume(args: argparse.Namespace, out: TextIO) -> int:

@@ -46,12 +46,10 @@ from ..tools.registry import ToolRegistry
 from .approval import add_approve_options, approver_from_args, report_pause
 from .mcp_options import KEYS, ServerSpec, build_client, parse_servers
 from .keys import add_sign_options, load_signers
-from .outcome import Stopped, exit_status, guarded, left, report_answer, report_stop
+from .outcome import exit_status, guarded, report_answer, report_stop, settled
 from .modelopts import add_model_options, live_text, model_options
 from .output import (
     Commands,
-    EXIT_UNFINISHED,
-    OutputError,
     Refused,
     note,
     check_input,
@@ -81,13 +79,7 @@ def _check_paths(transcript: str, checkpoint: Optional[str], overwrite: bool, so
 
 
 def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
-    try:
-        return _run(args, out)
-    except Stopped as stopped:
-        return stopped.status
-    except OutputError as exc:  # stdout failed, during the run or after it: not a usage error
-        left("run", args.output, str(exc))
-        return EXIT_UNFINISHED
+    return settled("run", args.output, lambda: _run(args, out))
 
 
 def _run(args: argparse.Namespace, out: TextIO) -> int:
@@ -216,11 +208,7 @@ def _default_replay_path(path: str) -> str:
 
 def _cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
     target = _default_replay_path(args.file) if args.output is None else args.output
-    try:
-        return _replay(args, target, out)
-    except OutputError as exc:  # stdout failed, during the replay or after it: not a usage error
-        left("replay", target, str(exc))
-        return EXIT_UNFINISHED
+    return settled("replay", target, lambda: _replay(args, target, out))
 
 
 def _replay(args: argparse.Namespace, target: str, out: TextIO) -> int:
@@ -239,16 +227,13 @@ def _replay(args: argparse.Namespace, target: str, out: TextIO) -> int:
             % (quote(request.call_id, None), request.step, quote(request.tool, None))
         )
 
-    try:
-        outcome = guarded(
-            "replay",
-            target,
-            lambda: replay(
-                args.file, tools, transcript=target, overwrite=args.overwrite, approver=approver, on_refused=refused
-            ),
-        )
-    except Stopped as stopped:
-        return stopped.status
+    outcome = guarded(
+        "replay",
+        target,
+        lambda: replay(
+            args.file, tools, transcript=target, overwrite=args.overwrite, approver=approver, on_refused=refused
+        ),
+    )
     report_stop(outcome.run, target, out)
     if outcome.difference is None:
         emit(out, "replay: identical to %s" % (args.file,))

@@ -16,6 +16,7 @@ from .output import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_UNFINISHED,
+    OutputError,
     Refused,
     complain,
     emit,
@@ -23,7 +24,7 @@ from .output import (
 )
 from .terminate import Terminated, on_termination
 
-__all__ = ["ANSWERS", "Stopped", "exit_status", "report_stop", "report_answer", "left", "guarded"]
+__all__ = ["ANSWERS", "Stopped", "exit_status", "report_stop", "report_answer", "left", "guarded", "settled"]
 
 #: The stop reasons that are an answer (``run`` and ``resume`` exit 0 on them only).
 ANSWERS = ("no_tool_calls", "sentinel", "final_result")
@@ -88,3 +89,15 @@ def guarded(command: str, path: str, work: Callable[[], Any], verb: str = "write
     except OSError as exc:
         where = getattr(exc, "filename", None) or path
         raise Refused(str(where), "cannot %s it: %s" % (verb, exc.strerror or exc)) from None
+
+
+def settled(command: str, path: str, work: Callable[[], int]) -> int:
+    """``work()``'s exit status; that of a run that did not finish (:class:`Stopped`, already said);
+    4 after saying so when standard output failed, during the run or after it (not a usage error)."""
+    try:
+        return work()
+    except Stopped as stopped:
+        return stopped.status
+    except OutputError as exc:
+        left(command, path, str(exc))
+        return EXIT_UNFINISHED
