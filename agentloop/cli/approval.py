@@ -48,7 +48,7 @@ from ..loop.approval import (
     verify_approvals,
 )
 from ..canonical import strict_loads
-from ..errors import AgentloopError, RunConfigError
+from ..errors import RunConfigError
 from ..messages import AWAITING_APPROVAL, RunResult
 from ..models.spec import model_from_spec
 from ..models.anthropic import DEFAULT_MAX_TOKENS
@@ -58,21 +58,15 @@ from ..tools.loader import load_tools
 from ..transcript.checkpoint import load_key
 from ..transcript.verify import iter_file, verify_file
 from .keys import load_trusted
-from .terminate import Terminated, on_termination
+from .outcome import exit_status, guarded, report_answer, report_stop, settled
 from .modelopts import add_model_options, live_text, model_options
 from .output import (
     Commands,
-    EXIT_BUDGET,
     EXIT_FAULT,
-    EXIT_INTERRUPTED,
     EXIT_OK,
-    EXIT_UNFINISHED,
-    OutputError,
     Refused,
-    transcript_state,
     check_input,
     check_output,
-    complain,
     count_arg,
     emit,
     format_record,
@@ -96,7 +90,6 @@ __all__ = [
 EXIT_PAUSED = 5
 #: How many unreadable answers ``--approve ask`` takes for one call before it defers.
 MAX_ASKS = 5
-_ANSWERS = ("no_tool_calls", "sentinel", "final_result")
 _HELP = (
     "answer: a = approve, d REASON = deny, m JSON = modify (run with these arguments), "
     "t REASON = terminate the run, p = pause (defer)"
@@ -389,19 +382,8 @@ def verify_decisions(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_FAULT if failed else EXIT_OK
 
 
-def _status(result: RunResult) -> int:
-    """The exit status of a resumed run that ended (a pause is reported before: :func:`report_pause`)."""
-    if result.stop_reason in _ANSWERS:
-        return EXIT_OK
-    return EXIT_FAULT if result.stop_reason == "model_error" else EXIT_BUDGET
-
-
 def _cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
-    try:
-        return _resume(args, out)
-    except OutputError as exc:  # stdout failed, during the run or after it: not a usage error
-        _left(args.file, str(exc))
-        return EXIT_UNFINISHED
+    return settled("resume", args.file, lambda: _resume(args, out))
 
 
 def _resume(args: argparse.Namespace, out: TextIO) -> int:
@@ -429,58 +411,34 @@ def _resume(args: argparse.Namespace, out: TextIO) -> int:
         raise RunConfigError("--key-file/--key-env", "needs --checkpoint")
     key = load_key(args.key_file, args.key_env) if args.key_file is not None or args.key_env is not None else None
     approver = approver_from_args(args)
-    try:
-        with on_termination():
-            result = resume(
-                args.file,
-                model,
-                tools,
-                decisions=decisions,
-                approver=approver,
-                rerun_unrecorded=args.rerun_unrecorded,
-                anchor=args.anchor,
-                checkpoint=args.checkpoint,
-                key=key,
-                overwrite=args.overwrite,
-                clock=RESUMED_CLOCK,
-                on_record=(lambda record: emit(out, format_record(record)))
-                if live is None
-                else live.before(lambda record: emit(out, format_record(record))),
-            )
-    except (KeyboardInterrupt, Terminated) as ended:  # Ctrl-C, SIGTERM, SIGHUP: said, with what the file holds
-        _left(args.file, "terminated (%s)" % (ended.name,) if isinstance(ended, Terminated) else "interrupted (Ctrl-C)")
-        return ended.status if isinstance(ended, Terminated) else EXIT_INTERRUPTED
-    except SystemExit as exc:
-        _left(args.file, "the run did not finish: a tool or the model raised SystemExit(%s)" % (exc.code,))
-        return EXIT_UNFINISHED
-    except AgentloopError:
-        raise
-    except BrokenPipeError:  # standard output, not the transcript: main exits 141
-        _left(args.file, "standard output was closed (a broken pipe)")
-        raise
-    except OSError as exc:
-        raise Refused(
-            str(getattr(exc, "filename", None) or args.file), "cannot open it: %s" % (exc.strerror or exc,)
-        ) from None
+    result = guarded(
+        "resume",
+        args.file,
+        lambda: resume(
+            args.file,
+            model,
+            tools,
+            decisions=decisions,
+            approver=approver,
+            rerun_unrecorded=args.rerun_unrecorded,
+            anchor=args.anchor,
+            checkpoint=args.checkpoint,
+            key=key,
+            overwrite=args.overwrite,
+            clock=RESUMED_CLOCK,
+            on_record=(lambda record: emit(out, format_record(record)))
+            if live is None
+            else live.before(lambda record: emit(out, format_record(record))),
+        ),
+        "open",
+    )
     if result.stop_reason == AWAITING_APPROVAL:
         return report_pause(result, args.file, out)
-    emit(out, "stop: %s (steps=%d, tokens=%d): %s" % (result.stop_reason, result.steps, result.tokens, result.detail))
-    emit(out, "transcript: %s (%d records, head %s)" % (args.file, result.records, result.head))
+    report_stop(result, args.file, out)
     if args.checkpoint is not None:
         emit(out, "checkpoint: %s%s" % (args.checkpoint, " (signed)" if key is not None else ""))
-    if result.output is not None:
-        emit(out, "answer:")
-        text = (
-            result.output
-            if isinstance(result.output, str)
-            else json.dumps(result.output, ensure_ascii=False, sort_keys=True)
-        )
-        emit(out, text, lines=True)
-    return _status(result)
-
-
-def _left(path: str, what: str) -> None:
-    complain("resume", "%s; %s" % (what, transcript_state(path)))
+    report_answer(result, out)
+    return exit_status(result)
 
 
 def add_commands(sub: Commands) -> None:

@@ -28,14 +28,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 from decimal import Decimal
-from typing import Any, Callable, List, Optional, TextIO
+from typing import Any, List, Optional, TextIO
 
 from ..canonical import strict_loads
-from ..errors import AgentloopError, MCPConfigError, MCPNameCollisionError, RunConfigError
+from ..errors import MCPConfigError, MCPNameCollisionError, RunConfigError
 from ..mcp import MCPClient, combine_tools
-from ..messages import RunResult
 from ..loop.engine import run
 from ..transcript.checkpoint import load_key
 from ..models.anthropic import DEFAULT_MAX_TOKENS
@@ -48,22 +46,14 @@ from ..tools.registry import ToolRegistry
 from .approval import add_approve_options, approver_from_args, report_pause
 from .mcp_options import KEYS, ServerSpec, build_client, parse_servers
 from .keys import add_sign_options, load_signers
-from .terminate import Terminated, on_termination
+from .outcome import exit_status, guarded, report_answer, report_stop, settled
 from .modelopts import add_model_options, live_text, model_options
 from .output import (
     Commands,
-    EXIT_BUDGET,
-    EXIT_FAULT,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_UNFINISHED,
-    OutputError,
     Refused,
     note,
-    transcript_state,
     check_input,
     check_output,
-    complain,
     count_arg,
     emit,
     format_record,
@@ -73,69 +63,6 @@ from .output import (
 )
 
 __all__ = ["add_commands", "load_tools", "model_from_spec"]
-
-
-#: The stop reasons that are an answer (``run`` exits 0 on them only).
-_ANSWERS = ("no_tool_calls", "sentinel", "final_result")
-
-
-def _finish(result: RunResult, path: str, out: TextIO) -> None:
-    emit(out, "stop: %s (steps=%d, tokens=%d): %s" % (result.stop_reason, result.steps, result.tokens, result.detail))
-    emit(out, "transcript: %s (%d records, head %s)" % (path, result.records, result.head))
-
-
-def _status(result: RunResult) -> int:
-    if result.stop_reason in _ANSWERS:
-        return EXIT_OK
-    return EXIT_FAULT if result.stop_reason == "model_error" else EXIT_BUDGET
-
-
-def _answer(result: RunResult, out: TextIO) -> None:
-    """The run's answer, whole, escaped (its newlines kept); nothing when it ended without one."""
-    value = getattr(result, "output", None)
-    if value is None:
-        return
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-    emit(out, "answer:")
-    emit(out, text, lines=True)
-
-
-def _left(command: str, path: str, what: str) -> None:
-    """After a run that did not finish (or whose output failed): say what happened and what the transcript holds."""
-    complain(command, "%s; %s" % (what, transcript_state(path)))
-
-
-def _guarded(command: str, path: str, work: Callable[[], Any]) -> Any:
-    """``work()``; Ctrl-C, SIGTERM, SIGHUP and ``SystemExit`` inside it become a message and exit
-    130 / 143 / 129 / 4 (as ``_Stopped``)."""
-    try:
-        with on_termination():
-            return work()
-    except KeyboardInterrupt:
-        _left(command, path, "interrupted (Ctrl-C)")
-        raise _Stopped(EXIT_INTERRUPTED) from None
-    except Terminated as ended:
-        _left(command, path, "terminated (%s)" % (ended.name,))
-        raise _Stopped(ended.status) from None
-    except SystemExit as exc:
-        _left(command, path, "the run did not finish: a tool or the model raised SystemExit(%s)" % (exc.code,))
-        raise _Stopped(EXIT_UNFINISHED) from None
-    except AgentloopError:
-        raise  # TranscriptExistsError, TranscriptLockedError: said in the command line's words by main
-    except BrokenPipeError:  # standard output, not the transcript: main exits 141
-        _left(command, path, "standard output was closed (a broken pipe)")
-        raise
-    except OSError as exc:
-        where = getattr(exc, "filename", None) or path
-        raise Refused(str(where), "cannot write it: %s" % (exc.strerror or exc,)) from None
-
-
-class _Stopped(Exception):
-    """A run that did not finish; its message is already printed."""
-
-    def __init__(self, status: int) -> None:
-        super().__init__(status)
-        self.status = status
 
 
 def _check_paths(transcript: str, checkpoint: Optional[str], overwrite: bool, source: Optional[str] = None) -> None:
@@ -152,13 +79,7 @@ def _check_paths(transcript: str, checkpoint: Optional[str], overwrite: bool, so
 
 
 def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
-    try:
-        return _run(args, out)
-    except _Stopped as stopped:
-        return stopped.status
-    except OutputError as exc:  # stdout failed, during the run or after it: not a usage error
-        _left("run", args.output, str(exc))
-        return EXIT_UNFINISHED
+    return settled("run", args.output, lambda: _run(args, out))
 
 
 def _run(args: argparse.Namespace, out: TextIO) -> int:
@@ -225,7 +146,7 @@ def _run_with(args: argparse.Namespace, out: TextIO, tools: Any, signers: List[A
     if args.key_file is not None or args.key_env is not None:
         key = load_key(args.key_file, args.key_env)
     approver = approver_from_args(args)  # --approve: who decides calls of tools that require approval
-    result = _guarded(
+    result = guarded(
         "run",
         args.output,
         lambda: run(
@@ -253,11 +174,11 @@ def _run_with(args: argparse.Namespace, out: TextIO, tools: Any, signers: List[A
     )
     if result.pending:  # paused for approval: no stop record, exit 5 (cli/approval.py)
         return report_pause(result, args.output, out)
-    _finish(result, args.output, out)
+    report_stop(result, args.output, out)
     if args.checkpoint is not None:
         emit(out, "checkpoint: %s%s" % (args.checkpoint, " (signed)" if key is not None or signers else ""))
-    _answer(result, out)
-    return _status(result)
+    report_answer(result, out)
+    return exit_status(result)
 
 
 def _read_prices(path: str) -> Any:
@@ -287,11 +208,7 @@ def _default_replay_path(path: str) -> str:
 
 def _cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
     target = _default_replay_path(args.file) if args.output is None else args.output
-    try:
-        return _replay(args, target, out)
-    except OutputError as exc:  # stdout failed, during the replay or after it: not a usage error
-        _left("replay", target, str(exc))
-        return EXIT_UNFINISHED
+    return settled("replay", target, lambda: _replay(args, target, out))
 
 
 def _replay(args: argparse.Namespace, target: str, out: TextIO) -> int:
@@ -310,17 +227,14 @@ def _replay(args: argparse.Namespace, target: str, out: TextIO) -> int:
             % (quote(request.call_id, None), request.step, quote(request.tool, None))
         )
 
-    try:
-        outcome = _guarded(
-            "replay",
-            target,
-            lambda: replay(
-                args.file, tools, transcript=target, overwrite=args.overwrite, approver=approver, on_refused=refused
-            ),
-        )
-    except _Stopped as stopped:
-        return stopped.status
-    _finish(outcome.run, target, out)
+    outcome = guarded(
+        "replay",
+        target,
+        lambda: replay(
+            args.file, tools, transcript=target, overwrite=args.overwrite, approver=approver, on_refused=refused
+        ),
+    )
+    report_stop(outcome.run, target, out)
     if outcome.difference is None:
         emit(out, "replay: identical to %s" % (args.file,))
         return 0

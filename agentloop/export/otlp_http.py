@@ -26,18 +26,17 @@ from __future__ import annotations
 import base64
 import binascii
 import http.client
-import ipaddress
 import json
 import re
 import socket
 import ssl
 import threading
-import urllib.parse
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Tuple
 
 from ..errors import BadArgumentError, CollectorError
 from ..models.http import holds_secret, redact
+from ..wire.urls import http_host, split_url
 
 __all__ = ["TRACES_PATH", "MAX_BODY", "Collector", "collector", "send_otlp", "Sent"]
 
@@ -81,15 +80,13 @@ def collector(endpoint: str) -> Collector:
     """
     if not isinstance(endpoint, str):
         raise BadArgumentError("endpoint", "must be a URL string")
-    try:  # "http://[::1/x", and a bracketed host that is no IPv6 address (which Python 3.8 lets through)
-        parts = urllib.parse.urlsplit(endpoint)
-        if "[" in parts.netloc:
-            ipaddress.IPv6Address((parts.hostname or "").split("%")[0])
-    except ValueError:
-        raise BadArgumentError("endpoint", "is not a URL that can be read (a bracketed host?)") from None
+    parts = split_url(endpoint)
+    if parts is None:
+        raise BadArgumentError("endpoint", "is not a URL that can be read (a bracketed host?)")
     if "@" in parts.netloc:
         raise BadArgumentError("endpoint", "must not hold credentials (user:password@): send them in a header")
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    hostname = http_host(parts)
+    if hostname is None:
         raise BadArgumentError("endpoint", "must be an http:// or https:// URL with a host")
     if parts.fragment:
         raise BadArgumentError("endpoint", "must not have a #fragment")
@@ -98,7 +95,6 @@ def collector(endpoint: str) -> Collector:
     except ValueError:
         raise BadArgumentError("endpoint", "has a bad port") from None
     target = parts.path.rstrip("/") + TRACES_PATH + ("?" + parts.query if parts.query else "")
-    hostname = parts.hostname
     shown = "[%s]" % (hostname,) if ":" in hostname else hostname
     return Collector(
         parts.scheme == "https", hostname, port, target, shown if port is None else "%s:%d" % (shown, port)

@@ -49,18 +49,17 @@ from __future__ import annotations
 import base64
 import codecs
 import http.client
-import ipaddress
 import itertools
 import re
 import socket
 import ssl
 import threading
 import time
-import urllib.parse
 from typing import Any, Dict, List, Mapping, Optional, Union
 
 from ..errors import MCPConfigError, MCPError
 from ..wire.sse import Event, EventStreamParser
+from ..wire.urls import http_host, split_url
 from .client import LEGACY, MODERN, MCPClient, Origin, Failed, RpcFailed
 from .jsonrpc import (
     METHOD_NOT_FOUND,
@@ -154,22 +153,20 @@ class MCPHttp(MCPClient):
         super().__init__(name, protocol, timeout, timeout if init_timeout is None else init_timeout)
         if not isinstance(url, str):
             raise MCPConfigError("url", "must be a string")
-        try:  # "http://[::1/x", and a bracketed host that is no IPv6 address (which Python 3.8 lets through)
-            parts = urllib.parse.urlsplit(url)
-            if "[" in parts.netloc:
-                ipaddress.IPv6Address((parts.hostname or "").split("%")[0])
-        except ValueError:  # its words may quote the URL, which may hold a token
-            raise MCPConfigError("url", "is not a URL that can be read (a bracketed host?)") from None
+        parts = split_url(url)
+        if parts is None:  # never in Python's words: they may quote the URL, which may hold a token
+            raise MCPConfigError("url", "is not a URL that can be read (a bracketed host?)")
         if parts.username is not None or parts.password is not None or "@" in parts.netloc:
             raise MCPConfigError("url", "must not hold credentials; pass them in headers=")
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        hostname = http_host(parts)
+        if hostname is None:
             raise MCPConfigError("url", "must be an http:// or https:// URL with a host")
         try:
             self._port = parts.port
         except ValueError:
             raise MCPConfigError("url", "has a bad port") from None
         self._https = parts.scheme == "https"
-        self._hostname = parts.hostname
+        self._hostname = hostname
         #: The server's host (and port), which is all errors and the record show.
         self.host = parts.netloc
         self._target = (parts.path or "/") + ("?" + parts.query if parts.query else "")

@@ -73,7 +73,8 @@ __all__ = ["OpenAIChat", "DEFAULT_BASE_URL", "cache_key_params"]
 
 #: The official endpoint's base URL (the SDK's default).
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-_OFFICIAL_HOST = "api.openai.com"
+#: The host where a key is required (elsewhere a local server may need none).
+OFFICIAL_HOST = "api.openai.com"
 _RESERVED = ("model", "messages", "tools", "stream", "stream_options")
 
 
@@ -91,6 +92,16 @@ def cache_key_params(
     if params is not None and not isinstance(params, Mapping):
         return params  # Endpoint refuses it, naming params
     return dict(params or {}, prompt_cache_key=prompt_cache_key)
+
+
+def bearer_headers(key: str, extra: Mapping[str, str]) -> Dict[str, str]:
+    """The request headers of both OpenAI APIs: JSON, ``Authorization: Bearer <key>`` when there
+    is a key, then the extra ``headers`` (with the key: do not print them)."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "agentloop"}
+    if key:
+        headers["Authorization"] = "Bearer " + key
+    headers.update(extra)
+    return headers
 
 
 class OpenAIChat(Adapter):
@@ -140,7 +151,7 @@ class OpenAIChat(Adapter):
             base_url_env="OPENAI_BASE_URL",
             default_base_url=DEFAULT_BASE_URL,
             api_key_env="OPENAI_API_KEY",
-            official_host=_OFFICIAL_HOST,
+            official_host=OFFICIAL_HOST,
             reserved=_RESERVED,
             style="openai",
         )
@@ -166,11 +177,7 @@ class OpenAIChat(Adapter):
 
     def headers(self) -> Dict[str, str]:
         """The request headers (with the key: do not print them)."""
-        headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "agentloop"}
-        if self._key:
-            headers["Authorization"] = "Bearer " + self._key
-        headers.update(self._extra_headers)
-        return headers
+        return bearer_headers(self._key, self._extra_headers)
 
     def request_body(self, messages: List[Message], manifest: List[Dict[str, Any]]) -> Dict[str, Any]:
         """The JSON body sent for one turn (see the module docstring)."""

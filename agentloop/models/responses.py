@@ -70,14 +70,13 @@ from ..errors import ModelConfigError
 from ..messages import Message, ModelReply, ToolCall
 from .base import Adapter, Endpoint, Reader, join_url, read_arguments, system_prompt, usage_from
 from .http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HttpTransport, Notice
-from .openai import DEFAULT_BASE_URL, cache_key_params
+from .openai import DEFAULT_BASE_URL, OFFICIAL_HOST, bearer_headers, cache_key_params
 from .streaming import ResponsesCollector
 
 __all__ = ["OpenAIResponses", "API", "responses_input", "responses_reply"]
 
 #: ``provider_data["api"]`` of this adapter's replies.
 API = "openai-responses"
-_OFFICIAL_HOST = "api.openai.com"
 _RESERVED = ("model", "input", "tools", "stream", "stream_options", "instructions", "store", "include")
 
 
@@ -128,7 +127,7 @@ class OpenAIResponses(Adapter):
             base_url_env="OPENAI_BASE_URL",
             default_base_url=DEFAULT_BASE_URL,
             api_key_env="OPENAI_API_KEY",
-            official_host=_OFFICIAL_HOST,
+            official_host=OFFICIAL_HOST,
             reserved=_RESERVED,
             style="responses",
         )
@@ -158,11 +157,7 @@ class OpenAIResponses(Adapter):
 
     def headers(self) -> Dict[str, str]:
         """The request headers (with the key: do not print them)."""
-        headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "agentloop"}
-        if self._key:
-            headers["Authorization"] = "Bearer " + self._key
-        headers.update(self._extra_headers)
-        return headers
+        return bearer_headers(self._key, self._extra_headers)
 
     def request_body(self, messages: List[Message], manifest: List[Dict[str, Any]]) -> Dict[str, Any]:
         """The JSON body sent for one turn (see the module docstring)."""

@@ -34,8 +34,8 @@ from .keys import (
     ALG_ED25519,
     SignerKey,
     VerifierKey,
-    is_valid_key_name,
-    key_hash,
+    check_key_type,
+    ed25519_key_id,
     parse_signer_key,
     parse_verifier_key,
 )
@@ -88,11 +88,9 @@ class CosignatureVerifier:
     key_id: bytes = field(init=False)
 
     def __post_init__(self) -> None:
-        if not is_valid_key_name(self.name):
-            raise SigningKeyError("witness key", "%r is not a key name" % (self.name,))
-        if not ed25519.is_valid_public_key(self.public_key):
-            raise SigningKeyError("witness key %s" % (self.name,), "is not a valid Ed25519 public key")
-        object.__setattr__(self, "key_id", key_hash(self.name, ALG_COSIGNATURE_V1, self.public_key))
+        object.__setattr__(
+            self, "key_id", ed25519_key_id("witness key", self.name, ALG_COSIGNATURE_V1, self.public_key)
+        )
 
     def verify(self, message: bytes, signature: bytes) -> bool:
         """True when ``signature`` is a ``timestamped_signature`` over ``message`` at its own time."""
@@ -120,11 +118,7 @@ class CosignatureSigner:
     allow_slow_unsafe_signer: bool = False
 
     def __post_init__(self) -> None:
-        if self.key.alg != ALG_COSIGNATURE_V1:
-            raise SigningKeyError(
-                "signer key %s" % (self.key.name,),
-                "is of type 0x%02x, not a cosignature/v1 key (0x04)" % (self.key.alg,),
-            )
+        check_key_type("signer key", self.key.name, self.key.alg, ALG_COSIGNATURE_V1, "a cosignature/v1 key (0x04)")
 
     @property
     def name(self) -> str:

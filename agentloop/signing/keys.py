@@ -116,6 +116,24 @@ def key_hash(name: str, alg: int, public_key: bytes) -> bytes:
     return hashlib.sha256(name.encode("utf-8") + b"\n" + bytes([alg]) + bytes(public_key)).digest()[:4]
 
 
+def ed25519_key_id(what: str, name: str, alg: int, public_key: bytes) -> bytes:
+    """The key ID (:func:`key_hash`) of a verifier of type ``alg`` named ``name`` holding the
+    Ed25519 ``public_key``; :class:`~agentloop.errors.SigningKeyError` naming ``what`` when the
+    name is not a key name or the key is not a valid Ed25519 public key."""
+    if not is_valid_key_name(name):
+        raise SigningKeyError(what, "%r is not a key name" % (name,))
+    if not ed25519.is_valid_public_key(public_key):
+        raise SigningKeyError("%s %s" % (what, name), "is not a valid Ed25519 public key")
+    return key_hash(name, alg, public_key)
+
+
+def check_key_type(what: str, name: str, alg: int, want: int, kind: str) -> None:
+    """:class:`~agentloop.errors.SigningKeyError` ("``what name``: is of type 0x.., not ``kind``")
+    unless the key's type ``alg`` is ``want``."""
+    if alg != want:
+        raise SigningKeyError("%s %s" % (what, name), "is of type 0x%02x, not %s" % (alg, kind))
+
+
 @dataclass(frozen=True)
 class VerifierKey:
     """A parsed verifier key: a name, an algorithm byte, a 32-byte public key.

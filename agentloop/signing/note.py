@@ -45,8 +45,9 @@ from .keys import (
     ALG_ED25519,
     SignerKey,
     VerifierKey,
+    check_key_type,
+    ed25519_key_id,
     is_valid_key_name,
-    key_hash,
     parse_signer_key,
     parse_verifier_key,
 )
@@ -78,6 +79,9 @@ MAX_SIGNATURES = 100
 _EM_DASH = "\u2014"
 _SIG_PREFIX = _EM_DASH + " "
 _B64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+
+#: What a key of type 0x01 is, in errors.
+_NOTE_KEY = "an Ed25519 note key (0x01)"
 
 
 class Verifier(Protocol):
@@ -123,20 +127,13 @@ class Ed25519Verifier:
     key_id: bytes = field(init=False)
 
     def __post_init__(self) -> None:
-        if not is_valid_key_name(self.name):
-            raise SigningKeyError("verifier", "%r is not a key name" % (self.name,))
-        if not ed25519.is_valid_public_key(self.public_key):
-            raise SigningKeyError("verifier %s" % (self.name,), "is not a valid Ed25519 public key")
-        object.__setattr__(self, "key_id", key_hash(self.name, ALG_ED25519, self.public_key))
+        object.__setattr__(self, "key_id", ed25519_key_id("verifier", self.name, ALG_ED25519, self.public_key))
 
     @classmethod
     def from_key(cls, key: Union[str, VerifierKey]) -> "Ed25519Verifier":
         """From a ``<name>+<hash>+<base64>`` verifier key of type 0x01 (text or parsed)."""
         parsed = parse_verifier_key(key) if isinstance(key, str) else key
-        if parsed.alg != ALG_ED25519:
-            raise SigningKeyError(
-                "verifier key %s" % (parsed.name,), "is of type 0x%02x, not an Ed25519 note key (0x01)" % (parsed.alg,)
-            )
+        check_key_type("verifier key", parsed.name, parsed.alg, ALG_ED25519, _NOTE_KEY)
         return cls(parsed.name, parsed.public_key)
 
     def verify(self, message: bytes, signature: bytes) -> bool:
@@ -162,11 +159,7 @@ class Ed25519Signer:
     allow_slow_unsafe_signer: bool = False
 
     def __post_init__(self) -> None:
-        if self.key.alg != ALG_ED25519:
-            raise SigningKeyError(
-                "signer key %s" % (self.key.name,),
-                "is of type 0x%02x, not an Ed25519 note key (0x01)" % (self.key.alg,),
-            )
+        check_key_type("signer key", self.key.name, self.key.alg, ALG_ED25519, _NOTE_KEY)
 
     @classmethod
     def from_key(cls, skey: str, allow_slow_unsafe_signer: bool = False) -> "Ed25519Signer":

@@ -1,4 +1,4 @@
-"""What is spoken on the wire, shared by :mod:`agentloop.models` and :mod:`agentloop.mcp`.
+"""What is spoken on the wire, shared by :mod:`agentloop.models`, :mod:`agentloop.mcp` and :mod:`agentloop.export`.
 
 A low layer: its modules import only the standard library and
 :mod:`agentloop.errors`.
@@ -7,6 +7,7 @@ A low layer: its modules import only the standard library and
   incrementally as WHATWG HTML "Interpreting an event stream" says.
 * :mod:`.connections` -- HTTP/1.1 keep-alive connections, one per thread
   and origin, reused across requests; when a request may be sent again.
+* :mod:`.urls` -- reading an ``http(s)://`` URL a user gave, before any refusal is worded.
 """
 
 from __future__ import annotations

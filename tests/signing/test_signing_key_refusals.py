@@ -12,7 +12,7 @@ import unittest
 from typing import Any, Callable, List, Tuple
 
 from agentloop.errors import AgentloopError, BadArgumentError, MalformedNoteError, SigningKeyError, WrongTypeError
-from agentloop.signing import cosignature, keys, witness
+from agentloop.signing import cosignature, keys, note, witness
 from agentloop.signing.ed25519 import is_valid_public_key
 from agentloop.signing.hmac_sha256 import HmacKey
 from agentloop.signing.keys import ALG_ED25519
@@ -101,6 +101,41 @@ class TestCosignatureRefusals(RefusalCase):
                     lambda: cosignature.CosignatureVerifier("w", NOT_A_POINT),
                     SigningKeyError,
                     "witness key w: is not a valid Ed25519 public key",
+                ),
+            ]
+        )
+
+    def test_a_key_of_the_other_type_is_refused_with_both_types(self) -> None:
+        note_skey = keys.parse_signer_key(keys.generate_key("log", allow_slow_unsafe_signer=True)[0])
+        witness_skey = keys.parse_signer_key(
+            keys.generate_key("w", alg=keys.ALG_COSIGNATURE_V1, allow_slow_unsafe_signer=True)[0]
+        )
+        self.assertRefused(
+            [
+                (
+                    lambda: cosignature.CosignatureSigner(note_skey),
+                    SigningKeyError,
+                    "signer key log: is of type 0x01, not a cosignature/v1 key (0x04)",
+                ),
+                (
+                    lambda: note.Ed25519Signer(witness_skey),
+                    SigningKeyError,
+                    "signer key w: is of type 0x04, not an Ed25519 note key (0x01)",
+                ),
+                (
+                    lambda: note.Ed25519Verifier.from_key(witness_skey.verifier_key()),
+                    SigningKeyError,
+                    "verifier key w: is of type 0x04, not an Ed25519 note key (0x01)",
+                ),
+                (
+                    lambda: note.Ed25519Verifier("bad name", b"\x00" * 32),
+                    SigningKeyError,
+                    "key verifier: 'bad name' is not a key name",
+                ),
+                (
+                    lambda: note.Ed25519Verifier("v", NOT_A_POINT),
+                    SigningKeyError,
+                    "key verifier v: is not a valid Ed25519 public key",
                 ),
             ]
         )
