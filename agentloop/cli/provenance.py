@@ -15,7 +15,9 @@ Statement v1 in a DSSE envelope (:mod:`agentloop.provenance.intoto`); with
 ``--batch``, FILE is a batch's ``manifest.jsonl`` and every ``ok`` run
 beside it is a subject.  ``statement`` writes ``FILE`` with ``.jsonl``
 replaced by ``.statement.cose``: a SCITT signed statement over the
-transcript's checkpoint (:mod:`agentloop.provenance.scitt`); the issuer
+transcript's checkpoint, or when FILE is a batch's ``manifest.jsonl`` over
+the ledger's (checked against ``manifest.checkpoint`` beside it; the runs'
+transcripts are not read) (:mod:`agentloop.provenance.scitt`); the issuer
 defaults to the key's name.  ``run --attest`` attests the transcript the
 run wrote; ``batch --attest`` the batch (``DIR/manifest.jsonl.intoto.jsonl``),
 ``batch --receipts`` writes a COSE receipt of inclusion in the ledger for
