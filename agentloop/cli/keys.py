@@ -6,7 +6,7 @@
     agentloop cosign CKPT --key WITNESS_KEY --trust LOG_VKEY... [--require NAME]... --transcript FILE
                      [--state STATE] [--time T] [-o OUT | -o -] [--unsafe-pure-python-signer]
     agentloop cosign --request REQ ...   (a witness that needs no log: :mod:`.tlog`)
-    agentloop witness-request OLD NEW [--transcript FILE]
+    agentloop witness-request OLD NEW [--transcript FILE | --ledger MANIFEST]
 
 and, for :mod:`.anchor`, ``--sign KEY`` (``checkpoint``) and ``--trust VKEY`` /
 ``--require NAME`` (``verify``, ``check-proof``, ``consistency``, ``report``).
@@ -34,7 +34,9 @@ request: ``old <size>``, the consistency proof from ``OLD`` to ``NEW``
 computed from ``--transcript`` (and checked before it is printed), a blank
 line, and ``NEW``.  ``OLD`` is the checkpoint the witness last cosigned, or
 the size it holds: ``0`` for a witness that has seen none, or the size a
-witness's 409 answer names (write ``./5`` for a file named 5).
+witness's 409 answer names (write ``./5`` for a file named 5).  NEW may
+be a batch ledger's checkpoint (``manifest.checkpoint``): then the proof
+is computed from ``--ledger MANIFEST`` (:mod:`.ledger_witness`).
 
 Exit codes: 0 done; 1 a fault (a signature that fails, an inconsistent or
 rolled-back checkpoint, a transcript that does not give the checkpoint):
@@ -373,8 +375,28 @@ def _old_and_proof(args: argparse.Namespace, new: Checkpoint, out: TextIO) -> Un
     return old.size, [bytes.fromhex(node) for node in made.proof]
 
 
+#: The start of a batch ledger checkpoint's origin (agentloop.batch.ledger.MANIFEST_ORIGIN_PREFIX, not imported:
+#: a transcript's request, and verify, which imports this module, load no batch code).
+_LEDGER_ORIGIN = b"agentloop-manifest/1/"
+
+
+def _names_a_batch(path: str) -> bool:
+    """Whether the checkpoint file ``path`` starts with a batch ledger's origin (unreadable: ``False``)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(_LEDGER_ORIGIN)) == _LEDGER_ORIGIN
+    except OSError:
+        return False
+
+
 def _cmd_witness_request(args: argparse.Namespace, out: TextIO) -> int:
     check_input(args.new, pipe=False)
+    if _names_a_batch(args.new):
+        from .ledger_witness import ledger_witness_request  # only here: a transcript's request loads no batch code
+
+        return ledger_witness_request(args, out)
+    if args.ledger is not None:
+        raise Refused("--ledger", "is for a batch ledger's checkpoint; %s is a transcript's" % (args.new,))
     try:
         new = read_checkpoint(args.new)
     except MalformedCheckpointError as exc:
@@ -438,8 +460,13 @@ def add_commands(sub: Commands) -> None:
     request.add_argument(
         "old", metavar="OLD", help="the checkpoint the witness last cosigned, or the size it holds (0 for none)"
     )
-    request.add_argument("new", metavar="NEW", help="the new signed checkpoint")
+    request.add_argument("new", metavar="NEW", help="the new signed checkpoint (a transcript's or a batch ledger's)")
     request.add_argument(
         "--transcript", metavar="FILE", help="the transcript, to compute the consistency proof from OLD to NEW"
+    )
+    request.add_argument(
+        "--ledger",
+        metavar="MANIFEST",
+        help="when NEW is a batch ledger's checkpoint: the ledger (manifest.jsonl), for the consistency proof",
     )
     request.set_defaults(handler=_cmd_witness_request)

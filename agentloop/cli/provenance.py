@@ -15,7 +15,9 @@ Statement v1 in a DSSE envelope (:mod:`agentloop.provenance.intoto`); with
 ``--batch``, FILE is a batch's ``manifest.jsonl`` and every ``ok`` run
 beside it is a subject.  ``statement`` writes ``FILE`` with ``.jsonl``
 replaced by ``.statement.cose``: a SCITT signed statement over the
-transcript's checkpoint (:mod:`agentloop.provenance.scitt`); the issuer
+transcript's checkpoint, or when FILE is a batch's ``manifest.jsonl`` over
+the ledger's (checked against ``manifest.checkpoint`` beside it; the runs'
+transcripts are not read) (:mod:`agentloop.provenance.scitt`); the issuer
 defaults to the key's name.  ``run --attest`` attests the transcript the
 run wrote; ``batch --attest`` the batch (``DIR/manifest.jsonl.intoto.jsonl``),
 ``batch --receipts`` writes a COSE receipt of inclusion in the ledger for
@@ -44,7 +46,7 @@ import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from ..batch.audit import run_name
-from ..batch.ledger import ledger_root, parse_ledger
+from ..batch.ledger import ManifestCheckpoint, ledger_root, parse_ledger
 from ..batch.spec import read_specs
 from ..errors import BadSignatureError, MalformedCheckpointError, MalformedManifestError, ProofError, ProvenanceError
 from ..provenance.intoto import (
@@ -57,8 +59,16 @@ from ..provenance.intoto import (
     read_bundle,
 )
 from ..provenance.receipts import check_receipt, issue_receipts, receipt_name
-from ..provenance.runs import checked_batch, checked_facts, ok_line
-from ..provenance.scitt import check_issuer, check_statement, make_statement
+from ..provenance.runs import checked_batch, checked_facts, is_ledger, ok_line
+from ..provenance.scitt import (
+    AnyCheckpoint,
+    StatementCheck,
+    check_issuer,
+    check_ledger_statement,
+    check_statement,
+    sign_statement,
+    statement_checkpoint,
+)
 from ..provenance.scitt import default_name as statement_name
 from ..signing.keys import ALG_ED25519
 from ..signing.note import Ed25519Signer, Ed25519Verifier
@@ -171,21 +181,41 @@ def _cmd_attest(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _ledger_note(manifest: str) -> str:
+    return (
+        "note: the statement covers the ledger's lines; the runs' transcripts were not read "
+        "(agentloop verify %s/*.jsonl --manifest %s checks them against it)"
+        % (os.path.dirname(manifest) or ".", manifest)
+    )
+
+
 def _cmd_statement(args: argparse.Namespace, out: TextIO) -> int:
     check_input(args.file, pipe=False)
     target = _target(args, statement_name(args.file), allow_stdout=False)
     signer = _signer(args, args.key, "--key")
     issuer = _issuer(args, signer)
     try:
-        data = make_statement(args.file, signer, issuer)
+        checkpoint: AnyCheckpoint = statement_checkpoint(args.file)
+        data = sign_statement(checkpoint, signer, issuer)
     except ProvenanceError as exc:
         return _failed(args.file, exc, out)
     write_file(target, data)
+    ledger = isinstance(checkpoint, ManifestCheckpoint)
     emit(
         out,
-        "%s: signed statement: %s (COSE_Sign1, EdDSA, issuer %s, signed by %s)"
-        % (args.file, target, json.dumps(issuer), signer.name),
+        "%s: signed statement: %s (COSE_Sign1, EdDSA, issuer %s, signed by %s)%s"
+        % (
+            args.file,
+            target,
+            json.dumps(issuer),
+            signer.name,
+            " of the batch ledger's checkpoint: %d lines, root %s" % (checkpoint.size, checkpoint.root)
+            if ledger
+            else "",
+        ),
     )
+    if ledger:
+        emit(out, _ledger_note(args.file))
     return EXIT_OK
 
 
@@ -291,11 +321,34 @@ def _verify_attestation(args: argparse.Namespace, out: TextIO, verifiers: List[E
     return EXIT_OK
 
 
+def _verify_ledger_statement(args: argparse.Namespace, out: TextIO, checked: StatementCheck) -> int:
+    path = args.files[0]
+    checkpoint = check_ledger_statement(checked, path)
+    emit(
+        out,
+        "%s: ok, signed statement by %s, issuer %s, subject %s: %s is the ledger of its checkpoint "
+        "(%d lines, root %s)"
+        % (
+            args.statement,
+            checked.signer,
+            json.dumps(checked.issuer),
+            checked.subject,
+            path,
+            checkpoint.size,
+            checkpoint.root,
+        ),
+    )
+    emit(out, _ledger_note(path))
+    return EXIT_OK
+
+
 def _verify_statement(args: argparse.Namespace, out: TextIO, verifiers: List[Ed25519Verifier]) -> int:
     path = args.files[0]
     check_input(path, pipe=False)
     checked = check_statement(_read(args.statement), verifiers, args.issuer)
     _require(args, (checked.signer,), args.statement)
+    if isinstance(checked.checkpoint, ManifestCheckpoint) or is_ledger(path):
+        return _verify_ledger_statement(args, out, checked)
     result = verify_checkpoint(path, checked.checkpoint)
     report_verdict(path, result, out)
     if not result.ok:
@@ -327,16 +380,7 @@ def _ledger_line(path: str, name: Optional[str]) -> Tuple[Dict[str, Any], str, O
 
     FILE is a manifest (its line ``name``) or a run's transcript (its line rebuilt from it).
     """
-    try:
-        with open(path, "rb") as handle:
-            head = handle.readline(4096)
-    except OSError as exc:
-        raise ProvenanceError(path, "cannot be read: %s" % (exc.strerror or exc,)) from None
-    try:
-        first = json.loads(head.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        first = None
-    if isinstance(first, dict) and "status" in first and "hash" not in first:  # a ledger line, not a record
+    if is_ledger(path):
         if name is None:
             raise Refused("--name", "names the run whose line of the manifest %s the receipt proves" % (path,))
         data = _read(path)

@@ -34,7 +34,7 @@ from .intoto import (
     read_bundle,
 )
 from .receipts import ReceiptCheck, check_receipt, issue_receipts
-from .scitt import StatementCheck, check_statement, make_statement
+from .scitt import StatementCheck, check_ledger_statement, check_statement, make_statement, sign_statement
 
 __all__ = [
     "Attestation",
@@ -53,6 +53,7 @@ __all__ = [
     "cbor_decode",
     "cbor_encode",
     "check_files",
+    "check_ledger_statement",
     "check_receipt",
     "check_statement",
     "envelope_line",
@@ -64,6 +65,7 @@ __all__ = [
     "read_bundle",
     "sign1",
     "sign_envelope",
+    "sign_statement",
     "verify_envelope",
     "verify_sign1",
 ]

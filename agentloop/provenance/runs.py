@@ -3,19 +3,28 @@
 Every format of this package describes a run by the same facts, taken
 from :func:`agentloop.batch.facts.transcript_facts` in the one pass that
 verifies the chain, hashes the file and builds its Merkle tree: so what is
-signed is what was verified, byte for byte.  :func:`checked_batch` checks a
-batch (its ledger against its checkpoint, each ``ok`` transcript against
-its line) before an attestation or a receipt is signed about it.
+signed is what was verified, byte for byte.  :func:`checked_ledger` checks
+a batch's ledger against the checkpoint beside it, before a signed
+statement is made of it; :func:`checked_batch` that and each ``ok``
+transcript against its line, before an attestation or a receipt is signed
+about the batch.  :func:`is_ledger` tells a ledger from a transcript.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Tuple
 
 from ..batch.facts import transcript_facts
-from ..batch.ledger import check_manifest_checkpoint, parse_ledger, parse_manifest_checkpoint
+from ..batch.ledger import (
+    ManifestCheckpoint,
+    check_manifest_checkpoint,
+    make_checkpoint,
+    parse_ledger,
+    parse_manifest_checkpoint,
+)
 from ..batch.worker import transcript_path
 from ..canonical import canonical_bytes
 from ..errors import MalformedCheckpointError, MalformedManifestError, ProofError, ProvenanceError, UnrecordableError
@@ -29,6 +38,10 @@ __all__ = [
     "ok_line",
     "differing",
     "read_file",
+    "is_ledger",
+    "ledger_checkpoint_path",
+    "CheckedLedger",
+    "checked_ledger",
     "CheckedBatch",
     "checked_batch",
 ]
@@ -128,16 +141,73 @@ def read_file(path: str, what: str) -> bytes:
         raise ProvenanceError("%s %s" % (what, path), "cannot be read: %s" % (exc.strerror or exc,)) from None
 
 
-def _batch_origin(manifest: str, data: bytes) -> str:
-    """The batch's origin, from the checkpoint beside the manifest, checked against it."""
+def is_ledger(path: str) -> bool:
+    """Whether ``path`` holds a batch ledger: its first line is a JSON object with ``status`` and no ``hash``.
+
+    Every ledger line has a ``status`` (:mod:`agentloop.batch.ledger`) and
+    every transcript record a ``hash``; anything else is taken for a
+    transcript, whose verification then says what is wrong with it.
+    Raises :class:`~agentloop.errors.ProvenanceError` if it cannot be read.
+    """
+    try:
+        with open(path, "rb") as handle:
+            head = handle.readline(4096)
+    except OSError as exc:
+        raise ProvenanceError(path, "cannot be read: %s" % (exc.strerror or exc,)) from None
+    try:
+        first = json.loads(head.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    return isinstance(first, dict) and "status" in first and "hash" not in first
+
+
+def ledger_checkpoint_path(manifest: str) -> str:
+    """The checkpoint beside a ledger: ``.jsonl`` replaced by ``.checkpoint`` (``manifest.checkpoint``)."""
     stem = manifest[: -len(".jsonl")] if manifest.endswith(".jsonl") else manifest
-    path = stem + ".checkpoint"
+    return stem + ".checkpoint"
+
+
+@dataclass(frozen=True)
+class CheckedLedger:
+    """A batch ledger that parses and is the tree head of the checkpoint beside it.
+
+    ``data`` its bytes, ``lines`` its lines, ``checkpoint`` its checkpoint
+    as :func:`~agentloop.batch.ledger.make_checkpoint` gives it, unsigned:
+    the origin (which names the spec list) from the file beside it, the
+    size and root recomputed from ``data``.
+    """
+
+    data: bytes
+    lines: Tuple[Dict[str, Any], ...]
+    checkpoint: ManifestCheckpoint
+
+
+def checked_ledger(manifest: str) -> CheckedLedger:
+    """Check the ledger ``manifest`` before anything is stated about it; the runs' transcripts are not read.
+
+    1. the ledger parses (:func:`~agentloop.batch.ledger.parse_ledger`);
+    2. the checkpoint beside it (:func:`ledger_checkpoint_path`) parses and
+       its size and root are the ledger's; its origin names the batch.  Its
+       signatures are not checked: a ledger is signed with the batch's key,
+       which whoever states it need not hold (``verify --manifest M
+       --checkpoint C --trust PUB`` checks them).
+
+    Raises :class:`~agentloop.errors.ProvenanceError` naming the file.
+    """
+    # 1.
+    data = read_file(manifest, "manifest")
+    try:
+        lines = parse_ledger(data)
+    except MalformedManifestError as exc:
+        raise ProvenanceError("manifest %s" % (manifest,), str(exc)) from None
+    # 2.
+    path = ledger_checkpoint_path(manifest)
     try:
         checkpoint = parse_manifest_checkpoint(read_file(path, "the ledger's checkpoint"))
         check_manifest_checkpoint(checkpoint, data)
     except (MalformedCheckpointError, ProofError) as exc:
         raise ProvenanceError("the ledger's checkpoint %s" % (path,), str(exc)) from None
-    return checkpoint.origin
+    return CheckedLedger(data, tuple(dict(line) for line in lines), make_checkpoint(checkpoint.origin, data))
 
 
 @dataclass(frozen=True)
@@ -165,16 +235,11 @@ def checked_batch(manifest: str, purpose: str = "attested") -> CheckedBatch:
     Raises :class:`~agentloop.errors.ProvenanceError` naming the file.
     """
     # 1.
-    data = read_file(manifest, "manifest")
-    try:
-        lines = parse_ledger(data)
-    except MalformedManifestError as exc:
-        raise ProvenanceError("manifest %s" % (manifest,), str(exc)) from None
-    origin = _batch_origin(manifest, data)
+    ledger = checked_ledger(manifest)
     # 2.
     folder = os.path.dirname(manifest)
     facts: Dict[str, Dict[str, Any]] = {}
-    for line in lines:
+    for line in ledger.lines:
         if line["status"] != "ok":
             continue
         path = transcript_path(folder, line["name"])
@@ -183,4 +248,4 @@ def checked_batch(manifest: str, purpose: str = "attested") -> CheckedBatch:
         if key:
             raise ProvenanceError(path, "is not the transcript its ledger line describes: its %s differs" % (key,))
         facts[line["name"]] = found
-    return CheckedBatch(data, tuple(dict(line) for line in lines), origin, facts)
+    return CheckedBatch(ledger.data, ledger.lines, ledger.checkpoint.origin, facts)

@@ -700,3 +700,133 @@ class TestNothingSignedAfterARefusedResume(CliCase):
         self.assertIn("out/manifest.jsonl: FAILED: the ledger's checkpoint out/manifest.checkpoint:", out)
         self.assertNotIn("receipts:", out)
         self.assertEqual(sorted(n for n in os.listdir("out") if n.endswith(".cose") or "intoto" in n), [])
+
+
+class TestLedgerStatement(CliCase):
+    """``statement MANIFEST`` and ``verify MANIFEST --statement``: a SCITT signed statement of a batch ledger."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        with open("tasks.jsonl", "w", encoding="utf-8") as handle:
+            handle.write(
+                '{"name": "a", "task": "one", "max_steps": 4, "max_tokens": 1000}\n'
+                '{"name": "b", "task": "three", "max_steps": 1, "max_tokens": 1000}\n'
+            )
+        argv = ["--model", "tests.support.batch_models:factory", "--tools", "tests.support.batch_models:tools"]
+        self.assertEqual(self.cli("batch", "tasks.jsonl", *argv, "--out", "out")[0], 0)
+        with open("out/manifest.checkpoint", encoding="utf-8") as handle:
+            self.origin = handle.readline().rstrip("\n")
+
+    def verify(self, manifest: str = "out/manifest.jsonl", statement: str = "out/manifest.statement.cose") -> Any:
+        return self.cli("verify", manifest, "--statement", statement, "--trust", "op.pub", "--issuer", "https://ops")
+
+    def test_statement_then_verify(self) -> None:
+        status, out, err = self.cli(
+            "statement", "out/manifest.jsonl", "--key", "op.key", "--issuer", "https://ops", UNSAFE
+        )
+        self.assertEqual((status, err), (0, ""))
+        note = (
+            "note: the statement covers the ledger's lines; the runs' transcripts were not read "
+            "(agentloop verify out/*.jsonl --manifest out/manifest.jsonl checks them against it)\n"
+        )
+        self.assertRegex(
+            out,
+            r"^out/manifest.jsonl: signed statement: out/manifest.statement.cose "
+            r'\(COSE_Sign1, EdDSA, issuer "https://ops", signed by example.com/operator\) '
+            r"of the batch ledger's checkpoint: 2 lines, root ([0-9a-f]{64})\n",
+        )
+        self.assertTrue(out.endswith(note))
+        root = out.split("root ")[1][:64]
+        status, out, err = self.verify()
+        self.assertEqual((status, err), (0, ""))
+        self.assertEqual(
+            out,
+            'out/manifest.statement.cose: ok, signed statement by example.com/operator, issuer "https://ops", '
+            "subject %s: out/manifest.jsonl is the ledger of its checkpoint (2 lines, root %s)\n%s"
+            % (self.origin, root, note),
+        )
+
+    def test_a_changed_byte_of_the_statement_or_the_ledger_is_refused(self) -> None:
+        self.assertEqual(
+            self.cli("statement", "out/manifest.jsonl", "--key", "op.key", "--issuer", "https://ops", UNSAFE)[0], 0
+        )
+        shutil.copy("out/manifest.statement.cose", "good.cose")
+        size = os.path.getsize("good.cose")
+        for at in (0, 3, 40, size // 2, size - 70, size - 1):
+            shutil.copy("good.cose", "out/manifest.statement.cose")
+            self.flip("out/manifest.statement.cose", at)
+            status, out, _ = self.verify()
+            with self.subTest(at=at):
+                self.assertEqual(status, 1)
+                self.assertRegex(out, r"^out/manifest.statement.cose: FAILED: \S")
+        shutil.copy("good.cose", "out/manifest.statement.cose")
+        self.flip("out/manifest.statement.cose", size - 1)
+        self.assertEqual(
+            self.verify()[1],
+            "out/manifest.statement.cose: FAILED: bad_signature: signed statement: the EdDSA signature by "
+            "example.com/operator does not verify\n",
+        )
+        shutil.copy("good.cose", "out/manifest.statement.cose")
+        shutil.copy("out/manifest.jsonl", "good.jsonl")
+        with open("good.jsonl", "rb") as handle:
+            ledger = handle.read()
+        for at in (0, ledger.index(b'"records"') + 11, ledger.index(b'"status"') + 10, len(ledger) - 5):
+            shutil.copy("good.jsonl", "out/manifest.jsonl")
+            self.flip("out/manifest.jsonl", at)
+            status, out, _ = self.verify()
+            with self.subTest(ledger_at=at):
+                self.assertEqual(status, 1)
+                self.assertRegex(
+                    out,
+                    r"^out/manifest.statement.cose: FAILED: (manifest out/manifest.jsonl: manifest line \d|"
+                    r"signed statement: (out/manifest.jsonl is not the ledger of its checkpoint: "
+                    r"the checkpoint's root|is of a batch ledger))",
+                )
+
+    def test_a_statement_of_the_other_kind_is_refused(self) -> None:
+        self.assertEqual(
+            self.cli("statement", "out/manifest.jsonl", "--key", "op.key", "--issuer", "https://ops", UNSAFE)[0], 0
+        )
+        self.assertEqual(
+            self.cli("statement", "out/a.jsonl", "--key", "op.key", "--issuer", "https://ops", UNSAFE)[0], 0
+        )
+        status, out, _ = self.verify("out/a.jsonl")
+        self.assertEqual(
+            (status, out),
+            (
+                1,
+                "out/manifest.statement.cose: FAILED: signed statement: is of a batch ledger (subject %s), and "
+                "out/a.jsonl is not a ledger: give the batch's manifest.jsonl\n" % (self.origin,),
+            ),
+        )
+        status, out, _ = self.verify(statement="out/a.statement.cose")
+        self.assertEqual(status, 1)
+        self.assertRegex(
+            out,
+            r"^out/a.statement.cose: FAILED: signed statement: is of a run's transcript "
+            r"\(subject agentloop/1/[0-9a-f]{64}\), not of the batch ledger out/manifest.jsonl: "
+            r"give the run's transcript\n$",
+        )
+
+    def test_an_unchecked_ledger_gets_no_statement(self) -> None:
+        with open("out/manifest.jsonl", "r+", encoding="utf-8") as handle:
+            forged = handle.read().replace('"records":7', '"records":9', 1)
+            handle.seek(0)
+            handle.write(forged)
+        status, out, _ = self.cli("statement", "out/manifest.jsonl", "--key", "op.key", UNSAFE)
+        self.assertEqual(status, 1)
+        self.assertRegex(
+            out,
+            r"^out/manifest.jsonl: FAILED: the ledger's checkpoint out/manifest.checkpoint: the checkpoint's root ",
+        )
+        self.assertFalse(os.path.exists("out/manifest.statement.cose"))
+        shutil.copy("out/manifest.jsonl", "elsewhere.jsonl")
+        status, out, _ = self.cli("statement", "elsewhere.jsonl", "--key", "op.key", UNSAFE)
+        self.assertEqual(
+            (status, out),
+            (
+                1,
+                "elsewhere.jsonl: FAILED: the ledger's checkpoint elsewhere.checkpoint: cannot be read: "
+                "No such file or directory\n",
+            ),
+        )

@@ -8,7 +8,9 @@ where one is needed, a function written here from the specification:
   signature over the PAE this script builds (DSSE protocol.md); the payload
   is parsed into ``in_toto_attestation``'s Statement protobuf and validated;
   every subject digest is the SHA-256 of the file given;
-* SCITT statements and COSE receipts: ``cbor2`` decodes them (and, encoding
+* SCITT statements (of a transcript's checkpoint, or of a batch ledger's,
+  whose checkpoint must cover every line of the ledger) and COSE receipts:
+  ``cbor2`` decodes them (and, encoding
   the decoded value again with ``canonical=True``, gives back the same
   bytes: both sides agree on RFC 8949 deterministic encoding); ``pycose``
   verifies the COSE_Sign1 signature, for a receipt over the root that this
@@ -17,7 +19,7 @@ where one is needed, a function written here from the specification:
 * after each success, changed copies (one byte each, at spread positions)
   must fail the same external check.
 
-Usage: ``provenance_external.py --pub KEY.pub [--attestation BUNDLE FILE...]... [--statement S TRANSCRIPT]...
+Usage: ``provenance_external.py --pub KEY.pub [--attestation BUNDLE FILE...]... [--statement S TRANSCRIPT|LEDGER]...
 [--receipt R LEDGER NAME]...``; prints one line per check and exits 1 on the first failure.
 """
 
@@ -198,6 +200,10 @@ def statement(path: str, transcript: str, label: str, public: bytes) -> None:
         assert base64.b64decode(lines[2]) == mth(records[: int(lines[1])]), (
             "the checkpoint's root is not the transcript's"
         )
+        if lines[0].startswith("agentloop-manifest/1/"):  # a batch ledger's: three text lines, every ledger line
+            assert lines[3:] == ["", ""] and int(lines[1]) == len(records), "not the whole ledger's checkpoint"
+        else:
+            assert lines[3].startswith("head ") and lines[4:] == ["", ""], "not a transcript's checkpoint"
         pycose_verifies(blob, public)
 
     check(data)

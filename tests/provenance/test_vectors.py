@@ -23,10 +23,12 @@ from agentloop.errors import BadSignatureError, ProofError, ProvenanceError
 from agentloop.batch.ledger import parse_ledger
 from agentloop.provenance.intoto import RUN_PREDICATE, check_files, read_bundle
 from agentloop.provenance.receipts import check_receipt
-from agentloop.provenance.scitt import check_statement
+from agentloop.provenance.scitt import check_ledger_statement, check_statement, make_statement
 from agentloop.signing.backend import cryptography_available
 from agentloop.signing.keys import read_verifier_key
 from agentloop.signing.note import Ed25519Verifier
+
+from tests.provenance.test_cose import signer
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FOLDER = os.path.join(HERE, "vectors", "provenance")
@@ -84,6 +86,12 @@ class TestVectors(unittest.TestCase):
             self.assertEqual((checked.index, checked.size, checked.subject), (index, 3, line["origin"]))
         with self.assertRaises(ProvenanceError):  # a receipt proves its own run's line, no other
             check_receipt(read("w.receipt.cose"), lines[2], [key])
+        ledger = os.path.join(FOLDER, "ledger.jsonl")
+        statement = check_statement(read("ledger.statement.cose"), [key], "https://operator.example.com")
+        self.assertEqual(check_ledger_statement(statement, ledger).to_bytes(), read("ledger.checkpoint"))
+        self.assertEqual(
+            make_statement(ledger, signer(), "https://operator.example.com"), read("ledger.statement.cose")
+        )
 
 
 class TestOneChangedByte(unittest.TestCase):
@@ -112,6 +120,12 @@ class TestOneChangedByte(unittest.TestCase):
 
     def test_the_signed_statement(self) -> None:
         self.every_change_refused(read("valid.statement.cose"), lambda d: check_statement(d, [self.key]))
+
+    def test_the_signed_statement_of_the_ledger(self) -> None:
+        ledger = os.path.join(FOLDER, "ledger.jsonl")
+        self.every_change_refused(
+            read("ledger.statement.cose"), lambda d: check_ledger_statement(check_statement(d, [self.key]), ledger)
+        )
 
     def test_the_receipts(self) -> None:
         lines = parse_ledger(read("ledger.jsonl"))

@@ -21,6 +21,7 @@ import time
 import unittest
 from typing import List, Tuple
 
+from agentloop.batch.ledger import check_manifest_checkpoint, make_checkpoint, parse_manifest_checkpoint
 from agentloop.cli import main
 from agentloop.signing.note import sign_note
 from agentloop.signing.keys import ALG_COSIGNATURE_V1, encode_signer_key
@@ -506,6 +507,91 @@ class TestWitnessRequestFromASize(CliCase):
         status, _, err = self.cli("witness-request", "2", "run.checkpoint")
         self.assertEqual(status, 2)
         self.assertIn("--transcript: is needed to compute the consistency proof from size 2", err)
+
+
+class TestWitnessRequestForALedger(CliCase):
+    """witness-request of a batch ledger's checkpoint, its proof from --ledger, cosigned by cosign --request."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        ledger = self.read("manifest.jsonl")
+        self.new = parse_manifest_checkpoint(self.read("manifest.checkpoint"))
+        two = b"".join(ledger.splitlines(keepends=True)[:2])
+        old = make_checkpoint(self.new.origin, two, signers=[log_signer()])
+        with open(self.path("old.checkpoint"), "wb") as handle:
+            handle.write(old.to_bytes())
+        # RFC 9162 section 2.1.4.1 by hand for 2 -> 3: the proof is [leaf 2],
+        # and the new root is SHA-256(0x01 || MTH(D[0:2]) || leaf 2)
+        self.leaf2 = hashlib.sha256(b"\x00" + ledger.splitlines()[2]).digest()
+        self.assertEqual(hashlib.sha256(b"\x01" + bytes.fromhex(old.root) + self.leaf2).hexdigest(), self.new.root)
+
+    def witness(self, request: str) -> Tuple[int, str, str]:
+        argv = ("--key", "witness.key", "--trust", "log.pub", "--state", "@w.state", "--time", str(TIME), UNSAFE)
+        return self.cli("cosign", "--request", request, *argv, "-o", "@" + request + ".cosigned")
+
+    def request(self, name: str, *argv: str) -> str:
+        status, out, err = self.cli("witness-request", *argv)
+        self.assertEqual((status, err), (0, ""), out)
+        with open(self.path(name), "w", encoding="utf-8") as handle:
+            handle.write(out)
+        return out
+
+    def test_from_nothing_then_from_the_checkpoint_the_witness_holds(self) -> None:
+        body = self.request("r0.txt", "0", "old.checkpoint")
+        self.assertEqual(body.encode("utf-8"), b"old 0\n\n" + self.read("old.checkpoint"))
+        status, out, _ = self.witness("r0.txt")
+        self.assertEqual(status, 0, out)
+        self.assertIn("cosigned 2 entries of '%s'" % (self.new.origin,), out)
+        body = self.request("r2.txt", "old.checkpoint", "manifest.checkpoint", "--ledger", "manifest.jsonl")
+        expected = b"old 2\n" + base64.b64encode(self.leaf2) + b"\n\n" + self.read("manifest.checkpoint")
+        self.assertEqual(body.encode("utf-8"), expected)
+        self.assertEqual(self.request("r2s.txt", "2", "manifest.checkpoint", "--ledger", "manifest.jsonl"), body)
+        status, out, _ = self.witness("r2.txt")
+        self.assertEqual(status, 0, out)
+        self.assertIn("cosigned 3 entries of '%s'" % (self.new.origin,), out)
+        cosigned = parse_manifest_checkpoint(self.read("r2.txt.cosigned"))
+        check_manifest_checkpoint(
+            cosigned, self.read("manifest.jsonl"), verifiers=trusted(), require=[LOG_NAME, WITNESS_NAME]
+        )
+
+    def test_refusals(self) -> None:
+        ledger = self.read("manifest.jsonl")
+        with open(self.path("changed.jsonl"), "wb") as handle:
+            handle.write(ledger[:30] + bytes([ledger[30] ^ 1]) + ledger[31:])
+        with open(self.path("unsigned.checkpoint"), "wb") as handle:
+            handle.write(self.new.text().encode("ascii") + b"\n")
+        two = b"".join(ledger.splitlines(keepends=True)[:2])
+        with open(self.path("short.jsonl"), "wb") as handle:
+            handle.write(two)
+        with open(self.path("other.checkpoint"), "wb") as handle:  # another batch's ledger of the same two lines
+            handle.write(make_checkpoint("agentloop-manifest/1/" + "0" * 64, two, signers=[log_signer()]).to_bytes())
+        faults = (
+            (("2", "manifest.checkpoint", "--ledger", "changed.jsonl"), "do not give it: the checkpoint's root"),
+            (("4", "manifest.checkpoint", "--ledger", "manifest.jsonl"), "fewer than the 4 of OLD: a rollback"),
+            (("manifest.checkpoint", "old.checkpoint", "--ledger", "manifest.jsonl"), "a rollback"),
+            (
+                ("1", "manifest.checkpoint", "--ledger", "short.jsonl"),
+                "short.jsonl has 2 lines, fewer than the checkpoint's 3",
+            ),
+            (("run-2.checkpoint", "manifest.checkpoint", "--ledger", "manifest.jsonl"), "anchor_malformed: "),
+            (("other.checkpoint", "manifest.checkpoint", "--ledger", "manifest.jsonl"), "name different batches"),
+        )
+        for argv, words in faults:
+            with self.subTest(argv=argv):
+                status, out, err = self.cli("witness-request", *argv)
+                self.assertEqual((status, err), (1, ""), out)
+                self.assertIn(words, out)
+        usage = (
+            (("2", "manifest.checkpoint"), "--ledger: is needed to compute the consistency proof"),
+            (("2", "manifest.checkpoint", "--transcript", "run.jsonl"), "--transcript: NEW is a batch ledger's"),
+            (("2", "run.checkpoint", "--ledger", "manifest.jsonl"), "--ledger: is for a batch ledger's checkpoint"),
+            (("0", "unsigned.checkpoint"), "is not signed: a witness verifies the log's signature"),
+        )
+        for argv, words in usage:
+            with self.subTest(argv=argv):
+                status, out, err = self.cli("witness-request", *argv)
+                self.assertEqual((status, out), (2, ""))
+                self.assertIn(words, err)
 
 
 class TestServeAndSubmitInProcess(CliCase):

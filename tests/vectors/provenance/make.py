@@ -23,11 +23,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, ROOT)
 
-from agentloop.batch.ledger import ledger_bytes  # noqa: E402 -- after the path is set
+from agentloop.batch.ledger import batch_origin, ledger_bytes, make_checkpoint  # noqa: E402 -- after the path is set
 from agentloop.provenance.intoto import attest_run  # noqa: E402
 from agentloop.provenance.receipts import issue_receipts  # noqa: E402
 from agentloop.provenance.runs import checked_facts, ok_line  # noqa: E402
-from agentloop.provenance.scitt import make_statement  # noqa: E402
+from agentloop.provenance.scitt import make_statement, sign_statement  # noqa: E402
 from agentloop.signing import ed25519  # noqa: E402
 from agentloop.signing.keys import ALG_ED25519, SignerKey  # noqa: E402
 from agentloop.signing.note import Ed25519Signer  # noqa: E402
@@ -65,6 +65,11 @@ def build() -> Dict[str, bytes]:
     files["ledger.jsonl"] = ledger
     for name, receipt in issue_receipts(ledger, key, ISSUER):
         files["%s.receipt.cose" % (name,)] = receipt
+    # the ledger's checkpoint beside it (unsigned; the origin names a spec list, here SHA-256 of a label),
+    # and the signed statement of it: what `agentloop statement ledger.jsonl` writes
+    checkpoint = make_checkpoint(batch_origin(hashlib.sha256(b"spec list").hexdigest()), ledger)
+    files["ledger.checkpoint"] = checkpoint.to_bytes()
+    files["ledger.statement.cose"] = sign_statement(checkpoint, key, ISSUER)
     return files
 
 
