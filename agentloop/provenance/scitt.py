@@ -181,10 +181,16 @@ def _payload(payload: bytes, what: str) -> AnyCheckpoint:
     """Step 4 of :func:`check_statement`: the payload's checkpoint, of the kind its origin says."""
     try:
         if payload.startswith(MANIFEST_ORIGIN_PREFIX.encode("ascii")):
-            return parse_manifest_checkpoint(payload)
-        return parse_checkpoint(payload)
+            checkpoint: AnyCheckpoint = parse_manifest_checkpoint(payload)
+        else:
+            checkpoint = parse_checkpoint(payload)
     except MalformedCheckpointError as exc:
         raise ProvenanceError(what + " payload", "is not a checkpoint: %s" % (exc,)) from None
+    if checkpoint.signatures:  # what sign_statement signs: the tree head, never someone's signature lines
+        raise ProvenanceError(
+            what + " payload", "carries signature lines: a statement's payload is the unsigned checkpoint"
+        )
+    return checkpoint
 
 
 def check_statement(data: bytes, verifiers: Sequence[Ed25519Verifier], issuer: Optional[str] = None) -> StatementCheck:
@@ -197,8 +203,8 @@ def check_statement(data: bytes, verifiers: Sequence[Ed25519Verifier], issuer: O
        empty; the payload is attached;
     3. the signature, by the trusted key the kid names;
     4. the payload is a checkpoint (a transcript's, or with the origin
-       ``agentloop-manifest/1/...`` a batch ledger's) whose origin is the
-       subject; with ``issuer``, ``iss`` is it.
+       ``agentloop-manifest/1/...`` a batch ledger's), unsigned, whose
+       origin is the subject; with ``issuer``, ``iss`` is it.
 
     Raises :class:`~agentloop.errors.ProvenanceError` or
     :class:`~agentloop.errors.BadSignatureError`.

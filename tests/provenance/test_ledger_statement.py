@@ -24,7 +24,7 @@ from agentloop.provenance.scitt import (
     sign_statement,
     statement_checkpoint,
 )
-from agentloop.transcript.checkpoint import Checkpoint
+from agentloop.transcript.checkpoint import Checkpoint, parse_checkpoint, sign_checkpoint
 
 from tests.batch.test_batch import naive_root
 from tests.provenance.test_formats import VALID, Case, bstr, text_head
@@ -180,3 +180,16 @@ class TestLedgerStatement(LedgerCase):
         self.rewrite(bad)
         with self.assertRaisesRegex(ProvenanceError, "manifest line 1: not in RFC 8785 canonical form"):
             check_ledger_statement(check_statement(statement, [self.verifier]), self.manifest)
+
+    def test_a_payload_that_carries_signature_lines_is_refused(self) -> None:
+        # sign_statement never makes one (the payload is the unsigned tree head): check_statement takes no other
+        signed = make_checkpoint(self.origin, self.ledger, key=b"k" * 32)
+        protected = dict(parse_sign1(make_statement(self.manifest, self.key, ISSUER)).protected)
+        with self.assertRaisesRegex(
+            ProvenanceError, "^signed statement payload: carries signature lines: a statement's payload is the unsigned"
+        ):
+            check_statement(sign1(protected, {}, signed.to_bytes(), self.key), [self.verifier])
+        run = parse_sign1(make_statement(VALID, self.key, ISSUER))
+        signed_run = sign_checkpoint(parse_checkpoint(run.payload or b""), signers=self.key).to_bytes()
+        with self.assertRaisesRegex(ProvenanceError, "^signed statement payload: carries signature lines"):
+            check_statement(sign1(run.protected, {}, signed_run, self.key), [self.verifier])
