@@ -59,7 +59,7 @@ from ..provenance.intoto import (
     read_bundle,
 )
 from ..provenance.receipts import check_receipt, issue_receipts, receipt_name
-from ..provenance.runs import checked_batch, checked_facts, is_ledger, ok_line
+from ..provenance.runs import checked_batch, checked_facts, is_ledger, ledger_checkpoint_path, ok_line
 from ..provenance.scitt import (
     AnyCheckpoint,
     StatementCheck,
@@ -189,9 +189,21 @@ def _ledger_note(manifest: str) -> str:
     )
 
 
+def _spare_the_ledger_checkpoint(path: str, target: str) -> None:
+    """Refuse an OUT that is the checkpoint beside the ledger ``path`` (the statement's input too)."""
+    try:
+        ledger = is_ledger(path)
+    except ProvenanceError:  # unreadable: said by statement_checkpoint
+        return
+    checkpoint = ledger_checkpoint_path(path)
+    if ledger and same_file(checkpoint, target):
+        raise Refused(target, "would replace %s, the checkpoint of the ledger %s" % (checkpoint, path))
+
+
 def _cmd_statement(args: argparse.Namespace, out: TextIO) -> int:
     check_input(args.file, pipe=False)
     target = _target(args, statement_name(args.file), allow_stdout=False)
+    _spare_the_ledger_checkpoint(args.file, target)
     signer = _signer(args, args.key, "--key")
     issuer = _issuer(args, signer)
     try:

@@ -830,3 +830,22 @@ class TestLedgerStatement(CliCase):
                 "No such file or directory\n",
             ),
         )
+
+    def test_the_ledgers_checkpoint_is_not_replaced_by_its_statement(self) -> None:
+        with open("out/manifest.checkpoint", "rb") as handle:
+            kept = handle.read()
+        for target in ("out/manifest.checkpoint", "./out/manifest.checkpoint"):
+            status, _, err = self.cli(
+                "statement", "out/manifest.jsonl", "--key", "op.key", "-o", target, "--overwrite", UNSAFE
+            )
+            with self.subTest(target=target):
+                self.assertEqual(
+                    (status, err),
+                    (
+                        2,
+                        "agentloop statement: error: %s: would replace out/manifest.checkpoint, the checkpoint of "
+                        "the ledger out/manifest.jsonl\n" % (target,),
+                    ),
+                )
+        with open("out/manifest.checkpoint", "rb") as handle:
+            self.assertEqual(handle.read(), kept)
