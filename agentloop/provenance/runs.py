@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Tuple
+from typing import Any, Dict, Mapping, Sequence, Tuple
 
 from ..batch.facts import transcript_facts
 from ..batch.ledger import (
@@ -27,8 +27,16 @@ from ..batch.ledger import (
 )
 from ..batch.worker import transcript_path
 from ..canonical import canonical_bytes
-from ..errors import MalformedCheckpointError, MalformedManifestError, ProofError, ProvenanceError, UnrecordableError
+from ..errors import (
+    BadSignatureError,
+    MalformedCheckpointError,
+    MalformedManifestError,
+    ProofError,
+    ProvenanceError,
+    UnrecordableError,
+)
 from ..transcript.checkpoint import ORIGIN_PREFIX
+from ..signing.note import Verifier
 from ..transcript.durable import read_small
 
 __all__ = [
@@ -182,15 +190,16 @@ class CheckedLedger:
     checkpoint: ManifestCheckpoint
 
 
-def checked_ledger(manifest: str) -> CheckedLedger:
+def checked_ledger(manifest: str, verifiers: Sequence[Verifier] = ()) -> CheckedLedger:
     """Check the ledger ``manifest`` before anything is stated about it; the runs' transcripts are not read.
 
     1. the ledger parses (:func:`~agentloop.batch.ledger.parse_ledger`);
     2. the checkpoint beside it (:func:`ledger_checkpoint_path`) parses and
-       its size and root are the ledger's; its origin names the batch.  Its
-       signatures are not checked: a ledger is signed with the batch's key,
-       which whoever states it need not hold (``verify --manifest M
-       --checkpoint C --trust PUB`` checks them).
+       its size and root are the ledger's; its origin names the batch.  A
+       signature line by one of ``verifiers`` (the stating key's own) must
+       verify; other signatures are not checked: a ledger is signed with the
+       batch's key, which whoever states it need not hold (``verify
+       --manifest M --checkpoint C --trust PUB`` checks them).
 
     Raises :class:`~agentloop.errors.ProvenanceError` naming the file.
     """
@@ -204,8 +213,10 @@ def checked_ledger(manifest: str) -> CheckedLedger:
     path = ledger_checkpoint_path(manifest)
     try:
         checkpoint = parse_manifest_checkpoint(read_file(path, "the ledger's checkpoint"))
-        check_manifest_checkpoint(checkpoint, data)
-    except (MalformedCheckpointError, ProofError) as exc:
+        signed = {(line.name, line.key_id) for line in checkpoint.signatures}
+        own = [verifier for verifier in verifiers if (verifier.name, verifier.key_id) in signed]
+        check_manifest_checkpoint(checkpoint, data, verifiers=own)
+    except (MalformedCheckpointError, ProofError, BadSignatureError) as exc:
         raise ProvenanceError("the ledger's checkpoint %s" % (path,), str(exc)) from None
     return CheckedLedger(data, tuple(dict(line) for line in lines), make_checkpoint(checkpoint.origin, data))
 

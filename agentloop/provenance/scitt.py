@@ -49,7 +49,7 @@ from ..batch.ledger import (
     parse_manifest_checkpoint,
 )
 from ..errors import MalformedCheckpointError, MalformedManifestError, ProofError, ProvenanceError
-from ..signing.note import Ed25519Verifier, Signer
+from ..signing.note import Ed25519Signer, Ed25519Verifier, Signer, Verifier
 from ..transcript.anchor import checkpoint_of
 from ..transcript.checkpoint import Checkpoint, parse_checkpoint
 from .runs import checked_ledger, is_ledger, read_file
@@ -119,19 +119,20 @@ def check_issuer(issuer: object) -> str:
     return issuer
 
 
-def statement_checkpoint(path: str) -> AnyCheckpoint:
+def statement_checkpoint(path: str, verifiers: Sequence[Verifier] = ()) -> AnyCheckpoint:
     """The checkpoint a statement of ``path`` carries, unsigned, once ``path`` is checked.
 
     A batch ledger (:func:`~agentloop.provenance.runs.is_ledger`): it parses
     and is the tree head of the checkpoint beside it, which names the batch
-    (:func:`~agentloop.provenance.runs.checked_ledger`); the runs'
+    (:func:`~agentloop.provenance.runs.checked_ledger`), and a signature
+    line of that checkpoint by one of ``verifiers`` verifies; the runs'
     transcripts are not read.  Anything else is a transcript: it verifies
     (:func:`agentloop.transcript.anchor.checkpoint_of`).
 
     Raises :class:`~agentloop.errors.ProvenanceError` naming what failed.
     """
     if is_ledger(path):
-        return checked_ledger(path).checkpoint
+        return checked_ledger(path, verifiers).checkpoint
     checkpoint, result = checkpoint_of(path)
     if checkpoint is None:  # a file that holds no record does not verify either (no_records)
         why = "%s at %s" % (result.faults[0].kind, result.faults[0].where()) if result.faults else "no record"
@@ -171,8 +172,9 @@ def make_statement(path: str, signer: Signer, issuer: str) -> bytes:
     not its checkpoint's.
     """
     issuer = check_issuer(issuer)  # before any work
-    # 1., 2.
-    checkpoint = statement_checkpoint(path)
+    # 1., 2. (a ledger checkpoint that says this key signed it must say so truly)
+    own = signer.verifier() if isinstance(signer, Ed25519Signer) else None
+    checkpoint = statement_checkpoint(path, [] if own is None else [own])
     # 3.
     return sign_statement(checkpoint, signer, issuer)
 

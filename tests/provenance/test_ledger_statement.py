@@ -193,3 +193,27 @@ class TestLedgerStatement(LedgerCase):
         signed_run = sign_checkpoint(parse_checkpoint(run.payload or b""), signers=self.key).to_bytes()
         with self.assertRaisesRegex(ProvenanceError, "^signed statement payload: carries signature lines"):
             check_statement(sign1(run.protected, {}, signed_run, self.key), [self.verifier])
+
+
+class TestTheStatingKeysOwnSignature(LedgerCase):
+    """A ledger checkpoint that carries a signature line by the stating key: it must verify before that key states it.
+
+    The batch's origin (the subject) is read off the checkpoint; an origin changed under the operator's own
+    signature line would otherwise be stated by the very key that line claims signed something else.
+    """
+
+    def write_checkpoint(self, origin: str) -> None:
+        signed = make_checkpoint(self.origin, self.ledger, signers=[self.key])
+        forged = ManifestCheckpoint(origin, signed.size, signed.root, signed.signatures)
+        with open(os.path.join(self.out, "manifest.checkpoint"), "wb") as handle:
+            handle.write(forged.to_bytes())
+
+    def test_a_checkpoint_signed_by_the_stating_key_is_stated(self) -> None:
+        self.write_checkpoint(self.origin)
+        checked = check_statement(make_statement(self.manifest, self.key, ISSUER), [self.verifier], ISSUER)
+        self.assertEqual(checked.subject, self.origin)
+
+    def test_an_origin_changed_under_the_stating_keys_signature_is_refused(self) -> None:
+        self.write_checkpoint("agentloop-manifest/1/" + "f" * 64)
+        with self.assertRaisesRegex(ProvenanceError, "the ledger's checkpoint .*invalid signature for key"):
+            make_statement(self.manifest, self.key, ISSUER)
