@@ -511,6 +511,8 @@ def _float_layout_differs(raw: bytes) -> bool:
     """
     if _INTEGRAL_REPR.search(raw) is not None or raw.endswith(b".0"):
         return True
+    if _PADDED_EXPONENT.search(raw) is None:  # neither mark below: one search in C
+        return False
     return (b"e-0" in raw and _exponent_at(raw, b"e-0", ())) or (b"e+" in raw and _exponent_at(raw, b"e+", _PADDED))
 
 
@@ -531,6 +533,7 @@ def _exponent_at(raw: bytes, mark: bytes, exponents: Tuple[bytes, ...]) -> bool:
 _PADDED = (b"16", b"17", b"18", b"19", b"20")
 # ``.0`` before what follows a number: one search in C (a literal-led pattern, faster than three ``in``).
 _INTEGRAL_REPR = re.compile(rb"\.0[,\]}]")
+_PADDED_EXPONENT = re.compile(rb"e(?:-0|\+(?:1[6-9]|20))")
 
 
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
@@ -666,7 +669,7 @@ def is_canonical_line(value: Any, text: str, raw: bytes, floats: Optional[Sequen
        valid JSON, only when the brackets, strings included, could exceed it:
        :func:`_deeper_than`).
     """
-    if b"\xee" in raw or b"\xef" in raw or b"\xbf\xbe" in raw or b"\xbf\xbf" in raw or _maybe_long_integer(raw):
+    if b"\xee" in raw or b"\xef" in raw or _PLANE_NONCHARACTER.search(raw) is not None or _maybe_long_integer(raw):
         return False
     try:
         written = _c_text(value)
@@ -681,6 +684,9 @@ def is_canonical_line(value: Any, text: str, raw: bytes, floats: Optional[Sequen
     if written != text:
         return False
     return _depth_within(raw)
+
+
+_PLANE_NONCHARACTER = re.compile(b"\xbf[\xbe\xbf]")  # the last two bytes of U+nFFFE, U+nFFFF: one search in C
 
 
 def _ecmascript_floats(written: str) -> str:
