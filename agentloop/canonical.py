@@ -397,15 +397,21 @@ def canonical_text_spliced(value: Any, texts: Sequence[str], path: str = "$", de
     ``value``'s own members raise as :func:`canonical_text` raises them.
     """
     text = canonical_text(value, path, depth)
-    tokens = [_encode_string(placeholder(number)) for number in range(len(texts))]
-    places = sorted((text.find(token), number) for number, token in enumerate(tokens))
-    if any(at < 0 or text.count(tokens[number], at + 1) for at, number in places):
-        return None
+    places = []
+    for number, spliced in enumerate(texts):
+        token = _encode_string(_PLACEHOLDER % (number,))
+        at = text.find(token)
+        if at < 0 or text.find(token, at + 1) >= 0:
+            return None
+        places.append((at, at + len(token), spliced))
+    if len(places) > 1:
+        places.sort()
     pieces, done = [], 0
-    for at, number in places:
-        pieces += [text[done:at], texts[number]]
-        done = at + len(tokens[number])
-    return "".join(pieces) + text[done:]
+    for at, end, spliced in places:
+        pieces += [text[done:at], spliced]
+        done = end
+    pieces.append(text[done:])
+    return "".join(pieces)
 
 
 def snapshot(value: Any, path: str = "$", depth: int = 0) -> Tuple[Any, str]:
