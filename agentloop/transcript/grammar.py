@@ -176,22 +176,21 @@ def _call_problem(where: str, call: object) -> str:
     return ""
 
 
-def _plain_count(value: object) -> bool:
-    return type(value) is int and value >= 0
-
-
 def _plain_assistant(payload: Mapping[str, Any]) -> bool:
     """The common assistant payload, cheaply: ``True`` only when every member check of
     :meth:`Grammar._assistant` passes (exact built-in types, none of the optional members)."""
     if type(payload) is not dict:  # a subclass may answer get() otherwise: the full checks decide
         return False
-    get = payload.get
+    step, tokens, total = payload.get("step"), payload.get("tokens"), payload.get("total_tokens")
     return (
-        _plain_count(get("step"))
-        and type(get("text")) is str
-        and type(get("tool_calls")) is list
-        and _plain_count(get("tokens"))
-        and _plain_count(get("total_tokens"))
+        type(step) is int
+        and step >= 0
+        and type(payload.get("text")) is str
+        and type(payload.get("tool_calls")) is list
+        and type(tokens) is int
+        and tokens >= 0
+        and type(total) is int
+        and total >= 0
         and "usage" not in payload
         and "truncated" not in payload
         and "provider_data" not in payload
@@ -213,12 +212,13 @@ def _plain_tool(payload: Mapping[str, Any]) -> bool:
     """The common tool payload, cheaply: ``True`` only when :func:`_tool_members` finds nothing."""
     if type(payload) is not dict:  # a subclass may answer get() otherwise: the full checks decide
         return False
-    get = payload.get
+    step = payload.get("step")
     return (
-        _plain_count(get("step"))
-        and type(get("id")) is str
-        and type(get("name")) is str
-        and type(get("ok")) is bool
+        type(step) is int
+        and step >= 0
+        and type(payload.get("id")) is str
+        and type(payload.get("name")) is str
+        and type(payload.get("ok")) is bool
         and "approval" not in payload
     )
 

@@ -303,8 +303,9 @@ class TestGrammar(TempDir):
                 self.assertTrue(all(" bad_payload: " in f for f in faults), faults)
 
     def test_each_member_the_common_records_hold_is_checked(self) -> None:
-        # The grammar's fast path for plain assistant and tool records (grammar._plain_*) must
-        # decline each of these, so the full checks name the same fault as before it existed.
+        # The grammar's fast paths for plain assistant and tool records (grammar._plain_*, and
+        # Gates.problem's for a run that gates nothing) must decline each of these, so the full
+        # checks name the same fault as before they existed.
         cases = [
             (1, {"step": True}, "payload.step is a boolean, expected an integer >= 0"),
             (1, {"tool_calls": {}}, "payload.tool_calls is an object, expected an array"),
@@ -318,6 +319,17 @@ class TestGrammar(TempDir):
             (2, {"name": None}, "payload.name is null, expected a string"),
             (2, {"ok": 1}, "payload.ok is 1, expected a boolean"),
             (2, {"approval": "yes"}, 'payload.approval is "yes", expected an object'),
+            # in a run that gates no tool (Gates.problem's fast exit must not pass these)
+            (
+                2,
+                {"gated": False},
+                "payload has 'gated', but the task record records no predicate outcome for tool \"echo\"",
+            ),
+            (
+                2,
+                {"approval": {"decision": "approve", "by": "x"}},
+                "payload has an 'approval', but the task record gates no tool \"echo\"",
+            ),
             (-1, {"id": 5}, "payload.tool_calls[1].id is 5, expected a string"),
             (-1, {"name": 5}, "payload.tool_calls[1].name is 5, expected a string"),
             (-1, {"arguments": "x"}, 'payload.tool_calls[1].arguments is "x", expected an object or null'),
