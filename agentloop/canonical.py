@@ -517,6 +517,8 @@ def _float_layout_differs(raw: bytes) -> bool:
     """
     if b".0" in raw and (_INTEGRAL_REPR.search(raw) is not None or raw.endswith(b".0")):
         return True
+    if len(raw) > 512 and _PADDED_EXPONENT.search(raw) is None:  # on a long line one search costs less than two
+        return False
     return (b"e-0" in raw and _exponent_at(raw, b"e-0", ())) or (b"e+" in raw and _exponent_at(raw, b"e+", _PADDED))
 
 
@@ -538,6 +540,7 @@ _PADDED = (b"16", b"17", b"18", b"19", b"20")
 # ``.0`` before what follows a number: one search in C (a literal-led pattern, faster on a long line than three
 # ``in``; a short line rarely holds ``.0`` at all, and ``in`` says so at less cost than a search).
 _INTEGRAL_REPR = re.compile(rb"\.0[,\]}]")
+_PADDED_EXPONENT = re.compile(rb"e(?:-0|\+(?:1[6-9]|20))")  # either mark _exponent_at looks for
 
 
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
