@@ -376,7 +376,9 @@ class TestFloats(unittest.TestCase):
                     self.assertFalse(is_canonical_line(parsed, text, text.encode("utf-8")), text)
                     self.assertIsNone(_exact(parsed), text)
                 continue
-            spellings = {exact, json.dumps({"k": [value, "x"]}, separators=(",", ":"))}
+            spelt = json.dumps({"k": [value, "x"]}, separators=(",", ":"))
+            # repr's layout, and repr's with its exponent unpadded (1e-5 for 1e-05: canonical only from 1e-7 down)
+            spellings = {exact, spelt, spelt.replace("e-0", "e-")}
             for text in spellings:
                 with self.subTest(value=value, text=text):
                     raw, parsed = text.encode("utf-8"), json.loads(text)
@@ -387,6 +389,18 @@ class TestFloats(unittest.TestCase):
                         self.assertTrue(proven)
                     # (An integral float written as an integer token of 16+ digits parses as an
                     # int that may lie beyond 2**53 - 1: declined, and the exact encoder decides.)
+
+    def test_long_lines_are_judged_as_short_ones(self) -> None:
+        # _float_layout_differs searches a line over 512 bytes otherwise than a short one
+        for value in (1e-05, 2.5e-08, 1e-07, 1e21, 123.0, 1.0, -0.0, 0.642857142857143, 1.5e-10):
+            for pad in (10, 600):
+                holder = {"k": [value, "x" * pad]}
+                exact = _exact(holder)
+                spelt = json.dumps(holder, separators=(",", ":"))
+                with self.subTest(value=value, pad=pad):
+                    self.assertIsNotNone(exact)
+                    self.assertTrue(is_canonical_line(json.loads(exact or ""), exact or "", (exact or "").encode()))
+                    self.assertEqual(is_canonical_line(json.loads(spelt), spelt, spelt.encode()), spelt == exact)
 
     def test_negative_control_without_the_layout_guard_the_fast_paths_lie(self) -> None:
         # Switch the guard off: the writer then writes repr layouts (1e-05, 1.0) and

@@ -127,16 +127,18 @@ def groups(calls: Sequence[PlannedCall], registry: ToolRegistry) -> List[List[in
     return runs
 
 
-def prepare(call: PlannedCall, registry: ToolRegistry, have: str, default_timeout: Optional[float]) -> Union[Done, Job]:
+def prepare(call: PlannedCall, registry: ToolRegistry, default_timeout: Optional[float]) -> Union[Done, Job]:
     """The outcome of a call that fails before running (a problem from its plan, an
     unknown tool, invalid arguments), else the :class:`Job` that runs it."""
     if call.problem or call.arguments is None:
         return False, call.problem, ""
     tool = registry.get(call.name)
     if tool is None:
-        return False, "no tool named %r (have: %s)" % (call.name, have), ""
-    # The tool's schema was compiled when it was built; report the first error.
-    error = tool.first_error(call.arguments, json_path("$", call.name))
+        return False, "no tool named %r (have: %s)" % (call.name, ", ".join(registry.names) or "none"), ""
+    # The tool's schema was compiled when it was built; report the first error (its path made only then).
+    error = (
+        None if tool.validator.is_valid(call.arguments) else tool.first_error(call.arguments, json_path("$", call.name))
+    )
     if error is not None:
         return False, "invalid arguments: %s" % (error,), ""
     timeout = tool.timeout if tool.timeout is not None else default_timeout

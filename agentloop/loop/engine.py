@@ -574,7 +574,7 @@ async def _run_calls(
         if not group:
             continue
         ready = [
-            _identified(prepare(plan.calls[p], r.registry, r.have, r.budgets.tool_timeout), record, step, plan.calls[p])
+            _identified(prepare(plan.calls[p], r.registry, r.budgets.tool_timeout), record, step, plan.calls[p])
             for p in group
         ]
         verdict: Optional[Verdict] = None
@@ -636,7 +636,7 @@ def _pause(
     pending = [request]
     for later in range(position + 1, len(plan.calls)):
         call = plan.calls[later]
-        if _gated(r, prepare(call, r.registry, r.have, r.budgets.tool_timeout), call):
+        if _gated(r, prepare(call, r.registry, r.budgets.tool_timeout), call):
             pending.append(_request(r, record, step, call, asked_by))
     detail = "call %s (%s) of step %d awaits approval; %d gated call(s) of this turn wait in all" % (
         json.dumps(request.call_id, ensure_ascii=False),

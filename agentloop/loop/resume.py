@@ -395,7 +395,7 @@ def _check_decisions(r: Any, plan: TurnPlan, pending: Pending, given: Dict[str, 
     first_gated: Optional[bool] = None
     for item in pending.calls:
         call = plan.calls[item.position]
-        ready = prepare(call, r.registry, r.have, r.budgets.tool_timeout)
+        ready = prepare(call, r.registry, r.budgets.tool_timeout)
         needs = isinstance(ready, Job) and call.arguments is not None and ready.tool.needs_approval(call.arguments)
         if first_gated is None:
             first_gated = needs or not isinstance(ready, Job)  # a call failing as data never ran anything

@@ -60,11 +60,6 @@ class _Run:
     #: order: a resumed run's recorded payload must not change what the model is sent).
     manifest: List[Dict[str, Any]]
 
-    @property
-    def have(self) -> str:
-        """The tool names, for "no tool named ..."."""
-        return ", ".join(self.registry.names) or "none"
-
     def first_messages(self) -> List[Message]:
         system: List[Message] = (
             [] if self.options.system is None else [{"role": "system", "content": self.options.system}]

@@ -96,9 +96,9 @@ class Chain:
                 return False
         elif type(kind) is not str or kind not in _LATER_KINDS or self.last_kind == "stop":  # str first: no list hashed
             return False
-        if not _is_hex_hash(stored) or not is_canonical_line(record, text, raw):
-            return False
-        if hashlib.sha256(b"{" + raw[_BODY_AT:]).hexdigest() != stored:
+        # A hexdigest equal to ``hash`` is 64 lowercase hex digits, so the line begins
+        # '{"hash":"<64 hex>",' (its first member, in canonical order) and the hashed bytes at _BODY_AT.
+        if not is_canonical_line(record, text, raw) or hashlib.sha256(b"{" + raw[_BODY_AT:]).hexdigest() != stored:
             return False
         self.index += 1
         self.expected_seq = seq + 1

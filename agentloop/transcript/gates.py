@@ -93,8 +93,8 @@ class Gates:
 
     def problem(self, payload: Mapping[str, Any]) -> str:
         """The first problem of a ``tool`` record (``name`` a string, ``ok`` a boolean, ``approval`` well formed)."""
-        if not self.known:
-            return ""
+        if not self.known or not self.rules and "gated" not in payload and "approval" not in payload:
+            return ""  # nothing gated, nothing claimed: no rule below can apply
         name = payload["name"]
         rule = self.rules.get(name)
         member = payload.get("approval")

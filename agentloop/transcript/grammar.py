@@ -176,6 +176,63 @@ def _call_problem(where: str, call: object) -> str:
     return ""
 
 
+def _plain_assistant(payload: Mapping[str, Any]) -> bool:
+    """The common assistant payload, cheaply: ``True`` only when every member check of
+    :meth:`Grammar._assistant` passes (exact built-in types, none of the optional members)."""
+    if type(payload) is not dict:  # a subclass may answer get() otherwise: the full checks decide
+        return False
+    step, tokens, total = payload.get("step"), payload.get("tokens"), payload.get("total_tokens")
+    return (
+        type(step) is int
+        and step >= 0
+        and type(payload.get("text")) is str
+        and type(payload.get("tool_calls")) is list
+        and type(tokens) is int
+        and tokens >= 0
+        and type(total) is int
+        and total >= 0
+        and "usage" not in payload
+        and "truncated" not in payload
+        and "provider_data" not in payload
+    )
+
+
+def _plain_call(call: object) -> bool:
+    """A tool call :func:`_call_problem` finds nothing in, cheaply: ``True`` only when it finds nothing."""
+    return (
+        type(call) is dict
+        and type(call.get("id")) is str
+        and type(call.get("name")) is str
+        and type(call.get("arguments")) is dict
+        and "arguments_error" not in call
+    )
+
+
+def _plain_tool(payload: Mapping[str, Any]) -> bool:
+    """The common tool payload, cheaply: ``True`` only when :func:`_tool_members` finds nothing."""
+    if type(payload) is not dict:  # a subclass may answer get() otherwise: the full checks decide
+        return False
+    step = payload.get("step")
+    return (
+        type(step) is int
+        and step >= 0
+        and type(payload.get("id")) is str
+        and type(payload.get("name")) is str
+        and type(payload.get("ok")) is bool
+        and "approval" not in payload
+    )
+
+
+def _tool_members(payload: Mapping[str, Any]) -> str:
+    return _first(
+        _member("payload", payload, "step", _COUNT),
+        _member("payload", payload, "id", "a string"),
+        _member("payload", payload, "name", "a string"),
+        _member("payload", payload, "ok", "a boolean"),
+        _member("payload", payload, "approval", "an object", optional=True),
+    )
+
+
 class Grammar:
     """The payload checks of one transcript, record by record, in O(1) state
     (plus the calls of the current turn, which one record bounds)."""
@@ -259,16 +316,7 @@ class Grammar:
         waiting, previous, total = self._tally(payload)
         if waiting > 0:
             return "an assistant record while %d call(s) of step %d await their tool records" % (waiting, previous)
-        problem = _first(
-            _member("payload", payload, "step", _COUNT),
-            _member("payload", payload, "text", "a string"),
-            _member("payload", payload, "tool_calls", "an array"),
-            _member("payload", payload, "tokens", _COUNT),
-            _member("payload", payload, "total_tokens", _COUNT),
-            _member("payload", payload, "usage", "an object", optional=True),
-            _member("payload", payload, "truncated", "true", optional=True),
-            _member("payload", payload, "provider_data", "an object", optional=True),
-        )
+        problem = "" if _plain_assistant(payload) else self._assistant_members(payload)
         if problem:
             return problem
         if payload["step"] != previous + 1:
@@ -286,8 +334,22 @@ class Grammar:
             )
         problem = _usage_problem(payload.get("usage"), tokens)
         for position, call in enumerate(payload["tool_calls"]):
-            problem = problem or _call_problem("payload.tool_calls[%d]" % (position,), call)
+            if not problem and not _plain_call(call):
+                problem = _call_problem("payload.tool_calls[%d]" % (position,), call)
         return problem or _provider_data(payload.get("provider_data"))
+
+    @staticmethod
+    def _assistant_members(payload: Mapping[str, Any]) -> str:
+        return _first(
+            _member("payload", payload, "step", _COUNT),
+            _member("payload", payload, "text", "a string"),
+            _member("payload", payload, "tool_calls", "an array"),
+            _member("payload", payload, "tokens", _COUNT),
+            _member("payload", payload, "total_tokens", _COUNT),
+            _member("payload", payload, "usage", "an object", optional=True),
+            _member("payload", payload, "truncated", "true", optional=True),
+            _member("payload", payload, "provider_data", "an object", optional=True),
+        )
 
     def _tally(self, payload: Mapping[str, Any]) -> Tuple[int, int, int]:
         """Count an assistant record, whatever it holds: ``(calls still awaited, steps and tokens before it)``."""
@@ -313,13 +375,7 @@ class Grammar:
             )
         call_id, name = self.step_calls[self.answered]
         self.answered += 1
-        problem = _first(
-            _member("payload", payload, "step", _COUNT),
-            _member("payload", payload, "id", "a string"),
-            _member("payload", payload, "name", "a string"),
-            _member("payload", payload, "ok", "a boolean"),
-            _member("payload", payload, "approval", "an object", optional=True),
-        )
+        problem = "" if _plain_tool(payload) else _tool_members(payload)
         if problem:
             return problem
         if "approval" in payload:

@@ -302,6 +302,49 @@ class TestGrammar(TempDir):
                 self.assertEqual(faults[:1], [expected])
                 self.assertTrue(all(" bad_payload: " in f for f in faults), faults)
 
+    def test_each_member_the_common_records_hold_is_checked(self) -> None:
+        # The grammar's fast paths for plain assistant and tool records (grammar._plain_*, and
+        # Gates.problem's for a run that gates nothing) must decline each of these, so the full
+        # checks name the same fault as before they existed.
+        cases = [
+            (1, {"step": True}, "payload.step is a boolean, expected an integer >= 0"),
+            (1, {"tool_calls": {}}, "payload.tool_calls is an object, expected an array"),
+            (1, {"tokens": -1}, "payload.tokens is -1, expected an integer >= 0"),
+            (1, {"total_tokens": "6"}, 'payload.total_tokens is "6", expected an integer >= 0'),
+            (1, {"usage": "x"}, 'payload.usage is "x", expected an object'),
+            (1, {"truncated": False}, "payload.truncated is a boolean, expected true"),
+            (1, {"provider_data": []}, "payload.provider_data is an array, expected an object"),
+            (2, {"step": -1}, "payload.step is -1, expected an integer >= 0"),
+            (2, {"id": 5}, "payload.id is 5, expected a string"),
+            (2, {"name": None}, "payload.name is null, expected a string"),
+            (2, {"ok": 1}, "payload.ok is 1, expected a boolean"),
+            (2, {"approval": "yes"}, 'payload.approval is "yes", expected an object'),
+            # in a run that gates no tool (Gates.problem's fast exit must not pass these)
+            (
+                2,
+                {"gated": False},
+                "payload has 'gated', but the task record records no predicate outcome for tool \"echo\"",
+            ),
+            (
+                2,
+                {"approval": {"decision": "approve", "by": "x"}},
+                "payload has an 'approval', but the task record gates no tool \"echo\"",
+            ),
+            (-1, {"id": 5}, "payload.tool_calls[1].id is 5, expected a string"),
+            (-1, {"name": 5}, "payload.tool_calls[1].name is 5, expected a string"),
+            (-1, {"arguments": "x"}, 'payload.tool_calls[1].arguments is "x", expected an object or null'),
+            (-1, {"arguments_error": "e"}, "payload.tool_calls[1] has an 'arguments_error' beside its arguments"),
+        ]
+        for index, changes, expected in cases:
+            with self.subTest(expected):
+                records = json.loads(json.dumps(self.records))
+                target = records[1]["payload"]["tool_calls"][1] if index < 0 else records[index]["payload"]
+                target.update(changes)
+                line = 2 if index < 0 else index + 1
+                self.assertEqual(
+                    self.faults(records)[:1], ["record %d (line %d): bad_payload: %s" % (line - 1, line, expected)]
+                )
+
     def test_stop_reasons_are_read_when_verifying(self) -> None:
         records = json.loads(json.dumps(self.records))
         records[5]["payload"]["reason"] = "brand_new_reason"
