@@ -3,7 +3,8 @@
 Legs:
 
 1. ``suite``  -- the unittest suite under ``tests/`` (every ``test*.py``, as
-   ``unittest discover`` finds them), split into shards run side by side;
+   ``unittest discover`` finds them), run module by module by a few worker
+   processes side by side;
 2. ``tamper`` -- independent of the suite: writes a real transcript, derives
    what verification must say from the file's own bytes (using only
    ``hashlib`` and ``json``), then mutates the file at every record and checks
@@ -32,13 +33,16 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import io
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
-from typing import Any, Callable, Dict, List, Optional, Tuple
+import threading
+import time
+import unittest
+from typing import IO, Any, Callable, Dict, List, Optional, Tuple
 
 Record = Dict[str, Any]
 
@@ -49,32 +53,64 @@ PASS, FAIL, UNGRADED = "pass", "fail", "ungraded"
 Verdict = Tuple[str, str]
 
 
-# Rough seconds of the slowest test modules, to balance the shards; others count 1.
+# Seconds each test module takes alone on a quiet 2-core machine (wall time, with the
+# processes it starts): the workers take the heaviest first, so the long ones start at
+# once and the short ones fill the end.  A module not listed counts _DEFAULT_WEIGHT.
+# Refresh when a module grows: time it alone (`time python3 -m unittest tests.x.test_y`).
 _WEIGHTS = {
-    "test_hostile_cli": 16,
-    "test_keys_cli": 16,
-    "test_mcp": 9,
-    "test_fuzz": 5,
-    "test_models_hardening": 3.5,
-    "test_hardening": 3.3,
-    "test_kill": 3.3,
-    "test_transcript": 3.1,
-    "test_canonical": 2.7,
-    "test_models_http": 2.6,
-    "test_loop_parallel": 2.4,
-    "test_models_openai": 2.2,
-    "test_batch": 2.1,
-    "test_layers": 2,
-    "test_cli": 1.6,
-    "test_loop": 1.6,
-    "test_vectors": 4,
-    "test_provenance": 3,
-    "test_effects_once": 6,
-    "test_signals": 4,
-    "test_writer_publish": 3,
-    "test_otlp_http": 4.5,
-    "test_observe": 2.5,
+    "tests.mcp.test_mcp": 28.1,
+    "tests.cli.test_hostile_cli": 16.4,
+    "tests.cli.test_keys_cli": 14.0,
+    "tests.docs.test_page_integrity": 12.5,
+    "tests.transcript.test_kill": 11.0,
+    "tests.docs.test_page_performance": 10.4,
+    "tests.tlog.test_cli": 9.3,
+    "tests.mcp.test_mcp_odd_servers": 8.1,
+    "tests.transcript.test_parallel": 7.7,
+    "tests.export.test_otlp_http": 7.1,
+    "tests.transcript.test_hardening": 6.6,
+    "tests.docs.test_page_cli": 6.5,
+    "tests.transcript.test_parallel_random": 6.0,
+    "tests.test_fuzz": 5.4,
+    "tests.transcript.test_transcript": 5.2,
+    "tests.cli.test_mcp_options": 4.3,
+    "tests.models.test_streaming": 4.3,
+    "tests.test_api": 4.2,
+    "tests.batch.test_batch": 4.1,
+    "tests.models.test_models_hardening": 3.7,
+    "tests.docs.test_page_observability": 3.6,
+    "tests.test_canonical_fast": 3.6,
+    "tests.loop.test_loop_parallel": 3.3,
+    "tests.docs.test_page_readme": 3.1,
+    "tests.test_canonical": 3.1,
+    "tests.models.test_models_http": 3.0,
+    "tests.tlog.test_proof": 2.8,
+    "tests.schema.test_schema": 2.8,
+    "tests.models.test_models_openai": 2.7,
+    "tests.cli.test_observe": 2.5,
+    "tests.loop.test_effects_once": 2.4,
+    "tests.batch.test_windows": 2.4,
+    "tests.batch.test_batch_untrusted_replies": 2.3,
+    "tests.schema.test_validator_fuzz": 2.2,
+    "tests.cli.test_lazy_parser": 2.2,
+    "tests.docs.test_page_approvals": 2.1,
+    "tests.signing.test_signed_note": 2.1,
+    "tests.cli.test_keys_cli_inprocess": 2.1,
+    "tests.loop.test_loop": 2.1,
+    "tests.provenance.test_vectors": 1.9,
+    "tests.mcp.test_refused_trace": 1.8,
+    "tests.cli.test_signals": 1.6,
+    "tests.cli.test_provenance": 1.6,
+    "tests.models.test_anthropic_thinking": 1.6,
+    "tests.docs.test_page_batch": 1.6,
+    "tests.wire.test_connections": 1.6,
+    "tests.cli.test_cli_edges": 1.5,
 }
+_DEFAULT_WEIGHT = 0.6
+
+
+def _weight(module: str) -> float:
+    return _WEIGHTS.get(module, _DEFAULT_WEIGHT)
 
 
 def _test_modules() -> List[str]:
@@ -88,15 +124,9 @@ def _test_modules() -> List[str]:
     return found
 
 
-def _shards(modules: List[str], count: int) -> List[List[str]]:
-    """Greedy balance by weight, heaviest first; each shard keeps discovery order."""
-    shards: List[List[str]] = [[] for _ in range(count)]
-    loads = [0.0] * count
-    for module in sorted(modules, key=lambda m: -_WEIGHTS.get(m.rsplit(".", 1)[-1], 1)):
-        i = loads.index(min(loads))
-        shards[i].append(module)
-        loads[i] += _WEIGHTS.get(module.rsplit(".", 1)[-1], 1)
-    return [sorted(shard, key=modules.index) for shard in shards if shard]
+def _heaviest_first(modules: List[str]) -> List[str]:
+    """The order the workers take the modules in: the long ones start at once, the short ones fill the end."""
+    return sorted(modules, key=lambda m: -_weight(m))  # stable: equal weights keep discovery order
 
 
 def _cores() -> int:
@@ -121,46 +151,114 @@ def _bytecode_env(folder: str) -> Dict[str, str]:
     return env
 
 
-def leg_suite() -> Verdict:
-    """The unittest suite, in ``AGENTLOOP_CHECK_SHARDS`` processes at once.
+def serve_modules(commands: int, results: int) -> None:
+    """A worker of the suite: run each test module named on the pipe ``commands`` as
+    ``python -m unittest MODULE`` would, and answer each with one JSON line on the pipe ``results``.
 
-    The default is one more shard than there are cores: about a quarter of
-    the suite's time is spent waiting (on child processes, servers and
-    deadlines), which the extra shard fills.  On the 2-core CI machine, 3
-    shards took the whole check from 73 s to 55 s, and 4 took 57 s.
+    The pipes are not the worker's stdin and stdout, which the processes its
+    tests start inherit, and may read or write.
+    """
+    warnings = None if sys.warnoptions else "default"  # as unittest.main
+    with open(commands, encoding="utf-8") as names, open(results, "w", encoding="utf-8") as answers:
+        for line in names:
+            module = line.strip()
+            stream = io.StringIO()
+            runner = unittest.TextTestRunner(stream=stream, warnings=warnings)
+            result = runner.run(unittest.defaultTestLoader.loadTestsFromName(module))
+            ok = result.wasSuccessful()
+            answer = {"module": module, "ran": result.testsRun, "skipped": len(result.skipped), "ok": ok}
+            answer["report"] = "" if ok else stream.getvalue()
+            answers.write(json.dumps(answer) + "\n")
+            answers.flush()
+
+
+class _Worker:
+    """A process running :func:`serve_modules`, and :meth:`work`, which a thread runs to feed it."""
+
+    def __init__(self, env: Dict[str, str], log: IO[bytes]) -> None:
+        to_worker, self._commands = os.pipe()
+        self._results, from_worker = os.pipe()
+        code = "import sys, check; check.serve_modules(int(sys.argv[1]), int(sys.argv[2]))"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code, str(to_worker), str(from_worker)],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            pass_fds=(to_worker, from_worker),
+        )
+        os.close(to_worker)
+        os.close(from_worker)
+        self.answers: List[Dict[str, Any]] = []
+        self.seconds = 0.0
+
+    def work(self, queue: List[str], lock: threading.Lock, start: float) -> None:
+        """Hand the worker the next module of ``queue`` until none is left, or until the worker dies in one."""
+        with open(self._commands, "w", encoding="utf-8") as commands, open(self._results, encoding="utf-8") as results:
+            while True:
+                with lock:
+                    if not queue:
+                        break
+                    module = queue.pop(0)
+                try:
+                    commands.write(module + "\n")
+                    commands.flush()
+                    line = results.readline()
+                except OSError:
+                    line = ""
+                if not line:
+                    self.answers.append({"module": module, "died": True})
+                    break
+                self.answers.append(json.loads(line))
+        self.proc.wait()
+        self.seconds = time.monotonic() - start
+
+
+def leg_suite() -> Verdict:
+    """The unittest suite, in ``AGENTLOOP_CHECK_WORKERS`` processes at once, each taking the next module.
+
+    The default is two more workers than cores: much of the suite's time is
+    spent waiting (on child processes, servers and deadlines), which the
+    other workers fill.  The modules go out one at a time, heaviest first
+    (:data:`_WEIGHTS`), so the workers end close together whatever else
+    the machine is doing.
     """
     modules = _test_modules()
     if not modules:
         return UNGRADED, "no test modules under tests/"
-    count = int(os.environ.get("AGENTLOOP_CHECK_SHARDS", "0") or 0) or _cores() + 1
-    with tempfile.TemporaryDirectory(prefix="agentloop-check-pyc-") as pyc:
-        procs = [
-            subprocess.Popen(
-                [sys.executable, "-m", "unittest"] + shard,
-                cwd=ROOT,
-                env=_bytecode_env(pyc),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                universal_newlines=True,
-            )
-            for shard in _shards(modules, count)
-        ]
-        outputs = [proc.communicate()[0] for proc in procs]
-    total, failed, summaries = 0, False, []
-    for proc, output in zip(procs, outputs):
-        ran = re.search(r"^Ran (\d+) tests? in", output, re.M)
-        if ran is None:
-            sys.stdout.write(output[-3000:])
-            return UNGRADED, "a shard of the suite ran no tests (exit %d)" % (proc.returncode,)
-        total += int(ran.group(1))
-        summaries.append(output.strip().splitlines()[-1])
-        if proc.returncode != 0:
-            failed = True
-            sys.stdout.write(output[-6000:])
+    count = int(os.environ.get("AGENTLOOP_CHECK_WORKERS", "0") or 0) or _cores() + 2
+    queue, lock = _heaviest_first(modules), threading.Lock()
+    with tempfile.TemporaryDirectory(prefix="agentloop-check-") as tmp, open(os.path.join(tmp, "log"), "w+b") as log:
+        env = _bytecode_env(os.path.join(tmp, "pyc"))
+        start = time.monotonic()
+        workers = [_Worker(env, log) for _ in range(min(count, len(modules)))]
+        threads = [threading.Thread(target=worker.work, args=(queue, lock, start)) for worker in workers]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        log.seek(0)
+        noise = log.read().decode("utf-8", "replace")
+    answers = [answer for worker in workers for answer in worker.answers]
+    died = [answer["module"] for answer in answers if answer.get("died")]
+    if died or queue:
+        sys.stdout.write(noise[-3000:])
+        return UNGRADED, "a worker died running %s; %d modules were not run" % (", ".join(died), len(queue))
+    failed = [answer for answer in answers if not answer["ok"]]
+    for answer in failed:
+        sys.stdout.write(answer["report"][-6000:])
+    total = sum(answer["ran"] for answer in answers)
     if total == 0:
         return UNGRADED, "the suite ran no tests"
-    detail = "Ran %d tests in %d modules, %d shards: %s" % (total, len(modules), len(procs), "; ".join(summaries))
-    return (FAIL if failed else PASS), detail
+    verdict = "FAILED: " + ", ".join(a["module"] for a in failed) if failed else "OK"
+    return (FAIL if failed else PASS), "Ran %d tests (%d skipped) in %d modules, %d workers (done after %s s): %s" % (
+        total,
+        sum(answer["skipped"] for answer in answers),
+        len(modules),
+        len(workers),
+        ", ".join("%.0f" % worker.seconds for worker in workers),
+        verdict,
+    )
 
 
 # --- tamper leg: expectations from the bytes, by hashlib + json alone -------
@@ -208,6 +306,8 @@ def leg_tamper() -> Verdict:
 
         def write(data: List[bytes]) -> str:
             target = os.path.join(tmp, "m.jsonl")
+            if os.path.exists(target):  # a new file: truncating one makes ext4 flush it when it is closed
+                os.remove(target)
             with open(target, "wb") as handle:
                 handle.write(b"".join(data))
             return target

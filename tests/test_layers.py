@@ -96,9 +96,13 @@ def _folder(module: str) -> str:
 
 
 class TestLayers(unittest.TestCase):
-    def setUp(self) -> None:
-        self.modules = _modules()
-        self.edges = list(_edges(self.modules))
+    modules: Dict[str, str]
+    edges: List[Edge]
+
+    @classmethod
+    def setUpClass(cls) -> None:  # parsed once: every test only reads the graph
+        cls.modules = _modules()
+        cls.edges = list(_edges(cls.modules))
 
     def test_the_walk_finds_the_package(self) -> None:
         self.assertGreater(len(self.modules), 20)

@@ -1,8 +1,11 @@
 """The command line of public keys, as real processes: keygen, checkpoint --sign, --trust/--require, cosign,
 witness-request.
 
-Every command runs in a subprocess (``python -m agentloop``) and must
-never print a traceback.  Signing goes through ``--unsafe-pure-python-signer``
+Every command under test runs in a subprocess (``python -m agentloop``)
+and must never print a traceback.  What a scenario starts from (its keys,
+and the checkpoints and proofs of commands that other tests run as
+processes) is made in this process, by ``main(argv)``: a process each costs
+a Python start.  Signing goes through ``--unsafe-pure-python-signer``
 so the tests run without ``cryptography``; one test blocks ``cryptography``
 to see the one-line refusal without the opt-in.
 """
@@ -58,6 +61,18 @@ class KeysCase(TempDir):
         self.assertEqual(status, 0, (argv, out, err))
         self.assertEqual(err, "")
         return out
+
+    def made(self, *argv: str) -> None:
+        """A fixture made by ``main(argv)`` in this process, in the test's folder: exit 0, nothing on stderr."""
+        out, err = io.StringIO(), io.StringIO()
+        here = os.getcwd()
+        os.chdir(self.dir)
+        try:
+            with contextlib.redirect_stderr(err):
+                status = main(list(argv), out=out)
+        finally:
+            os.chdir(here)
+        self.assertEqual((status, err.getvalue()), (0, ""), (argv, out.getvalue()))
 
     def read(self, name: str) -> bytes:
         with open(self.path(name), "rb") as handle:
@@ -221,10 +236,10 @@ class TestSignAndTrust(SignedRun):
 
     def test_one_byte_changed_in_a_signature_fails_verify_check_proof_and_consistency(self) -> None:
         self.write_bytes(b"".join(read_lines(self.path())[:6]), "old.jsonl")
-        self.ok("checkpoint", "old.jsonl", "--sign", "operator.key", UNSAFE)
-        self.ok("checkpoint", "t.jsonl", "--sign", "operator.key", UNSAFE)
-        self.ok("prove", "t.jsonl", "--index", "3", "-o", "i.json")
-        self.ok("prove", "t.jsonl", "--from", "6", "-o", "c.json")
+        self.made("checkpoint", "old.jsonl", "--sign", "operator.key", UNSAFE)
+        self.made("checkpoint", "t.jsonl", "--sign", "operator.key", UNSAFE)
+        self.made("prove", "t.jsonl", "--index", "3", "-o", "i.json")
+        self.made("prove", "t.jsonl", "--from", "6", "-o", "c.json")
         trust = ("--trust", "operator.pub")
         out = self.ok("check-proof", "i.json", "--checkpoint", "t.checkpoint", *trust, "--require", "operator")
         self.assertTrue(out.endswith("of the 11 of checkpoint t.checkpoint; signed by operator\n"), out)
@@ -250,7 +265,7 @@ class TestSignAndTrust(SignedRun):
             self.assertIn("invalid signature for key operator+", out)
 
     def test_report_shows_the_trusted_verdict(self) -> None:
-        self.ok("checkpoint", "t.jsonl", "--sign", "operator.key", UNSAFE)
+        self.made("checkpoint", "t.jsonl", "--sign", "operator.key", UNSAFE)
         out = self.ok(
             "report", "t.jsonl", "--checkpoint", "t.checkpoint", "--trust", "operator.pub", "--require", "operator"
         )
@@ -269,8 +284,8 @@ class TestWitness(SignedRun):
     def test_keygen_witness_cosign_and_verify_with_both_keys(self) -> None:
         lines = read_lines(self.path())
         self.write_bytes(b"".join(lines[:6]), "old.jsonl")
-        self.ok("checkpoint", "old.jsonl", "--sign", "operator.key", UNSAFE)
-        self.ok("checkpoint", "t.jsonl", "--sign", "operator.key", UNSAFE)
+        self.made("checkpoint", "old.jsonl", "--sign", "operator.key", UNSAFE)
+        self.made("checkpoint", "t.jsonl", "--sign", "operator.key", UNSAFE)
         before = self.read("t.checkpoint")
         witness = ("--key", "witness.key", "--trust", "operator.pub", "--state", "w.state", UNSAFE)
         # first sight of the log: the transcript must give the checkpoint
@@ -330,8 +345,8 @@ class TestWitness(SignedRun):
     def test_the_witness_checks_the_log_signature_and_consistency(self) -> None:
         lines = read_lines(self.path())
         self.write_bytes(b"".join(lines[:6]), "old.jsonl")
-        self.ok("checkpoint", "old.jsonl", "--sign", "operator.key", UNSAFE)
-        self.ok("checkpoint", "t.jsonl", "--sign", "approver.key", UNSAFE)
+        self.made("checkpoint", "old.jsonl", "--sign", "operator.key", UNSAFE)
+        self.made("checkpoint", "t.jsonl", "--sign", "approver.key", UNSAFE)
         witness = ("--key", "witness.key", "--trust", "operator.pub", "--state", "w.state", "--time", str(T0), UNSAFE)
         status, out, _ = self.cli("cosign", "t.checkpoint", "--transcript", "t.jsonl", *witness)
         self.assertEqual(status, 1)
@@ -343,8 +358,8 @@ class TestWitness(SignedRun):
         self.write_bytes(
             b"".join(forge(lines, 3, lambda record: record["payload"].update(text="forked"))), "fork.jsonl"
         )
-        self.ok("verify", "fork.jsonl")
-        self.ok("checkpoint", "fork.jsonl", "--sign", "operator.key", UNSAFE)
+        self.made("verify", "fork.jsonl")
+        self.made("checkpoint", "fork.jsonl", "--sign", "operator.key", UNSAFE)
         state = self.read("w.state")
         status, out, _ = self.cli("cosign", "fork.checkpoint", "--transcript", "fork.jsonl", *witness)
         self.assertEqual(status, 1)
@@ -426,8 +441,8 @@ class TestWitness(SignedRun):
     def test_witness_request_prints_an_add_checkpoint_body(self) -> None:
         lines = read_lines(self.path())
         self.write_bytes(b"".join(lines[:6]), "old.jsonl")
-        self.ok("checkpoint", "old.jsonl", "--sign", "operator.key", UNSAFE)
-        self.ok("checkpoint", "t.jsonl", "--sign", "operator.key", UNSAFE)
+        self.made("checkpoint", "old.jsonl", "--sign", "operator.key", UNSAFE)
+        self.made("checkpoint", "t.jsonl", "--sign", "operator.key", UNSAFE)
         body = self.ok("witness-request", "old.checkpoint", "t.checkpoint", "--transcript", "t.jsonl").encode("utf-8")
         request = parse_add_checkpoint_request(body)
         old, new = read_checkpoint(self.path("old.checkpoint")), read_checkpoint(self.path("t.checkpoint"))
@@ -441,7 +456,7 @@ class TestWitness(SignedRun):
         status, _, err = self.cli("witness-request", "old.checkpoint", "t.checkpoint")
         self.assertEqual(status, 2)
         self.assertIn("--transcript: is needed", err)
-        self.ok("checkpoint", "t.jsonl", "-o", "unsigned.checkpoint")
+        self.made("checkpoint", "t.jsonl", "-o", "unsigned.checkpoint")
         status, _, err = self.cli("witness-request", "0", "unsigned.checkpoint")
         self.assertEqual(status, 2)
         self.assertIn("is not signed", err)

@@ -1,12 +1,13 @@
-"""The public-key commands (keygen, cosign, witness-request, --sign/--trust) run in-process through ``main(argv)``.
+"""The public-key commands' refusals that no scenario of ``tests/cli/test_keys_cli.py`` reaches, in-process.
 
 ``tests/cli/test_keys_cli.py`` runs every scenario as a real process (no
-traceback may ever reach the terminal), and coverage does not follow a
-subprocess.  Here the same scenarios run again through ``main(argv)`` in the
-test's folder, so what they exercise is measured; the refusals no scenario
-reaches (witness state files, unwritable outputs, unreadable checkpoints)
-follow.  "Without cryptography" is made real by making its Ed25519 module
-unimportable for the duration of one call, as the subprocess tests do.
+traceback may ever reach the terminal); coverage follows those processes
+(pyproject.toml: ``patch = ["subprocess"]``), so the scenarios are not run
+a second time here (that added no line and no branch).  What follows calls
+``main(argv)`` in the test's folder: witness state files, unwritable
+outputs, unreadable checkpoints.  "Without cryptography" is made real by
+making its Ed25519 module unimportable for the duration of one call, as the
+subprocess tests do.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ class InProcess(base.KeysCase):
         return status, out.getvalue(), err.getvalue()
 
 
-class TestKeygenInProcess(InProcess, base.TestKeygen):
+class TestKeygenInProcess(InProcess):
     def test_keygen_into_a_missing_folder_is_refused_and_writes_nothing(self) -> None:
         status, out, err = self.cli("keygen", "k", "-o", os.path.join("no", "k"), UNSAFE)
         self.assertEqual((status, out), (2, ""))
@@ -66,16 +67,12 @@ class TestKeygenInProcess(InProcess, base.TestKeygen):
         )
 
 
-class TestSignAndTrustInProcess(InProcess, base.TestSignAndTrust):
+class TestSignAndTrustInProcess(InProcess, base.SignedRun):
     def test_the_same_key_given_twice_to_sign_is_refused(self) -> None:
         status, out, err = self.cli("checkpoint", "t.jsonl", "--sign", "operator.key", "--sign", "operator.key", UNSAFE)
         self.assertEqual((status, out), (2, ""))
         self.assertEqual(err, "agentloop checkpoint: error: --sign: the same key is given twice\n")
         self.assertFalse(os.path.exists(self.path("t.checkpoint")))
-
-
-class TestWitnessInProcess(InProcess, base.TestWitness):
-    pass
 
 
 class TestWitnessRefusals(InProcess, base.SignedRun):

@@ -29,6 +29,7 @@ from agentloop.signing.keys import read_verifier_key
 from agentloop.signing.note import Ed25519Verifier
 
 from tests.provenance.test_cose import signer
+from tests.support.helpers import replace_file
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FOLDER = os.path.join(HERE, "vectors", "provenance")
@@ -144,8 +145,7 @@ class TestOneChangedByte(unittest.TestCase):
             data = handle.read()
 
         def check(changed: bytes) -> object:
-            with open(path, "wb") as handle:
-                handle.write(changed)
+            replace_file(path, changed)
             return check_files(attestation, [path])
 
         self.every_change_refused(data, check)

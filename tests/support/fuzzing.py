@@ -22,6 +22,8 @@ from agentloop.canonical import canonical_bytes
 from agentloop.errors import AgentloopError
 from agentloop.loop import run
 
+from tests.support.helpers import replace_file
+
 Mutation = Tuple[str, bytes]
 
 
@@ -142,8 +144,7 @@ def fuzz_transcripts(
     path = os.path.join(folder, "fuzz.jsonl")
     for name, mutated in cases:
         report.cases += 1
-        with open(path, "wb") as handle:
-            handle.write(mutated)
+        replace_file(path, mutated)
         start = time.perf_counter()
         try:
             verdict = verify_file(path)
@@ -493,8 +494,7 @@ def fuzz_types(data: bytes, folder: str, report: TypeReport, readers_every: int 
     path = os.path.join(folder, "types.jsonl")
     for number, (name, mutated, must_fail) in enumerate(type_confusions(data)):
         report.cases += 1
-        with open(path, "wb") as handle:
-            handle.write(mutated)
+        replace_file(path, mutated)
         start = time.perf_counter()
         try:
             verdict = verify_file(path)
