@@ -127,9 +127,16 @@ class TestParallel(TempDir):
             with lock:
                 log.append(text)
 
+        first, second = threading.Barrier(2, timeout=30), threading.Barrier(2, timeout=30)
+        together = {0: first, 1: first, 3: second, 4: second}
+
         def slow(i: int) -> int:
             note("start %d" % i)
-            time.sleep(0.05)
+            barrier = together.get(i)
+            if barrier is not None:  # both of a parallel pair have started before either ends (a deadline, not a sleep)
+                barrier.wait()
+            else:
+                time.sleep(0.05)  # the serial call: were it not a barrier, 3 and 4 would start meanwhile
             note("end %d" % i)
             return i
 
