@@ -106,10 +106,9 @@ class TestCosignatureRefusals(RefusalCase):
         )
 
     def test_a_key_of_the_other_type_is_refused_with_both_types(self) -> None:
-        note_skey = keys.parse_signer_key(keys.generate_key("log", allow_slow_unsafe_signer=True)[0])
-        witness_skey = keys.parse_signer_key(
-            keys.generate_key("w", alg=keys.ALG_COSIGNATURE_V1, allow_slow_unsafe_signer=True)[0]
-        )
+        unsafe = {"allow_slow_unsafe_signer": True}  # the type is refused before any signing: no backend needed
+        note_skey = keys.parse_signer_key(keys.generate_key("log", **unsafe)[0], **unsafe)
+        witness_skey = keys.parse_signer_key(keys.generate_key("w", alg=keys.ALG_COSIGNATURE_V1, **unsafe)[0], **unsafe)
         self.assertRefused(
             [
                 (
