@@ -62,17 +62,22 @@ class KeysCase(TempDir):
         self.assertEqual(err, "")
         return out
 
-    def made(self, *argv: str) -> None:
-        """A fixture made by ``main(argv)`` in this process, in the test's folder: exit 0, nothing on stderr."""
+    def here(self, *argv: str) -> Tuple[int, str, str]:
+        """``main(argv)`` in this process, with the test's folder as the working directory."""
         out, err = io.StringIO(), io.StringIO()
-        here = os.getcwd()
+        cwd = os.getcwd()
         os.chdir(self.dir)
         try:
             with contextlib.redirect_stderr(err):
                 status = main(list(argv), out=out)
         finally:
-            os.chdir(here)
-        self.assertEqual((status, err.getvalue()), (0, ""), (argv, out.getvalue()))
+            os.chdir(cwd)
+        return status, out.getvalue(), err.getvalue()
+
+    def made(self, *argv: str) -> None:
+        """A fixture made in this process (:meth:`here`): exit 0, nothing on stderr."""
+        status, out, err = self.here(*argv)
+        self.assertEqual((status, err), (0, ""), (argv, out))
 
     def read(self, name: str) -> bytes:
         with open(self.path(name), "rb") as handle:

@@ -13,7 +13,6 @@ subprocess tests do.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import sys
@@ -21,7 +20,6 @@ import unittest
 from typing import Tuple
 from unittest import mock
 
-from agentloop.cli import main
 from agentloop.signing.backend import CRYPTOGRAPHY_MODULE
 from agentloop.tlog.witness import state_lock
 from agentloop.transcript.checkpoint import read_checkpoint
@@ -37,17 +35,11 @@ class InProcess(base.KeysCase):
     """``cli`` calls ``main(argv)`` with the test's folder as the working directory."""
 
     def cli(self, *argv: str, blocked: bool = False) -> Tuple[int, str, str]:
-        out, err = io.StringIO(), io.StringIO()
         blocking = mock.patch.dict(sys.modules, {CRYPTOGRAPHY_MODULE: None}) if blocked else contextlib.nullcontext()
-        here = os.getcwd()
-        os.chdir(self.dir)
-        try:
-            with blocking, contextlib.redirect_stderr(err):
-                status = main(list(argv), out=out)
-        finally:
-            os.chdir(here)
-        self.assertNotIn("internal error", err.getvalue())
-        return status, out.getvalue(), err.getvalue()
+        with blocking:
+            status, out, err = self.here(*argv)
+        self.assertNotIn("internal error", err)
+        return status, out, err
 
 
 class TestKeygenInProcess(InProcess):
