@@ -7,9 +7,11 @@ so it sits below both.
 
 from __future__ import annotations
 
-import concurrent.futures
-import multiprocessing
 import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import concurrent.futures
 
 __all__ = ["process_pool"]
 
@@ -26,6 +28,9 @@ def process_pool(max_workers: int, fork_if_alone: bool = False) -> concurrent.fu
     other thread (nothing to copy a held lock from), which saves each worker
     that fresh import for short jobs such as ``verify --manifest``.
     """
+    import concurrent.futures  # here: every command-line start imports this module, few make a pool
+    import multiprocessing
+
     methods = multiprocessing.get_all_start_methods()
     if fork_if_alone and "fork" in methods and threading.active_count() == 1:
         method = "fork"

@@ -31,7 +31,6 @@ from ..errors import BadArgumentError
 from .chain import Chain
 from .durable import open_input
 from .format import MAX_FAULTS, MAX_LINE_BYTES, Fault, PathLike, VerifyResult, _a, _short
-from .parallel import verify_parts
 from .scan import _check_max_faults, _count_rest, _parse_line, _read_lines, scan
 
 __all__ = ["Chain", "scan", "iter_file", "verify_file", "verify_records"]
@@ -167,6 +166,8 @@ def verify_file(
         raise BadArgumentError("workers", "must be an int of at least 1, got %r" % (workers,))
     judged = None
     if workers > 1 and on_line is None and on_bytes is None:
+        from .parallel import verify_parts  # here: process pools only for a file split across workers
+
         judged = verify_parts(path, workers, max_line_bytes, room)
     if judged is None:
         chain, faults = _one_pass(path, max_line_bytes, on_line, on_bytes, room)
