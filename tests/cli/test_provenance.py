@@ -38,6 +38,15 @@ class CliCase(TempDir):
             status = main(list(argv), out=out)
         return status, out.getvalue(), err.getvalue()
 
+    #: ``batch``'s model and tools: the scripted ones of tests/support/batch_models.py
+    MODELS = ("--model", "tests.support.batch_models:factory", "--tools", "tests.support.batch_models:tools")
+
+    def write_tasks(self, *tasks: Tuple[str, str, int]) -> None:
+        """tasks.jsonl: a line ``(name, task, max_steps)`` each, with 1000 tokens."""
+        with open("tasks.jsonl", "w", encoding="utf-8") as handle:
+            for name, task, steps in tasks:
+                handle.write(json.dumps({"name": name, "task": task, "max_steps": steps, "max_tokens": 1000}) + "\n")
+
     def flip(self, path: str, at: int) -> None:
         with open(path, "r+b") as handle:
             handle.seek(at)
@@ -278,18 +287,11 @@ class TestRunAndBatch(CliCase):
         self.assertFalse(os.path.exists("r.jsonl.intoto.jsonl"))
 
     def test_batch_attest_and_receipts(self) -> None:
-        with open("tasks.jsonl", "w", encoding="utf-8") as handle:
-            handle.write(
-                '{"name": "a", "task": "one", "max_steps": 4, "max_tokens": 1000}\n'
-                '{"name": "b", "task": "three", "max_steps": 1, "max_tokens": 1000}\n'
-            )
+        self.write_tasks(("a", "one", 4), ("b", "three", 1))
         argv = [
             "batch",
             "tasks.jsonl",
-            "--model",
-            "tests.support.batch_models:factory",
-            "--tools",
-            "tests.support.batch_models:tools",
+            *self.MODELS,
             "--out",
             "out",
         ]
@@ -444,11 +446,7 @@ class TestMoreCases(CliCase):
         )
 
     def test_a_batch_whose_runs_all_fail_and_a_batch_of_one(self) -> None:
-        with open("tasks.jsonl", "w", encoding="utf-8") as handle:
-            handle.write(
-                '{"name": "a", "task": "one", "max_steps": 4, "max_tokens": 1000}\n'
-                '{"name": "b", "task": "two", "max_steps": 4, "max_tokens": 1000}\n'
-            )
+        self.write_tasks(("a", "one", 4), ("b", "two", 4))
         # Every worker names its own process in record 0, so the driver rejects every run (wrong_task_record).
         status, out, err = self.cli(
             "batch",
@@ -485,10 +483,7 @@ class TestMoreCases(CliCase):
         status, out, _ = self.cli(
             "batch",
             "one.jsonl",
-            "--model",
-            "tests.support.batch_models:factory",
-            "--tools",
-            "tests.support.batch_models:tools",
+            *self.MODELS,
             "--out",
             "solo",
             "--receipts",
@@ -517,10 +512,7 @@ class TestReceiptOfAnotherBatch(CliCase):
             status, _, err = self.cli(
                 "batch",
                 name,
-                "--model",
-                "tests.support.batch_models:factory",
-                "--tools",
-                "tests.support.batch_models:tools",
+                *self.MODELS,
                 "--out",
                 name[:-6],
                 "--receipts",
@@ -558,16 +550,11 @@ class TestIssuerRefusedBeforeAnyWork(CliCase):
                     "agentloop statement: error: --issuer: must be text of 1 to 8192 characters (RFC 9943 section 6)\n",
                 )
                 self.assertFalse(os.path.exists("run.statement.cose"))
-        with open("tasks.jsonl", "w", encoding="utf-8") as handle:
-            handle.write('{"name": "a", "task": "one", "max_steps": 4, "max_tokens": 1000}\n')
-            handle.write('{"name": "b", "task": "three", "max_steps": 1, "max_tokens": 1000}\n')
+        self.write_tasks(("a", "one", 4), ("b", "three", 1))
         status, out, err = self.cli(
             "batch",
             "tasks.jsonl",
-            "--model",
-            "tests.support.batch_models:factory",
-            "--tools",
-            "tests.support.batch_models:tools",
+            *self.MODELS,
             "--out",
             "out",
             "--receipts",
@@ -592,17 +579,12 @@ class TestReceiptsSignOnlyWhatWasChecked(CliCase):
                 handle.write(b"{}\n")  # the transcript no longer verifies, and is not what its line says
             return status
 
-        with open("tasks.jsonl", "w", encoding="utf-8") as handle:
-            handle.write('{"name": "a", "task": "one", "max_steps": 4, "max_tokens": 1000}\n')
-            handle.write('{"name": "b", "task": "three", "max_steps": 1, "max_tokens": 1000}\n')
+        self.write_tasks(("a", "one", 4), ("b", "three", 1))
         with mock.patch.object(batch_cli, "_cmd_batch", batch_then_change_a):
             status, out, err = self.cli(
                 "batch",
                 "tasks.jsonl",
-                "--model",
-                "tests.support.batch_models:factory",
-                "--tools",
-                "tests.support.batch_models:tools",
+                *self.MODELS,
                 "--out",
                 "out",
                 "--receipts",
@@ -617,19 +599,10 @@ class TestReceiptsSignOnlyWhatWasChecked(CliCase):
 class TestBatchArtefactsBesideTheRuns(CliCase):
     """The attestation ``batch --attest`` writes beside the runs is neither one of them nor in their way."""
 
-    ARGV = [
-        "--model",
-        "tests.support.batch_models:factory",
-        "--tools",
-        "tests.support.batch_models:tools",
-        "--out",
-        "out",
-    ]
+    ARGV = [*CliCase.MODELS, "--out", "out"]
 
     def tasks(self, *names: str) -> None:
-        with open("tasks.jsonl", "w", encoding="utf-8") as handle:
-            for name in names:
-                handle.write('{"name": "%s", "task": "t-%s", "max_steps": 4, "max_tokens": 1000}\n' % (name, name))
+        self.write_tasks(*((name, "t-" + name, 4) for name in names))
 
     def test_a_run_whose_transcript_is_the_attestation_path_is_refused_before_anything_runs(self) -> None:
         self.tasks("manifest.jsonl.intoto", "b")
@@ -671,18 +644,11 @@ class TestNothingSignedAfterARefusedResume(CliCase):
     """A ledger the batch refused (it no longer matches its signed checkpoint) gets no receipt and no attestation."""
 
     def test_a_rewritten_ledger_is_not_certified_by_receipts(self) -> None:
-        with open("tasks.jsonl", "w", encoding="utf-8") as handle:
-            handle.write(
-                '{"name": "a", "task": "one", "max_steps": 4, "max_tokens": 1000}\n'
-                '{"name": "b", "task": "three", "max_steps": 4, "max_tokens": 1000}\n'
-            )
+        self.write_tasks(("a", "one", 4), ("b", "three", 4))
         argv = [
             "batch",
             "tasks.jsonl",
-            "--model",
-            "tests.support.batch_models:factory",
-            "--tools",
-            "tests.support.batch_models:tools",
+            *self.MODELS,
             "--out",
             "out",
             "--sign",
@@ -707,12 +673,8 @@ class TestLedgerStatement(CliCase):
 
     def setUp(self) -> None:
         super().setUp()
-        with open("tasks.jsonl", "w", encoding="utf-8") as handle:
-            handle.write(
-                '{"name": "a", "task": "one", "max_steps": 4, "max_tokens": 1000}\n'
-                '{"name": "b", "task": "three", "max_steps": 1, "max_tokens": 1000}\n'
-            )
-        argv = ["--model", "tests.support.batch_models:factory", "--tools", "tests.support.batch_models:tools"]
+        self.write_tasks(("a", "one", 4), ("b", "three", 1))
+        argv = list(self.MODELS)
         self.assertEqual(self.cli("batch", "tasks.jsonl", *argv, "--out", "out")[0], 0)
         with open("out/manifest.checkpoint", encoding="utf-8") as handle:
             self.origin = handle.readline().rstrip("\n")
