@@ -45,7 +45,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..canonical import canonical_bytes
 from ..errors import BadSignatureError, MalformedCheckpointError, MalformedManifestError, ProofError, UnrecordableError
@@ -62,10 +62,10 @@ from ..signing.note import (
 )
 from ..transcript.checkpoint import ORIGIN_PREFIX
 from ..transcript.merkle import (
+    CompactRange,
     consistency_proof,
     inclusion_proof,
     leaf_hash,
-    root_of,
     verify_consistency,
     verify_inclusion,
 )
@@ -79,8 +79,10 @@ __all__ = [
     "parse_ledger",
     "current",
     "ledger_root",
+    "GrowingLedger",
     "ManifestCheckpoint",
     "make_checkpoint",
+    "sign_checkpoint",
     "parse_manifest_checkpoint",
     "check_manifest_checkpoint",
     "prove_run",
@@ -108,6 +110,8 @@ _KEYS = {
     "rejected": ("name", "origin", "reason", "status"),
 }
 _HEX = frozenset("0123456789abcdef")
+#: A ledger's bytes: read from a file, or grown in memory (:class:`GrowingLedger`).
+_Data = Union[bytes, bytearray]
 
 
 def _hex64(value: object) -> bool:
@@ -211,13 +215,71 @@ def current(lines: Sequence[Mapping[str, Any]]) -> Dict[str, Dict[str, Any]]:
     return last
 
 
+def _lines(data: _Data) -> Iterator[_Data]:
+    """Each line of ``data`` without its ``\\n`` (what follows the last ``\\n`` is not a line), one at a time."""
+    start, end = 0, data.find(b"\n")
+    while end >= 0:
+        yield data[start:end]
+        start, end = end + 1, data.find(b"\n", end + 1)
+
+
 def _leaves(data: bytes) -> List[bytes]:
-    return [leaf_hash(line) for line in data.split(b"\n")[:-1]]
+    return [leaf_hash(line) for line in _lines(data)]
 
 
-def ledger_root(data: bytes) -> str:
-    """The hex RFC 6962 root over a manifest's lines (each without ``\\n``)."""
-    return root_of(_leaves(data)).hex()
+def ledger_root(data: _Data) -> str:
+    """The hex RFC 6962 root over a manifest's lines (each without ``\\n``), in O(log n) memory."""
+    tree = CompactRange()
+    for line in _lines(data):
+        tree.append(leaf_hash(line))
+    return tree.root().hex()
+
+
+class GrowingLedger:
+    """A ledger built in spec order from lines that arrive in any order, and its RFC 6962 tree as it grows.
+
+    :meth:`put` takes line ``index``'s bytes (RFC 8785, no ``\\n``; ``b""``
+    for an index that adds no line); a line waits until every earlier index
+    has come, then is appended to :attr:`data` and its leaf hash to a
+    compact range.  What it holds is the ledger itself (``data``, one
+    ``bytearray``), the lines that came before an earlier one, and
+    O(log n) subtree roots: never a line twice, never a list of leaves.
+    """
+
+    __slots__ = ("data", "_tree", "_next", "_waiting")
+
+    def __init__(self, earlier: bytes = b"") -> None:
+        self.data = bytearray(earlier)
+        self._tree = CompactRange()
+        for line in _lines(earlier):
+            self._tree.append(leaf_hash(line))
+        self._next = 0
+        self._waiting: Dict[int, bytes] = {}
+
+    @property
+    def size(self) -> int:
+        """The number of lines appended so far (an earlier ledger's included)."""
+        return self._tree.size
+
+    def root(self) -> str:
+        """The hex root over the lines appended so far: :func:`ledger_root` of :attr:`data`."""
+        return self._tree.root().hex()
+
+    @property
+    def waiting(self) -> int:
+        """How many lines wait for an earlier one."""
+        return len(self._waiting)
+
+    def put(self, index: int, line: bytes) -> None:
+        """Line ``index`` (each index once, from 0 on); appended with the ones it held back."""
+        self._waiting[index] = line
+        while self._next in self._waiting:
+            line = self._waiting.pop(self._next)
+            self._next += 1
+            if line:
+                self.data += line
+                self.data += b"\n"
+                self._tree.append(leaf_hash(line))
 
 
 @dataclass(frozen=True)
@@ -247,10 +309,16 @@ def make_checkpoint(
     origin: str, data: bytes, key: Optional[bytes] = None, signers: Sequence[Signer] = ()
 ) -> ManifestCheckpoint:
     """The checkpoint of manifest ``data``, signed by the HMAC ``key`` (key name: the origin) and ``signers``."""
-    unsigned = ManifestCheckpoint(origin, data.count(b"\n"), ledger_root(data))
+    return sign_checkpoint(ManifestCheckpoint(origin, data.count(b"\n"), ledger_root(data)), key, signers)
+
+
+def sign_checkpoint(
+    unsigned: ManifestCheckpoint, key: Optional[bytes] = None, signers: Sequence[Signer] = ()
+) -> ManifestCheckpoint:
+    """``unsigned`` signed by the HMAC ``key`` (key name: the origin) and ``signers``, in that order."""
     keys: List[Signer] = list(signers)
     if key is not None:
-        keys.insert(0, HmacKey(origin, key))
+        keys.insert(0, HmacKey(unsigned.origin, key))
     if not keys:
         return unsigned
     return ManifestCheckpoint(
