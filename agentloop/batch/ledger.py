@@ -77,6 +77,8 @@ __all__ = [
     "batch_origin",
     "ledger_bytes",
     "parse_ledger",
+    "iter_ledger",
+    "line_at",
     "current",
     "ledger_root",
     "GrowingLedger",
@@ -169,14 +171,20 @@ def parse_ledger(data: bytes) -> List[Dict[str, Any]]:
 
     Raises :class:`~agentloop.errors.MalformedManifestError` naming the line.
     """
+    return [value for _, value in iter_ledger(data)]
+
+
+def iter_ledger(data: bytes) -> Iterator[Tuple[int, Dict[str, Any]]]:
+    """:func:`parse_ledger` one line at a time: ``(offset of the line in data, its value)``, never a list of
+    every line; the layout (rule 1) is checked before the first line is given, each other rule at its line."""
     # 1. layout
     if not data:
         raise MalformedManifestError(None, "empty")
     if not data.endswith(b"\n"):
         raise MalformedManifestError(data.count(b"\n") + 1, "no terminating newline")
-    out: List[Dict[str, Any]] = []
     certified: Set[str] = set()
-    for number, raw in enumerate(data[:-1].split(b"\n"), 1):
+    offset = 0
+    for number, raw in enumerate(_lines(data), 1):
         if not raw:
             raise MalformedManifestError(number, "an empty line")
         # 2. canonical JSON
@@ -193,8 +201,15 @@ def parse_ledger(data: bytes) -> List[Dict[str, Any]]:
             raise MalformedManifestError(number, problem)
         # 4. an ok line is final
         _final(number, value, certified)
-        out.append(value)
-    return out
+        yield offset, value
+        offset += len(raw) + 1
+
+
+def line_at(data: bytes, offset: int) -> Dict[str, Any]:
+    """The value of the line of ``data`` that starts at ``offset``, as :func:`iter_ledger` gave it (re-read from
+    bytes it has checked: so a caller keeps an offset, not the parsed line)."""
+    value: Dict[str, Any] = json.loads(data[offset : data.index(b"\n", offset)].decode("utf-8"))
+    return value
 
 
 def _final(number: int, line: Mapping[str, Any], certified: Set[str]) -> None:
