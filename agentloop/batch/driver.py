@@ -46,7 +46,15 @@ from ..canonical import canonical_bytes
 from ..transcript.durable import write_atomic
 from .facts import transcript_facts
 from .earlier import altered_runs, check_earlier, check_extends, check_orphan
-from .ledger import GrowingLedger, ManifestCheckpoint, batch_origin, current, parse_ledger, sign_checkpoint
+from .ledger import (
+    GrowingLedger,
+    ManifestCheckpoint,
+    batch_origin,
+    current,
+    iter_ledger,
+    parse_ledger,
+    sign_checkpoint,
+)
 from .spec import RunSpec, expected_task_line, spec_list_hash
 from .worker import MAX_TRANSFER_BYTES, make_job, publish, run_one, transcript_path
 
@@ -441,7 +449,8 @@ def _previous_ledger(manifest_path: str, resume: bool) -> Optional[bytes]:
         )
     with open(manifest_path, "rb") as handle:
         previous = handle.read()
-    parse_ledger(previous)  # a malformed earlier ledger is refused, not overwritten
+    for _ in iter_ledger(previous):  # a malformed earlier ledger is refused, not overwritten
+        pass
     return previous
 
 
