@@ -33,7 +33,7 @@ import json
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ..processes import process_pool
 from ..errors import LedgerMismatchError, RunConfigError
@@ -48,11 +48,10 @@ from .facts import transcript_facts
 from .earlier import altered_runs, check_earlier, check_extends, check_orphan
 from .ledger import (
     GrowingLedger,
+    LastLines,
     ManifestCheckpoint,
     batch_origin,
-    current,
     iter_ledger,
-    parse_ledger,
     sign_checkpoint,
 )
 from .spec import RunSpec, expected_task_line, spec_list_hash
@@ -295,18 +294,25 @@ def _earlier(
     checkpoint: Optional[str],
     key: Optional[bytes],
     signer: Optional[Signer],
-) -> Tuple[Dict[str, Dict[str, Any]], Optional[ManifestCheckpoint]]:
-    """An earlier ledger's last line per run, and its checkpoint: a malformed, foreign or altered one is
-    refused (:mod:`agentloop.batch.earlier`), never overwritten.  ``({}, None)`` without one; a checkpoint
-    without its ledger is refused too (it certified transcripts no line can name any more)."""
+) -> Tuple[Mapping[str, Mapping[str, Any]], Optional[ManifestCheckpoint]]:
+    """An earlier ledger's last line per run (read on demand: :class:`~agentloop.batch.ledger.LastLines`), and
+    its checkpoint: a malformed, foreign or altered one is refused (:mod:`agentloop.batch.earlier`), never
+    overwritten.  ``({}, None)`` without one; a checkpoint without its ledger is refused too (it certified
+    transcripts no line can name any more)."""
     if previous is None:
         check_orphan(checkpoint)
         return {}, None
-    lines = parse_ledger(previous)
+    offsets: Dict[str, int] = {}
+
+    def lines() -> Iterator[Dict[str, Any]]:  # each line once, its offset noted: the last one a run's
+        for offset, line in iter_ledger(previous):
+            offsets[line["name"]] = offset
+            yield line
+
     specs, indices = batch.spec_list, range(len(batch.spec_list))
     origins = [batch.origin(index) for index in indices]
-    note = check_earlier(lines, previous, specs, origins, origin, checkpoint, key, signer)
-    certified = current(lines)
+    note = check_earlier(lines(), previous, specs, origins, origin, checkpoint, key, signer)
+    certified = LastLines(previous, offsets)
     altered = altered_runs(certified, specs, [batch.path(index) for index in indices])
     if altered:
         raise LedgerMismatchError(
@@ -316,7 +322,7 @@ def _earlier(
 
 
 def _kept(
-    spec: RunSpec, origin: str, path: str, resume: bool, certified: Dict[str, Dict[str, Any]]
+    spec: RunSpec, origin: str, path: str, resume: bool, certified: Mapping[str, Mapping[str, Any]]
 ) -> Optional[RunEntry]:
     """The entry of a transcript kept as it is: one the earlier ledger certified (checked already: the very
     file), or with ``resume`` one that exists, verifies and has the expected origin; ``None``: run it."""
@@ -500,7 +506,7 @@ class _Batch:
         if self.progress is not None:
             self.progress(entry, self.done, len(self.spec_list))
 
-    def kept(self, resume: bool, certified: Dict[str, Dict[str, Any]]) -> "array.array[int]":
+    def kept(self, resume: bool, certified: Mapping[str, Mapping[str, Any]]) -> "array.array[int]":
         """Settle each run kept as it is (:func:`_kept`); return the others, to run."""
         todo = array.array("q")
         for index, spec in enumerate(self.spec_list):

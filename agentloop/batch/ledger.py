@@ -79,6 +79,7 @@ __all__ = [
     "parse_ledger",
     "iter_ledger",
     "line_at",
+    "LastLines",
     "current",
     "ledger_root",
     "GrowingLedger",
@@ -210,6 +211,23 @@ def line_at(data: bytes, offset: int) -> Dict[str, Any]:
     bytes it has checked: so a caller keeps an offset, not the parsed line)."""
     value: Dict[str, Any] = json.loads(data[offset : data.index(b"\n", offset)].decode("utf-8"))
     return value
+
+
+class LastLines(Mapping[str, Dict[str, Any]]):
+    """Each run's last line, by name, in the order names first appear (:func:`current`), read on demand from
+    the ledger's bytes: it keeps one offset a run (from :func:`iter_ledger`), never the parsed lines."""
+
+    def __init__(self, data: bytes, offsets: Mapping[str, int]) -> None:
+        self._data, self._offsets = data, offsets
+
+    def __getitem__(self, name: str) -> Dict[str, Any]:
+        return line_at(self._data, self._offsets[name])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._offsets)
+
+    def __len__(self) -> int:
+        return len(self._offsets)
 
 
 def _final(number: int, line: Mapping[str, Any], certified: Set[str]) -> None:
