@@ -27,6 +27,7 @@ import array
 import base64
 import binascii
 import concurrent.futures
+import hashlib
 import itertools
 import json
 
@@ -403,6 +404,8 @@ def run_many(
     batch = _Batch(spec_list, origins, how, progress, keep_entries, GrowingLedger(previous or b""))
     origin = batch_origin(spec_list_hash(spec_list))
     earlier_note, todo = _start(batch, previous, resume, origin, checkpoint, key, signer)
+    earlier = None if previous is None else (len(previous), hashlib.sha256(previous).digest())
+    del previous  # the ledger grown holds its bytes; a second copy would be kept to the end for nothing
     if executor is None:
         for index in todo:
             batch.run_here(index)
@@ -412,7 +415,7 @@ def run_many(
             workers = min(len(broken), max(1, getattr(executor, "_max_workers", None) or os.cpu_count() or 1))
             for index, answer, error in _isolated([(i, batch.job(i)) for i in sorted(broken)], workers):
                 batch.finish(index, answer, error)
-    return _write_ledger(batch, origin, manifest_path, checkpoint, key, signer, previous, earlier_note)
+    return _write_ledger(batch, origin, manifest_path, checkpoint, key, signer, earlier, earlier_note)
 
 
 #: How many runs :func:`run_many` keeps submitted to an executor at once (at least four per worker of its pool).
@@ -584,7 +587,7 @@ def _write_ledger(
     checkpoint: Optional[str],
     key: Optional[bytes],
     signer: Optional[Signer],
-    previous: Optional[bytes],
+    earlier: Optional[Tuple[int, bytes]],
     earlier_note: Optional[ManifestCheckpoint],
 ) -> BatchResult:
     """The ledger (the earlier one grown by a line for each run not certified before), checked to extend the
@@ -593,7 +596,7 @@ def _write_ledger(
     unsigned = ManifestCheckpoint(origin, ledger.size, ledger.root())
     made = sign_checkpoint(unsigned, key, () if signer is None else (signer,))
     if earlier_note is not None:
-        check_extends(earlier_note, made, bytes(ledger.data))
+        check_extends(earlier_note, made, ledger.data)
     write_atomic(manifest_path, ledger.data)
     note = made.to_bytes()
     if checkpoint is not None:
@@ -601,7 +604,10 @@ def _write_ledger(
     stem = manifest_path[: -len(".jsonl")] if manifest_path.endswith(".jsonl") else manifest_path
     entries, failed = batch.results()
     log = _side_log(stem + ".errors.log", failed)
-    extends = None if previous is None else ledger.data.startswith(previous)
+    extends = None
+    if earlier is not None:  # the earlier bytes are the new ledger's prefix (hashed in place, not copied)
+        with memoryview(ledger.data) as view:
+            extends = hashlib.sha256(view[: earlier[0]]).digest() == earlier[1]
     return BatchResult(
         entries, origin, manifest_path, unsigned.root, note, checkpoint, log, extends, failed, len(batch.spec_list)
     )

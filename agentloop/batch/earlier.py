@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import AgentloopError, LedgerMismatchError, RunConfigError
 from ..signing.hmac_sha256 import HmacKey
@@ -145,7 +145,9 @@ def altered_runs(
     return altered
 
 
-def check_extends(earlier: Optional[ManifestCheckpoint], new: ManifestCheckpoint, data: bytes) -> None:
+def check_extends(
+    earlier: Optional[ManifestCheckpoint], new: ManifestCheckpoint, data: Union[bytes, bytearray]
+) -> None:
     """The new ledger extends the earlier one: an RFC 9162 consistency proof between their checkpoints holds."""
     if earlier is None:
         return

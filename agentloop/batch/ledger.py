@@ -256,7 +256,7 @@ def _lines(data: _Data) -> Iterator[_Data]:
         start, end = end + 1, data.find(b"\n", end + 1)
 
 
-def _leaves(data: bytes) -> List[bytes]:
+def _leaves(data: _Data) -> List[bytes]:
     return [leaf_hash(line) for line in _lines(data)]
 
 
@@ -465,7 +465,7 @@ def check_run_proof(line: Mapping[str, Any], index: int, proof: Sequence[str], c
     )
 
 
-def prove_extension(old_size: int, data: bytes) -> List[str]:
+def prove_extension(old_size: int, data: _Data) -> List[str]:
     """The RFC 9162 consistency proof (hex) from the first ``old_size`` lines of manifest ``data`` to all of it."""
     leaves = _leaves(data)
     return [h.hex() for h in consistency_proof(leaves, old_size, len(leaves))]
