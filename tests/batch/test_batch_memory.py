@@ -1,4 +1,4 @@
-"""Big batches stay flat (issue 25): what run_many and audit_batch keep per run, and that the streamed forms
+"""Big batches stay flat: what run_many and audit_batch keep per run, and that the streamed forms
 (the spec list hashed one spec at a time, the ledger grown line by line, the ledger read line by line) give
 exactly the bytes, roots and verdicts of the whole-list forms they replace."""
 
@@ -239,7 +239,7 @@ class TestFlat(TempDir):
     driver (measured: 53) and 400 for the audit (measured: 229; it holds
     each run's name twice, from its line and from its file, the line's
     offset and the verdict).  Keeping every entry (measured: 1,200 bytes a
-    run beyond the ledger) or the parsed ledger (2,000: the audit before issue 25) fails this.
+    run beyond the ledger) or the parsed ledger (2,000: the audit before this change) fails this.
     """
 
     def peak(self, call: Any) -> int:
