@@ -134,7 +134,7 @@ class BatchResult:
     @property
     def ok(self) -> bool:
         """Every run is ``ok``."""
-        return not self.failed
+        return not self.failed and all(entry.ok for entry in self.entries)
 
 
 Progress = Callable[[RunEntry, int, int], None]
