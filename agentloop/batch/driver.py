@@ -443,7 +443,7 @@ def _start(
     signer: Optional[Signer],
 ) -> Tuple[Optional[ManifestCheckpoint], "array.array[int]"]:
     """The earlier ledger checked (:func:`_earlier`), the runs kept as they are settled: the earlier
-    checkpoint and the runs left to run, in spec order (the earlier ledger's parsed lines are let go)."""
+    checkpoint and the runs left to run, in spec order (its last lines, read on demand, are then let go)."""
     certified, earlier_note = _earlier(previous, batch, origin, checkpoint, key, signer)
     return earlier_note, batch.kept(resume, certified)
 
