@@ -42,7 +42,7 @@ sys.path.insert(0, ROOT)
 
 from agentloop import ModelReply, ToolCall, ToolRegistry, tool  # noqa: E402
 from agentloop.batch import RunSpec, audit_batch, run_many  # noqa: E402
-from bench.machine import load, machine_speedup  # noqa: E402
+from bench.machine import control, load  # noqa: E402
 
 SLEEP = 0.02
 STEPS = 5
@@ -224,10 +224,7 @@ def main() -> None:
                 % (workers, len(files), size / 1e6, best[workers], args.repeat, args.runs / best[workers])
             )
         print("verify --workers 2 / --workers 1 throughput: %.2fx (target >= 1.7x)" % (best[1] / best[2],))
-        print(
-            "control: 2 processes / 1 on pure CPU work on this machine now: %.2fx (2.0 on 2 idle cores)"
-            % (machine_speedup(),)
-        )
+        print("control: 2 processes / 1 on pure CPU work on this machine now: %s (2.0 on 2 idle cores)" % (control(),))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
