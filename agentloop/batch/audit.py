@@ -11,9 +11,11 @@ file whose bytes, chain or tree differ from its line).
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
+import json
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..processes import process_pool
 from ..errors import AgentloopError
@@ -74,23 +76,40 @@ def differences(pairs: Sequence[Tuple[str, Mapping[str, Any]]]) -> List[str]:
 
 #: Files per task of :func:`audit_batch`'s pool: small enough to keep each reply and the queue short.
 CHUNK = 64
+#: While this process checks the ledger, the pool is handed one chunk more for every this many chunks (checking a
+#: ledger line costs about a twentieth of reading its transcript).
+LEAD = 16
 
 
-def _differences(pairs: Sequence[Tuple[str, Mapping[str, Any]]], workers: int) -> List[str]:
-    """:func:`differences` of ``pairs`` in ``workers`` processes: this one and ``workers - 1`` others.
+def _differences(
+    pairs: Sequence[Tuple[str, Mapping[str, Any]]], workers: int, first: Callable[[], None] = lambda: None
+) -> List[str]:
+    """:func:`differences` of ``pairs`` in ``workers`` processes: this one and ``workers - 1`` others,
+    once ``first()`` has returned (when it raises, so does this, and no result is taken).
 
     The pairs go out in chunks of :data:`CHUNK`, at most two per pool
     process at a time, and this process judges a chunk whenever the pool has
     its share: so one worker costs no process, two cost one, and what is in
-    flight (and in memory) does not grow with the number of files.
+    flight (and in memory) does not grow with the number of files.  Only
+    while this process runs ``first()`` does the pool hold more: one chunk
+    for every :data:`LEAD`.
     """
     if workers <= 1 or len(pairs) <= CHUNK:
+        first()
         return differences(pairs)
     chunks = [pairs[at : at + CHUNK] for at in range(0, len(pairs), CHUNK)]
     results: List[List[str]] = [[] for _ in chunks]
     following = iter(range(len(chunks)))
     with process_pool(workers - 1, fork_if_alone=True) as pool:
         pending: Dict["concurrent.futures.Future[List[str]]", int] = {}
+        for index in itertools.islice(following, 2 * (workers - 1) + len(chunks) // LEAD):
+            pending[pool.submit(differences, chunks[index])] = index
+        try:
+            first()
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            raise
         for index in following:
             if len(pending) < 2 * (workers - 1):
                 pending[pool.submit(differences, chunks[index])] = index
@@ -125,6 +144,11 @@ def audit_batch(
        a few dozen at a time, and each compared there with its line;
     4. missing, extra, repeated and altered files are named.
 
+    With ``workers`` above 1 and a manifest whose lines load as JSON objects
+    that name their run and status, 1. and 2. run in this process while the
+    pool reads the first files, and are done before any file's verdict is
+    taken: the result, and what raises, are those of 1. and 2. run first.
+
     A manifest or checkpoint that cannot be read or parsed raises
     (``OSError``, :class:`~agentloop.errors.MalformedManifestError`,
     :class:`~agentloop.errors.MalformedCheckpointError`).
@@ -132,17 +156,19 @@ def audit_batch(
     # 1.
     with open(manifest, "rb") as handle:
         data = handle.read()
-    lines = list(current(parse_ledger(data)).values())  # each run's last line: its status now
-    # 2.
-    verdict: Optional[str] = None
-    if checkpoint is not None:
-        with open(checkpoint, "rb") as handle:
-            note = parse_manifest_checkpoint(handle.read(64 * 1024 + 1))
-        try:
-            check_manifest_checkpoint(note, data, key, verifiers, require)
-            verdict = ""
-        except AgentloopError as exc:
-            verdict = str(exc)
+    loaded = _loaded(data) if workers > 1 else None
+    checked: Dict[str, Any] = {}
+
+    def check() -> None:
+        """1. and 2., raising as they do: before anything else, or, when the lines could be ``loaded``
+        (and their files given to the pool), while the pool reads the first files."""
+        checked["lines"] = parse_ledger(data)
+        checked["checkpoint"] = _checkpoint_verdict(data, checkpoint, key, verifiers, require)
+
+    if loaded is None:
+        check()
+        loaded = checked["lines"]
+    lines = list(current(loaded).values())  # each run's last line: its status now
     # 3.
     ok_lines = {line["name"]: line for line in lines if line["status"] == "ok"}
     skip = {os.path.abspath(p) for p in (manifest, checkpoint) if p is not None}
@@ -164,7 +190,8 @@ def audit_batch(
     # 4.
     altered = []
     verified = []
-    for name, why in zip(present, _differences([(by_name[name], ok_lines[name]) for name in present], workers)):
+    pairs = [(by_name[name], ok_lines[name]) for name in present]
+    for name, why in zip(present, _differences(pairs, workers, check if "lines" not in checked else lambda: None)):
         if why:
             altered.append((name, why))
         else:
@@ -181,5 +208,37 @@ def audit_batch(
             for line in lines
             if line["status"] != "ok"
         ),
-        checkpoint=verdict,
+        checkpoint=checked["checkpoint"],
     )
+
+
+def _loaded(data: bytes) -> Optional[List[Dict[str, Any]]]:
+    """The manifest's lines as :func:`~agentloop.batch.ledger.parse_ledger` loads them, before it checks them, when
+    each is an object with a string ``name`` and ``status`` (so the runs to read are known); else ``None``."""
+    if not data.endswith(b"\n"):
+        return None
+    out = []
+    for raw in data[:-1].split(b"\n"):
+        try:
+            value = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            return None
+        if type(value) is not dict or type(value.get("name")) is not str or type(value.get("status")) is not str:
+            return None
+        out.append(value)
+    return out
+
+
+def _checkpoint_verdict(
+    data: bytes, checkpoint: Optional[str], key: Optional[bytes], verifiers: Sequence[Verifier], require: Any
+) -> Optional[str]:
+    """2. ``None`` without a ``checkpoint``, ``""`` when it holds for the manifest ``data``, else why not."""
+    if checkpoint is None:
+        return None
+    with open(checkpoint, "rb") as handle:
+        note = parse_manifest_checkpoint(handle.read(64 * 1024 + 1))
+    try:
+        check_manifest_checkpoint(note, data, key, verifiers, require)
+    except AgentloopError as exc:
+        return str(exc)
+    return ""
