@@ -76,8 +76,8 @@ def differences(pairs: Sequence[Tuple[str, Mapping[str, Any]]]) -> List[str]:
 
 #: Files per task of :func:`audit_batch`'s pool: small enough to keep each reply and the queue short.
 CHUNK = 64
-#: While this process checks the ledger, the pool is handed one chunk more for every this many chunks (checking a
-#: ledger line costs about a twentieth of reading its transcript).
+#: While this process checks the ledger, each pool process is handed one chunk more for every this many chunks
+#: (checking a ledger line costs about a twentieth of reading its transcript).
 LEAD = 16
 
 
@@ -92,7 +92,7 @@ def _differences(
     its share: so one worker costs no process, two cost one, and what is in
     flight (and in memory) does not grow with the number of files.  Only
     while this process runs ``first()`` does the pool hold more: one chunk
-    for every :data:`LEAD`.
+    per pool process for every :data:`LEAD`.
     """
     if workers <= 1 or len(pairs) <= CHUNK:
         first()
@@ -102,7 +102,7 @@ def _differences(
     following = iter(range(len(chunks)))
     with process_pool(workers - 1, fork_if_alone=True) as pool:
         pending: Dict["concurrent.futures.Future[List[str]]", int] = {}
-        for index in itertools.islice(following, 2 * (workers - 1) + len(chunks) // LEAD):
+        for index in itertools.islice(following, (workers - 1) * (2 + len(chunks) // LEAD)):
             pending[pool.submit(differences, chunks[index])] = index
         try:
             first()
