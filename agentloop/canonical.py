@@ -37,7 +37,7 @@ import json
 import marshal
 import math
 import re
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .errors import UnrecordableError
 
@@ -50,6 +50,7 @@ __all__ = [
     "placeholder",
     "check_string",
     "snapshot",
+    "parse_canonical",
     "describe_integer",
     "json_depth",
     "strict_loads",
@@ -380,6 +381,7 @@ def placeholder(number: int) -> str:
 
 
 _PLACEHOLDER = "\x00agentloop-encoded-value-%d\x00"
+_PLACEHOLDER_HEAD = "\x00agentloop-encoded-value-"
 
 
 def canonical_text_spliced(value: Any, texts: Sequence[str], path: str = "$", depth: int = 0) -> Optional[str]:
@@ -396,6 +398,10 @@ def canonical_text_spliced(value: Any, texts: Sequence[str], path: str = "$", de
     built around values encoded once, not a check of them.  Errors of
     ``value``'s own members raise as :func:`canonical_text` raises them.
     """
+    out: List[str] = []
+    used = [0] * len(texts)
+    if _assembled(value, texts, depth, out, used) and used.count(1) == len(used):
+        return "".join(out)
     text = canonical_text(value, path, depth)
     places = []
     for number, spliced in enumerate(texts):
@@ -412,6 +418,96 @@ def canonical_text_spliced(value: Any, texts: Sequence[str], path: str = "$", de
         done = end
     pieces.append(text[done:])
     return "".join(pieces)
+
+
+def _assembled(value: Any, texts: Sequence[str], depth: int, out: List[str], used: List[int]) -> bool:
+    """Append the RFC 8785 text of ``value`` to ``out``, each placeholder string of ``texts``
+    written as its text and counted in ``used``; ``False`` ("not proven": the caller encodes
+    with the placeholders, as :func:`canonical_text_spliced` always did) for anything but plain
+    JSON of exact built-in types whose text needs no further thought:
+
+    * objects with ASCII keys (code point order is UTF-16 order: RFC 8785 section 3.2.3),
+      none holding U+0000, nesting within what ``depth`` leaves of :data:`MAX_DEPTH`;
+    * strings that are I-JSON (:func:`check_string`) and hold no U+0000 unless they are one
+      of the placeholders (so a placeholder's string token occurs only where it stands);
+    * integers within +/-(2**53 - 1), ``true``, ``false``, ``null``; no float (its layout is
+      the exact encoder's to decide).
+
+    For the records the loop builds (ids, names, counts, texts) one walk in Python, without
+    the C encoder's text to prove and parse back (:func:`_fast`).
+    """
+    kind = type(value)
+    if kind is dict:
+        if depth >= MAX_DEPTH:
+            return False
+        for key in value:
+            if type(key) is not str or not key.isascii() or "\x00" in key:
+                return False
+        separator = "{"
+        for key in sorted(value):
+            out.append(separator)
+            out.append(_encode_string(key))
+            out.append(":")
+            if not _assembled_scalar(value[key], out) and not _assembled(value[key], texts, depth + 1, out, used):
+                return False
+            separator = ","
+        out.append("}" if value else "{}")
+        return True
+    if kind is list:
+        if depth >= MAX_DEPTH:
+            return False
+        separator = "["
+        for item in value:
+            out.append(separator)
+            if not _assembled_scalar(item, out) and not _assembled(item, texts, depth + 1, out, used):
+                return False
+            separator = ","
+        out.append("]" if value else "[]")
+        return True
+    if kind is str and "\x00" in value:
+        return _placed(value, texts, out, used)
+    return _assembled_scalar(value, out)
+
+
+def _assembled_scalar(value: Any, out: List[str]) -> bool:
+    """:func:`_assembled` of a string without U+0000, an integer, ``true``, ``false`` or ``null``;
+    ``False`` for anything else, and for such a value that is not recordable."""
+    kind = type(value)
+    if kind is str:
+        if "\x00" in value or not value.isascii() and _NOT_I_JSON.search(value) is not None:
+            return False
+        out.append(_encode_string(value))
+    elif kind is int:
+        if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            return False
+        out.append(int.__repr__(value))
+    elif value is None or value is True or value is False:
+        out.append("null" if value is None else "true" if value else "false")
+    else:
+        return False
+    return True
+
+
+def _placed(text: str, texts: Sequence[str], out: List[str], used: List[int]) -> bool:
+    """A string holding U+0000 in :func:`_assembled`: the text it stands for if it is a placeholder of
+    ``texts`` (counted), else ``False``."""
+    if text.startswith(_PLACEHOLDER_HEAD):
+        for number in range(len(texts)):
+            if text == _PLACEHOLDER % (number,):
+                out.append(texts[number])
+                used[number] += 1
+                return True
+    return False
+
+
+def parse_canonical(text: str) -> Any:
+    """``json.loads(text)`` of an RFC 8785 text made here (no whitespace around it): a fresh
+    plain-JSON copy of its value, read by the C scanner without ``json.loads``'s passes over
+    the whitespace."""
+    value, end = _SCAN(text, 0)
+    if end != len(text):
+        raise ValueError("extra data after the JSON value at %d" % (end,))
+    return value
 
 
 def snapshot(value: Any, path: str = "$", depth: int = 0) -> Tuple[Any, str]:

@@ -32,13 +32,19 @@ def record_line(
     when the caller has it, is the payload's RFC 8785 text, spliced in rather than encoded again.
     Raises :class:`~agentloop.errors.UnrecordableError` for a payload that cannot be recorded."""
     if payload_text is not None:  # RFC 8785 section 3.2.3: kind < payload < prev < seq
+        kind_text = _KIND_TEXTS.get(kind) if type(kind) is str else None
         body = (
-            '{"kind":%s,"payload":%s,"prev":"%s","seq":%d}' % (canonical_text(kind, "$.kind"), payload_text, prev, seq)
+            '{"kind":%s,"payload":%s,"prev":"%s","seq":%d}'
+            % (kind_text or canonical_text(kind, "$.kind"), payload_text, prev, seq)
         ).encode("utf-8")
     else:
         body = canonical_bytes({"kind": kind, "payload": payload, "prev": prev, "seq": seq})
     digest = hashlib.sha256(body).hexdigest()
     return digest, _HEAD + digest.encode("ascii") + b'",' + body[1:] + b"\n"
+
+
+# The RFC 8785 text of each record kind the loop writes (docs/format.md section 3), made once.
+_KIND_TEXTS = {kind: canonical_text(kind) for kind in ("task", "assistant", "tool", "stop")}
 
 
 def _beside(path: str) -> str:
