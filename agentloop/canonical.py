@@ -51,6 +51,7 @@ __all__ = [
     "check_string",
     "snapshot",
     "parse_canonical",
+    "string_text",
     "describe_integer",
     "json_depth",
     "strict_loads",
@@ -398,10 +399,10 @@ def canonical_text_spliced(value: Any, texts: Sequence[str], path: str = "$", de
     built around values encoded once, not a check of them.  Errors of
     ``value``'s own members raise as :func:`canonical_text` raises them.
     """
-    out: List[str] = []
     used = [0] * len(texts)
-    if _assembled(value, texts, depth, out, used) and used.count(1) == len(used):
-        return "".join(out)
+    assembled = _assembled(value, texts, depth, used)
+    if assembled is not None and used.count(1) == len(used):
+        return assembled
     text = canonical_text(value, path, depth)
     places = []
     for number, spliced in enumerate(texts):
@@ -420,11 +421,11 @@ def canonical_text_spliced(value: Any, texts: Sequence[str], path: str = "$", de
     return "".join(pieces)
 
 
-def _assembled(value: Any, texts: Sequence[str], depth: int, out: List[str], used: List[int]) -> bool:
-    """Append the RFC 8785 text of ``value`` to ``out``, each placeholder string of ``texts``
-    written as its text and counted in ``used``; ``False`` ("not proven": the caller encodes
-    with the placeholders, as :func:`canonical_text_spliced` always did) for anything but plain
-    JSON of exact built-in types whose text needs no further thought:
+def _assembled(value: Any, texts: Sequence[str], depth: int, used: List[int]) -> Optional[str]:
+    """The RFC 8785 text of ``value``, each placeholder string of ``texts`` written as its
+    text and counted in ``used``; ``None`` ("not proven": the caller encodes with the
+    placeholders, as :func:`canonical_text_spliced` always did) for anything but plain JSON
+    of exact built-in types whose text needs no further thought:
 
     * objects with ASCII keys (code point order is UTF-16 order: RFC 8785 section 3.2.3),
       none holding U+0000, nesting within what ``depth`` leaves of :data:`MAX_DEPTH`;
@@ -437,67 +438,65 @@ def _assembled(value: Any, texts: Sequence[str], depth: int, out: List[str], use
     the C encoder's text to prove and parse back (:func:`_fast`).
     """
     kind = type(value)
-    if kind is dict:
-        if depth >= MAX_DEPTH:
-            return False
-        for key in value:
-            if type(key) is not str or not key.isascii() or "\x00" in key:
-                return False
-        separator = "{"
-        for key in sorted(value):
-            out.append(separator)
-            out.append(_encode_string(key))
-            out.append(":")
-            if not _assembled_scalar(value[key], out) and not _assembled(value[key], texts, depth + 1, out, used):
-                return False
-            separator = ","
-        out.append("}" if value else "{}")
-        return True
-    if kind is list:
-        if depth >= MAX_DEPTH:
-            return False
-        separator = "["
-        for item in value:
-            out.append(separator)
-            if not _assembled_scalar(item, out) and not _assembled(item, texts, depth + 1, out, used):
-                return False
-            separator = ","
-        out.append("]" if value else "[]")
-        return True
-    if kind is str and "\x00" in value:
-        return _placed(value, texts, out, used)
-    return _assembled_scalar(value, out)
-
-
-def _assembled_scalar(value: Any, out: List[str]) -> bool:
-    """:func:`_assembled` of a string without U+0000, an integer, ``true``, ``false`` or ``null``;
-    ``False`` for anything else, and for such a value that is not recordable."""
-    kind = type(value)
     if kind is str:
-        if "\x00" in value or not value.isascii() and _NOT_I_JSON.search(value) is not None:
-            return False
-        out.append(_encode_string(value))
-    elif kind is int:
-        if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-            return False
-        out.append(int.__repr__(value))
-    elif value is None or value is True or value is False:
-        out.append("null" if value is None else "true" if value else "false")
-    else:
-        return False
-    return True
+        if "\x00" in value:
+            return _placed(value, texts, used)
+        if not value.isascii() and _NOT_I_JSON.search(value) is not None:
+            return None
+        return _encode_string(value)
+    if kind is int:
+        return int.__repr__(value) if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER else None
+    if value is None or value is True or value is False:
+        return "null" if value is None else "true" if value else "false"
+    if depth >= MAX_DEPTH:
+        return None
+    if kind is list:
+        items = [_assembled(item, texts, depth + 1, used) for item in value]
+        return None if None in items else "[%s]" % (",".join(items),)  # type: ignore[arg-type]
+    if kind is not dict:
+        return None
+    for key in value:
+        if type(key) is not str:
+            return None
+    keys = "".join(value)
+    if not keys.isascii() or "\x00" in keys:
+        return None
+    members = []
+    for key in sorted(value):
+        item = value[key]
+        kind = type(item)
+        if kind is str and item.isascii() and "\x00" not in item:  # the common members, in line
+            text: Optional[str] = _encode_string(item)
+        elif kind is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+            text = int.__repr__(item)
+        else:
+            text = _assembled(item, texts, depth + 1, used)
+            if text is None:
+                return None
+        members.append("%s:%s" % (_encode_string(key), text))
+    return "{%s}" % (",".join(members),)
 
 
-def _placed(text: str, texts: Sequence[str], out: List[str], used: List[int]) -> bool:
+def _placed(text: str, texts: Sequence[str], used: List[int]) -> Optional[str]:
     """A string holding U+0000 in :func:`_assembled`: the text it stands for if it is a placeholder of
-    ``texts`` (counted), else ``False``."""
+    ``texts`` (counted), else ``None``."""
     if text.startswith(_PLACEHOLDER_HEAD):
         for number in range(len(texts)):
             if text == _PLACEHOLDER % (number,):
-                out.append(texts[number])
                 used[number] += 1
-                return True
-    return False
+                return texts[number]
+    return None
+
+
+def string_text(value: object) -> Optional[str]:
+    """The RFC 8785 text of ``value`` if it is a ``str`` (not a subclass) that I-JSON
+    allows (:func:`check_string`), else ``None``: for texts put together from their
+    members' texts (``agentloop.loop.records``)."""
+    if type(value) is not str:
+        return None
+    if not value.isascii() and _NOT_I_JSON.search(value) is not None:  # type: ignore[arg-type]
+        return None
+    return _encode_string(value)  # type: ignore[arg-type]
 
 
 def parse_canonical(text: str) -> Any:

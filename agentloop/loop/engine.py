@@ -106,6 +106,7 @@ from ..messages import (
 from .options import Approver, OnRecord, RunOptions, RunOverrides
 from .plan import RECORD_OVERHEAD, PlannedCall, TurnPlan, plan_turn
 from .prices import add, amount_text, turn_cost
+from .records import tool_text, turn_text
 from .start import _Run, prepare_run, read_clock
 from ..tools.context import CallContext
 from ..tools.registry import Tool, ToolRegistry
@@ -234,12 +235,21 @@ class _Recorder:
         self.first = first  # the hash of record 0: the run's name, in its origin
 
     def append(
-        self, kind: str, payload: Dict[str, Any], marked: Optional[Dict[str, Any]] = None, texts: Sequence[str] = ()
+        self,
+        kind: str,
+        payload: Dict[str, Any],
+        marked: Optional[Dict[str, Any]] = None,
+        texts: Sequence[str] = (),
+        assembled: Optional[str] = None,
     ) -> str:
-        """Write one record; ``marked`` is the payload with placeholders where the values of
-        ``texts`` (already encoded) stand: the record is built around them, not encoded again."""
+        """Write one record; ``assembled`` is the payload's text put together from its members'
+        texts (:mod:`agentloop.loop.records`), else ``marked`` is the payload with placeholders
+        where the values of ``texts`` (already encoded) stand: the record is built around them,
+        not encoded again."""
         prev, seq = self.out.head, self.out.count
-        payload_text = None if marked is None else canonical_text_spliced(marked, texts, "$.payload", 1)
+        payload_text = assembled
+        if payload_text is None and marked is not None:
+            payload_text = canonical_text_spliced(marked, texts, "$.payload", 1)
         digest = self.out.append(kind, payload, payload_text)
         if not seq:
             self.first = digest
@@ -457,9 +467,7 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
             )
             cost, cost_problem = turn_cost(r.price, reply.usage) if r.price is not None else (None, "")
             try:
-                payload = _turn_payload(plan, reply, spent, tokens, cost, reading)
-                calls, texts = plan.marked_calls()  # each call's arguments encoded once, by the plan
-                asked_by = record.append("assistant", payload, dict(payload, tool_calls=calls), texts)
+                asked_by = _record_turn(record, plan, _turn_payload(plan, reply, spent, tokens, cost, reading))
             except UnrecordableError as exc:  # only a reply over max_record_bytes
                 return stop("model_error", "model reply is not recordable: %s" % (exc,), reading)
             r.budgets.charge(spent, tokens, r.price is not None, cost, cost_problem)
@@ -477,6 +485,16 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
             ended = await _run_calls(r, runner, plan, spent.steps, record, messages, asked_by)
             if ended is not None:
                 return halt(ended)
+
+
+def _record_turn(record: _Recorder, plan: TurnPlan, payload: Dict[str, Any]) -> str:
+    """Write a turn's assistant record, each call's arguments encoded once (by the plan): the payload's
+    text assembled around them, else built around them with placeholders; return its hash."""
+    assembled = turn_text(payload, plan.calls)
+    if assembled is not None:
+        return record.append("assistant", payload, assembled=assembled)
+    calls, texts = plan.marked_calls()
+    return record.append("assistant", payload, dict(payload, tool_calls=calls), texts)
 
 
 def _request(r: _Run, record: _Recorder, step: int, call: PlannedCall, asked_by: str) -> ApprovalRequest:
@@ -598,7 +616,8 @@ async def _run_calls(
             _decided(result, verdict, gate)
             try:
                 # the value was encoded once, by its snapshot: the record is built around that text
-                record.append("tool", result, dict(result, value=placeholder(0)) if ok and text else None, [text])
+                marked = dict(result, value=placeholder(0)) if ok and text else None
+                record.append("tool", result, marked, [text], tool_text(result, text))
             except UnrecordableError as exc:  # a result over max_record_bytes
                 ok, value, text = False, "tool %r returned an unrecordable result: %s" % (call.name, exc), ""
                 result = {"step": step, "id": call.id, "name": call.name, "ok": ok, "error": value}
