@@ -339,7 +339,7 @@ def _fast(value: Any, depth: int) -> Optional[Tuple[str, Any]]:
         return None
     try:
         marshal.dumps(value)  # refuses any subclass (an IntEnum, a dict that reads its own way)
-        text = _c_text(value)
+        text = "".join(_C_ENCODE(value, 0)) if _C_ENCODE is not None else _c_text(value)
         raw = text.encode("utf-8")
     except Exception:  # TypeError, ValueError (a subclass, NaN, a lone surrogate), RecursionError
         return None
@@ -350,7 +350,7 @@ def _fast(value: Any, depth: int) -> Optional[Tuple[str, Any]]:
     room = MAX_DEPTH - depth
     if raw.count(b"[") + raw.count(b"{") > room and _deeper_than(raw, room):
         return None
-    if _float_layout_differs(raw):
+    if (b".0" in raw or b"e-0" in raw or b"e+" in raw) and _float_layout_differs(raw):  # no mark, no such float
         return None
     try:
         parsed, end = _SCAN(text, 0)

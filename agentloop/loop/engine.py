@@ -159,10 +159,11 @@ def _reply_problem(reply: object) -> str:
         return "model reply text is %s, not a str" % (type(reply.text).__name__,)
     if not isinstance(reply.tool_calls, tuple):
         return "model reply tool_calls is %s, not a tuple" % (type(reply.tool_calls).__name__,)
+    data = getattr(reply, "provider_data", None)
     return (
         _calls_problem(reply.tool_calls)
-        or _usage_problem(reply.usage)
-        or _data_problem(getattr(reply, "provider_data", None))
+        or (reply.usage is not None and _usage_problem(reply.usage))  # the two are "" for None: not asked
+        or (data is not None and _data_problem(data))
         or _unrecordable(reply)
     )
 
@@ -246,15 +247,24 @@ class _Recorder:
         texts (:mod:`agentloop.loop.records`), else ``marked`` is the payload with placeholders
         where the values of ``texts`` (already encoded) stand: the record is built around them,
         not encoded again."""
-        prev, seq = self.out.head, self.out.count
         payload_text = assembled
         if payload_text is None and marked is not None:
             payload_text = canonical_text_spliced(marked, texts, "$.payload", 1)
+        if self.on_record is not None:
+            return self._tell(kind, payload, payload_text)
+        digest = self.out.append(kind, payload, payload_text)
+        if not self.first:  # record 0
+            self.first = digest
+        return digest
+
+    def _tell(self, kind: str, payload: Dict[str, Any], payload_text: Optional[str]) -> str:
+        """:meth:`append` with ``on_record``: the record written, then told."""
+        assert self.on_record is not None
+        prev, seq = self.out.head, self.out.count
         digest = self.out.append(kind, payload, payload_text)
         if not seq:
             self.first = digest
-        if self.on_record is not None:
-            self.on_record({"hash": digest, "kind": kind, "payload": copy.deepcopy(payload), "prev": prev, "seq": seq})
+        self.on_record({"hash": digest, "kind": kind, "payload": copy.deepcopy(payload), "prev": prev, "seq": seq})
         return digest
 
 
@@ -588,7 +598,7 @@ async def _run_calls(
     the calls a resumed file already answers.
     """
     for whole in groups(plan.calls, r.registry):
-        group = [position for position in whole if position >= start]
+        group = [position for position in whole if position >= start] if start else whole
         if not group:
             continue
         ready = [
@@ -613,11 +623,13 @@ async def _run_calls(
             ok, value, text = outcome
             result: Dict[str, Any] = {"step": step, "id": call.id, "name": call.name, "ok": ok}
             result["value" if ok else "error"] = value if ok else _bounded(value)
-            _decided(result, verdict, gate)
+            if verdict is not None or gate is not None:
+                _decided(result, verdict, gate)
             try:
                 # the value was encoded once, by its snapshot: the record is built around that text
-                marked = dict(result, value=placeholder(0)) if ok and text else None
-                record.append("tool", result, marked, [text], tool_text(result, text))
+                assembled = tool_text(result, text)
+                marked = dict(result, value=placeholder(0)) if assembled is None and ok and text else None
+                record.append("tool", result, marked, [text], assembled)
             except UnrecordableError as exc:  # a result over max_record_bytes
                 ok, value, text = False, "tool %r returned an unrecordable result: %s" % (call.name, exc), ""
                 result = {"step": step, "id": call.id, "name": call.name, "ok": ok, "error": value}

@@ -28,9 +28,12 @@ __all__ = ["turn_text", "tool_text"]
 _TURN_MEMBERS = frozenset(("step", "text", "tokens", "tool_calls", "total_tokens"))
 
 
-def _count(value: object) -> bool:
-    """Whether ``value`` is an ``int`` (not a subclass, not a bool) an RFC 8785 record may hold."""
-    return type(value) is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER  # type: ignore[operator]
+def _counts(*values: object) -> bool:
+    """Whether each of ``values`` is an ``int`` (not a subclass, not a bool) an RFC 8785 record may hold."""
+    for value in values:
+        if type(value) is not int or not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:  # type: ignore[operator]
+            return False
+    return True
 
 
 def _call_text(call: PlannedCall) -> Optional[str]:
@@ -50,7 +53,7 @@ def turn_text(payload: Dict[str, Any], calls: Sequence[PlannedCall]) -> Optional
         return None
     step, tokens, total = payload["step"], payload["tokens"], payload["total_tokens"]
     text = string_text(payload["text"])
-    if text is None or not (_count(step) and _count(tokens) and _count(total)):
+    if text is None or not _counts(step, tokens, total):
         return None
     entries = []
     for call in calls:
@@ -73,7 +76,7 @@ def tool_text(result: Dict[str, Any], value_text: str) -> Optional[str]:
     if len(result) != 5:
         return None
     step, call_id, name = result["step"], string_text(result["id"]), string_text(result["name"])
-    if call_id is None or name is None or not _count(step):
+    if call_id is None or name is None or not _counts(step):
         return None
     if result["ok"] is True and value_text and "value" in result:
         return '{"id":%s,"name":%s,"ok":true,"step":%d,"value":%s}' % (call_id, name, step, value_text)
