@@ -37,7 +37,7 @@ import json
 import marshal
 import math
 import re
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 from .errors import UnrecordableError
 
@@ -382,7 +382,6 @@ def placeholder(number: int) -> str:
 
 
 _PLACEHOLDER = "\x00agentloop-encoded-value-%d\x00"
-_PLACEHOLDER_HEAD = "\x00agentloop-encoded-value-"
 
 
 def canonical_text_spliced(value: Any, texts: Sequence[str], path: str = "$", depth: int = 0) -> Optional[str]:
@@ -399,10 +398,6 @@ def canonical_text_spliced(value: Any, texts: Sequence[str], path: str = "$", de
     built around values encoded once, not a check of them.  Errors of
     ``value``'s own members raise as :func:`canonical_text` raises them.
     """
-    used = [0] * len(texts)
-    assembled = _assembled(value, texts, depth, used)
-    if assembled is not None and used.count(1) == len(used):
-        return assembled
     text = canonical_text(value, path, depth)
     places = []
     for number, spliced in enumerate(texts):
@@ -419,73 +414,6 @@ def canonical_text_spliced(value: Any, texts: Sequence[str], path: str = "$", de
         done = end
     pieces.append(text[done:])
     return "".join(pieces)
-
-
-def _assembled(value: Any, texts: Sequence[str], depth: int, used: List[int]) -> Optional[str]:
-    """The RFC 8785 text of ``value``, each placeholder string of ``texts`` written as its
-    text and counted in ``used``; ``None`` ("not proven": the caller encodes with the
-    placeholders, as :func:`canonical_text_spliced` always did) for anything but plain JSON
-    of exact built-in types whose text needs no further thought:
-
-    * objects with ASCII keys (code point order is UTF-16 order: RFC 8785 section 3.2.3),
-      none holding U+0000, nesting within what ``depth`` leaves of :data:`MAX_DEPTH`;
-    * strings that are I-JSON (:func:`check_string`) and hold no U+0000 unless they are one
-      of the placeholders (so a placeholder's string token occurs only where it stands);
-    * integers within +/-(2**53 - 1), ``true``, ``false``, ``null``; no float (its layout is
-      the exact encoder's to decide).
-
-    For the records the loop builds (ids, names, counts, texts) one walk in Python, without
-    the C encoder's text to prove and parse back (:func:`_fast`).
-    """
-    kind = type(value)
-    if kind is str:
-        if "\x00" in value:
-            return _placed(value, texts, used)
-        if not value.isascii() and _NOT_I_JSON.search(value) is not None:
-            return None
-        return _encode_string(value)
-    if kind is int:
-        return int.__repr__(value) if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER else None
-    if value is None or value is True or value is False:
-        return "null" if value is None else "true" if value else "false"
-    if depth >= MAX_DEPTH:
-        return None
-    if kind is list:
-        items = [_assembled(item, texts, depth + 1, used) for item in value]
-        return None if None in items else "[%s]" % (",".join(items),)  # type: ignore[arg-type]
-    if kind is not dict:
-        return None
-    for key in value:
-        if type(key) is not str:
-            return None
-    keys = "".join(value)
-    if not keys.isascii() or "\x00" in keys:
-        return None
-    members = []
-    for key in sorted(value):
-        item = value[key]
-        kind = type(item)
-        if kind is str and item.isascii() and "\x00" not in item:  # the common members, in line
-            text: Optional[str] = _encode_string(item)
-        elif kind is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
-            text = int.__repr__(item)
-        else:
-            text = _assembled(item, texts, depth + 1, used)
-            if text is None:
-                return None
-        members.append("%s:%s" % (_encode_string(key), text))
-    return "{%s}" % (",".join(members),)
-
-
-def _placed(text: str, texts: Sequence[str], used: List[int]) -> Optional[str]:
-    """A string holding U+0000 in :func:`_assembled`: the text it stands for if it is a placeholder of
-    ``texts`` (counted), else ``None``."""
-    if text.startswith(_PLACEHOLDER_HEAD):
-        for number in range(len(texts)):
-            if text == _PLACEHOLDER % (number,):
-                used[number] += 1
-                return texts[number]
-    return None
 
 
 def string_text(value: object) -> Optional[str]:

@@ -211,6 +211,11 @@ def _data_problem(data: object) -> str:
 
 def _unrecordable(reply: ModelReply) -> str:
     """Why the reply's strings cannot be recorded, naming the first such place ("" when they can)."""
+    parts = [reply.text]
+    for call in reply.tool_calls:
+        parts += (call.name, call.id, call.arguments_error)
+    if "".join(parts).isascii():  # (str.join reads each str's own characters) RFC 7493 refuses none of ASCII
+        return ""
     try:  # checked, not encoded (the record encodes them once); on a failure, again one by one to name the place
         check_string(reply.text)
         for call in reply.tool_calls:

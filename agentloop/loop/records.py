@@ -6,8 +6,8 @@ the reply's strings and values already encoded once by a snapshot (a call's
 arguments, a tool's result); so in the common shapes below the payload's
 RFC 8785 text (section 3.2.3: members sorted by key) is put together from
 those texts with one format, instead of being encoded and proven whole.
-Every other shape -- a member these functions do not write (``usage``,
-``clock``, ``cost``, ``provider_data``, ``truncated``, an approval), a string
+Every other shape -- a member these functions do not write (``clock``,
+``cost``, ``provider_data``, an approval, a call whose arguments are kept out), a string
 of a ``str`` subclass or one RFC 7493 refuses, an integer beyond
 +/-(2**53 - 1) -- gives ``None``, and the caller encodes the payload as
 before (:func:`agentloop.canonical.canonical_text_spliced`), which also
@@ -24,8 +24,12 @@ from .plan import PlannedCall
 
 __all__ = ["turn_text", "tool_text"]
 
-# The members of an assistant record that turn_text writes, and of each call in it.
+# The members of an assistant record that turn_text writes: always, and when the reply says so.
 _TURN_MEMBERS = frozenset(("step", "text", "tokens", "tool_calls", "total_tokens"))
+_TURN_OPTIONAL = _TURN_MEMBERS | {"truncated", "usage"}
+_USAGE_MEMBERS = frozenset(
+    ("cache_read_tokens", "cache_write_tokens", "input_tokens", "output_tokens", "reasoning_tokens")
+)
 
 
 def _counts(*values: object) -> bool:
@@ -36,37 +40,52 @@ def _counts(*values: object) -> bool:
     return True
 
 
-def _call_text(call: PlannedCall) -> Optional[str]:
-    """``{"arguments", "id", "name"}`` of a call whose arguments are recorded (their text made by the plan)."""
-    if call.arguments is None or not call.arguments_text:
-        return None
-    call_id, name = string_text(call.id), string_text(call.name)
-    if call_id is None or name is None:
-        return None
-    return '{"arguments":%s,"id":%s,"name":%s}' % (call.arguments_text, call_id, name)
+def _calls_text(calls: Sequence[PlannedCall]) -> Optional[str]:
+    """``[{"arguments", "id", "name"}, ...]`` of calls whose arguments are all recorded (their texts made
+    by the plan)."""
+    entries = []
+    for call in calls:
+        call_id, name = string_text(call.id), string_text(call.name)
+        if call.arguments is None or not call.arguments_text or call_id is None or name is None:
+            return None
+        entries.append('{"arguments":%s,"id":%s,"name":%s}' % (call.arguments_text, call_id, name))
+    return "[%s]" % (",".join(entries),)
+
+
+def _tail(payload: Dict[str, Any]) -> Optional[str]:
+    """The members after ``total_tokens``, in key order: ``"truncated": true`` and ``usage``, when present."""
+    tail = ""
+    if "truncated" in payload:
+        if payload["truncated"] is not True:
+            return None
+        tail = ',"truncated":true'
+    if "usage" in payload:
+        usage = payload["usage"]
+        if type(usage) is not dict or not _USAGE_MEMBERS.issuperset(usage) or not _counts(*usage.values()):
+            return None
+        tail += ',"usage":{%s}' % (",".join('"%s":%d' % (name, usage[name]) for name in sorted(usage)),)
+    return tail
 
 
 def turn_text(payload: Dict[str, Any], calls: Sequence[PlannedCall]) -> Optional[str]:
-    """The text of an assistant record's payload ``{step, text, tokens, tool_calls, total_tokens}``
-    whose ``tool_calls`` are ``calls`` recorded; ``None`` for any other shape."""
-    if len(payload) != len(_TURN_MEMBERS) or not _TURN_MEMBERS.issuperset(payload):
+    """The text of an assistant record's payload ``{step, text, tokens, tool_calls, total_tokens}``, with
+    ``truncated`` and ``usage`` when present, whose ``tool_calls`` are ``calls`` recorded; ``None`` for
+    any other shape."""
+    if not _TURN_MEMBERS.issubset(payload) or not _TURN_OPTIONAL.issuperset(payload):
         return None
     step, tokens, total = payload["step"], payload["tokens"], payload["total_tokens"]
     text = string_text(payload["text"])
-    if text is None or not _counts(step, tokens, total):
+    tail = _tail(payload) if len(payload) > len(_TURN_MEMBERS) else ""
+    calls_text = _calls_text(calls)
+    if text is None or tail is None or calls_text is None or not _counts(step, tokens, total):
         return None
-    entries = []
-    for call in calls:
-        entry = _call_text(call)
-        if entry is None:
-            return None
-        entries.append(entry)
-    return '{"step":%d,"text":%s,"tokens":%d,"tool_calls":[%s],"total_tokens":%d}' % (
+    return '{"step":%d,"text":%s,"tokens":%d,"tool_calls":%s,"total_tokens":%d%s}' % (
         step,
         text,
         tokens,
-        ",".join(entries),
+        calls_text,
         total,
+        tail,
     )
 
 
