@@ -343,14 +343,16 @@ def _fast(value: Any, depth: int) -> Optional[Tuple[str, Any]]:
         raw = text.encode("utf-8")
     except Exception:  # TypeError, ValueError (a subclass, NaN, a lone surrogate), RecursionError
         return None
-    if not raw.isascii() and (b"\xee" in raw or b"\xef" in raw or b"\xbf\xbe" in raw or b"\xbf\xbf" in raw):
+    if not raw.isascii() and _UNSORTED_OR_NONCHARACTER.search(raw) is not None:
         return None
     if _maybe_long_integer(raw):
         return None
     room = MAX_DEPTH - depth
     if raw.count(b"[") + raw.count(b"{") > room and _deeper_than(raw, room):
         return None
-    if (b".0" in raw or b"e-0" in raw or b"e+" in raw) and _float_layout_differs(raw):  # no mark, no such float
+    # no mark, no such float; ``in`` on the str (``in`` on bytes first tries the operand as an int, raising and
+    # clearing a TypeError each time), whose ASCII marks are the UTF-8 text's
+    if (".0" in text or "e-0" in text or "e+" in text) and _float_layout_differs(raw):
         return None
     try:
         parsed, end = _SCAN(text, 0)
@@ -358,6 +360,11 @@ def _fast(value: Any, depth: int) -> Optional[Tuple[str, Any]]:
     except Exception:  # a value whose __eq__ raises
         return None
     return (text, parsed) if same else None
+
+
+# UTF-8 lead bytes of U+E000..U+FFFF (EE, EF: UTF-16 order may differ; U+FDD0.., U+FFFE, U+FFFF) and the last
+# two bytes of U+nFFFE/U+nFFFF (BF BE, BF BF): the bytes _fast declines a text for (RFC 7493 2.1), in one search.
+_UNSORTED_OR_NONCHARACTER = re.compile(b"[\xee\xef]|\xbf[\xbe\xbf]")
 
 
 def canonical_text(value: Any, path: str = "$", depth: int = 0) -> str:

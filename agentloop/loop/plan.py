@@ -173,5 +173,5 @@ _plain_call_path = functools.lru_cache(maxsize=256)(functools.partial(json_path,
 
 
 def _utf8_size(text: str) -> int:
-    """``len(text.encode("utf-8"))``, without the copy when ``text`` is ASCII."""
-    return len(text) if text.isascii() else len(text.encode("utf-8"))
+    """``len(text.encode("utf-8"))``, without the copy when ``text`` is an ASCII ``str``."""
+    return len(text) if type(text) is str and text.isascii() else len(text.encode("utf-8"))

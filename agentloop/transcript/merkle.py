@@ -128,9 +128,7 @@ class CompactRange:
     def append_data(self, data: Bytes) -> None:
         """Add the leaf whose data is ``data`` (a record line without ``\\n``): :meth:`append` of
         :func:`leaf_hash`, the hashes made in line (one record's work, for each record written)."""
-        leaf = hashlib.sha256(_LEAF)
-        leaf.update(data)
-        node, carry, peaks = leaf.digest(), self._size, self._peaks
+        node, carry, peaks = hashlib.sha256(_LEAF + data).digest(), self._size, self._peaks
         while carry & 1:
             node = hashlib.sha256(_NODE + peaks.pop() + node).digest()
             carry >>= 1

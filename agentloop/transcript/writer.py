@@ -233,10 +233,9 @@ class TranscriptWriter:
             raise UnrecordableError(
                 "$", "%s record of %d bytes exceeds max_record_bytes %d" % (_a(kind), len(line), self._limit)
             )
-        data = line
-        while data:
-            written = os.write(self._fd, data)
-            data = data[written:]
+        written = os.write(self._fd, line)
+        while written < len(line):  # a short write (a signal, a full pipe): the rest, until all of it is written
+            written += os.write(self._fd, line[written:])
         if self._fsync:
             os.fsync(self._fd)
         self._range.append_data(line[:-1])  # RFC 6962 leaf: the line without its newline
