@@ -429,9 +429,9 @@ def string_text(value: object) -> Optional[str]:
     members' texts (``agentloop.loop.records``)."""
     if type(value) is not str:
         return None
-    if not value.isascii() and _NOT_I_JSON.search(value) is not None:  # type: ignore[arg-type]
+    if not value.isascii() and _NOT_I_JSON.search(value) is not None:
         return None
-    return _encode_string(value)  # type: ignore[arg-type]
+    return _encode_string(value)
 
 
 def parse_canonical(text: str) -> Any:

@@ -101,7 +101,7 @@ Done = Tuple[bool, Any, str]
 Outcome = Union[Done, Raised]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Job:
     """A call that passed every check and will run: its tool, a private copy of its arguments, its timeout."""
 
@@ -109,6 +109,12 @@ class Job:
     arguments: Dict[str, Any]
     timeout: Optional[float]
     context: Optional[CallContext] = None  # for a tool with a CallContext parameter (agentloop.tools.context)
+
+    def __init__(
+        self, tool: Tool, arguments: Dict[str, Any], timeout: Optional[float], context: Optional[CallContext] = None
+    ) -> None:
+        # the generated __init__ of a frozen dataclass, in one call instead of object.__setattr__ per field
+        self.__dict__.update(tool=tool, arguments=arguments, timeout=timeout, context=context)
 
 
 def groups(calls: Sequence[PlannedCall], registry: ToolRegistry) -> List[List[int]]:

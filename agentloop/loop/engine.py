@@ -621,7 +621,8 @@ async def _run_calls(
             ready[0] = _act(verdict, cast(Job, ready[0]), call)
         handles = iter(runner.start([item for item in ready if isinstance(item, Job)]))
         for position, item in zip(group, ready):
-            outcome = await runner.wait(next(handles)) if isinstance(item, Job) else item
+            handle = next(handles) if isinstance(item, Job) else item
+            outcome = handle if type(handle) is tuple else await runner.wait(handle)  # a Done as it is: no await
             if isinstance(outcome, Raised):  # KeyboardInterrupt, SystemExit...: the records so far stand
                 raise outcome.exception
             call = plan.calls[position]

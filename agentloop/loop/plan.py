@@ -33,7 +33,7 @@ ARGUMENTS_DEPTH = 4
 RECORD_OVERHEAD = 4096
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class PlannedCall:
     """One call as recorded: its ``id`` (the model's, or ``call_<step>_<position>``),
     ``name``, ``arguments`` (a plain-JSON snapshot, ``None`` when not recordable)
@@ -44,6 +44,12 @@ class PlannedCall:
     arguments: Optional[Dict[str, Any]]
     problem: str = ""
     arguments_text: str = field(default="", compare=False, repr=False)  # their RFC 8785 text
+
+    def __init__(
+        self, id: str, name: str, arguments: Optional[Dict[str, Any]], problem: str = "", arguments_text: str = ""
+    ) -> None:
+        # the generated __init__ of a frozen dataclass, in one call instead of object.__setattr__ per field
+        self.__dict__.update(id=id, name=name, arguments=arguments, problem=problem, arguments_text=arguments_text)
 
     def recorded(self) -> Dict[str, Any]:
         """The call in the assistant record: ``{id, name, arguments}``, plus
@@ -58,7 +64,7 @@ class PlannedCall:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class TurnPlan:
     """A reply's calls in the model's order, and the text the token estimate counts
     (the reply's text, each call's name and its arguments' canonical JSON); and the
@@ -68,6 +74,11 @@ class TurnPlan:
     calls: Tuple[PlannedCall, ...]
     emitted: str
     provider_data: Optional[Dict[str, Any]] = None
+
+    def __init__(
+        self, text: str, calls: Tuple[PlannedCall, ...], emitted: str, provider_data: Optional[Dict[str, Any]] = None
+    ) -> None:
+        self.__dict__.update(text=text, calls=calls, emitted=emitted, provider_data=provider_data)  # as PlannedCall's
 
     def marked_calls(self) -> Tuple[List[Dict[str, Any]], List[str]]:
         """The assistant record's ``tool_calls`` with each call's recorded arguments replaced by a

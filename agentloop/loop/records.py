@@ -35,7 +35,7 @@ _USAGE_MEMBERS = frozenset(
 def _counts(*values: object) -> bool:
     """Whether each of ``values`` is an ``int`` (not a subclass, not a bool) an RFC 8785 record may hold."""
     for value in values:
-        if type(value) is not int or not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:  # type: ignore[operator]
+        if type(value) is not int or not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
             return False
     return True
 
