@@ -37,7 +37,7 @@ import json
 import marshal
 import math
 import re
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .errors import UnrecordableError
 
@@ -444,6 +444,49 @@ def parse_canonical(text: str) -> Any:
     return value
 
 
+#: The most members :func:`_flat` writes in Python; a bigger object goes to the C encoder (:func:`_fast`).
+_FLAT_MEMBERS = 8
+
+
+def _flat(value: Any, depth: int) -> Optional[Tuple[Dict[str, Any], str]]:
+    """``(a copy, its RFC 8785 text)`` of a small object whose keys are ASCII ``str`` and whose
+    members are ``str``, ``int``, ``bool`` or ``None`` (exact types), written member by member
+    as the exact encoder writes them; ``None`` for any other value, and for such an object that
+    is not recordable (the exact encoder then decides, and names the place).
+
+    The common tool call's arguments and a simple result: a few strings and counts.  ASCII
+    keys sort by code point as by UTF-16 unit (RFC 8785 section 3.2.3) and are I-JSON; the
+    copy holds the same immutable members, in the key order ``json.loads`` of the text gives.
+    """
+    if type(value) is not dict or len(value) > _FLAT_MEMBERS or depth >= MAX_DEPTH:
+        return None
+    for key, item in value.items():
+        kind = type(item)
+        if type(key) is not str or not (kind is str or kind is int or kind is bool or item is None):
+            return None
+    if not "".join(value).isascii():
+        return None
+    members, copy = [], {}
+    for key in sorted(value):
+        item = value[key]
+        text = _flat_member(item)
+        if text is None:
+            return None
+        members.append("%s:%s" % (_encode_string(key), text))
+        copy[key] = item
+    return copy, "{%s}" % (",".join(members),)
+
+
+def _flat_member(item: Any) -> Optional[str]:
+    """A member of :func:`_flat`'s object as RFC 8785 writes it: a ``str`` (I-JSON), an ``int``
+    (within +/-(2**53 - 1)), a ``bool`` or ``None``; else ``None``."""
+    if type(item) is str:
+        return _encode_string(item) if item.isascii() or _NOT_I_JSON.search(item) is None else None
+    if type(item) is int:
+        return int.__repr__(item) if -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER else None
+    return "null" if item is None else "true" if item else "false"
+
+
 def snapshot(value: Any, path: str = "$", depth: int = 0) -> Tuple[Any, str]:
     """Encode ``value`` once; return ``(a plain-JSON copy, its RFC 8785 text)``.
 
@@ -452,6 +495,9 @@ def snapshot(value: Any, path: str = "$", depth: int = 0) -> Tuple[Any, str]:
     moment it is taken.  Any exception while reading ``value`` becomes an
     :class:`~agentloop.errors.UnrecordableError` naming ``path``.
     """
+    flat = _flat(value, depth)
+    if flat is not None:
+        return flat
     fast = _fast(value, depth)
     if fast is not None:
         return fast[1], fast[0]
