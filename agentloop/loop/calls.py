@@ -149,7 +149,9 @@ def prepare(call: PlannedCall, registry: ToolRegistry, default_timeout: Optional
         return False, "invalid arguments: %s" % (error,), ""
     timeout = tool.timeout if tool.timeout is not None else default_timeout
     # The tool gets its own copy (read back from the recorded text: plain JSON, fast).
-    return Job(tool, parse_canonical(call.arguments_text) if call.arguments_text else copy.deepcopy(call.arguments), timeout)
+    return Job(
+        tool, parse_canonical(call.arguments_text) if call.arguments_text else copy.deepcopy(call.arguments), timeout
+    )
 
 
 def _recorded(name: str, value: Any) -> Done:
@@ -268,7 +270,9 @@ class SyncRunner:
         if self._async_model:
             return self._blocking(model(messages, manifest))
         reply = model(messages, manifest)
-        if isinstance(reply, types.CoroutineType):  # (inspect.iscoroutine) a sync model that returned a coroutine: refused, never awaited
+        if isinstance(
+            reply, types.CoroutineType
+        ):  # (inspect.iscoroutine) a sync model that returned a coroutine: refused, never awaited
             reply.close()
         return reply
 
