@@ -231,6 +231,22 @@ class TestFastPath(unittest.TestCase):
             snapshot({"a": 2**53}, "$.args")
         self.assertEqual(caught.exception.path, "$.args.a")  # declined, so the exact encoder names the place
 
+    def test_check_string_refuses_exactly_what_the_full_class_finds(self) -> None:
+        # canonical._MAYBE_NOT_I_JSON, three wide ranges, only lets a text skip the exact search
+        rng = random.Random(SEED + 8)
+        values = _Values(rng)
+        edges = [chr(p + d) for p in range(0, 0x110000, 0x10000) for d in (0xFFFD, 0xFFFE, 0xFFFF)]
+        edges += ["\ud7ff", "\ud800", "\udfff", "\ue000", "\ufdcf", "\ufdd0", "\ufdef", "\ufdf0", "\U0001f600"]
+        for index in range(CASES):
+            text = values.string() + (edges[index] if index < len(edges) else rng.choice(edges + [""]))
+            match = canonical._NOT_I_JSON.search(text)
+            if match is None:
+                self.assertEqual(canonical.check_string(text), text)
+                continue
+            with self.assertRaises(UnrecordableError) as caught:
+                canonical.check_string(text, "$.t")
+            self.assertIn("U+%04X at index %d" % (ord(match.group()), match.start()), str(caught.exception))
+
     def test_snapshot_gives_the_same_copy_either_way(self) -> None:
         value = {"a": [1, 2.5, "x"], "b": {"c": None}}
         copy_, text = snapshot(value)
