@@ -444,10 +444,11 @@ def parse_canonical(text: str) -> Any:
     """``json.loads(text)`` of an RFC 8785 text made here (no whitespace around it): a fresh
     plain-JSON copy of its value, read by the C scanner without ``json.loads``'s passes over
     the whitespace."""
-    value, end = _SCAN(text, 0)
-    if end != len(text):
-        raise ValueError("extra data after the JSON value at %d" % (end,))
-    return value
+    try:
+        value, end = _SCAN(text, 0)
+    except StopIteration:  # not JSON at all: json.loads raises its own error
+        return json.loads(text)
+    return value if end == len(text) else json.loads(text)  # json.loads: whitespace after it, or its error
 
 
 #: The most members :func:`_flat` writes in Python; a bigger object goes to the C encoder (:func:`_fast`).

@@ -152,8 +152,10 @@ class TestRecords(unittest.TestCase):
             self.assertEqual(parse_canonical(text), json.loads(text))
             if isinstance(value, (dict, list)):
                 self.assertIsNot(parse_canonical(text), value)  # a copy
-        with self.assertRaises(ValueError):
-            parse_canonical('{"a":1} ')
+        self.assertEqual(parse_canonical('{"a":1} '), {"a": 1})  # as json.loads reads it
+        for bad in ('{"a":1} x', "", "{"):
+            with self.assertRaises(json.JSONDecodeError):
+                parse_canonical(bad)
 
 
 if __name__ == "__main__":
