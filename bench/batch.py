@@ -12,18 +12,26 @@
 2. The same batch's transcripts checked against its ledger
    (:func:`agentloop.batch.audit_batch`, what ``agentloop verify --manifest``
    runs) with 1 worker and with 2 worker processes, best of ``--repeat``:
-   runs per second and their ratio (target: at least 1.7x on 2 cores).
+   runs per second and their ratio (target: at least 1.7x on 2 cores), the
+   two interleaved round by round so that others' load falls on both alike,
+   and the CPU time of all processes (what the work costs, whatever the load).
 3. The control for 2: what two processes gain over one on pure CPU work
    (SHA-256 chains) on this machine at that moment -- on a shared machine
    the second core may not be free, and no verifier can beat this figure.
 
-    python3 bench/batch.py --memory [--sizes 1000,10000] [--steps 3]
+    python3 bench/batch.py --memory [--sizes 1000,10000] [--steps 3] [--threads 4]
 
-4. Memory as a batch grows (issue 25): for each size, a fresh process runs
+4. Memory as a batch grows (issue 25): for each size, fresh processes run
    :func:`run_many` of that many scripted runs (no sleep, a thread pool of
-   ``--threads``) and another checks them with ``audit_batch(workers=2)``;
-   each reports its peak RSS (``VmHWM``, and its pool's largest process)
-   and the ledger's size, the one thing that must grow with the runs.
+   ``--threads``), once returning every entry (the default) and once with
+   ``keep_entries=False``, and another checks them with
+   ``audit_batch(workers=2)`` (what ``verify --manifest --workers 2``
+   runs); each reports its peak RSS (``VmHWM``, and its pool's largest
+   process).  Beside them: the ledger's size, the one thing that must grow
+   with the runs, and the RSS of the process once it has built the specs
+   (they are the caller's: the input).  The last lines give, between the
+   first and the last size, each figure's growth per run against the
+   ledger's bytes per run.
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ sys.path.insert(0, ROOT)
 
 from agentloop import ModelReply, ToolCall, ToolRegistry, tool  # noqa: E402
 from agentloop.batch import RunSpec, audit_batch, run_many  # noqa: E402
-from bench.machine import load, machine_speedup  # noqa: E402
+from bench.machine import control, load  # noqa: E402
 
 SLEEP = 0.02
 STEPS = 5
@@ -81,8 +89,10 @@ _PEAK_KIB = (
     "def peak():\n try:\n  return [int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')][0]\n"
     " except (OSError, IndexError):\n  import resource; return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
 )
+_RSS_KIB = "def rss():\n return [int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmRSS')][0]\n"
 _RUN_MANY = (
     _PEAK_KIB
+    + _RSS_KIB
     + """
 import concurrent.futures, os, resource, sys
 sys.path[:0] = [sys.argv[1], os.path.join(sys.argv[1], "bench")]
@@ -90,10 +100,17 @@ import batch
 from agentloop.batch import RunSpec, run_many
 batch.SLEEP, batch.STEPS = 0.0, int(sys.argv[4])
 specs = [RunSpec("run-%05d" % i, "task %d" % i, batch.STEPS + 1, 10 ** 9) for i in range(int(sys.argv[3]))]
+try:
+    given = rss()
+except (OSError, IndexError):
+    given = 0
 with concurrent.futures.ThreadPoolExecutor(int(sys.argv[5])) as pool:
-    result = run_many(specs, model="batch:slow_model", tools="batch:TOOLS", out_dir=sys.argv[2], executor=pool)
-assert result.ok, [e for e in result.entries if not e.ok][:2]
-print(peak(), os.path.getsize(result.manifest))
+    result = run_many(
+        specs, model="batch:slow_model", tools="batch:TOOLS", out_dir=sys.argv[2], executor=pool,
+        keep_entries=sys.argv[6] == "keep",
+    )
+assert result.ok and result.runs == len(specs), result.failed[:2]
+print(peak(), given, os.path.getsize(result.manifest))
 """
 )
 _AUDIT = (
@@ -111,49 +128,80 @@ print(peak(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 )
 
 
-def memory(sizes: List[int], steps: int, threads: int) -> None:
-    """4. Peak RSS of run_many and of audit_batch at each size, each in a fresh process."""
+def _cpu_all() -> float:
+    """CPU seconds of this process and of its ended children (a pool's processes, once it has shut down)."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _python(script: str, *args: object) -> List[int]:
     import subprocess
 
+    out = subprocess.run(
+        [sys.executable, "-c", script, ROOT] + [str(a) for a in args],
+        stdout=subprocess.PIPE,
+        universal_newlines=True,
+        check=True,
+    ).stdout
+    return [int(word) for word in out.split()]
+
+
+def _one_size(size: int, steps: int, threads: int) -> Dict[str, float]:
+    """4. One size: run_many twice (entries kept, then not) and audit_batch, each in a fresh process; KB."""
+    folder = tempfile.mkdtemp(prefix="agentloop-bench-batch-")
+    try:
+        figures: Dict[str, float] = {}
+        for keep in ("keep", "flat"):
+            runs = os.path.join(folder, keep)
+            start = time.perf_counter()
+            peak, given, ledger = _python(_RUN_MANY, runs, size, steps, threads, keep)
+            figures[keep] = peak
+            figures[keep + " s"] = time.perf_counter() - start
+            figures["specs"] = given
+            figures["ledger"] = ledger / 1024
+        figures["audit"], figures["pool"] = _python(_AUDIT, os.path.join(folder, "flat"), 2)
+        return figures
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def memory(sizes: List[int], steps: int, threads: int) -> None:
+    """4. Peak RSS of run_many (entries kept, and not) and of audit_batch at each size, each in a fresh process."""
     print(
-        "python %s on %s, %d cpus (load average %s); %d steps a run, %d threads"
+        "python %s on %s, %d cpus (load average %s); %d steps a run, %d threads; KB = 1024 bytes, MB = 1024 KB"
         % (platform.python_version(), platform.machine(), os.cpu_count() or 0, load(), steps, threads)
     )
-    print(
-        "%8s %12s %16s %22s %24s"
-        % ("runs", "ledger KB", "run_many peak MB", "run_many s (wall)", "audit_batch(workers=2) MB")
+    columns = (
+        ("ledger", "ledger KB", 1),
+        ("specs", "specs built MB", 1024),
+        ("keep", "run_many peak MB", 1024),
+        ("flat", "keep_entries=False", 1024),
+        ("audit", "verify --manifest -w2", 1024),
+        ("pool", "its pool process", 1024),
     )
+    print("%8s" % "runs" + "".join(" %21s" % title for _, title, _ in columns) + " %12s" % "run_many s")
+    measured: Dict[int, Dict[str, float]] = {}
     for size in sizes:
-        folder = tempfile.mkdtemp(prefix="agentloop-bench-batch-")
-        try:
-            runs = os.path.join(folder, "runs")
-            start = time.perf_counter()
-            out = subprocess.run(
-                [sys.executable, "-c", _RUN_MANY, ROOT, runs, str(size), str(steps), str(threads)],
-                stdout=subprocess.PIPE,
-                universal_newlines=True,
-                check=True,
-            ).stdout.split()
-            wall = time.perf_counter() - start
-            audit = subprocess.run(
-                [sys.executable, "-c", _AUDIT, ROOT, runs, "2"],
-                stdout=subprocess.PIPE,
-                universal_newlines=True,
-                check=True,
-            ).stdout.split()
-            print(
-                "%8d %12.1f %16.1f %22.1f %24s"
-                % (
-                    size,
-                    int(out[1]) / 1e3,
-                    int(out[0]) / 1024,
-                    wall,
-                    "%.1f (pool: %s)"
-                    % (int(audit[0]) / 1024, "%.1f" % (int(audit[1]) / 1024) if int(audit[1]) else "none"),
-                )
-            )
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
+        figures = measured[size] = _one_size(size, steps, threads)
+        print(
+            "%8d" % size
+            + "".join(" %21.1f" % (figures[key] / unit) for key, _, unit in columns)
+            + " %12.1f" % figures["keep s"]
+        )
+    if len(sizes) < 2:
+        return
+    low, high = measured[sizes[0]], measured[sizes[-1]]
+    runs = sizes[-1] - sizes[0]
+    ledger = 1024 * (high["ledger"] - low["ledger"]) / runs
+    print("growth per run from %d to %d runs, in bytes (the ledger: %.0f bytes a run):" % (sizes[0], sizes[-1], ledger))
+    for key, title, _ in columns[1:]:
+        grown = 1024 * (high[key] - low[key]) / runs
+        print("  %-22s %6.0f bytes a run, %5.2fx the ledger's" % (title, grown, grown / ledger))
+    for key, title in (("keep", "run_many"), ("flat", "keep_entries=False")):
+        grown = 1024 * ((high[key] - high["specs"]) - (low[key] - low["specs"])) / runs
+        print("  %-22s %6.0f bytes a run beyond the specs given, %5.2fx the ledger's" % (title, grown, grown / ledger))
 
 
 def main() -> None:
@@ -210,24 +258,35 @@ def main() -> None:
 
         files = [e.path for e in result.entries]
         size = sum(os.path.getsize(p) for p in files)
-        best = {}
-        for workers in (1, 2):
-            times = []
-            for _ in range(args.repeat):
-                start = time.perf_counter()
+        times: Dict[int, List[float]] = {1: [], 2: []}
+        cpu: Dict[int, List[float]] = {1: [], 2: []}
+        for _ in range(args.repeat):  # interleaved: a burst of others' load falls on both alike
+            for workers in (1, 2):
+                start, used = time.perf_counter(), _cpu_all()
                 audit = audit_batch(files, result.manifest, workers=workers)
-                times.append(time.perf_counter() - start)
+                times[workers].append(time.perf_counter() - start)
+                cpu[workers].append(_cpu_all() - used)
                 assert audit.ok and len(audit.verified) == args.runs
-            best[workers] = min(times)
+        best = {workers: min(times[workers]) for workers in times}
+        for workers in (1, 2):
             print(
-                "verify --manifest --workers %d: %d transcripts (%.1f MB) in %.3f s (best of %d): %.0f runs/s"
-                % (workers, len(files), size / 1e6, best[workers], args.repeat, args.runs / best[workers])
+                "verify --manifest --workers %d: %d transcripts (%.1f MB) in %.3f s (best of %d): %.0f runs/s;"
+                " CPU of all processes %.2f s"
+                % (
+                    workers,
+                    len(files),
+                    size / 1e6,
+                    best[workers],
+                    args.repeat,
+                    args.runs / best[workers],
+                    min(cpu[workers]),
+                )
             )
-        print("verify --workers 2 / --workers 1 throughput: %.2fx (target >= 1.7x)" % (best[1] / best[2],))
         print(
-            "control: 2 processes / 1 on pure CPU work on this machine now: %.2fx (2.0 on 2 idle cores)"
-            % (machine_speedup(),)
+            "verify --workers 2 / --workers 1 throughput: %.2fx (target >= 1.7x); each round: %s"
+            % (best[1] / best[2], " ".join("%.2f" % (one / two) for one, two in zip(times[1], times[2])))
         )
+        print("control: 2 processes / 1 on pure CPU work on this machine now: %s (2.0 on 2 idle cores)" % (control(),))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -1,6 +1,6 @@
 """verify_file throughput against a same-run baseline, on 1, 2 and all cores, and its peak memory.
 
-    python3 bench/verify.py [--mb 200] [--workers 1,2] [--repeat 2] [--keep PATH]
+    python3 bench/verify.py [--mb 200] [--workers 1,2] [--repeat 2] [--keep PATH] [--timeline]
     python3 bench/verify.py --hostile
 
 With ``--hostile``: the time (best of ``--repeat``) and the peak RSS (of a
@@ -22,10 +22,13 @@ and interleaved so that the machine's load falls on all alike:
 and reports MB/s and the ratio to the baseline (targets, issue 25: >= 0.3x
 with one worker, >= 0.5x with 2 workers on 2 cores), the one-worker ratio
 again in this process's CPU time (which others' load moves less than wall
-time), plus the peak RSS of
+time) and the CPU time of all processes per worker count, plus the peak RSS of
 each process (``VmHWM`` of a fresh child process running ``verify_file``,
 and ``ru_maxrss`` of the largest of its pool's processes), which stays flat
-in the file's size (target: under 64 MB).
+in the file's size (target: under 64 MB).  With ``--timeline``, one more
+``verify_file`` per worker count above 1 shows where its time went: each
+part's process, start, end, CPU seconds and lines, and any part judged again
+at the join.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from agentloop import TranscriptWriter, verify_file  # noqa: E402
-from bench.machine import machine_speedup  # noqa: E402
+from bench.machine import control  # noqa: E402
 
 WORDS = ["alpha", "beta", "gamma", "delta", "naïve", "café", "Zürich", "東京", "данные", "😀", "ok", "error"]
 
@@ -144,6 +147,14 @@ def baseline(path: str) -> int:
     return count
 
 
+def _cpu_all() -> float:
+    """CPU seconds of this process and of its ended children (a pool's processes, once it has shut down)."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def best_of(repeat: int, fn: Any, *args: Any) -> float:
     times = []
     for _ in range(repeat):
@@ -228,6 +239,49 @@ def _peaks(path: str, workers: int) -> str:
     return "%.1f MB (pool processes: %s)" % (int(own) / 1024, "%.1f MB" % (int(pool) / 1024) if int(pool) else "none")
 
 
+_JUDGE_PART: Any = None  # the real agentloop.transcript.parallel.judge_part while --timeline runs
+
+
+def _timed_part(*args: Any) -> Any:
+    """``judge_part`` (a pool's task), its part stamped with ``(pid, start, end, CPU seconds)``."""
+    start, cpu = time.perf_counter(), time.process_time()
+    part = _JUDGE_PART(*args)
+    part.span = (os.getpid(), start, time.perf_counter(), time.process_time() - cpu)
+    return part
+
+
+def timeline(path: str, workers: int) -> None:
+    """Where the time of one ``verify_file(path, workers=workers)`` goes: each part's process, start and end
+    (seconds from the call), CPU seconds and lines, and the parts judged again at the join (a pool that
+    forks: the stamped task is this module's)."""
+    global _JUDGE_PART
+    from agentloop.transcript import parallel
+
+    judged, again = parallel._judged, parallel._Join.again
+    parts: List[Any] = []
+    redone: List[int] = []
+    _JUDGE_PART = parallel.judge_part
+    parallel.judge_part = _timed_part  # type: ignore[assignment]
+    parallel._judged = lambda *a: parts.extend(judged(*a)) or parts  # type: ignore[assignment]
+    parallel._Join.again = lambda self, k, later: redone.append(k) or again(self, k, later)  # type: ignore[method-assign]
+    try:
+        start = time.perf_counter()
+        verify_file(path, workers=workers)
+        took = time.perf_counter() - start
+    finally:
+        parallel.judge_part, parallel._judged, parallel._Join.again = _JUDGE_PART, judged, again  # type: ignore[method-assign]
+    print(
+        "timeline of verify_file(workers=%d): %.2f s, %d parts, judged again: %s"
+        % (workers, took, len(parts), redone or "none")
+    )
+    for k, part in enumerate(parts):
+        pid, begun, ended, cpu = part.span
+        print(
+            "  part %d: process %d, %.2f-%.2f s, CPU %.2f s, %d lines"
+            % (k, pid, begun - start, ended - start, cpu, part.lines)
+        )
+
+
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=200.0)
@@ -237,6 +291,7 @@ def main(argv: List[str]) -> int:
     parser.add_argument(
         "--hostile", action="store_true", help="the two hostile files against valid ones of the same size"
     )
+    parser.add_argument("--timeline", action="store_true", help="then each part's process, times and CPU")
     args = parser.parse_args(argv)
     if args.hostile:
         hostile(max(args.repeat, 3))
@@ -260,7 +315,7 @@ def main(argv: List[str]) -> int:
             )
         )
         times: Dict[str, List[float]] = {}
-        cpu: Dict[str, List[float]] = {}  # this process's CPU time: less moved by others' load (one worker only)
+        cpu: Dict[str, List[float]] = {}  # CPU time (pool processes included): less moved by others' load
 
         def checked(workers: int) -> None:
             verdict = verify_file(path, workers=workers)
@@ -269,9 +324,9 @@ def main(argv: List[str]) -> int:
         runs = [("baseline", lambda: baseline(path))] + [("workers=%d" % n, lambda n=n: checked(n)) for n in counts]  # type: ignore[misc]
         for _ in range(args.repeat):  # interleaved: the load falls on each alike
             for name, fn in runs:
-                start = time.process_time()
+                start = _cpu_all()
                 times.setdefault(name, []).append(best_of(1, fn))
-                cpu.setdefault(name, []).append(time.process_time() - start)
+                cpu.setdefault(name, []).append(_cpu_all() - start)
         base = min(times["baseline"])
         print("%-38s %10s %10s %10s" % ("", "seconds", "MB/s", "x baseline"))
         print("%-38s %10.2f %10.1f %10s" % ("baseline (loads + sha256 per line)", base, size / base, "1.00"))
@@ -283,19 +338,23 @@ def main(argv: List[str]) -> int:
             )
         if "workers=1" in cpu:
             print(
-                "the same in CPU time of this process: baseline %.2f s, 1 worker %.2f s: %.2fx"
+                "the same in CPU time: baseline %.2f s, 1 worker %.2f s: %.2fx"
                 % (min(cpu["baseline"]), min(cpu["workers=1"]), min(cpu["baseline"]) / min(cpu["workers=1"]))
+            )
+            print(
+                "CPU time of all processes (the work, whatever the load): %s"
+                % ", ".join("%d worker%s %.2f s" % (n, "s" * (n > 1), min(cpu["workers=%d" % n])) for n in counts)
             )
         print(
             "(targets: >= 0.3x with 1 worker, >= 0.5x with 2 workers on 2 cores; load average now %s)"
             % (" ".join("%.2f" % x for x in os.getloadavg()),)
         )
-        print(
-            "control: 2 processes / 1 on pure CPU work on this machine now: %.2fx (2.0 on 2 idle cores)"
-            % (machine_speedup(),)
-        )
+        print("control: 2 processes / 1 on pure CPU work on this machine now: %s (2.0 on 2 idle cores)" % (control(),))
         for n in counts:
             print("peak RSS verifying with %d worker%s: %s (target < 64 MB each)" % (n, "s" * (n > 1), _peaks(path, n)))
+        for n in counts if args.timeline else ():
+            if n > 1:
+                timeline(path, n)
     finally:
         if not args.keep and os.path.exists(path):
             os.remove(path)

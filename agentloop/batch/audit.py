@@ -11,15 +11,16 @@ file whose bytes, chain or tree differ from its line).
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ..processes import process_pool
 from ..errors import AgentloopError
 from ..signing.note import Verifier
 from .facts import difference as _difference, transcript_facts
-from .ledger import check_manifest_checkpoint, current, parse_ledger, parse_manifest_checkpoint
+from .ledger import check_manifest_checkpoint, iter_ledger, line_at, parse_manifest_checkpoint
 
 __all__ = ["AuditResult", "audit_batch", "attestation_path", "run_name"]
 
@@ -75,33 +76,83 @@ def differences(pairs: Sequence[Tuple[str, Mapping[str, Any]]]) -> List[str]:
 #: Files per task of :func:`audit_batch`'s pool: small enough to keep each reply and the queue short.
 CHUNK = 64
 
+_Pair = Tuple[str, Mapping[str, Any]]
 
-def _differences(pairs: Sequence[Tuple[str, Mapping[str, Any]]], workers: int) -> List[str]:
-    """:func:`differences` of ``pairs`` in ``workers`` processes: this one and ``workers - 1`` others.
 
-    The pairs go out in chunks of :data:`CHUNK`, at most two per pool
-    process at a time, and this process judges a chunk whenever the pool has
-    its share: so one worker costs no process, two cost one, and what is in
-    flight (and in memory) does not grow with the number of files.
+def _chunks(pairs: Iterable[_Pair]) -> Iterator[List[_Pair]]:
+    """``pairs`` in lists of :data:`CHUNK`, made as they are asked for."""
+    pairs = iter(pairs)
+    chunk = list(itertools.islice(pairs, CHUNK))
+    while chunk:
+        yield chunk
+        chunk = list(itertools.islice(pairs, CHUNK))
+
+
+def _differences(pairs: Iterable[_Pair], count: int, workers: int) -> List[str]:
+    """:func:`differences` of the ``count`` ``pairs`` in ``workers`` processes: this one and ``workers - 1`` others.
+
+    The pairs go out in chunks of :data:`CHUNK`, made as they are sent, at
+    most two per pool process at a time, and this process judges a chunk
+    whenever the pool has its share: so one worker costs no process, two
+    cost one, and what is in flight (and in memory) does not grow with the
+    number of files; only each file's answer is kept (``""`` when it matches).
     """
-    if workers <= 1 or len(pairs) <= CHUNK:
-        return differences(pairs)
-    chunks = [pairs[at : at + CHUNK] for at in range(0, len(pairs), CHUNK)]
-    results: List[List[str]] = [[] for _ in chunks]
-    following = iter(range(len(chunks)))
+    if workers <= 1 or count <= CHUNK:
+        return [why for chunk in _chunks(pairs) for why in differences(chunk)]
+    results: List[List[str]] = []
     with process_pool(workers - 1, fork_if_alone=True) as pool:
         pending: Dict["concurrent.futures.Future[List[str]]", int] = {}
-        for index in following:
+        for index, chunk in enumerate(_chunks(pairs)):
+            results.append([])
             if len(pending) < 2 * (workers - 1):
-                pending[pool.submit(differences, chunks[index])] = index
+                pending[pool.submit(differences, chunk)] = index
                 continue
-            results[index] = differences(chunks[index])
+            results[index] = differences(chunk)
             done, _ = concurrent.futures.wait(pending, timeout=0)
             for future in done:
                 results[pending.pop(future)] = future.result()
         for future in concurrent.futures.as_completed(pending):
             results[pending[future]] = future.result()
     return [why for chunk in results for why in chunk]
+
+
+def _last_lines(data: bytes) -> Tuple[Dict[str, int], List[Tuple[str, str]], int]:
+    """1. The manifest parsed one line at a time (:func:`~agentloop.batch.ledger.iter_ledger`): each run whose
+    last line is ``ok`` with that line's offset (in the order names first appear), the failed runs as
+    ``(name, status: error)``, and how many runs there are.  Only offsets are kept, not parsed lines."""
+    last: Dict[str, int] = {}
+    for offset, line in iter_ledger(data):
+        last[line["name"]] = offset  # each run's last line: its status now
+    failed: List[Tuple[str, str]] = []
+    for name, offset in last.items():
+        line = line_at(data, offset)
+        if line["status"] != "ok":
+            failed.append((name, "%s: %s" % (line["status"], line.get("error", line.get("reason")))))
+    runs = len(last)
+    for name, _ in failed:
+        del last[name]  # what is left: the runs whose last line is ok
+    return last, failed, runs
+
+
+def _files_by_name(
+    files: Sequence[str], manifest: str, checkpoint: Optional[str], ok_lines: Mapping[str, int]
+) -> Tuple[Dict[str, str], List[Tuple[str, str]]]:
+    """3. Each file given by its run name (the manifest, checkpoint and attestation skipped), and the
+    ``(path, first)`` of each file that names a run already given."""
+    skip = {os.path.abspath(p) for p in (manifest, checkpoint) if p is not None}
+    if run_name(attestation_path(manifest)) not in ok_lines:  # the batch's attestation, unless a run has its name
+        skip.add(os.path.abspath(attestation_path(manifest)))
+    by_name: Dict[str, str] = {}
+    repeated: List[Tuple[str, str]] = []
+    for path in files:
+        if os.path.abspath(path) in skip:
+            continue
+        name = run_name(path)
+        if name in by_name:
+            repeated.append((path, by_name[name]))  # a second file for the same run
+        else:
+            by_name[name] = path
+    return by_name, repeated
 
 
 def audit_batch(
@@ -127,12 +178,14 @@ def audit_batch(
 
     A manifest or checkpoint that cannot be read or parsed raises
     (``OSError``, :class:`~agentloop.errors.MalformedManifestError`,
-    :class:`~agentloop.errors.MalformedCheckpointError`).
+    :class:`~agentloop.errors.MalformedCheckpointError`).  Beyond the files
+    given and the manifest's bytes, memory holds per run its name, the
+    offset of its last line and its answer, never the parsed ledger.
     """
     # 1.
     with open(manifest, "rb") as handle:
         data = handle.read()
-    lines = list(current(parse_ledger(data)).values())  # each run's last line: its status now
+    ok_lines, failed, runs = _last_lines(data)
     # 2.
     verdict: Optional[str] = None
     if checkpoint is not None:
@@ -144,42 +197,25 @@ def audit_batch(
         except AgentloopError as exc:
             verdict = str(exc)
     # 3.
-    ok_lines = {line["name"]: line for line in lines if line["status"] == "ok"}
-    skip = {os.path.abspath(p) for p in (manifest, checkpoint) if p is not None}
-    if run_name(attestation_path(manifest)) not in ok_lines:  # the batch's attestation, unless a run has its name
-        skip.add(os.path.abspath(attestation_path(manifest)))
-    by_name: Dict[str, str] = {}
-    extra: List[str] = []
-    repeated: List[Tuple[str, str]] = []
-    for path in files:
-        if os.path.abspath(path) in skip:
-            continue
-        name = run_name(path)
-        if name in by_name:
-            repeated.append((path, by_name[name]))  # a second file for the same run
-        else:
-            by_name[name] = path
-    extra.extend(path for name, path in by_name.items() if name not in ok_lines)
+    by_name, repeated = _files_by_name(files, manifest, checkpoint, ok_lines)
+    extra = [path for name, path in by_name.items() if name not in ok_lines]
     present = [name for name in ok_lines if name in by_name]
     # 4.
+    pairs = ((by_name[name], line_at(data, ok_lines[name])) for name in present)
     altered = []
     verified = []
-    for name, why in zip(present, _differences([(by_name[name], ok_lines[name]) for name in present], workers)):
+    for name, why in zip(present, _differences(pairs, len(present), workers)):
         if why:
             altered.append((name, why))
         else:
             verified.append(name)
     return AuditResult(
-        runs=len(lines),
+        runs=runs,
         verified=tuple(verified),
         missing=tuple(name for name in ok_lines if name not in by_name),
         extra=tuple(extra),
         repeated=tuple(repeated),
         altered=tuple(altered),
-        failed=tuple(
-            (line["name"], "%s: %s" % (line["status"], line.get("error", line.get("reason"))))
-            for line in lines
-            if line["status"] != "ok"
-        ),
+        failed=tuple(failed),
         checkpoint=verdict,
     )

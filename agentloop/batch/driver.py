@@ -23,16 +23,18 @@ Trust nothing that comes back (numbered in :func:`run_many`'s body):
 
 from __future__ import annotations
 
+import array
 import base64
 import binascii
 import concurrent.futures
+import hashlib
 import itertools
 import json
 
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ..processes import process_pool
 from ..errors import LedgerMismatchError, RunConfigError
@@ -41,10 +43,18 @@ from ..signing.note import Signer
 from ..tools.loader import load_tools
 from ..tools.registry import ToolRegistry
 from ..transcript.checkpoint import ORIGIN_PREFIX, check_key
+from ..canonical import canonical_bytes
 from ..transcript.durable import write_atomic
 from .facts import transcript_facts
 from .earlier import altered_runs, check_earlier, check_extends, check_orphan
-from .ledger import ManifestCheckpoint, batch_origin, current, ledger_bytes, ledger_root, make_checkpoint, parse_ledger
+from .ledger import (
+    GrowingLedger,
+    LastLines,
+    ManifestCheckpoint,
+    batch_origin,
+    iter_ledger,
+    sign_checkpoint,
+)
 from .spec import RunSpec, expected_task_line, spec_list_hash
 from .worker import MAX_TRANSFER_BYTES, make_job, publish, run_one, transcript_path
 
@@ -101,9 +111,13 @@ class RunEntry:
 class BatchResult:
     """What :func:`run_many` returns: one entry per spec in spec order, and the ledger.
 
-    ``extends`` is ``None`` unless a manifest already existed (``resume=True``);
-    then it says whether the new ledger extends the old one (the old lines
-    are its prefix, so an RFC 9162 consistency proof exists).
+    ``entries`` is empty when ``run_many`` was called with
+    ``keep_entries=False``; ``runs`` (how many specs the batch has) and
+    ``failed`` (the entries that are not ``ok``, in spec order) are there
+    either way.  ``extends`` is ``None`` unless a manifest already existed
+    (``resume=True``); then it says whether the new ledger extends the old
+    one (the old lines are its prefix, so an RFC 9162 consistency proof
+    exists).
     """
 
     entries: Tuple[RunEntry, ...]
@@ -114,15 +128,13 @@ class BatchResult:
     checkpoint_path: Optional[str]
     error_log: Optional[str]
     extends: Optional[bool] = None
+    failed: Tuple[RunEntry, ...] = ()
+    runs: int = 0
 
     @property
     def ok(self) -> bool:
         """Every run is ``ok``."""
-        return all(entry.ok for entry in self.entries)
-
-    @property
-    def failed(self) -> Tuple[RunEntry, ...]:
-        return tuple(entry for entry in self.entries if not entry.ok)
+        return not self.failed and all(entry.ok for entry in self.entries)
 
 
 Progress = Callable[[RunEntry, int, int], None]
@@ -153,10 +165,14 @@ def _check_arguments(
     return list(specs)
 
 
-def _expected(specs: Sequence[RunSpec], registry: ToolRegistry, model: str) -> List[str]:
-    """1. Each spec's expected origin, computed without running anything (see :func:`expected_task_line`)."""
+def _expected(specs: Sequence[RunSpec], registry: ToolRegistry, model: str) -> bytes:
+    """1. Each spec's expected origin, computed without running anything (see :func:`expected_task_line`):
+    the 32 bytes of its record 0's hash, one after another (``ORIGIN_PREFIX`` and the hex are made when asked)."""
     planner = model_from_spec(model)
-    return [ORIGIN_PREFIX + json.loads(expected_task_line(spec, registry, planner))["hash"] for spec in specs]
+    digests = bytearray()
+    for spec in specs:
+        digests += bytes.fromhex(json.loads(expected_task_line(spec, registry, planner))["hash"])
+    return bytes(digests)
 
 
 def _judge(spec: RunSpec, origin: str, path: str, resumed: bool = False) -> RunEntry:
@@ -261,13 +277,9 @@ def _isolated(
             pool.shutdown(wait=True)
 
 
-def _side_log(path: str, entries: Sequence[RunEntry]) -> Optional[str]:
-    """3. The full texts of worker errors and rejections, in spec order; ``None`` when there are none."""
-    lines = [
-        "%s: %s: %s\n" % (e.name, e.error, e.message.encode("unicode_escape").decode("ascii"))
-        for e in entries
-        if not e.ok
-    ]
+def _side_log(path: str, failed: Sequence[RunEntry]) -> Optional[str]:
+    """3. The full texts of worker errors and rejections (``failed``, in spec order); ``None`` when there are none."""
+    lines = ["%s: %s: %s\n" % (e.name, e.error, e.message.encode("unicode_escape").decode("ascii")) for e in failed]
     if not lines:
         if os.path.lexists(path):  # an earlier attempt's log no longer describes this ledger
             os.unlink(path)
@@ -278,24 +290,31 @@ def _side_log(path: str, entries: Sequence[RunEntry]) -> Optional[str]:
 
 def _earlier(
     previous: Optional[bytes],
-    specs: List[RunSpec],
-    paths: List[str],
-    origins: List[str],
+    batch: "_Batch",
     origin: str,
     checkpoint: Optional[str],
     key: Optional[bytes],
     signer: Optional[Signer],
-) -> Tuple[Dict[str, Dict[str, Any]], Optional[ManifestCheckpoint]]:
-    """An earlier ledger's last line per run, and its checkpoint: a malformed, foreign or altered one is
-    refused (:mod:`agentloop.batch.earlier`), never overwritten.  ``({}, None)`` without one; a checkpoint
-    without its ledger is refused too (it certified transcripts no line can name any more)."""
+) -> Tuple[Mapping[str, Mapping[str, Any]], Optional[ManifestCheckpoint]]:
+    """An earlier ledger's last line per run (read on demand: :class:`~agentloop.batch.ledger.LastLines`), and
+    its checkpoint: a malformed, foreign or altered one is refused (:mod:`agentloop.batch.earlier`), never
+    overwritten.  ``({}, None)`` without one; a checkpoint without its ledger is refused too (it certified
+    transcripts no line can name any more)."""
     if previous is None:
         check_orphan(checkpoint)
         return {}, None
-    lines = parse_ledger(previous)
-    note = check_earlier(lines, previous, specs, origins, origin, checkpoint, key, signer)
-    certified = current(lines)
-    altered = altered_runs(certified, specs, paths)
+    offsets: Dict[str, int] = {}
+
+    def lines() -> Iterator[Dict[str, Any]]:  # each line once, its offset noted: the last one a run's
+        for offset, line in iter_ledger(previous):
+            offsets[line["name"]] = offset
+            yield line
+
+    specs, indices = batch.spec_list, range(len(batch.spec_list))
+    origins = [batch.origin(index) for index in indices]
+    note = check_earlier(lines(), previous, specs, origins, origin, checkpoint, key, signer)
+    certified = LastLines(previous, offsets)
+    altered = altered_runs(certified, specs, [batch.path(index) for index in indices])
     if altered:
         raise LedgerMismatchError(
             "%d run(s) the earlier ledger certified are not those files any more" % (len(altered),), altered
@@ -304,7 +323,7 @@ def _earlier(
 
 
 def _kept(
-    spec: RunSpec, origin: str, path: str, resume: bool, certified: Dict[str, Dict[str, Any]]
+    spec: RunSpec, origin: str, path: str, resume: bool, certified: Mapping[str, Mapping[str, Any]]
 ) -> Optional[RunEntry]:
     """The entry of a transcript kept as it is: one the earlier ledger certified (checked already: the very
     file), or with ``resume`` one that exists, verifies and has the expected origin; ``None``: run it."""
@@ -314,12 +333,6 @@ def _kept(
         entry = _judge(spec, origin, path, resumed=True)
         return entry if entry.ok else None
     return None
-
-
-def _grown(previous: Optional[bytes], final: Sequence[RunEntry], certified: Dict[str, Dict[str, Any]]) -> bytes:
-    """The ledger only grows: the earlier lines stay, and a line is appended for each run not certified before."""
-    fresh = [entry.ledger_line() for entry in final if certified.get(entry.name, {}).get("status") != "ok"]
-    return (previous or b"") + ledger_bytes(fresh)
 
 
 def run_many(
@@ -337,6 +350,7 @@ def run_many(
     transfer: str = "path",
     max_transfer_bytes: int = MAX_TRANSFER_BYTES,
     progress: Optional[Progress] = None,
+    keep_entries: bool = True,
 ) -> BatchResult:
     """Run every spec with ``model`` and ``tools`` and write ``OUT_DIR/NAME.jsonl`` for each, then the ledger.
 
@@ -367,8 +381,12 @@ def run_many(
     Misuse raises :class:`~agentloop.errors.RunConfigError` before anything
     runs; run failures are entries, never exceptions.  At most
     :data:`IN_FLIGHT` runs (or four per worker of a larger pool) are
-    submitted at a time, each job built as it is submitted, so memory grows
-    with the runs only by their entries (the ledger).
+    submitted at a time, each job built as it is submitted, and each run's
+    ledger line is appended (in spec order) as it settles.  So beyond the
+    specs given, memory grows with the runs by the ledger's bytes, 32 bytes a
+    run (its expected origin) and the entries returned; with
+    ``keep_entries=False`` the result holds no entry but the failed ones
+    (``progress`` still sees every entry), for batches too big to keep.
     """
     spec_list = _check_arguments(specs, model, tools, out_dir, transfer, max_transfer_bytes)
     if key is not None:
@@ -377,17 +395,17 @@ def run_many(
         raise RunConfigError("key/signer", "given without checkpoint=: nothing would be signed")
     os.makedirs(out_dir, exist_ok=True)
     manifest_path = manifest if manifest is not None else os.path.join(out_dir, "manifest.jsonl")
-    paths = _paths(spec_list, out_dir, manifest_path, checkpoint)
+    _check_paths(spec_list, out_dir, manifest_path, checkpoint)
     previous = _previous_ledger(manifest_path, resume)
 
     # 1. expected origins, before anything runs; an earlier ledger checked against its files
-    registry = load_tools(tools, "tools")
-    origins = _expected(spec_list, registry, model)
-    origin = batch_origin(spec_list_hash(spec_list))
-    certified, earlier_note = _earlier(previous, spec_list, paths, origins, origin, checkpoint, key, signer)
+    origins = _expected(spec_list, load_tools(tools, "tools"), model)
     how = (model, tools, out_dir, transfer, max_transfer_bytes)
-    batch = _Batch(spec_list, paths, origins, how, progress)
-    todo = batch.kept(resume, certified)
+    batch = _Batch(spec_list, origins, how, progress, keep_entries, GrowingLedger(previous or b""))
+    origin = batch_origin(spec_list_hash(spec_list))
+    earlier_note, todo = _start(batch, previous, resume, origin, checkpoint, key, signer)
+    earlier = None if previous is None else (len(previous), hashlib.sha256(previous).digest())
+    del previous  # the ledger grown holds its bytes; a second copy would be kept to the end for nothing
     if executor is None:
         for index in todo:
             batch.run_here(index)
@@ -397,23 +415,37 @@ def run_many(
             workers = min(len(broken), max(1, getattr(executor, "_max_workers", None) or os.cpu_count() or 1))
             for index, answer, error in _isolated([(i, batch.job(i)) for i in sorted(broken)], workers):
                 batch.finish(index, answer, error)
-    return _write_ledger(
-        batch.final(), origin, manifest_path, checkpoint, key, signer, previous, certified, earlier_note
-    )
+    return _write_ledger(batch, origin, manifest_path, checkpoint, key, signer, earlier, earlier_note)
 
 
 #: How many runs :func:`run_many` keeps submitted to an executor at once (at least four per worker of its pool).
 IN_FLIGHT = 256
 
 
-def _paths(spec_list: Sequence[RunSpec], out_dir: str, manifest_path: str, checkpoint: Optional[str]) -> List[str]:
-    """Each spec's transcript path; the manifest and checkpoint may not be one of them."""
-    paths = [transcript_path(out_dir, spec.name) for spec in spec_list]
-    taken = {os.path.abspath(p) for p in paths}
+def _check_paths(spec_list: Sequence[RunSpec], out_dir: str, manifest_path: str, checkpoint: Optional[str]) -> None:
+    """The manifest and checkpoint may not be a run's transcript (``OUT_DIR/NAME.jsonl``)."""
+    folder = os.path.abspath(out_dir)
     for parameter, other in (("manifest", manifest_path), ("checkpoint", checkpoint)):
-        if other is not None and os.path.abspath(other) in taken:
+        if other is None or os.path.dirname(os.path.abspath(other)) != folder:
+            continue
+        base = os.path.basename(os.path.abspath(other))
+        if base.endswith(".jsonl") and any(spec.name + ".jsonl" == base for spec in spec_list):
             raise RunConfigError(parameter, "%s is also a run's transcript" % (other,))
-    return paths
+
+
+def _start(
+    batch: "_Batch",
+    previous: Optional[bytes],
+    resume: bool,
+    origin: str,
+    checkpoint: Optional[str],
+    key: Optional[bytes],
+    signer: Optional[Signer],
+) -> Tuple[Optional[ManifestCheckpoint], "array.array[int]"]:
+    """The earlier ledger checked (:func:`_earlier`), the runs kept as they are settled: the earlier
+    checkpoint and the runs left to run, in spec order (its last lines, read on demand, are then let go)."""
+    certified, earlier_note = _earlier(previous, batch, origin, checkpoint, key, signer)
+    return earlier_note, batch.kept(resume, certified)
 
 
 def _previous_ledger(manifest_path: str, resume: bool) -> Optional[bytes]:
@@ -426,48 +458,70 @@ def _previous_ledger(manifest_path: str, resume: bool) -> Optional[bytes]:
         )
     with open(manifest_path, "rb") as handle:
         previous = handle.read()
-    parse_ledger(previous)  # a malformed earlier ledger is refused, not overwritten
+    for _ in iter_ledger(previous):  # a malformed earlier ledger is refused, not overwritten
+        pass
     return previous
 
 
 class _Batch:
-    """The runs of one :func:`run_many` call: their entries, settled in spec order (5.)."""
+    """The runs of one :func:`run_many` call, settled in any order; their ledger lines appended in spec order (5.).
+
+    Per run it holds the spec given, the 32 bytes of its expected origin and,
+    with ``keep``, its entry; an entry that is not ``ok`` is kept either way
+    (for the side log and ``BatchResult.failed``).  The ledger's lines are
+    :class:`~agentloop.batch.ledger.GrowingLedger`'s bytes.
+    """
 
     def __init__(
         self,
         spec_list: List[RunSpec],
-        paths: List[str],
-        origins: List[str],
+        origins: bytes,
         how: Tuple[str, str, str, str, int],
         progress: Optional[Progress],
+        keep: bool,
+        ledger: GrowingLedger,
     ) -> None:
-        self.spec_list, self.paths, self.origins, self.how, self.progress = spec_list, paths, origins, how, progress
-        self.entries: List[Optional[RunEntry]] = [None] * len(spec_list)
+        self.spec_list, self.origins, self.how, self.progress = spec_list, origins, how, progress
+        self.entries: Optional[List[Optional[RunEntry]]] = [None] * len(spec_list) if keep else None
+        self.failed: Dict[int, RunEntry] = {}
+        self.ledger = ledger
         self.done = 0
+
+    def origin(self, index: int) -> str:
+        """Run ``index``'s expected origin, ``agentloop/1/<hex>``."""
+        return ORIGIN_PREFIX + self.origins[32 * index : 32 * index + 32].hex()
+
+    def path(self, index: int) -> str:
+        return transcript_path(self.how[2], self.spec_list[index].name)
 
     def job(self, index: int) -> str:
         model, tools, out_dir, transfer, max_bytes = self.how
         return make_job(self.spec_list[index], model, tools, out_dir, transfer, max_bytes)
 
-    def settle(self, index: int, entry: RunEntry) -> None:
-        self.entries[index] = entry
+    def settle(self, index: int, entry: RunEntry, fresh: bool = True) -> None:
+        """Run ``index`` ends as ``entry``; ``fresh``: its ledger line is appended (not one an earlier ledger holds)."""
+        if self.entries is not None:
+            self.entries[index] = entry
+        if not entry.ok:
+            self.failed[index] = entry
+        self.ledger.put(index, canonical_bytes(entry.ledger_line()) if fresh else b"")
         self.done += 1
         if self.progress is not None:
             self.progress(entry, self.done, len(self.spec_list))
 
-    def kept(self, resume: bool, certified: Dict[str, Dict[str, Any]]) -> List[int]:
+    def kept(self, resume: bool, certified: Mapping[str, Mapping[str, Any]]) -> "array.array[int]":
         """Settle each run kept as it is (:func:`_kept`); return the others, to run."""
-        todo: List[int] = []
+        todo = array.array("q")
         for index, spec in enumerate(self.spec_list):
-            entry = _kept(spec, self.origins[index], self.paths[index], resume, certified)
+            entry = _kept(spec, self.origin(index), self.path(index), resume, certified)
             if entry is not None:
-                self.settle(index, entry)
+                self.settle(index, entry, certified.get(spec.name, {}).get("status") != "ok")
             else:
                 todo.append(index)
         return todo
 
     def finish(self, index: int, reply: Optional[str], error: Optional[BaseException]) -> None:
-        spec, origin, path = self.spec_list[index], self.origins[index], self.paths[index]
+        spec, origin, path = self.spec_list[index], self.origin(index), self.path(index)
         if error is not None:
             self.settle(index, _failure(spec, origin, path, error))
         else:
@@ -481,7 +535,7 @@ class _Batch:
         else:
             self.finish(index, reply, None)
 
-    def run_on(self, executor: concurrent.futures.Executor, todo: List[int]) -> List[int]:
+    def run_on(self, executor: concurrent.futures.Executor, todo: Iterable[int]) -> List[int]:
         """Run ``todo`` on ``executor``, a window at a time; return the runs a broken pool took down."""
         window = max(IN_FLIGHT, 4 * (getattr(executor, "_max_workers", None) or 1))
         waiting = iter(todo)
@@ -518,30 +572,42 @@ class _Batch:
         else:
             self.finish(index, future.result(), None)
 
-    def final(self) -> List[RunEntry]:
-        return [entry for entry in self.entries if entry is not None]  # every index was settled exactly once
+    def results(self) -> Tuple[Tuple[RunEntry, ...], Tuple[RunEntry, ...]]:
+        """Every entry in spec order (``()`` unless kept) and the failed ones; every index was settled once."""
+        failed = tuple(self.failed[index] for index in sorted(self.failed))
+        if self.entries is None:
+            return (), failed
+        return tuple(entry for entry in self.entries if entry is not None), failed
 
 
 def _write_ledger(
-    final: List[RunEntry],
+    batch: _Batch,
     origin: str,
     manifest_path: str,
     checkpoint: Optional[str],
     key: Optional[bytes],
     signer: Optional[Signer],
-    previous: Optional[bytes],
-    certified: Dict[str, Dict[str, Any]],
+    earlier: Optional[Tuple[int, bytes]],
     earlier_note: Optional[ManifestCheckpoint],
 ) -> BatchResult:
-    """The ledger (the earlier one grown: :func:`_grown`), checked to extend the earlier checkpoint, then written."""
-    data = _grown(previous, final, certified)
-    made = make_checkpoint(origin, data, key, () if signer is None else (signer,))
-    check_extends(earlier_note, made, data)
-    write_atomic(manifest_path, data)
+    """The ledger (the earlier one grown by a line for each run not certified before), checked to extend the
+    earlier checkpoint, then written."""
+    ledger = batch.ledger
+    unsigned = ManifestCheckpoint(origin, ledger.size, ledger.root())
+    made = sign_checkpoint(unsigned, key, () if signer is None else (signer,))
+    if earlier_note is not None:
+        check_extends(earlier_note, made, ledger.data)
+    write_atomic(manifest_path, ledger.data)
     note = made.to_bytes()
     if checkpoint is not None:
         write_atomic(checkpoint, note)
     stem = manifest_path[: -len(".jsonl")] if manifest_path.endswith(".jsonl") else manifest_path
-    log = _side_log(stem + ".errors.log", final)
-    extends = None if previous is None else data.startswith(previous)
-    return BatchResult(tuple(final), origin, manifest_path, ledger_root(data), note, checkpoint, log, extends)
+    entries, failed = batch.results()
+    log = _side_log(stem + ".errors.log", failed)
+    extends = None
+    if earlier is not None:  # the earlier bytes are the new ledger's prefix (hashed in place, not copied)
+        with memoryview(ledger.data) as view:
+            extends = hashlib.sha256(view[: earlier[0]]).digest() == earlier[1]
+    return BatchResult(
+        entries, origin, manifest_path, unsigned.root, note, checkpoint, log, extends, failed, len(batch.spec_list)
+    )

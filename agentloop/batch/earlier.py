@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import AgentloopError, LedgerMismatchError, RunConfigError
 from ..signing.hmac_sha256 import HmacKey
@@ -101,7 +101,7 @@ def check_orphan(checkpoint: Optional[str]) -> None:
 
 
 def check_earlier(
-    lines: Sequence[Dict[str, Any]],
+    lines: Iterable[Mapping[str, Any]],
     data: bytes,
     specs: Sequence[RunSpec],
     origins: Sequence[str],
@@ -110,7 +110,8 @@ def check_earlier(
     key: Optional[bytes],
     signer: Optional[Signer],
 ) -> Optional[ManifestCheckpoint]:
-    """1. The earlier ledger (parsed ``lines`` of ``data``) is of these specs and, with ``checkpoint``, matches it.
+    """1. The earlier ledger (parsed ``lines`` of ``data``, read once, in order) is of these specs and, with
+    ``checkpoint``, matches it.
 
     Returns the earlier checkpoint (``None`` without one); raises
     :class:`~agentloop.errors.LedgerMismatchError` (or ``RunConfigError``
@@ -129,7 +130,7 @@ def check_earlier(
 
 
 def altered_runs(
-    certified: Dict[str, Dict[str, Any]], specs: Sequence[RunSpec], paths: Sequence[str]
+    certified: Mapping[str, Mapping[str, Any]], specs: Sequence[RunSpec], paths: Sequence[str]
 ) -> List[Tuple[str, str]]:
     """2. ``(name, why)`` of each run whose earlier ``ok`` line no longer describes its file (in spec order)."""
     altered = []
@@ -144,7 +145,9 @@ def altered_runs(
     return altered
 
 
-def check_extends(earlier: Optional[ManifestCheckpoint], new: ManifestCheckpoint, data: bytes) -> None:
+def check_extends(
+    earlier: Optional[ManifestCheckpoint], new: ManifestCheckpoint, data: Union[bytes, bytearray]
+) -> None:
     """The new ledger extends the earlier one: an RFC 9162 consistency proof between their checkpoints holds."""
     if earlier is None:
         return

@@ -45,7 +45,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..canonical import canonical_bytes
 from ..errors import BadSignatureError, MalformedCheckpointError, MalformedManifestError, ProofError, UnrecordableError
@@ -62,10 +62,10 @@ from ..signing.note import (
 )
 from ..transcript.checkpoint import ORIGIN_PREFIX
 from ..transcript.merkle import (
+    CompactRange,
     consistency_proof,
     inclusion_proof,
     leaf_hash,
-    root_of,
     verify_consistency,
     verify_inclusion,
 )
@@ -77,10 +77,15 @@ __all__ = [
     "batch_origin",
     "ledger_bytes",
     "parse_ledger",
+    "iter_ledger",
+    "line_at",
+    "LastLines",
     "current",
     "ledger_root",
+    "GrowingLedger",
     "ManifestCheckpoint",
     "make_checkpoint",
+    "sign_checkpoint",
     "parse_manifest_checkpoint",
     "check_manifest_checkpoint",
     "prove_run",
@@ -108,6 +113,8 @@ _KEYS = {
     "rejected": ("name", "origin", "reason", "status"),
 }
 _HEX = frozenset("0123456789abcdef")
+#: A ledger's bytes: read from a file, or grown in memory (:class:`GrowingLedger`).
+_Data = Union[bytes, bytearray]
 
 
 def _hex64(value: object) -> bool:
@@ -165,14 +172,20 @@ def parse_ledger(data: bytes) -> List[Dict[str, Any]]:
 
     Raises :class:`~agentloop.errors.MalformedManifestError` naming the line.
     """
+    return [value for _, value in iter_ledger(data)]
+
+
+def iter_ledger(data: bytes) -> Iterator[Tuple[int, Dict[str, Any]]]:
+    """:func:`parse_ledger` one line at a time: ``(offset of the line in data, its value)``, never a list of
+    every line; the layout (rule 1) is checked before the first line is given, each other rule at its line."""
     # 1. layout
     if not data:
         raise MalformedManifestError(None, "empty")
     if not data.endswith(b"\n"):
         raise MalformedManifestError(data.count(b"\n") + 1, "no terminating newline")
-    out: List[Dict[str, Any]] = []
     certified: Set[str] = set()
-    for number, raw in enumerate(data[:-1].split(b"\n"), 1):
+    offset = 0
+    for number, raw in enumerate(_lines(data), 1):
         if not raw:
             raise MalformedManifestError(number, "an empty line")
         # 2. canonical JSON
@@ -189,8 +202,32 @@ def parse_ledger(data: bytes) -> List[Dict[str, Any]]:
             raise MalformedManifestError(number, problem)
         # 4. an ok line is final
         _final(number, value, certified)
-        out.append(value)
-    return out
+        yield offset, value
+        offset += len(raw) + 1
+
+
+def line_at(data: bytes, offset: int) -> Dict[str, Any]:
+    """The value of the line of ``data`` that starts at ``offset``, as :func:`iter_ledger` gave it (re-read from
+    bytes it has checked: so a caller keeps an offset, not the parsed line)."""
+    value: Dict[str, Any] = json.loads(data[offset : data.index(b"\n", offset)].decode("utf-8"))
+    return value
+
+
+class LastLines(Mapping[str, Dict[str, Any]]):
+    """Each run's last line, by name, in the order names first appear (:func:`current`), read on demand from
+    the ledger's bytes: it keeps one offset a run (from :func:`iter_ledger`), never the parsed lines."""
+
+    def __init__(self, data: bytes, offsets: Mapping[str, int]) -> None:
+        self._data, self._offsets = data, offsets
+
+    def __getitem__(self, name: str) -> Dict[str, Any]:
+        return line_at(self._data, self._offsets[name])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._offsets)
+
+    def __len__(self) -> int:
+        return len(self._offsets)
 
 
 def _final(number: int, line: Mapping[str, Any], certified: Set[str]) -> None:
@@ -211,13 +248,71 @@ def current(lines: Sequence[Mapping[str, Any]]) -> Dict[str, Dict[str, Any]]:
     return last
 
 
-def _leaves(data: bytes) -> List[bytes]:
-    return [leaf_hash(line) for line in data.split(b"\n")[:-1]]
+def _lines(data: _Data) -> Iterator[_Data]:
+    """Each line of ``data`` without its ``\\n`` (what follows the last ``\\n`` is not a line), one at a time."""
+    start, end = 0, data.find(b"\n")
+    while end >= 0:
+        yield data[start:end]
+        start, end = end + 1, data.find(b"\n", end + 1)
 
 
-def ledger_root(data: bytes) -> str:
-    """The hex RFC 6962 root over a manifest's lines (each without ``\\n``)."""
-    return root_of(_leaves(data)).hex()
+def _leaves(data: _Data) -> List[bytes]:
+    return [leaf_hash(line) for line in _lines(data)]
+
+
+def ledger_root(data: _Data) -> str:
+    """The hex RFC 6962 root over a manifest's lines (each without ``\\n``), in O(log n) memory."""
+    tree = CompactRange()
+    for line in _lines(data):
+        tree.append(leaf_hash(line))
+    return tree.root().hex()
+
+
+class GrowingLedger:
+    """A ledger built in spec order from lines that arrive in any order, and its RFC 6962 tree as it grows.
+
+    :meth:`put` takes line ``index``'s bytes (RFC 8785, no ``\\n``; ``b""``
+    for an index that adds no line); a line waits until every earlier index
+    has come, then is appended to :attr:`data` and its leaf hash to a
+    compact range.  What it holds is the ledger itself (``data``, one
+    ``bytearray``), the lines that came before an earlier one, and
+    O(log n) subtree roots: never a line twice, never a list of leaves.
+    """
+
+    __slots__ = ("data", "_tree", "_next", "_waiting")
+
+    def __init__(self, earlier: bytes = b"") -> None:
+        self.data = bytearray(earlier)
+        self._tree = CompactRange()
+        for line in _lines(earlier):
+            self._tree.append(leaf_hash(line))
+        self._next = 0
+        self._waiting: Dict[int, bytes] = {}
+
+    @property
+    def size(self) -> int:
+        """The number of lines appended so far (an earlier ledger's included)."""
+        return self._tree.size
+
+    def root(self) -> str:
+        """The hex root over the lines appended so far: :func:`ledger_root` of :attr:`data`."""
+        return self._tree.root().hex()
+
+    @property
+    def waiting(self) -> int:
+        """How many lines wait for an earlier one."""
+        return len(self._waiting)
+
+    def put(self, index: int, line: bytes) -> None:
+        """Line ``index`` (each index once, from 0 on); appended with the ones it held back."""
+        self._waiting[index] = line
+        while self._next in self._waiting:
+            line = self._waiting.pop(self._next)
+            self._next += 1
+            if line:
+                self.data += line
+                self.data += b"\n"
+                self._tree.append(leaf_hash(line))
 
 
 @dataclass(frozen=True)
@@ -247,10 +342,16 @@ def make_checkpoint(
     origin: str, data: bytes, key: Optional[bytes] = None, signers: Sequence[Signer] = ()
 ) -> ManifestCheckpoint:
     """The checkpoint of manifest ``data``, signed by the HMAC ``key`` (key name: the origin) and ``signers``."""
-    unsigned = ManifestCheckpoint(origin, data.count(b"\n"), ledger_root(data))
+    return sign_checkpoint(ManifestCheckpoint(origin, data.count(b"\n"), ledger_root(data)), key, signers)
+
+
+def sign_checkpoint(
+    unsigned: ManifestCheckpoint, key: Optional[bytes] = None, signers: Sequence[Signer] = ()
+) -> ManifestCheckpoint:
+    """``unsigned`` signed by the HMAC ``key`` (key name: the origin) and ``signers``, in that order."""
     keys: List[Signer] = list(signers)
     if key is not None:
-        keys.insert(0, HmacKey(origin, key))
+        keys.insert(0, HmacKey(unsigned.origin, key))
     if not keys:
         return unsigned
     return ManifestCheckpoint(
@@ -364,7 +465,7 @@ def check_run_proof(line: Mapping[str, Any], index: int, proof: Sequence[str], c
     )
 
 
-def prove_extension(old_size: int, data: bytes) -> List[str]:
+def prove_extension(old_size: int, data: _Data) -> List[str]:
     """The RFC 9162 consistency proof (hex) from the first ``old_size`` lines of manifest ``data`` to all of it."""
     leaves = _leaves(data)
     return [h.hex() for h in consistency_proof(leaves, old_size, len(leaves))]

@@ -172,8 +172,21 @@ class RunSpec:
 
 
 def spec_list_hash(specs: Sequence[RunSpec]) -> str:
-    """SHA-256 (hex) of the RFC 8785 bytes of ``[spec.to_json(), ...]``: the batch's name."""
-    return hashlib.sha256(canonical_bytes([spec.to_json() for spec in specs])).hexdigest()
+    """SHA-256 (hex) of the RFC 8785 bytes of ``[spec.to_json(), ...]``: the batch's name.
+
+    Hashed one spec at a time, never holding the list's JSON: RFC 8785
+    section 3.2.2 writes an array as ``[``, its elements' serialisations
+    separated by ``,``, and ``]``, each element one level deeper (``$[i]``,
+    depth 1), exactly as :func:`~agentloop.canonical.canonical_bytes` of
+    the whole list would.
+    """
+    digest = hashlib.sha256(b"[")
+    for index, spec in enumerate(specs):
+        if index:
+            digest.update(b",")
+        digest.update(canonical_bytes(spec.to_json(), "$[%d]" % (index,), 1))
+    digest.update(b"]")
+    return digest.hexdigest()
 
 
 #: The largest tasks file ``agentloop batch`` reads (64 MiB); a larger one is refused.

@@ -71,13 +71,13 @@ def fsync_directory(folder: PathLike) -> None:
         os.close(fd)
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: Union[bytes, bytearray]) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
 
 
-def write_atomic(path: PathLike, data: bytes) -> None:
+def write_atomic(path: PathLike, data: Union[bytes, bytearray]) -> None:
     """Replace ``path`` with ``data`` atomically and durably.
 
     1. create ``.<name>.<pid>.<n>.tmp`` beside it (``O_EXCL``, mode 0644 less

@@ -2,10 +2,13 @@
 
 :func:`verify_parts` gives exactly the verdict of a one-pass
 :func:`~agentloop.transcript.verify.verify_file` -- the same faults, in the
-same order, with the same indexes, lines and details -- in ``workers``
-processes (this one and ``workers - 1`` others):
+same order, with the same indexes, lines and details -- in a pool of
+``workers`` processes, while this one waits and joins their verdicts:
 
-1. The file is cut into about ``workers`` parts of equal size.  Each cut is
+1. The file is cut into about ``workers * PARTS_PER_WORKER`` parts of equal
+   size (none under :data:`MIN_PART_BYTES`), handed to the pool in order:
+   each process takes the next part as it ends one, so a process that
+   others' work on the machine slows takes fewer.  Each cut is
    moved forward to the start of a line that looks like an ``assistant``
    record (``{"hash":"<64>","kind":"assistant","payload":{``), found within
    :data:`SEARCH_BYTES`; without one the part joins its neighbour.  Where a
@@ -57,12 +60,14 @@ from .format import Fault, PathLike
 from .gates import Gates
 from .scan import _count_rest, _parse_line, judge_lines, no_records
 
-__all__ = ["verify_parts", "SEARCH_BYTES", "MIN_PART_BYTES"]
+__all__ = ["verify_parts", "SEARCH_BYTES", "MIN_PART_BYTES", "PARTS_PER_WORKER"]
 
 #: How far past an even cut to look for a line that starts an ``assistant`` record.
 SEARCH_BYTES = 1 << 20
 #: A file is cut into parts of at least this many bytes (smaller: fewer parts).
 MIN_PART_BYTES = 4 << 20
+#: Parts a file is cut into per worker, at most: a process slowed by others' work on the machine takes fewer.
+PARTS_PER_WORKER = 4
 _ASSISTANT_AT = len(b'{"hash":"') + 64
 _ASSISTANT = b'","kind":"assistant","payload":{'
 _LINE_START = b'\n{"hash":"'
@@ -117,9 +122,9 @@ class _Window:
         return data
 
 
-def _cuts(path: PathLike, size: int, workers: int) -> List[int]:
-    """The byte offsets where parts start: 0, then one per further part (strictly increasing)."""
-    parts = max(1, min(workers, size // max(MIN_PART_BYTES, 1)))
+def _cuts(path: PathLike, size: int, parts: int) -> List[int]:
+    """The byte offsets where at most ``parts`` parts start: 0, then one per further part (strictly increasing)."""
+    parts = max(1, min(parts, size // max(MIN_PART_BYTES, 1)))
     starts = [0]
     with open_input(path) as handle:
         for k in range(1, parts):
@@ -267,12 +272,12 @@ class _Join:
         self.state = chain
 
 
-def _judged(path: PathLike, starts: List[int], limit: int, max_faults: int) -> List[_Part]:
-    """Each part judged: the first in this process, the others in a pool of ``len(starts) - 1``."""
+def _judged(path: PathLike, starts: List[int], workers: int, limit: int, max_faults: int) -> List[_Part]:
+    """Each part judged in a pool of ``workers`` processes, each taking the next part as it ends one."""
     ends: List[Optional[int]] = [*starts[1:], None]
-    with process_pool(len(starts) - 1, fork_if_alone=True) as pool:
-        futures = [pool.submit(judge_part, path, s, e, limit, max_faults) for s, e in zip(starts[1:], ends[1:])]
-        return [judge_part(path, starts[0], ends[0], limit, max_faults)] + [f.result() for f in futures]
+    with process_pool(min(workers, len(starts)), fork_if_alone=True) as pool:
+        futures = [pool.submit(judge_part, path, s, e, limit, max_faults) for s, e in zip(starts, ends)]
+        return [f.result() for f in futures]
 
 
 def _size(path: PathLike) -> Optional[int]:
@@ -291,12 +296,12 @@ def verify_parts(path: PathLike, workers: int, limit: int, max_faults: int) -> O
     ``OSError`` in a part, a file too small to cut)."""
     size = _size(path)
     try:
-        starts = _cuts(path, size, workers) if size is not None else []
+        starts = _cuts(path, size, workers * PARTS_PER_WORKER) if size is not None else []
     except OSError:
         return None
     if len(starts) < 2:
         return None
-    parts = _judged(path, starts, limit, max_faults)
+    parts = _judged(path, starts, workers, limit, max_faults)
     if any(part.failed for part in parts):
         return None
     join = _Join(path, starts, size or 0, limit, max_faults)

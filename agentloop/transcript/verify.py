@@ -153,8 +153,8 @@ def verify_file(
     verdict judged, read once (a pipe works).
 
     With ``workers`` above 1, a regular file is cut at line boundaries and
-    its parts judged in that many processes (this one and ``workers - 1``
-    others), then joined in order (:mod:`~agentloop.transcript.parallel`):
+    its parts judged in a pool of that many processes, then joined in order
+    in this one (:mod:`~agentloop.transcript.parallel`):
     the verdict, every fault, its index, line and detail are those of one
     pass.  A file too small to cut (under
     :data:`~agentloop.transcript.parallel.MIN_PART_BYTES` a part), a pipe,

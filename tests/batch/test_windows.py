@@ -9,6 +9,7 @@ process (``bench/batch.py --memory`` measures the memory itself).
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import os
 import shutil
 import tempfile
@@ -19,6 +20,8 @@ from unittest import mock
 
 from agentloop.batch import RunSpec, audit_batch, run_many
 from agentloop.batch import audit, driver
+from agentloop.canonical import canonical_bytes
+from agentloop.errors import AgentloopError
 
 
 class CountingExecutor(concurrent.futures.ThreadPoolExecutor):
@@ -78,6 +81,39 @@ class TestWindows(unittest.TestCase):
         with mock.patch.object(audit, "CHUNK", 7):
             self.assertEqual(audit_batch(files, result.manifest, workers=3), one)
         self.assertEqual(audit_batch(files, result.manifest, workers=2), one)
+
+    def test_a_bad_ledger_or_checkpoint_raises_the_same_with_one_worker_or_three(self) -> None:
+        result = self.batch("b")
+        files: List[str] = [e.path for e in result.entries]
+        with open(result.manifest, "rb") as handle:
+            good = handle.read().split(b"\n")[:-1]
+        lines = [json.loads(line) for line in good]
+        without_root = dict(lines[40])
+        del without_root["root"]  # a worker comparing with this line would raise KeyError
+        manifests = {
+            "not canonical": good[:40] + [good[40].replace(b":", b": ", 1)] + good[41:],
+            "a missing key": good[:40] + [canonical_bytes(without_root)] + good[41:],
+            "a line after an ok line": good + [good[7]],
+            "not JSON": good[:90] + [b"{"] + good[91:],
+            "a bad line, then one not JSON": good[:30] + [canonical_bytes(without_root)] + good[31:90] + [b"{"],
+        }
+        bad_note = os.path.join(self.folder, "bad.checkpoint")
+        with open(bad_note, "wb") as handle:
+            handle.write(b"not a note\n")
+        cases = [(what, b"\n".join(data) + b"\n", None) for what, data in manifests.items()]
+        cases += [("no checkpoint file", b"\n".join(good) + b"\n", os.path.join(self.folder, "gone"))]
+        cases += [("a malformed checkpoint", b"\n".join(good) + b"\n", bad_note)]
+        for what, data, checkpoint in cases:
+            with open(result.manifest, "wb") as handle:
+                handle.write(data)
+            raised = []
+            for workers in (1, 3):
+                with self.subTest(what=what, workers=workers), mock.patch.object(audit, "CHUNK", 7):
+                    with self.assertRaises(Exception) as caught:
+                        audit_batch(files, result.manifest, checkpoint=checkpoint, workers=workers)
+                    raised.append((type(caught.exception), str(caught.exception)))
+            self.assertEqual(raised[0], raised[1], what)
+            self.assertTrue(issubclass(raised[0][0], (AgentloopError, OSError)), raised[0])
 
 
 if __name__ == "__main__":

@@ -179,7 +179,7 @@ class TestVerifyOptions(CliCase):
         self.assertEqual(alone[0], 0)
 
     def test_workers_cut_one_transcript_into_parts_judged_in_processes(self) -> None:
-        """A transcript this small is read in one pass; with parts of 1 byte, --workers 2 cuts it in two."""
+        """A transcript this small is read in one pass; with parts of 1 byte, --workers 2 cuts it into parts."""
         from agentloop.transcript import parallel
 
         self.recover_run()
@@ -199,7 +199,7 @@ class TestVerifyOptions(CliCase):
 
         with mock.patch.object(parallel, "MIN_PART_BYTES", 1), mock.patch.object(parallel, "process_pool", spy):
             self.assertEqual(self.cli("verify", self.path(), "--json", "--workers", "2"), alone)
-        self.assertEqual(pools, [1])  # this process judged the first part, one worker process the second
+        self.assertEqual(pools, [2])  # a pool of 2 processes judged the parts (this one joined them)
         self.assertEqual(alone[0], 1)
         self.assertIn('"index": 9', alone[1])
 

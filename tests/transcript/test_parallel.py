@@ -252,14 +252,19 @@ class TestOneFileAcrossWorkers(PartsOnThreads):
             pools: List[concurrent.futures.Executor] = []
             real: Callable[..., concurrent.futures.Executor] = parallel.process_pool
 
+            sizes: List[int] = []
+
             def spy(workers: int, fork_if_alone: bool = False) -> concurrent.futures.Executor:
                 pools.append(real(workers, fork_if_alone=fork_if_alone))
+                sizes.append(workers)
                 return pools[-1]
 
             with mock.patch.object(parallel, "process_pool", spy):
                 self.assertEqual(verify_file(path, workers=3), verify_file(path))
             self.assertEqual([type(p) for p in pools], [concurrent.futures.ProcessPoolExecutor])
+            self.assertEqual(sizes, [3])  # a pool of `workers` processes, taking the parts in turn
             self.assertEqual(len(parallel._cuts(path, os.path.getsize(path), 3)), 3)
+            self.assertEqual(len(parallel._cuts(path, os.path.getsize(path), 3 * parallel.PARTS_PER_WORKER)), 12)
 
     def test_workers_must_be_a_positive_int(self) -> None:
         for bad in (0, -1, True, 1.5, "2"):

@@ -305,23 +305,28 @@ class TestRandomCuts(PartsOnThreads):
 
     def test_the_real_cutter_on_files_just_over_the_part_size(self) -> None:
         rng = random.Random(SEED + 1)
-        cut = 0
+        cut = many = 0
         for case in range(max(CASES // 2, 1)):
             data, options = _file(rng), _options(rng)
             self.write(data)
             one = verify_file(self.path, **options)
             for workers in range(2, 9):
-                part = max(1, len(data) // workers - rng.randrange(0, 64))  # the file just over workers parts
+                # the file just over workers parts, or just over the PARTS_PER_WORKER parts each worker may take
+                parts = workers * rng.choice([1, parallel.PARTS_PER_WORKER])
+                part = max(1, len(data) // parts - rng.randrange(0, 64))
                 with mock.patch.object(parallel, "MIN_PART_BYTES", part), mock.patch.object(
                     parallel, "SEARCH_BYTES", rng.choice([200, 1000, 1 << 20])
                 ):
-                    cut += len(parallel._cuts(self.path, len(data), workers)) > 1
+                    starts = parallel._cuts(self.path, len(data), workers * parallel.PARTS_PER_WORKER)
+                    cut += len(starts) > 1
+                    many += len(starts) > workers
                     self.assertSame(
                         verify_file(self.path, workers=workers, **options),
                         one,
                         "case %d, %r, part %d" % (case, options, part),
                     )
         self.assertGreater(cut, CASES)
+        self.assertGreater(many, CASES // 4)  # more parts than workers: a process takes several
 
 
 if __name__ == "__main__":
