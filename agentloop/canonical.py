@@ -37,7 +37,7 @@ import json
 import marshal
 import math
 import re
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .errors import UnrecordableError
 
@@ -50,6 +50,8 @@ __all__ = [
     "placeholder",
     "check_string",
     "snapshot",
+    "parse_canonical",
+    "string_text",
     "describe_integer",
     "json_depth",
     "strict_loads",
@@ -76,6 +78,10 @@ _NONCHARACTERS = "\ufdd0-\ufdef\ufffe\uffff" + "".join(
     chr(p + 0xFFFE) + chr(p + 0xFFFF) for p in range(0x10000, 0x110000, 0x10000)
 )
 _NOT_I_JSON = re.compile("[\ud800-\udfff%s]" % (_NONCHARACTERS,))
+# Three ranges that hold every character of _NOT_I_JSON (surrogates; U+FDD0..U+FFFF; U+1FFFE and beyond): a
+# text without any is I-JSON.  A class of three ranges is searched several times faster than one of 36 (sre
+# tests them in turn for each character), and a text with one is searched again exactly.
+_MAYBE_NOT_I_JSON = re.compile("[\ud800-\udfff\ufdd0-\uffff\U0001fffe-\U0010ffff]")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _encode_string: Callable[[str], str] = json.encoder.encode_basestring
 
@@ -141,7 +147,7 @@ def check_string(text: str, path: str = "$") -> str:
     """``text`` if it is a recordable JSON string (RFC 7493 section 2.1: no lone
     surrogate, no noncharacter), else :class:`~agentloop.errors.UnrecordableError`
     naming ``path``: what encoding it would check, without encoding it."""
-    if text.isascii():
+    if text.isascii() or _MAYBE_NOT_I_JSON.search(text) is None:
         return text
     match = _NOT_I_JSON.search(text)
     if match is not None:
@@ -149,6 +155,11 @@ def check_string(text: str, path: str = "$") -> str:
         what = "a lone surrogate" if 0xD800 <= point <= 0xDFFF else "the noncharacter"
         raise UnrecordableError(path, "string has %s U+%04X at index %d" % (what, point, match.start()))
     return text
+
+
+def _i_json(text: str) -> bool:
+    """Whether :func:`check_string` accepts the non-ASCII ``text``, without forming its error."""
+    return _MAYBE_NOT_I_JSON.search(text) is None or _NOT_I_JSON.search(text) is None
 
 
 def _type_name(value: object) -> str:
@@ -337,18 +348,22 @@ def _fast(value: Any, depth: int) -> Optional[Tuple[str, Any]]:
         return None
     try:
         marshal.dumps(value)  # refuses any subclass (an IntEnum, a dict that reads its own way)
-        text = _c_text(value)
+        text = "".join(_C_ENCODE(value, 0)) if _C_ENCODE is not None else _c_text(value)
         raw = text.encode("utf-8")
     except Exception:  # TypeError, ValueError (a subclass, NaN, a lone surrogate), RecursionError
         return None
-    if not raw.isascii() and (b"\xee" in raw or b"\xef" in raw or b"\xbf\xbe" in raw or b"\xbf\xbf" in raw):
+    if not raw.isascii() and (  # EE, EF deleted in C: a shorter text held one (a search for either costs more)
+        len(raw.translate(None, b"\xee\xef")) != len(raw) or _PLANE_NONCHARACTER.search(raw) is not None
+    ):
         return None
     if _maybe_long_integer(raw):
         return None
     room = MAX_DEPTH - depth
     if raw.count(b"[") + raw.count(b"{") > room and _deeper_than(raw, room):
         return None
-    if _float_layout_differs(raw):
+    # no mark, no such float; ``in`` on the str (``in`` on bytes first tries the operand as an int, raising and
+    # clearing a TypeError each time), whose ASCII marks are the UTF-8 text's
+    if (".0" in text or "e-0" in text or "e+" in text) and _float_layout_differs(raw):
         return None
     try:
         parsed, end = _SCAN(text, 0)
@@ -414,6 +429,71 @@ def canonical_text_spliced(value: Any, texts: Sequence[str], path: str = "$", de
     return "".join(pieces)
 
 
+def string_text(value: object) -> Optional[str]:
+    """The RFC 8785 text of ``value`` if it is a ``str`` (not a subclass) that I-JSON
+    allows (:func:`check_string`), else ``None``: for texts put together from their
+    members' texts (``agentloop.loop.records``)."""
+    if type(value) is not str:
+        return None
+    if not value.isascii() and not _i_json(value):
+        return None
+    return _encode_string(value)
+
+
+def parse_canonical(text: str) -> Any:
+    """``json.loads(text)`` of an RFC 8785 text made here (no whitespace around it): a fresh
+    plain-JSON copy of its value, read by the C scanner without ``json.loads``'s passes over
+    the whitespace."""
+    try:
+        value, end = _SCAN(text, 0)
+    except StopIteration:  # not JSON at all: json.loads raises its own error
+        return json.loads(text)
+    return value if end == len(text) else json.loads(text)  # json.loads: whitespace after it, or its error
+
+
+#: The most members :func:`_flat` writes in Python; a bigger object goes to the C encoder (:func:`_fast`).
+_FLAT_MEMBERS = 8
+
+
+def _flat(value: Any, depth: int) -> Optional[Tuple[Dict[str, Any], str]]:
+    """``(a copy, its RFC 8785 text)`` of a small object whose keys are ASCII ``str`` and whose
+    members are ``str``, ``int``, ``bool`` or ``None`` (exact types), written member by member
+    as the exact encoder writes them; ``None`` for any other value, and for such an object that
+    is not recordable (the exact encoder then decides, and names the place).
+
+    The common tool call's arguments and a simple result: a few strings and counts.  ASCII
+    keys sort by code point as by UTF-16 unit (RFC 8785 section 3.2.3) and are I-JSON; the
+    copy holds the same immutable members, in the key order ``json.loads`` of the text gives.
+    """
+    if type(value) is not dict or len(value) > _FLAT_MEMBERS or depth >= MAX_DEPTH:
+        return None
+    for key, item in value.items():
+        kind = type(item)
+        if type(key) is not str or not (kind is str or kind is int or kind is bool or item is None):
+            return None
+    if not "".join(value).isascii():
+        return None
+    members, copy = [], {}
+    for key in sorted(value):
+        item = value[key]
+        text = _flat_member(item)
+        if text is None:
+            return None
+        members.append("%s:%s" % (_encode_string(key), text))
+        copy[key] = item
+    return copy, "{%s}" % (",".join(members),)
+
+
+def _flat_member(item: Any) -> Optional[str]:
+    """A member of :func:`_flat`'s object as RFC 8785 writes it: a ``str`` (I-JSON), an ``int``
+    (within +/-(2**53 - 1)), a ``bool`` or ``None``; else ``None``."""
+    if type(item) is str:
+        return _encode_string(item) if item.isascii() or _i_json(item) else None
+    if type(item) is int:
+        return int.__repr__(item) if -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER else None
+    return "null" if item is None else "true" if item else "false"
+
+
 def snapshot(value: Any, path: str = "$", depth: int = 0) -> Tuple[Any, str]:
     """Encode ``value`` once; return ``(a plain-JSON copy, its RFC 8785 text)``.
 
@@ -422,6 +502,9 @@ def snapshot(value: Any, path: str = "$", depth: int = 0) -> Tuple[Any, str]:
     moment it is taken.  Any exception while reading ``value`` becomes an
     :class:`~agentloop.errors.UnrecordableError` naming ``path``.
     """
+    flat = _flat(value, depth)
+    if flat is not None:
+        return flat
     fast = _fast(value, depth)
     if fast is not None:
         return fast[1], fast[0]

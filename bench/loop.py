@@ -17,7 +17,8 @@ N=200.  Then two baselines of the same run, interleaved with it so that the
 machine's load falls on both alike: the same run with one reply object
 reused for every turn (issue 25: fresh replies within 1.1x of it), and with
 ``canonical._fast`` switched off, so every record, argument and result goes
-through the exact RFC 8785 encoder.
+through the exact RFC 8785 encoder (the records the loop assembles from
+their members' texts, ``agentloop.loop.records``, are encoded whole too).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Any, Dict, List
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from agentloop import ModelReply, Tool, ToolCall, canonical, run  # noqa: E402
+from agentloop.loop import engine  # noqa: E402
 
 HITS = [
     {
@@ -132,7 +134,7 @@ def main(argv: List[str]) -> int:
             print("%8d %12.1f %13.2fx %11.1f KiB" % (n, per_step, per_step / base, peak / 1024))
         # The baselines: runs with a reused reply and without the fast path, interleaved
         # with fresh-reply runs so that the machine's load falls on all alike; the best of each.
-        n, fast = sizes[0], canonical._fast
+        n, fast, turn_text, tool_text = sizes[0], canonical._fast, engine.turn_text, engine.tool_text
         with_fast, same_reply, without = [], [], []
         # this process's CPU time: less moved by others' load
         cpu: Dict[str, List[float]] = {"fresh": [], "reused": [], "exact": []}
@@ -143,12 +145,13 @@ def main(argv: List[str]) -> int:
                 cpu[name].append(time.process_time() - start)
         for _ in range(args.repeat):
             canonical._fast = lambda value, depth: None  # type: ignore[assignment]
+            engine.turn_text = engine.tool_text = lambda *given: None  # type: ignore[assignment]
             try:
                 start = time.process_time()
                 without.append(one_run(n, folder))
                 cpu["exact"].append(time.process_time() - start)
             finally:
-                canonical._fast = fast
+                canonical._fast, engine.turn_text, engine.tool_text = fast, turn_text, tool_text
         on, again, off = min(with_fast) / n * 1e6, min(same_reply) / n * 1e6, min(without) / n * 1e6
         print(
             "at N=%d: %.1f us/step with a fresh reply a turn, %.1f with one reply reused: %.2fx (target <= 1.1x)"

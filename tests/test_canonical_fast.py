@@ -202,6 +202,51 @@ class TestFastPath(unittest.TestCase):
         with self.assertRaises(UnrecordableError):
             canonical_text(cycle)
 
+    def test_small_flat_objects_are_written_as_the_exact_encoder_writes_them(self) -> None:
+        rng = random.Random(SEED + 7)
+        values = _Values(rng)
+        answered = 0
+        for _ in range(CASES):
+            keys = [values.string() if rng.random() < 0.3 else rng.choice("abcdefgh") for _ in range(rng.randrange(10))]
+            members = [
+                rng.choice([None, True, False, values.number(), values.string(), "plain", 7, Color.RED, [1]])
+                for _ in keys
+            ]
+            value: Any = dict(zip(keys, members))
+            if rng.random() < 0.05:
+                value = rng.choice([Odd(value), OrderedDict(value), list(members)])
+            depth = rng.choice([0, 2, 4, MAX_DEPTH - 1, MAX_DEPTH])
+            flat = canonical._flat(value, depth)
+            exact = _exact(value, depth)
+            if flat is None:
+                continue
+            answered += 1
+            self.assertEqual(flat[1], exact, repr(value))
+            parsed = json.loads(flat[1])
+            self.assertEqual(flat[0], parsed)
+            self.assertEqual(list(flat[0]), list(parsed), "the copy's keys in the order json.loads gives them")
+            self.assertEqual(snapshot(value, "$", depth), flat)
+        self.assertGreater(answered, CASES // 10)
+        with self.assertRaises(UnrecordableError) as caught:
+            snapshot({"a": 2**53}, "$.args")
+        self.assertEqual(caught.exception.path, "$.args.a")  # declined, so the exact encoder names the place
+
+    def test_check_string_refuses_exactly_what_the_full_class_finds(self) -> None:
+        # canonical._MAYBE_NOT_I_JSON, three wide ranges, only lets a text skip the exact search
+        rng = random.Random(SEED + 8)
+        values = _Values(rng)
+        edges = [chr(p + d) for p in range(0, 0x110000, 0x10000) for d in (0xFFFD, 0xFFFE, 0xFFFF)]
+        edges += ["\ud7ff", "\ud800", "\udfff", "\ue000", "\ufdcf", "\ufdd0", "\ufdef", "\ufdf0", "\U0001f600"]
+        for index in range(CASES):
+            text = values.string() + (edges[index] if index < len(edges) else rng.choice(edges + [""]))
+            match = canonical._NOT_I_JSON.search(text)
+            if match is None:
+                self.assertEqual(canonical.check_string(text), text)
+                continue
+            with self.assertRaises(UnrecordableError) as caught:
+                canonical.check_string(text, "$.t")
+            self.assertIn("U+%04X at index %d" % (ord(match.group()), match.start()), str(caught.exception))
+
     def test_snapshot_gives_the_same_copy_either_way(self) -> None:
         value = {"a": [1, 2.5, "x"], "b": {"c": None}}
         copy_, text = snapshot(value)

@@ -165,6 +165,13 @@ class Budgets:
 
         In order: ``token_budget``, ``cost_unknown``, ``cost_budget``, ``tool_call_budget``.
         """
+        if (
+            spent.tokens <= self.max_tokens
+            and not spent.cost_problem
+            and self.max_cost is None
+            and self.max_tool_calls is None
+        ):
+            return None  # no stop can be due: the common case, without the detail's text
         not_run = "%d tool call(s) not run" % (calls,)
         if spent.tokens > self.max_tokens:
             return Stop(

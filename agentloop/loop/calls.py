@@ -39,12 +39,12 @@ import asyncio
 import concurrent.futures
 import copy
 import inspect
-import json
 import threading
+import types
 from dataclasses import dataclass
 from typing import Any, Awaitable, Dict, List, Optional, Sequence, Tuple, Union, cast
 
-from ..canonical import json_path, snapshot
+from ..canonical import json_path, parse_canonical, snapshot
 from ..errors import ToolFailure, UnrecordableError
 from ..messages import Message
 from .plan import PlannedCall
@@ -101,7 +101,7 @@ Done = Tuple[bool, Any, str]
 Outcome = Union[Done, Raised]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Job:
     """A call that passed every check and will run: its tool, a private copy of its arguments, its timeout."""
 
@@ -109,6 +109,12 @@ class Job:
     arguments: Dict[str, Any]
     timeout: Optional[float]
     context: Optional[CallContext] = None  # for a tool with a CallContext parameter (agentloop.tools.context)
+
+    def __init__(
+        self, tool: Tool, arguments: Dict[str, Any], timeout: Optional[float], context: Optional[CallContext] = None
+    ) -> None:
+        # the generated __init__ of a frozen dataclass, in one call instead of object.__setattr__ per field
+        self.__dict__.update(tool=tool, arguments=arguments, timeout=timeout, context=context)
 
 
 def groups(calls: Sequence[PlannedCall], registry: ToolRegistry) -> List[List[int]]:
@@ -143,11 +149,14 @@ def prepare(call: PlannedCall, registry: ToolRegistry, default_timeout: Optional
         return False, "invalid arguments: %s" % (error,), ""
     timeout = tool.timeout if tool.timeout is not None else default_timeout
     # The tool gets its own copy (read back from the recorded text: plain JSON, fast).
-    return Job(tool, json.loads(call.arguments_text) if call.arguments_text else copy.deepcopy(call.arguments), timeout)
+    return Job(
+        tool, parse_canonical(call.arguments_text) if call.arguments_text else copy.deepcopy(call.arguments), timeout
+    )
 
 
 def _recorded(name: str, value: Any) -> Done:
-    if inspect.iscoroutine(value):  # a sync fn that returned a coroutine: never awaited, never recorded
+    if isinstance(value, types.CoroutineType):  # (inspect.iscoroutine) a sync fn that returned a coroutine:
+        # never awaited, never recorded
         value.close()
         return False, "tool %r returned a coroutine: make its function an async def, or await inside it" % (name,), ""
     try:
@@ -261,7 +270,9 @@ class SyncRunner:
         if self._async_model:
             return self._blocking(model(messages, manifest))
         reply = model(messages, manifest)
-        if inspect.iscoroutine(reply):  # a sync model that returned a coroutine: refused, never awaited
+        if isinstance(
+            reply, types.CoroutineType
+        ):  # (inspect.iscoroutine) a sync model that returned a coroutine: refused, never awaited
             reply.close()
         return reply
 
@@ -290,7 +301,7 @@ class SyncRunner:
         if isinstance(handle, concurrent.futures.Future):
             outcome: Outcome = handle.result()
             return outcome
-        return cast(Done, handle)
+        return handle  # type: ignore[return-value]  # a Done (cast() is a call, in each step)
 
     def close(self) -> None:
         if self._owned is not None:

@@ -106,6 +106,7 @@ from ..messages import (
 from .options import Approver, OnRecord, RunOptions, RunOverrides
 from .plan import RECORD_OVERHEAD, PlannedCall, TurnPlan, plan_turn
 from .prices import add, amount_text, turn_cost
+from .records import tool_text, turn_text
 from .start import _Run, prepare_run, read_clock
 from ..tools.context import CallContext
 from ..tools.registry import Tool, ToolRegistry
@@ -158,10 +159,11 @@ def _reply_problem(reply: object) -> str:
         return "model reply text is %s, not a str" % (type(reply.text).__name__,)
     if not isinstance(reply.tool_calls, tuple):
         return "model reply tool_calls is %s, not a tuple" % (type(reply.tool_calls).__name__,)
+    data = getattr(reply, "provider_data", None)
     return (
         _calls_problem(reply.tool_calls)
-        or _usage_problem(reply.usage)
-        or _data_problem(getattr(reply, "provider_data", None))
+        or (reply.usage is not None and _usage_problem(reply.usage))  # the two are "" for None: not asked
+        or (data is not None and _data_problem(data))
         or _unrecordable(reply)
     )
 
@@ -209,6 +211,11 @@ def _data_problem(data: object) -> str:
 
 def _unrecordable(reply: ModelReply) -> str:
     """Why the reply's strings cannot be recorded, naming the first such place ("" when they can)."""
+    parts = [reply.text]
+    for call in reply.tool_calls:
+        parts += (call.name, call.id, call.arguments_error)
+    if "".join(parts).isascii():  # (str.join reads each str's own characters) RFC 7493 refuses none of ASCII
+        return ""
     try:  # checked, not encoded (the record encodes them once); on a failure, again one by one to name the place
         check_string(reply.text)
         for call in reply.tool_calls:
@@ -234,17 +241,35 @@ class _Recorder:
         self.first = first  # the hash of record 0: the run's name, in its origin
 
     def append(
-        self, kind: str, payload: Dict[str, Any], marked: Optional[Dict[str, Any]] = None, texts: Sequence[str] = ()
+        self,
+        kind: str,
+        payload: Dict[str, Any],
+        marked: Optional[Dict[str, Any]] = None,
+        texts: Sequence[str] = (),
+        assembled: Optional[str] = None,
     ) -> str:
-        """Write one record; ``marked`` is the payload with placeholders where the values of
-        ``texts`` (already encoded) stand: the record is built around them, not encoded again."""
+        """Write one record; ``assembled`` is the payload's text put together from its members'
+        texts (:mod:`agentloop.loop.records`), else ``marked`` is the payload with placeholders
+        where the values of ``texts`` (already encoded) stand: the record is built around them,
+        not encoded again."""
+        payload_text = assembled
+        if payload_text is None and marked is not None:
+            payload_text = canonical_text_spliced(marked, texts, "$.payload", 1)
+        if self.on_record is not None:
+            return self._tell(kind, payload, payload_text)
+        digest = self.out.append(kind, payload, payload_text)
+        if not self.first:  # record 0
+            self.first = digest
+        return digest
+
+    def _tell(self, kind: str, payload: Dict[str, Any], payload_text: Optional[str]) -> str:
+        """:meth:`append` with ``on_record``: the record written, then told."""
+        assert self.on_record is not None
         prev, seq = self.out.head, self.out.count
-        payload_text = None if marked is None else canonical_text_spliced(marked, texts, "$.payload", 1)
         digest = self.out.append(kind, payload, payload_text)
         if not seq:
             self.first = digest
-        if self.on_record is not None:
-            self.on_record({"hash": digest, "kind": kind, "payload": copy.deepcopy(payload), "prev": prev, "seq": seq})
+        self.on_record({"hash": digest, "kind": kind, "payload": copy.deepcopy(payload), "prev": prev, "seq": seq})
         return digest
 
 
@@ -457,9 +482,7 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
             )
             cost, cost_problem = turn_cost(r.price, reply.usage) if r.price is not None else (None, "")
             try:
-                payload = _turn_payload(plan, reply, spent, tokens, cost, reading)
-                calls, texts = plan.marked_calls()  # each call's arguments encoded once, by the plan
-                asked_by = record.append("assistant", payload, dict(payload, tool_calls=calls), texts)
+                asked_by = _record_turn(record, plan, _turn_payload(plan, reply, spent, tokens, cost, reading))
             except UnrecordableError as exc:  # only a reply over max_record_bytes
                 return stop("model_error", "model reply is not recordable: %s" % (exc,), reading)
             r.budgets.charge(spent, tokens, r.price is not None, cost, cost_problem)
@@ -477,6 +500,16 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
             ended = await _run_calls(r, runner, plan, spent.steps, record, messages, asked_by)
             if ended is not None:
                 return halt(ended)
+
+
+def _record_turn(record: _Recorder, plan: TurnPlan, payload: Dict[str, Any]) -> str:
+    """Write a turn's assistant record, each call's arguments encoded once (by the plan): the payload's
+    text assembled around them, else built around them with placeholders; return its hash."""
+    assembled = turn_text(payload, plan.calls)
+    if assembled is not None:
+        return record.append("assistant", payload, assembled=assembled)
+    calls, texts = plan.marked_calls()
+    return record.append("assistant", payload, dict(payload, tool_calls=calls), texts)
 
 
 def _request(r: _Run, record: _Recorder, step: int, call: PlannedCall, asked_by: str) -> ApprovalRequest:
@@ -570,7 +603,7 @@ async def _run_calls(
     the calls a resumed file already answers.
     """
     for whole in groups(plan.calls, r.registry):
-        group = [position for position in whole if position >= start]
+        group = [position for position in whole if position >= start] if start else whole
         if not group:
             continue
         ready = [
@@ -588,17 +621,21 @@ async def _run_calls(
             ready[0] = _act(verdict, cast(Job, ready[0]), call)
         handles = iter(runner.start([item for item in ready if isinstance(item, Job)]))
         for position, item in zip(group, ready):
-            outcome = await runner.wait(next(handles)) if isinstance(item, Job) else item
+            handle = next(handles) if isinstance(item, Job) else item
+            outcome = handle if type(handle) is tuple else await runner.wait(handle)  # a Done as it is: no await
             if isinstance(outcome, Raised):  # KeyboardInterrupt, SystemExit...: the records so far stand
                 raise outcome.exception
             call = plan.calls[position]
             ok, value, text = outcome
             result: Dict[str, Any] = {"step": step, "id": call.id, "name": call.name, "ok": ok}
             result["value" if ok else "error"] = value if ok else _bounded(value)
-            _decided(result, verdict, gate)
+            if verdict is not None or gate is not None:
+                _decided(result, verdict, gate)
             try:
                 # the value was encoded once, by its snapshot: the record is built around that text
-                record.append("tool", result, dict(result, value=placeholder(0)) if ok and text else None, [text])
+                assembled = tool_text(result, text)
+                marked = dict(result, value=placeholder(0)) if assembled is None and ok and text else None
+                record.append("tool", result, marked, [text], assembled)
             except UnrecordableError as exc:  # a result over max_record_bytes
                 ok, value, text = False, "tool %r returned an unrecordable result: %s" % (call.name, exc), ""
                 result = {"step": step, "id": call.id, "name": call.name, "ok": ok, "error": value}

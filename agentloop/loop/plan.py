@@ -15,6 +15,7 @@ arguments; :func:`plan_from_record` rebuilds a recorded turn's plan.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
@@ -32,7 +33,7 @@ ARGUMENTS_DEPTH = 4
 RECORD_OVERHEAD = 4096
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class PlannedCall:
     """One call as recorded: its ``id`` (the model's, or ``call_<step>_<position>``),
     ``name``, ``arguments`` (a plain-JSON snapshot, ``None`` when not recordable)
@@ -43,6 +44,12 @@ class PlannedCall:
     arguments: Optional[Dict[str, Any]]
     problem: str = ""
     arguments_text: str = field(default="", compare=False, repr=False)  # their RFC 8785 text
+
+    def __init__(
+        self, id: str, name: str, arguments: Optional[Dict[str, Any]], problem: str = "", arguments_text: str = ""
+    ) -> None:
+        # the generated __init__ of a frozen dataclass, in one call instead of object.__setattr__ per field
+        self.__dict__.update(id=id, name=name, arguments=arguments, problem=problem, arguments_text=arguments_text)
 
     def recorded(self) -> Dict[str, Any]:
         """The call in the assistant record: ``{id, name, arguments}``, plus
@@ -57,7 +64,7 @@ class PlannedCall:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class TurnPlan:
     """A reply's calls in the model's order, and the text the token estimate counts
     (the reply's text, each call's name and its arguments' canonical JSON); and the
@@ -67,6 +74,11 @@ class TurnPlan:
     calls: Tuple[PlannedCall, ...]
     emitted: str
     provider_data: Optional[Dict[str, Any]] = None
+
+    def __init__(
+        self, text: str, calls: Tuple[PlannedCall, ...], emitted: str, provider_data: Optional[Dict[str, Any]] = None
+    ) -> None:
+        self.__dict__.update(text=text, calls=calls, emitted=emitted, provider_data=provider_data)  # as PlannedCall's
 
     def marked_calls(self) -> Tuple[List[Dict[str, Any]], List[str]]:
         """The assistant record's ``tool_calls`` with each call's recorded arguments replaced by a
@@ -104,11 +116,11 @@ def plan_turn(reply: ModelReply, step: int, max_record_bytes: int) -> TurnPlan:
     calls: List[PlannedCall] = []
     emitted = [reply.text]
     seen = set()
-    room = max_record_bytes - len(reply.text.encode("utf-8")) - RECORD_OVERHEAD
+    room = max_record_bytes - _utf8_size(reply.text) - RECORD_OVERHEAD
     data = getattr(reply, "provider_data", None)
     if data is not None:  # plain JSON already (ModelReply, and the loop's check, saw to it)
         data, text = snapshot(data, "$.provider_data", PROVIDER_DATA_DEPTH)
-        room -= len(text.encode("utf-8"))
+        room -= _utf8_size(text)
     for position, call in enumerate(reply.tool_calls):
         call_id = call.id or "call_%d_%d" % (step, position)
         problem = "call id %s is used twice in this turn" % (json.dumps(call_id),) if call_id in seen else ""
@@ -120,7 +132,7 @@ def plan_turn(reply: ModelReply, step: int, max_record_bytes: int) -> TurnPlan:
             problem = problem or unrecordable
             emitted.append(call.name)
         else:
-            room -= len(text.encode("utf-8")) + len(call.name) + len(call_id)
+            room -= _utf8_size(text) + len(call.name) + len(call_id)
             emitted.append(call.name + text)
         calls.append(PlannedCall(call_id, call.name, arguments, problem, text))
     return TurnPlan(reply.text, tuple(calls), "".join(emitted), data)
@@ -152,11 +164,25 @@ def _read_arguments(
     if arguments_error:  # the adapter could not read them: that text is the error, verbatim
         return None, "", arguments_error
     try:
-        value, text = snapshot(arguments, json_path("$", name), ARGUMENTS_DEPTH)
+        value, text = snapshot(arguments, _call_path(name), ARGUMENTS_DEPTH)
     except UnrecordableError as exc:
         return None, "", "unrecordable arguments: %s" % (exc,)
-    size = len(text.encode("utf-8")) + len(name) + len(call_id)
+    size = _utf8_size(text) + len(name) + len(call_id)
     if size > room:
         reason = "arguments of %d bytes do not fit max_record_bytes %d" % (size, max_record_bytes)
-        return None, "", "unrecordable arguments: %s" % (UnrecordableError(json_path("$", name), reason),)
+        return None, "", "unrecordable arguments: %s" % (UnrecordableError(_call_path(name), reason),)
     return value, text, ""
+
+
+def _call_path(name: str) -> str:
+    """``json_path("$", name)``: the path of a call's arguments, made once per tool name (a regex match each;
+    a ``str`` subclass, which may write itself otherwise, each time)."""
+    return _plain_call_path(name) if type(name) is str else json_path("$", name)
+
+
+_plain_call_path = functools.lru_cache(maxsize=256)(functools.partial(json_path, "$"))
+
+
+def _utf8_size(text: str) -> int:
+    """``len(text.encode("utf-8"))``, without the copy when ``text`` is an ASCII ``str``."""
+    return len(text) if type(text) is str and text.isascii() else len(text.encode("utf-8"))

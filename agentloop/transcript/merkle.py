@@ -126,8 +126,14 @@ class CompactRange:
         self._size += 1
 
     def append_data(self, data: Bytes) -> None:
-        """Add the leaf whose data is ``data`` (a record line without ``\\n``)."""
-        self.append(leaf_hash(data))
+        """Add the leaf whose data is ``data`` (a record line without ``\\n``): :meth:`append` of
+        :func:`leaf_hash`, the hashes made in line (one record's work, for each record written)."""
+        node, carry, peaks = hashlib.sha256(_LEAF + data).digest(), self._size, self._peaks
+        while carry & 1:
+            node = hashlib.sha256(_NODE + peaks.pop() + node).digest()
+            carry >>= 1
+        peaks.append(node)
+        self._size += 1
 
     def root(self) -> bytes:
         """MTH of the leaves so far; :data:`EMPTY_ROOT` when there are none."""

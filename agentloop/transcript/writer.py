@@ -32,13 +32,19 @@ def record_line(
     when the caller has it, is the payload's RFC 8785 text, spliced in rather than encoded again.
     Raises :class:`~agentloop.errors.UnrecordableError` for a payload that cannot be recorded."""
     if payload_text is not None:  # RFC 8785 section 3.2.3: kind < payload < prev < seq
+        kind_text = _KIND_TEXTS.get(kind) if type(kind) is str else None
         body = (
-            '{"kind":%s,"payload":%s,"prev":"%s","seq":%d}' % (canonical_text(kind, "$.kind"), payload_text, prev, seq)
+            '{"kind":%s,"payload":%s,"prev":"%s","seq":%d}'
+            % (kind_text or canonical_text(kind, "$.kind"), payload_text, prev, seq)
         ).encode("utf-8")
     else:
         body = canonical_bytes({"kind": kind, "payload": payload, "prev": prev, "seq": seq})
     digest = hashlib.sha256(body).hexdigest()
     return digest, _HEAD + digest.encode("ascii") + b'",' + body[1:] + b"\n"
+
+
+# The RFC 8785 text of each record kind the loop writes (docs/format.md section 3), made once.
+_KIND_TEXTS = {kind: canonical_text(kind) for kind in ("task", "assistant", "tool", "stop")}
 
 
 def _beside(path: str) -> str:
@@ -227,10 +233,9 @@ class TranscriptWriter:
             raise UnrecordableError(
                 "$", "%s record of %d bytes exceeds max_record_bytes %d" % (_a(kind), len(line), self._limit)
             )
-        data = line
-        while data:
-            written = os.write(self._fd, data)
-            data = data[written:]
+        written = os.write(self._fd, line)
+        while written < len(line):  # a short write (a signal, a full pipe): the rest, until all of it is written
+            written += os.write(self._fd, line[written:])
         if self._fsync:
             os.fsync(self._fd)
         self._range.append_data(line[:-1])  # RFC 6962 leaf: the line without its newline

@@ -24,7 +24,7 @@ import unittest
 from typing import Any, Dict, List, Optional, Sequence
 from unittest import mock
 
-from agentloop import ModelReply, ScriptedModel, Tool, ToolCall, run, verify_file
+from agentloop import ModelReply, ScriptedModel, Tool, ToolCall, ToolFailure, Usage, run, verify_file
 from agentloop.canonical import MAX_DEPTH, placeholder
 from agentloop.loop import engine
 
@@ -69,6 +69,28 @@ STRINGS = [
     "x" + placeholder(1),
 ]
 
+ODD_NAMES = ["no tool é", "\u2028", 'q"\\', placeholder(0)]  # unknown tools: their calls fail as data
+
+
+def _name(tool: str, names: random.Random) -> str:
+    """``tool``, or now and then an odd name drawn from ``names`` (the values drawn stay those of the seed)."""
+    return tool if names.random() < 0.9 else names.choice(ODD_NAMES)
+
+
+def _usage(names: random.Random) -> Optional[Usage]:
+    """No usage, or one with some of its optional counts, now and then near 2**53 (a total beyond it)."""
+    if names.random() < 0.4:
+        return None
+    big = names.random() < 0.1
+    output = names.choice([1, 50, 2**52]) if big else names.randint(1, 50)
+    return Usage(
+        names.choice([2**52, 2**53 - 1]) if big else names.randint(10, 500),
+        output,
+        cache_read_tokens=names.choice([0, 0, 3]),
+        cache_write_tokens=names.choice([0, 0, 5]),
+        reasoning_tokens=names.choice([0, 0, 1]),
+    )
+
 
 class _Values:
     def __init__(self, rng: random.Random) -> None:
@@ -109,11 +131,26 @@ class _Values:
         return self.value()
 
 
+class _Fail:
+    """A tool call that fails with ``text`` as its error."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _failing(value: Any, names: random.Random) -> Any:
+    """``value``, or now and then a failure with one of the odd strings (lone surrogates, noncharacters...)."""
+    return _Fail(names.choice(STRINGS) + "!") if names.random() < 0.2 else value
+
+
 def _run(folder: str, name: str, script: List[ModelReply], results: List[Any], max_record_bytes: int) -> bytes:
     queue = list(results)
 
     def answer(**arguments: Any) -> Any:
-        return queue.pop(0) if queue else "done"
+        value = queue.pop(0) if queue else "done"
+        if isinstance(value, _Fail):
+            raise ToolFailure(value.text)  # recorded verbatim as the error: the same checks as a value's strings
+        return value
 
     tools = [
         Tool("t", "a tool", {"type": "object"}, answer),
@@ -134,7 +171,12 @@ def _run(folder: str, name: str, script: List[ModelReply], results: List[Any], m
 
 
 def _whole(
-    self: Any, kind: str, payload: Dict[str, Any], marked: Optional[Dict[str, Any]] = None, texts: Sequence[str] = ()
+    self: Any,
+    kind: str,
+    payload: Dict[str, Any],
+    marked: Optional[Dict[str, Any]] = None,
+    texts: Sequence[str] = (),
+    assembled: Optional[str] = None,
 ) -> str:
     return _APPEND(self, kind, payload)  # every record encoded whole, as before the loop encoded values once
 
@@ -150,31 +192,40 @@ class TestEncodeOnce(unittest.TestCase):
     def test_records_built_around_encoded_values_are_the_records_encoded_whole(self) -> None:
         rng = random.Random(SEED)
         values = _Values(rng)
-        spliced = failed = too_big = 0
-        real = engine.canonical_text_spliced
+        names = random.Random(SEED + 1)  # its own stream: the values drawn are those of the seed
+        counts = {"spliced": 0, "turn": 0, "tool": 0}
+        failed = too_big = usage = truncated = 0
 
-        def counted(*args: Any, **kwargs: Any) -> Optional[str]:
-            nonlocal spliced
-            text = real(*args, **kwargs)
-            spliced += text is not None
-            return text
+        def counting(name: str, real: Any) -> Any:
+            def counted(*args: Any, **kwargs: Any) -> Optional[str]:
+                text = real(*args, **kwargs)
+                counts[name] += text is not None
+                return text
+
+            return counted
 
         for case in range(CASES):
             script = []
             for step in range(rng.randint(1, 4)):
                 calls = [
                     ToolCall(
-                        rng.choice(["t", "p"]),
+                        _name(rng.choice(["t", "p"]), names),
                         values.arguments(),
                         rng.choice(["", "", "", placeholder(0), placeholder(1), "id é"]),
                     )
                     for _ in range(rng.randint(0, 3))
                 ]
-                script.append(ModelReply(rng.choice(["", "é", placeholder(0)]), calls))
+                script.append(
+                    ModelReply(rng.choice(["", "é", placeholder(0)]), calls, _usage(names), names.random() < 0.2)
+                )
             script.append(ModelReply("end"))
-            results = [values.result() for _ in range(12)]
+            results = [_failing(values.result(), names) for _ in range(12)]
             limit = rng.choice([64 * 1024, 1024 * 1024])
-            with mock.patch.object(engine, "canonical_text_spliced", counted):
+            with mock.patch.object(
+                engine, "canonical_text_spliced", counting("spliced", engine.canonical_text_spliced)
+            ), mock.patch.object(engine, "turn_text", counting("turn", engine.turn_text)), mock.patch.object(
+                engine, "tool_text", counting("tool", engine.tool_text)
+            ):
                 once = _run(self.folder, "once%d.jsonl" % case, script, results, limit)
             with mock.patch.object(engine._Recorder, "append", _whole):
                 whole = _run(self.folder, "whole%d.jsonl" % case, script, results, limit)
@@ -182,7 +233,13 @@ class TestEncodeOnce(unittest.TestCase):
             self.assertTrue(verify_file(os.path.join(self.folder, "once%d.jsonl" % case)).ok, case)
             failed += once.count(b"returned an unrecordable result")
             too_big += once.count(b"exceeds max_record_bytes")
-        self.assertGreater(spliced, CASES * 2, "records built around their values' texts")
+            usage += once.count(b'"usage":{')
+            truncated += once.count(b'"truncated":true')
+        self.assertGreater(counts["turn"], CASES, "assistant records assembled from their members' texts")
+        self.assertGreater(counts["tool"], CASES * 2, "tool records assembled from their members' texts")
+        self.assertGreater(counts["spliced"], CASES // 4, "records built around their values' texts")
+        self.assertGreater(usage, CASES // 3, "assistant records with usage")
+        self.assertGreater(truncated, CASES // 6, "assistant records of truncated replies")
         self.assertGreater(failed, CASES // 4, "results that cannot be recorded: the same failure records")
         self.assertGreater(too_big, CASES // 30, "results too big for a record: the same failure records")
 
