@@ -131,6 +131,13 @@ class BatchResult:
     failed: Tuple[RunEntry, ...] = ()
     runs: int = 0
 
+    def __post_init__(self) -> None:
+        # built with entries only (as before keep_entries): failed and runs are the entries', as they were
+        if not self.failed:
+            object.__setattr__(self, "failed", tuple(entry for entry in self.entries if not entry.ok))
+        if not self.runs:
+            object.__setattr__(self, "runs", len(self.entries))
+
     @property
     def ok(self) -> bool:
         """Every run is ``ok``."""

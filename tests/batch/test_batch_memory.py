@@ -8,13 +8,14 @@ import concurrent.futures
 import gc
 import hashlib
 import os
+import pickle
 import random
 import tracemalloc
 import unittest
 from typing import Any, List, Tuple
 
 from agentloop.batch import RunSpec, audit_batch, parse_ledger, run_many
-from agentloop.batch.driver import RunEntry
+from agentloop.batch.driver import BatchResult, RunEntry
 from agentloop.batch.ledger import GrowingLedger, iter_ledger, ledger_bytes, ledger_root, line_at
 from agentloop.batch.spec import spec_list_hash
 from agentloop.canonical import MAX_DEPTH, canonical_bytes
@@ -174,6 +175,16 @@ def _entries_alike(case: unittest.TestCase, left: Tuple[RunEntry, ...], right: T
         [(e.name, e.status, e.error, e.ledger_line()) for e in left],
         [(e.name, e.status, e.error, e.ledger_line()) for e in right],
     )
+
+
+class TestBatchResult(unittest.TestCase):
+    def test_built_from_entries_alone_it_still_names_the_failed_ones(self) -> None:
+        entries = (RunEntry("a", "ok", "o", "a.jsonl"), RunEntry("b", "rejected", "o", "b.jsonl", error="missing"))
+        result = BatchResult(entries, "origin", "manifest.jsonl", "root", b"note", None, None)
+        self.assertEqual((result.failed, result.runs, result.ok), (entries[1:], 2, False))
+        self.assertEqual(pickle.loads(pickle.dumps(result)), result)
+        flat = BatchResult((), "origin", "manifest.jsonl", "root", b"note", None, None, None, entries[1:], 5)
+        self.assertEqual((flat.failed, flat.runs, flat.ok), (entries[1:], 5, False))
 
 
 class TestKeepEntries(TempDir):
