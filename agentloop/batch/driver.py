@@ -131,6 +131,13 @@ class BatchResult:
     failed: Tuple[RunEntry, ...] = ()
     runs: int = 0
 
+    def __post_init__(self) -> None:
+        # built with entries only (as before keep_entries): failed and runs are the entries', as they were
+        if not self.failed:
+            object.__setattr__(self, "failed", tuple(entry for entry in self.entries if not entry.ok))
+        if not self.runs:
+            object.__setattr__(self, "runs", len(self.entries))
+
     @property
     def ok(self) -> bool:
         """Every run is ``ok``."""
@@ -554,11 +561,17 @@ class _Batch:
         self, executor: concurrent.futures.Executor, index: int, futures: Dict[Any, int], broken: List[int]
     ) -> None:
         try:
-            futures[executor.submit(run_one, self.job(index))] = index
+            future = executor.submit(run_one, self.job(index))
         except concurrent.futures.BrokenExecutor:
             broken.append(index)
         except Exception as exc:
             self.finish(index, None, exc)
+        else:
+            if future in futures:  # a future handed out twice answers the run it was first given, not this one
+                name = self.spec_list[futures[future]].name
+                self.finish(index, None, RuntimeError("the executor returned the future of run %s again" % (name,)))
+            else:
+                futures[future] = index
 
     def _collect(self, future: "concurrent.futures.Future[str]", index: int, broken: List[int]) -> None:
         try:
@@ -593,6 +606,11 @@ def _write_ledger(
     """The ledger (the earlier one grown by a line for each run not certified before), checked to extend the
     earlier checkpoint, then written."""
     ledger = batch.ledger
+    if batch.done != len(batch.spec_list) or ledger.waiting:  # a ledger missing a run is never written or signed
+        raise LedgerMismatchError(
+            "%d of %d runs settled, %d ledger lines waiting: nothing is written"
+            % (batch.done, len(batch.spec_list), ledger.waiting)
+        )
     unsigned = ManifestCheckpoint(origin, ledger.size, ledger.root())
     made = sign_checkpoint(unsigned, key, () if signer is None else (signer,))
     if earlier_note is not None:

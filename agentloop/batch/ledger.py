@@ -277,6 +277,8 @@ class GrowingLedger:
     compact range.  What it holds is the ledger itself (``data``, one
     ``bytearray``), the lines that came before an earlier one, and
     O(log n) subtree roots: never a line twice, never a list of leaves.
+    It takes no lock: :func:`~agentloop.batch.run_many` puts every line from
+    its own thread (it collects the futures there, whatever the executor).
     """
 
     __slots__ = ("data", "_tree", "_next", "_waiting")

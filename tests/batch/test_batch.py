@@ -12,6 +12,7 @@ import sys
 import types
 import unittest
 from typing import Any, List, Optional, Sequence
+from unittest import mock
 
 from agentloop.batch import (
     RunSpec,
@@ -24,7 +25,8 @@ from agentloop.batch import (
     prove_run,
     run_many,
 )
-from agentloop.batch.ledger import ManifestCheckpoint, make_checkpoint
+from agentloop.batch import earlier
+from agentloop.batch.ledger import ManifestCheckpoint, ledger_bytes, make_checkpoint
 from agentloop.batch.spec import spec_list_hash
 from agentloop.batch.executors import process_pool
 from agentloop.canonical import canonical_bytes
@@ -213,6 +215,32 @@ class TestTrustNothing(BatchCase):
         self.assertEqual(self.read(first.manifest), ledger)  # nothing was written
         self.assertEqual(self.read(self.path("a/run-06.jsonl")), torn)  # evidence is never replaced
         self.assertFalse(os.path.exists(self.path("a/run-07.jsonl")))
+
+    def test_a_ledger_changed_on_disk_after_resume_read_it_is_neither_trusted_nor_grown(self) -> None:
+        os.makedirs(self.path("a"))
+        with open(self.path("a/run-04.jsonl"), "wb") as handle:
+            handle.write(b"someone else's file\n")  # run-04: a worker_error line
+        note = self.path("a/manifest.checkpoint")
+        first = self.batch("a", checkpoint=note, key=KEY)
+        os.unlink(self.path("a/run-04.jsonl"))
+        checked = self.read(first.manifest)
+        lines = [json.loads(line) for line in checked.splitlines()]
+        lines[4] = dict(lines[0], name="run-04", origin=lines[4]["origin"])  # run-04 "ok", with run-00's facts
+        forged = ledger_bytes(lines)
+        real = earlier.transcript_facts
+
+        def rewrite(path: str) -> Any:  # while the certified files are checked, the ledger on disk changes
+            with open(first.manifest, "wb") as handle:
+                handle.write(forged)
+            return real(path)
+
+        with mock.patch.object(earlier, "transcript_facts", rewrite):
+            again = self.batch("a", checkpoint=note, key=KEY, resume=True)
+        self.assertTrue(again.ok and again.extends, again.failed)
+        grown = self.read(first.manifest)
+        self.assertEqual(grown[: len(checked)], checked)  # the bytes checked, grown by run-04 run again
+        self.assertEqual(parse_ledger(grown[len(checked) :])[0]["name"], "run-04")
+        check_manifest_checkpoint(parse_manifest_checkpoint(self.read(note)), grown, KEY)
 
     def test_resume_keeps_only_what_verifies_with_the_expected_origin(self) -> None:
         self.batch("a")

@@ -17,8 +17,10 @@ from typing import Any, Callable, List
 from unittest import mock
 
 from agentloop.batch import RunSpec, parse_ledger, run_many
+from agentloop.batch.driver import RunEntry, _Batch, _write_ledger
+from agentloop.batch.ledger import GrowingLedger
 from agentloop.batch.worker import make_job, run_one
-from agentloop.errors import RunConfigError
+from agentloop.errors import LedgerMismatchError, RunConfigError
 
 from tests.support.helpers import TempDir
 
@@ -69,6 +71,19 @@ class CancellingExecutor(concurrent.futures.Executor):
         future.cancel()
         future.set_running_or_notify_cancel()  # what an executor does when it reaches a cancelled job
         return future
+
+
+class RepeatingExecutor(RewritingExecutor):
+    """Runs each job, but hands the first job's future back again for the second (a buggy cache of futures)."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda job, reply: reply)
+        self.given: List["concurrent.futures.Future[Any]"] = []
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> "concurrent.futures.Future[Any]":
+        future = super().submit(fn, *args, **kwargs)
+        self.given.append(future)
+        return self.given[0] if len(self.given) == 2 else future
 
 
 class Unprintable(Exception):
@@ -216,6 +231,31 @@ class TestWorkerErrors(DriverCase):
         )
         self.batch(spec_list=two_specs()[:1], out_dir=self.path("serial"))
         self.assertEqual(read(self.path("out/first.jsonl")), read(self.path("serial/first.jsonl")))
+
+    def test_a_future_handed_out_twice_fails_the_later_run_and_loses_no_line(self) -> None:
+        spec_list = [RunSpec("run-%d" % i, "task %d" % i, 3, 10000) for i in range(4)]
+        result = self.batch(RepeatingExecutor(), spec_list, checkpoint=self.path("out/manifest.checkpoint"))
+        self.assertEqual(
+            self.outcomes(result)[:2],
+            [
+                ("run-0", "ok", "", ""),
+                ("run-1", "worker_error", "RuntimeError", "the executor returned the future of run run-0 again"),
+            ],
+        )
+        lines = parse_ledger(read(result.manifest))
+        self.assertEqual([(line["name"], line["status"]) for line in lines][2:], [("run-2", "ok"), ("run-3", "ok")])
+        self.assertEqual(len(lines), 4)
+
+    def test_a_ledger_missing_a_run_is_neither_written_nor_signed(self) -> None:
+        spec_list = two_specs()
+        out = self.path("out")
+        batch = _Batch(spec_list, b"\x11" * 64, (MODEL, TOOLS, out, "path", 1 << 20), None, True, GrowingLedger())
+        batch.settle(1, RunEntry("second", "worker_error", batch.origin(1), batch.path(1), error="E"))
+        manifest, note = self.path("manifest.jsonl"), self.path("manifest.checkpoint")
+        with self.assertRaises(LedgerMismatchError) as raised:
+            _write_ledger(batch, "agentloop-manifest/1/" + "0" * 64, manifest, note, b"k" * 32, None, None, None)
+        self.assertEqual(str(raised.exception), "1 of 2 runs settled, 1 ledger lines waiting: nothing is written")
+        self.assertFalse(os.path.lexists(manifest) or os.path.lexists(note))
 
 
 class TestMisuse(DriverCase):
