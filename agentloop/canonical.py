@@ -147,7 +147,8 @@ def check_string(text: str, path: str = "$") -> str:
     """``text`` if it is a recordable JSON string (RFC 7493 section 2.1: no lone
     surrogate, no noncharacter), else :class:`~agentloop.errors.UnrecordableError`
     naming ``path``: what encoding it would check, without encoding it."""
-    if text.isascii() or _MAYBE_NOT_I_JSON.search(text) is None:
+    # str.isascii: the characters themselves (a str subclass's own isascii may say anything)
+    if str.isascii(text) or _MAYBE_NOT_I_JSON.search(text) is None:
         return text
     match = _NOT_I_JSON.search(text)
     if match is not None:
