@@ -90,7 +90,7 @@ def json_path(parent: str, key: object) -> str:
     """Extend a JSONPath-like location: ``$.a``, ``$["odd key"]``, ``$[3]``."""
     if isinstance(key, int) and not isinstance(key, bool):
         return "%s[%d]" % (parent, key)
-    text = str(key)
+    text = str.__str__(key) if isinstance(key, str) else str(key)  # a str subclass: its characters, not its __str__
     if _IDENTIFIER.match(text):
         return "%s.%s" % (parent, text)
     return "%s[%s]" % (parent, json.dumps(text, ensure_ascii=True))
@@ -139,8 +139,9 @@ def format_number(value: float) -> str:
 
 def _sort_key(key: str) -> bytes:
     # RFC 8785 section 3.2.3: compare keys as arrays of UTF-16 code units.
-    # Big-endian UTF-16 bytes compare exactly like those code units.
-    return key.encode("utf-16-be", "surrogatepass")
+    # Big-endian UTF-16 bytes compare exactly like those code units (str.encode: a str subclass's
+    # characters, as the record writes them, not what its own encode gives).
+    return str.encode(key, "utf-16-be", "surrogatepass")
 
 
 def check_string(text: str, path: str = "$") -> str:

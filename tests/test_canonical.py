@@ -195,6 +195,19 @@ class TestStringsAndKeys(unittest.TestCase):
                 check_string(Ascii(text))
         self.assertEqual(canonical_text([Ascii("\u00e9")]), '["\u00e9"]')
 
+    def test_a_str_subclass_key_sorts_and_is_named_by_its_characters(self) -> None:
+        class Key(str):  # writes and prints itself otherwise
+            def encode(self, *args: object, **kwargs: object) -> bytes:
+                return b"\xff"
+
+            def __str__(self) -> str:
+                return "other"
+
+        self.assertEqual(canonical_text({"late": 1, Key("k"): 2}), '{"k":2,"late":1}')
+        with self.assertRaises(UnrecordableError) as caught:
+            canonical_text({Key("k"): float("nan")})
+        self.assertEqual(caught.exception.path, "$.k")
+
     def test_non_string_keys_and_non_json_types_are_unrecordable(self) -> None:
         for value, message in [
             ({1: "a"}, "$: object key 1 is a int, not a string"),
