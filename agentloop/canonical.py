@@ -469,6 +469,10 @@ def _flat(value: Any, depth: int) -> Optional[Tuple[Dict[str, Any], str]]:
     """
     if type(value) is not dict or len(value) > _FLAT_MEMBERS or depth >= MAX_DEPTH:
         return None
+    try:  # read once, in C: the checks, the text and the copy are of one reading (a tool's own thread may
+        value = dict(value)  # change the dict it returned meanwhile)
+    except RuntimeError:  # changed while copied
+        return None
     for key, item in value.items():
         kind = type(item)
         if type(key) is not str or not (kind is str or kind is int or kind is bool or item is None):
@@ -493,7 +497,7 @@ def _flat_member(item: Any) -> Optional[str]:
         return _encode_string(item) if item.isascii() or _i_json(item) else None
     if type(item) is int:
         return int.__repr__(item) if -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER else None
-    return "null" if item is None else "true" if item else "false"
+    return "null" if item is None else "true" if item is True else "false" if item is False else None
 
 
 def snapshot(value: Any, path: str = "$", depth: int = 0) -> Tuple[Any, str]:
