@@ -469,8 +469,10 @@ def _flat(value: Any, depth: int) -> Optional[Tuple[Dict[str, Any], str]]:
     """
     if type(value) is not dict or len(value) > _FLAT_MEMBERS or depth >= MAX_DEPTH:
         return None
-    try:  # read once, in C: the checks, the text and the copy are of one reading (a tool's own thread may
-        value = dict(value)  # change the dict it returned meanwhile)
+    # Read once, in C: the checks, the text and the copy are of one reading (a tool's own thread may change
+    # the dict it returned meanwhile; read twice, a list put in between was written as ``true``).
+    try:
+        value = dict(value)
     except RuntimeError:  # changed while copied
         return None
     for key, item in value.items():
