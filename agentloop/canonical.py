@@ -90,7 +90,7 @@ def json_path(parent: str, key: object) -> str:
     """Extend a JSONPath-like location: ``$.a``, ``$["odd key"]``, ``$[3]``."""
     if isinstance(key, int) and not isinstance(key, bool):
         return "%s[%d]" % (parent, key)
-    text = str(key)
+    text = str.__str__(key) if isinstance(key, str) else str(key)  # a str subclass: its characters, not its __str__
     if _IDENTIFIER.match(text):
         return "%s.%s" % (parent, text)
     return "%s[%s]" % (parent, json.dumps(text, ensure_ascii=True))
@@ -139,15 +139,17 @@ def format_number(value: float) -> str:
 
 def _sort_key(key: str) -> bytes:
     # RFC 8785 section 3.2.3: compare keys as arrays of UTF-16 code units.
-    # Big-endian UTF-16 bytes compare exactly like those code units.
-    return key.encode("utf-16-be", "surrogatepass")
+    # Big-endian UTF-16 bytes compare exactly like those code units (str.encode: a str subclass's
+    # characters, as the record writes them, not what its own encode gives).
+    return str.encode(key, "utf-16-be", "surrogatepass")
 
 
 def check_string(text: str, path: str = "$") -> str:
     """``text`` if it is a recordable JSON string (RFC 7493 section 2.1: no lone
     surrogate, no noncharacter), else :class:`~agentloop.errors.UnrecordableError`
     naming ``path``: what encoding it would check, without encoding it."""
-    if text.isascii() or _MAYBE_NOT_I_JSON.search(text) is None:
+    # str.isascii: the characters themselves (a str subclass's own isascii may say anything)
+    if str.isascii(text) or _MAYBE_NOT_I_JSON.search(text) is None:
         return text
     match = _NOT_I_JSON.search(text)
     if match is not None:
@@ -467,6 +469,12 @@ def _flat(value: Any, depth: int) -> Optional[Tuple[Dict[str, Any], str]]:
     """
     if type(value) is not dict or len(value) > _FLAT_MEMBERS or depth >= MAX_DEPTH:
         return None
+    # Read once, in C: the checks, the text and the copy are of one reading (a tool's own thread may change
+    # the dict it returned meanwhile; read twice, a list put in between was written as ``true``).
+    try:
+        value = dict(value)
+    except RuntimeError:  # changed while copied
+        return None
     for key, item in value.items():
         kind = type(item)
         if type(key) is not str or not (kind is str or kind is int or kind is bool or item is None):
@@ -491,7 +499,7 @@ def _flat_member(item: Any) -> Optional[str]:
         return _encode_string(item) if item.isascii() or _i_json(item) else None
     if type(item) is int:
         return int.__repr__(item) if -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER else None
-    return "null" if item is None else "true" if item else "false"
+    return "null" if item is None else "true" if item is True else "false" if item is False else None
 
 
 def snapshot(value: Any, path: str = "$", depth: int = 0) -> Tuple[Any, str]:

@@ -10,7 +10,15 @@ import unittest
 from pathlib import Path
 from typing import List
 
-from agentloop.canonical import MAX_DEPTH, MAX_SAFE_INTEGER, canonical_bytes, canonical_text, format_number, json_path
+from agentloop.canonical import (
+    MAX_DEPTH,
+    MAX_SAFE_INTEGER,
+    canonical_bytes,
+    canonical_text,
+    check_string,
+    format_number,
+    json_path,
+)
 from agentloop.errors import UnrecordableError
 
 VECTORS = Path(__file__).resolve().parent / "vectors" / "jcs"
@@ -170,6 +178,35 @@ class TestStringsAndKeys(unittest.TestCase):
         self.assertEqual(str(caught.exception), "$.k: string has a lone surrogate U+D800 at index 2")
         with self.assertRaises(UnrecordableError):
             canonical_text({"\udc00": 1})
+
+    def test_a_str_subclass_is_checked_by_its_characters_not_its_own_isascii(self) -> None:
+        class Ascii(str):  # says it is ASCII whatever it holds
+            def isascii(self) -> bool:
+                return True
+
+        for text, message in [
+            ("x\ufffe", "$.k: string has the noncharacter U+FFFE at index 1"),
+            ("\u00e9\ud800", "$.k: string has a lone surrogate U+D800 at index 1"),
+        ]:
+            with self.subTest(message), self.assertRaises(UnrecordableError) as caught:
+                canonical_text({"k": Ascii(text)})
+            self.assertEqual(str(caught.exception), message)
+            with self.assertRaises(UnrecordableError):
+                check_string(Ascii(text))
+        self.assertEqual(canonical_text([Ascii("\u00e9")]), '["\u00e9"]')
+
+    def test_a_str_subclass_key_sorts_and_is_named_by_its_characters(self) -> None:
+        class Key(str):  # writes and prints itself otherwise
+            def encode(self, *args: object, **kwargs: object) -> bytes:
+                return b"\xff"
+
+            def __str__(self) -> str:
+                return "other"
+
+        self.assertEqual(canonical_text({"late": 1, Key("k"): 2}), '{"k":2,"late":1}')
+        with self.assertRaises(UnrecordableError) as caught:
+            canonical_text({Key("k"): float("nan")})
+        self.assertEqual(caught.exception.path, "$.k")
 
     def test_non_string_keys_and_non_json_types_are_unrecordable(self) -> None:
         for value, message in [

@@ -18,6 +18,7 @@ import math
 import os
 import random
 import struct
+import sys
 import unittest
 from collections import OrderedDict
 from typing import Any, List, Optional, Tuple
@@ -246,6 +247,22 @@ class TestFastPath(unittest.TestCase):
             with self.assertRaises(UnrecordableError) as caught:
                 canonical.check_string(text, "$.t")
             self.assertIn("U+%04X at index %d" % (ord(match.group()), match.start()), str(caught.exception))
+
+    def test_a_small_flat_object_is_read_once_for_its_text_and_its_copy(self) -> None:
+        # a tool's own thread may change the dict it returned while it is snapshotted; here a tracer does,
+        # each time _flat writes a member: the text and the copy are still of one reading, and agree
+        original: Any = {"a": "x", "b": "y"}
+
+        def tracer(frame: Any, event: str, arg: Any) -> None:
+            if event == "call" and frame.f_code is canonical._flat_member.__code__:
+                original["b"], original["c"] = [1], 1
+
+        sys.settrace(tracer)
+        try:
+            copy_, text = snapshot(original)
+        finally:
+            sys.settrace(None)
+        self.assertEqual((copy_, text), ({"a": "x", "b": "y"}, '{"a":"x","b":"y"}'))
 
     def test_snapshot_gives_the_same_copy_either_way(self) -> None:
         value = {"a": [1, 2.5, "x"], "b": {"c": None}}

@@ -243,6 +243,37 @@ class TestEncodeOnce(unittest.TestCase):
         self.assertGreater(failed, CASES // 4, "results that cannot be recorded: the same failure records")
         self.assertGreater(too_big, CASES // 30, "results too big for a record: the same failure records")
 
+    def test_values_of_str_subclasses_that_misreport_themselves_are_recorded_by_their_characters(self) -> None:
+        # a key whose encode and __str__ say otherwise, a string that says it is ASCII: the records hold their
+        # characters, in RFC 8785 order, and refuse the noncharacter and the lone surrogate they hide
+        class Key(str):
+            def encode(self, *args: Any, **kwargs: Any) -> bytes:
+                return b"\xff"
+
+            def __str__(self) -> str:
+                return "other"
+
+        class Ascii(str):
+            def isascii(self) -> bool:
+                return True
+
+        results = [
+            {"late": 1, Key("k"): [2]},
+            {"x": Ascii("a\ufffe")},
+            [Ascii("\u00e9\ud800")],
+            {Key("n"): Ascii("ok")},
+        ]
+        script = [ModelReply("", [ToolCall("t", {}) for _ in results]), ModelReply("end")]
+        with mock.patch.object(engine._Recorder, "append", _whole):
+            whole = _run(self.folder, "whole.jsonl", script, results, 64 * 1024)
+        once = _run(self.folder, "once.jsonl", script, results, 64 * 1024)
+        self.assertEqual(once, whole)
+        self.assertTrue(verify_file(os.path.join(self.folder, "once.jsonl")).ok)
+        self.assertIn(b'"value":{"k":[2],"late":1}', once)
+        self.assertIn(b'"value":{"n":"ok"}', once)
+        self.assertIn(b"$.x: string has the noncharacter U+FFFE at index 1", once)
+        self.assertIn(b"$[0]: string has a lone surrogate U+D800 at index 1", once)
+
 
 if __name__ == "__main__":
     unittest.main()

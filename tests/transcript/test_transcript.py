@@ -10,14 +10,17 @@ import random
 import tracemalloc
 import unittest
 from typing import Any, Dict, List, Set, Tuple
+from unittest import mock
 
 from agentloop import FAULT_KINDS, Fault, TranscriptWriter, verify_file, verify_records
 from agentloop.canonical import canonical_bytes
 from agentloop.errors import RunConfigError, TranscriptExistsError, UnrecordableError
+from agentloop.transcript import writer as writer_module
 from agentloop.transcript.format import GENESIS
 
 from tests.support.helpers import TempDir, read_lines, read_records
 from tests.support.runs import Run
+from tests.transcript.test_merkle import mth
 
 Faults = Set[Tuple[Any, str]]
 
@@ -50,6 +53,27 @@ class TestWriter(TempDir):
                 + b"0" * 64
                 + b'","seq":0}\n',
             )
+
+    def test_short_writes_write_each_line_whole_and_the_root_stays_the_tree_of_the_lines(self) -> None:
+        # os.write may write less than asked (a signal, a full pipe): the writer writes the rest
+        records = [("task", {"format": "agentloop/1", "task": "t"})] + [("tool", {"n": n}) for n in range(5)]
+        real, calls = os.write, []
+
+        def short(fd: int, data: Any) -> int:
+            calls.append(len(data))
+            return real(fd, bytes(data[:7]))
+
+        with TranscriptWriter(self.path("whole.jsonl")) as whole:
+            for kind, payload in records:
+                whole.append(kind, payload)
+        with mock.patch.object(writer_module.os, "write", short), TranscriptWriter(self.path("short.jsonl")) as out:
+            for kind, payload in records:
+                out.append(kind, payload)
+            root = out.root
+        lines = read_lines(self.path("whole.jsonl"))
+        self.assertEqual(read_lines(self.path("short.jsonl")), lines)
+        self.assertEqual(root, mth([line[:-1] for line in lines]).hex())  # RFC 6962 2.1.1, by its own reading
+        self.assertGreater(len(calls), sum(len(line) for line in lines) // 7)
 
     def test_a_continuing_writer_ends_where_one_writer_would(self) -> None:
         records = [
