@@ -213,6 +213,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=32)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--memory", action="store_true", help="4.: peak memory of run_many and audit_batch at --sizes")
+    parser.add_argument("--control-seconds", type=float, default=0.5, help="each share of the control")
     parser.add_argument("--sizes", default="1000,10000")
     args = parser.parse_args()
     if args.memory:
@@ -286,7 +287,10 @@ def main() -> None:
             "verify --workers 2 / --workers 1 throughput: %.2fx (target >= 1.7x); each round: %s"
             % (best[1] / best[2], " ".join("%.2f" % (one / two) for one, two in zip(times[1], times[2])))
         )
-        print("control: 2 processes / 1 on pure CPU work on this machine now: %s (2.0 on 2 idle cores)" % (control(),))
+        print(
+            "control: 2 processes / 1 on pure CPU work on this machine now: %s (2.0 on 2 idle cores)"
+            % (control(args.control_seconds),)
+        )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

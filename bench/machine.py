@@ -70,11 +70,13 @@ def machine_speedup(seconds: float = 0.5, repeat: int = 3) -> float:
     return machine_speedups(seconds, repeat)[0]
 
 
-def control() -> str:
-    """The control as the benchmarks print it: the best ratio, and each round's (their spread is the noise)."""
-    best, each = machine_speedups()
-    return "%.2fx (best of %d rounds of 2 x 0.5 s shares, a warm pool; rounds: %s)" % (
+def control(seconds: float = 0.5) -> str:
+    """The control as the benchmarks print it: the best ratio, and each round's (their spread is the noise).
+    ``seconds`` is a share's length (``--control-seconds``: shorter only for a quick run, whose figures are noise)."""
+    best, each = machine_speedups(seconds)
+    return "%.2fx (best of %d rounds of 2 x %g s shares, a warm pool; rounds: %s)" % (
         best,
         len(each),
+        seconds,
         " ".join("%.2f" % r for r in each),
     )

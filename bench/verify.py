@@ -291,6 +291,7 @@ def main(argv: List[str]) -> int:
     parser.add_argument(
         "--hostile", action="store_true", help="the two hostile files against valid ones of the same size"
     )
+    parser.add_argument("--control-seconds", type=float, default=0.5, help="each share of the control")
     parser.add_argument("--timeline", action="store_true", help="then each part's process, times and CPU")
     args = parser.parse_args(argv)
     if args.hostile:
@@ -349,7 +350,10 @@ def main(argv: List[str]) -> int:
             "(targets: >= 0.3x with 1 worker, >= 0.5x with 2 workers on 2 cores; load average now %s)"
             % (" ".join("%.2f" % x for x in os.getloadavg()),)
         )
-        print("control: 2 processes / 1 on pure CPU work on this machine now: %s (2.0 on 2 idle cores)" % (control(),))
+        print(
+            "control: 2 processes / 1 on pure CPU work on this machine now: %s (2.0 on 2 idle cores)"
+            % (control(args.control_seconds),)
+        )
         for n in counts:
             print("peak RSS verifying with %d worker%s: %s (target < 64 MB each)" % (n, "s" * (n > 1), _peaks(path, n)))
         for n in counts if args.timeline else ():
