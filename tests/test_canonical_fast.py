@@ -257,11 +257,12 @@ class TestFastPath(unittest.TestCase):
             if event == "call" and frame.f_code is canonical._flat_member.__code__:
                 original["b"], original["c"] = [1], 1
 
+        before = sys.gettrace()  # a coverage run's tracer: put back, or the rest of the suite goes unmeasured
         sys.settrace(tracer)
         try:
             copy_, text = snapshot(original)
         finally:
-            sys.settrace(None)
+            sys.settrace(before)
         self.assertEqual((copy_, text), ({"a": "x", "b": "y"}, '{"a":"x","b":"y"}'))
 
     def test_snapshot_gives_the_same_copy_either_way(self) -> None:
