@@ -64,7 +64,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import (
@@ -296,15 +295,6 @@ class _Halt:
     pending: Tuple[ApprovalRequest, ...] = ()
 
 
-def _make_durable(path: str) -> None:
-    """fsync the transcript's data through a second descriptor (fsync acts on the file, not the descriptor)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _turn_payload(
     plan: TurnPlan, reply: ModelReply, spent: Spent, tokens: int, cost: Optional[Decimal], reading: Optional[Seconds]
 ) -> Dict[str, Any]:
@@ -371,9 +361,9 @@ class _Ending:
     def halt(self, ended: _Halt) -> RunResult:
         if ended.reason != AWAITING_APPROVAL:
             return self.stop(ended.reason, ended.detail)
-        # A pause: no stop record.  The records are made durable first, then the checkpoint is written.
+        # A pause: no stop record.  The records (and the file's name) are made durable, then the checkpoint is written.
         if not self._checkpoint():
-            _make_durable(self.out.path)
+            self.out.sync()
         cost = amount_text(self.spent.cost) if self.r.price is not None and self.spent.cost is not None else None
         return RunResult(
             AWAITING_APPROVAL,

@@ -84,8 +84,10 @@ class TranscriptWriter:
     Each record is encoded completely before anything is written, so a value
     that cannot be recorded raises :class:`~agentloop.errors.UnrecordableError`
     and leaves the file as it was.  Each line goes to the operating system in
-    one ``write`` as soon as it is appended (``fsync=True`` also forces it to
-    the disk), so a process that dies leaves every earlier record complete.
+    one ``write`` as soon as it is appended (``fsync=True`` also forces it,
+    and once the file's name, to the disk), so a process that dies leaves
+    every earlier record complete.  :meth:`sync` and :meth:`checkpoint` force
+    the records and the name to the disk whatever the durability.
 
     The file must not exist unless ``overwrite=True``: a transcript is
     evidence and is never replaced by accident.  The new file is written
@@ -145,6 +147,7 @@ class TranscriptWriter:
             self._forget_new()
             raise
         self._fd: Optional[int] = fd
+        self._named = False  # whether the folder was fsynced since the file took its name
         self._seq = 0
         self._head = GENESIS
         self._first = GENESIS
@@ -199,6 +202,7 @@ class TranscriptWriter:
         writer._limit = _record_limit(max_record_bytes)
         writer._pending = None
         writer._fd = fd
+        writer._named = False
         writer._seq = len(lines)
         writer._first = json.loads(lines[0])["hash"]
         writer._head = json.loads(lines[-1])["hash"]
@@ -283,9 +287,19 @@ class TranscriptWriter:
         head = self.tree_head(key, signer)
         if self._pending is not None:  # a checkpoint describes the file at the path
             self._publish()
-        os.fsync(self._fd)
+        self.sync()
         write_atomic(path, head.to_bytes())
         return head
+
+    def sync(self) -> None:
+        """Force the records written so far to the disk (``fsync``), whatever the writer's durability,
+        and the file's name once it is in place (its folder's ``fsync``, once)."""
+        if self._fd is None:
+            raise TranscriptClosedError(self.path)
+        os.fsync(self._fd)
+        if self._pending is None and not self._named:
+            fsync_directory(os.path.dirname(os.path.abspath(self.path)))
+            self._named = True
 
     def close(self) -> None:
         """Close the file; further appends raise ``ValueError``.
@@ -312,7 +326,9 @@ class TranscriptWriter:
             self._forget_new()
             raise TranscriptExistsError(self.path) from None
         self._pending = None
-        fsync_directory(os.path.dirname(os.path.abspath(self.path)))
+        if self._fsync:  # the name as durable as the records (flush: a process that dies keeps it)
+            fsync_directory(os.path.dirname(os.path.abspath(self.path)))
+            self._named = True
         if old >= 0:
             os.close(old)
 

@@ -149,6 +149,40 @@ class TestWriter(TempDir):
                 out.append("stop", {"reason": "no_tool_calls"})
         self.assertEqual(read_lines(self.path("a.jsonl")), read_lines(self.path("b.jsonl")))
 
+    def test_the_name_is_made_durable_as_the_records_are(self) -> None:
+        # flush durability: the folder is not fsynced when the file takes its name (a process that dies keeps
+        # it); fsync=True: once, then; sync() and checkpoint(): once, whatever the durability.
+        folders: List[str] = []
+        real = writer_module.fsync_directory
+
+        def counted(folder: Any) -> None:
+            folders.append(os.fspath(folder))
+            real(folder)
+
+        task, stop = {"format": "agentloop/1"}, {"reason": "no_tool_calls"}
+        with mock.patch.object(writer_module, "fsync_directory", counted):
+            for name, fsync, expected in (("flush.jsonl", False, 0), ("fsync.jsonl", True, 1)):
+                with TranscriptWriter(self.path(name), fsync=fsync) as out:
+                    out.append("task", task)
+                    out.append("stop", stop)
+                self.assertEqual(len(folders), expected, name)
+            del folders[:]
+            with TranscriptWriter(self.path("synced.jsonl")) as out:
+                out.sync()  # nothing at the path yet: the records only
+                self.assertEqual(folders, [])
+                out.append("task", task)
+                out.sync()
+                out.sync()
+                self.assertEqual(folders, [os.path.dirname(os.path.abspath(self.path("synced.jsonl")))])
+            del folders[:]
+            with TranscriptWriter(self.path("checked.jsonl")) as out:
+                out.append("task", task)
+                out.checkpoint(self.path("checked.ckpt"))
+                out.checkpoint(self.path("checked.ckpt"))
+            self.assertEqual(len(folders), 1)  # write_atomic fsyncs the checkpoint's folder itself
+        with self.assertRaises(ValueError):
+            out.sync()
+
     def test_append_after_close_raises(self) -> None:
         out = TranscriptWriter(self.path())
         out.close()
