@@ -299,7 +299,7 @@ class _Compiler:
         ]
         inner = _all(checks)
         if not unevaluated:
-            return _fast_leaf(schema, inner, self._asserts_formats(tokens)) or inner
+            return _fast_leaf(schema, inner, self._asserts_formats(tokens)) or _fast_object(schema, inner) or inner
         return _with_unevaluated(inner, unevaluated)
 
     def _asserts_formats(self, tokens: Pointer) -> bool:
@@ -804,6 +804,64 @@ def _fast_leaf(schema: Mapping[str, Any], slow: Check, assert_formats: bool) -> 
 
         return check_number_leaf
     return None
+
+
+_OBJECT_KEYS = frozenset(("type", "properties", "required", "additionalProperties")) | _LEAF_ANNOTATIONS
+_BARE_KEYS = frozenset(("type",)) | _LEAF_ANNOTATIONS
+#: The exact Python types a bare ``{"type": T}`` accepts for sure (a subclass, an integral float for
+#: "integer": the general closures decide).
+_SURE_TYPES: Dict[str, FrozenSet[type]] = {
+    "string": frozenset((str,)),
+    "integer": frozenset((int,)),
+    "number": frozenset((int, float)),
+    "boolean": frozenset((bool,)),
+    "null": frozenset((type(None),)),
+}
+
+
+def _fast_object(schema: Mapping[str, Any], slow: Check) -> Optional[Check]:
+    """One closure for the common tool-arguments schema, or ``None``: an object whose
+    ``properties`` are each a bare ``{"type": T}`` (annotations aside), with ``required``
+    and a boolean ``additionalProperties``.
+
+    As :func:`_fast_leaf`: a plain ``dict`` whose members are all of a sure type is
+    answered at once, valid; anything else goes to ``slow``, the general closures,
+    which decide and report.  So the verdicts and messages are exactly those of ``slow``.
+    """
+    properties, required = schema.get("properties", {}), schema.get("required", [])
+    extra = schema.get("additionalProperties", True)
+    if schema.get("type") != "object" or not _OBJECT_KEYS.issuperset(schema) or type(extra) is not bool:
+        return None
+    if type(properties) is not dict or type(required) is not list:
+        return None
+    sure: Dict[str, FrozenSet[type]] = {}
+    for name, child in properties.items():
+        if type(child) is not dict or not _BARE_KEYS.issuperset(child) or type(child.get("type")) is not str:
+            return None
+        if child["type"] not in _SURE_TYPES:
+            return None
+        sure[name] = _SURE_TYPES[child["type"]]
+    needed = tuple(required)
+    closed = extra is False
+
+    def check_flat_object(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
+        if type(v) is dict and seen is None:
+            for key, item in v.items():
+                kinds = sure.get(key)
+                if kinds is None:
+                    if closed or type(key) is not str:
+                        break
+                elif type(item) not in kinds:
+                    break
+            else:
+                for name in needed:
+                    if name not in v:
+                        break
+                else:
+                    return True
+        return slow(v, path, ctx, seen)
+
+    return check_flat_object
 
 
 def _all(checks: Sequence[Check]) -> Check:

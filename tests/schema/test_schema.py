@@ -65,6 +65,14 @@ def _keywords(schema: Any, into: Set[str]) -> None:
             _keywords(value, into)
 
 
+class _Str(str):
+    """A str subclass: never taken as sure by a fast path."""
+
+
+class _Dict(dict):  # type: ignore[type-arg]
+    """A dict subclass: never taken as sure by a fast path."""
+
+
 class VectorTests(unittest.TestCase):
     def test_cases(self) -> None:
         cases = _load("cases.json")
@@ -558,6 +566,53 @@ class ValidateTests(unittest.TestCase):
                 with self.subTest(leaf=leaf, value=value):
                     self.assertEqual(fast.is_valid(value), general.is_valid(value))
                     self.assertEqual([str(e) for e in fast.errors(value)], [str(e) for e in general.errors(value)])
+
+    def test_the_fast_object_path_agrees_with_the_general_closures(self) -> None:
+        # "allOf": [true] changes no verdict but turns the object fast path off.
+        text, count = {"type": "string", "description": "d"}, {"type": "integer"}
+        objects: List[Dict[str, Any]] = [
+            {"type": "object", "properties": {"text": text}, "required": ["text"], "additionalProperties": False},
+            {"type": "object", "properties": {"text": text, "n": count}, "required": ["n"]},
+            {"type": "object", "properties": {"x": {"type": "number"}, "b": {"type": "boolean"}, "z": {"type": "null"}}},
+            {"type": "object", "properties": {}, "additionalProperties": True, "title": "t"},
+            {"type": "object", "required": ["a", "b"], "additionalProperties": False},
+        ]
+        values: List[Any] = [
+            {},
+            {"text": "a"},
+            {"text": 1},
+            {"text": "a", "n": 1},
+            {"text": "a", "n": True},
+            {"text": "a", "n": 1.0},
+            {"text": "a", "n": 1.5},
+            {"n": 10**400},
+            {"text": "a", "other": []},
+            {"x": 1, "b": False, "z": None},
+            {"x": 2.5, "b": 0, "z": None},
+            {"x": float("nan"), "b": True},
+            {"x": True},
+            {"a": 1, "b": 2},
+            {"a": 1},
+            {"text": _Str("a")},
+            _Dict(text="a"),
+            {1: "a"},
+            [],
+            "text",
+            None,
+        ]
+        for schema in objects:
+            fast, general = compile_schema(schema), compile_schema(dict(schema, allOf=[True]))
+            for value in values:
+                with self.subTest(schema=schema, value=value):
+                    self.assertEqual(fast.is_valid(value), general.is_valid(value))
+                    self.assertEqual([str(e) for e in fast.errors(value)], [str(e) for e in general.errors(value)])
+        nested = {"type": "object", "properties": {"inner": objects[0]}, "unevaluatedProperties": False}
+        for value in ({"inner": {"text": "a"}}, {"inner": {"text": "a", "more": 1}}, {"inner": {}}, {"other": 1}):
+            with self.subTest(nested=value):
+                self.assertEqual(
+                    compile_schema(nested).is_valid(value),
+                    compile_schema(dict(nested, allOf=[True])).is_valid(value),
+                )
 
     def test_random_instances_give_consistent_verdicts(self) -> None:
         rng = random.Random(20201212)
