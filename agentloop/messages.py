@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 import json
+from types import MappingProxyType
 from typing import Any, Callable, Dict, Iterable, List, Literal, Mapping, Optional, Sequence, Tuple, Union, get_args
 
 from .canonical import MAX_SAFE_INTEGER, describe_integer, snapshot
@@ -79,7 +80,11 @@ APPROVAL_DECISIONS = ("approve", "deny", "modify", "terminate")
 Message = Dict[str, Any]
 
 
-@dataclass(frozen=True)
+#: ``ToolCall``'s default arguments: read-only, copied into a dict of each call's own.
+_NO_ARGUMENTS: Mapping[str, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True, init=False)
 class ToolCall:
     """One tool call the model asks for.  An empty ``id`` is filled in by the
     loop as ``call_<step>_<position>`` (both from 1 and 0 respectively).
@@ -97,20 +102,33 @@ class ToolCall:
     id: str = ""
     arguments_error: str = ""
 
+    def __init__(
+        self, name: str, arguments: Mapping[str, Any] = _NO_ARGUMENTS, id: str = "", arguments_error: str = ""
+    ) -> None:
+        # the generated __init__ of a frozen dataclass and its checks, in one call (not object.__setattr__ per field)
+        self.__dict__.update(_call_fields(name, arguments, id, arguments_error))
+
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str):
-            raise MessageError("ToolCall.name", "must be a str, got %s" % (type(self.name).__name__,))
-        if type(self.arguments) is not dict:  # a plain dict, the common case, skips the ABC check
-            if not isinstance(self.arguments, Mapping):
-                raise MessageError("ToolCall.arguments", "must be a mapping, got %s" % (type(self.arguments).__name__,))
-            if not isinstance(self.arguments, dict):
-                object.__setattr__(self, "arguments", dict(self.arguments))
-        if not isinstance(self.id, str):
-            raise MessageError("ToolCall.id", "must be a str, got %s" % (type(self.id).__name__,))
-        if not isinstance(self.arguments_error, str):
-            raise MessageError(
-                "ToolCall.arguments_error", "must be a str, got %s" % (type(self.arguments_error).__name__,)
-            )
+        """The checks, for a dataclass subclass whose own generated ``__init__`` calls this."""
+        for key, value in _call_fields(self.name, self.arguments, self.id, self.arguments_error).items():
+            object.__setattr__(self, key, value)
+
+
+def _call_fields(name: object, arguments: object, id: object, arguments_error: object) -> Dict[str, Any]:
+    """A :class:`ToolCall`'s fields, checked (:class:`MessageError` naming the first bad one); a mapping
+    that is not a dict is copied into one."""
+    if not isinstance(name, str):
+        raise MessageError("ToolCall.name", "must be a str, got %s" % (type(name).__name__,))
+    if type(arguments) is not dict:  # a plain dict, the common case, skips the ABC check
+        if not isinstance(arguments, Mapping):
+            raise MessageError("ToolCall.arguments", "must be a mapping, got %s" % (type(arguments).__name__,))
+        if not isinstance(arguments, dict):
+            arguments = dict(arguments)  # the default too: a dict of its own
+    if not isinstance(id, str):
+        raise MessageError("ToolCall.id", "must be a str, got %s" % (type(id).__name__,))
+    if not isinstance(arguments_error, str):
+        raise MessageError("ToolCall.arguments_error", "must be a str, got %s" % (type(arguments_error).__name__,))
+    return {"name": name, "arguments": arguments, "id": id, "arguments_error": arguments_error}
 
 
 @dataclass(frozen=True)
@@ -204,7 +222,7 @@ def _provider_data_copy(value: object) -> Dict[str, Any]:
     return copied
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ModelReply:
     """What the model said in one turn: its text, the tools it asks for,
     (optionally) the :class:`Usage` its provider reported, and whether the
@@ -229,27 +247,46 @@ class ModelReply:
     truncated: bool = False
     provider_data: Optional[Mapping[str, Any]] = None
 
+    def __init__(
+        self,
+        text: str = "",
+        tool_calls: Sequence[ToolCall] = (),
+        usage: Optional[Usage] = None,
+        truncated: bool = False,
+        provider_data: Optional[Mapping[str, Any]] = None,
+    ) -> None:
+        # the generated __init__ of a frozen dataclass and its checks, in one call (not object.__setattr__ per field)
+        self.__dict__.update(_reply_fields(text, tool_calls, usage, truncated, provider_data))
+
     def __post_init__(self) -> None:
-        if not isinstance(self.text, str):
-            raise MessageError("ModelReply.text", "must be a str, got %s" % (type(self.text).__name__,))
-        plain = type(self.tool_calls) is tuple or type(self.tool_calls) is list  # the common case skips the ABC check
-        if not plain and (isinstance(self.tool_calls, (str, bytes)) or not isinstance(self.tool_calls, Iterable)):
-            raise MessageError(
-                "ModelReply.tool_calls", "must be a sequence of ToolCall, got %s" % (type(self.tool_calls).__name__,)
-            )
-        calls = tuple(self.tool_calls)
-        for call in calls:
-            if not isinstance(call, ToolCall):
-                raise MessageError("ModelReply.tool_calls", "must hold ToolCall, got %s" % (type(call).__name__,))
-        object.__setattr__(self, "tool_calls", calls)
-        if self.usage is not None and not isinstance(self.usage, Usage):
-            raise MessageError("ModelReply.usage", "must be a Usage or None, got %s" % (type(self.usage).__name__,))
-        if not isinstance(self.truncated, bool):
-            raise MessageError(
-                "ModelReply.truncated", "must be True or False, got %s" % (type(self.truncated).__name__,)
-            )
-        if self.provider_data is not None:
-            object.__setattr__(self, "provider_data", _provider_data_copy(self.provider_data))
+        """The checks, for a dataclass subclass whose own generated ``__init__`` calls this."""
+        fields = _reply_fields(self.text, self.tool_calls, self.usage, self.truncated, self.provider_data)
+        for key, value in fields.items():
+            object.__setattr__(self, key, value)
+
+
+def _reply_fields(
+    text: object, tool_calls: object, usage: object, truncated: object, provider_data: object
+) -> Dict[str, Any]:
+    """A :class:`ModelReply`'s fields, checked (:class:`MessageError` naming the first bad one): the
+    calls as a tuple, a copy of ``provider_data``."""
+    if not isinstance(text, str):
+        raise MessageError("ModelReply.text", "must be a str, got %s" % (type(text).__name__,))
+    plain = type(tool_calls) is tuple or type(tool_calls) is list  # the common case skips the ABC check
+    if not plain and (isinstance(tool_calls, (str, bytes)) or not isinstance(tool_calls, Iterable)):
+        raise MessageError(
+            "ModelReply.tool_calls", "must be a sequence of ToolCall, got %s" % (type(tool_calls).__name__,)
+        )
+    calls = tuple(tool_calls)  # type: ignore[arg-type]  # an Iterable, checked above
+    for call in calls:
+        if not isinstance(call, ToolCall):
+            raise MessageError("ModelReply.tool_calls", "must hold ToolCall, got %s" % (type(call).__name__,))
+    if usage is not None and not isinstance(usage, Usage):
+        raise MessageError("ModelReply.usage", "must be a Usage or None, got %s" % (type(usage).__name__,))
+    if not isinstance(truncated, bool):
+        raise MessageError("ModelReply.truncated", "must be True or False, got %s" % (type(truncated).__name__,))
+    data = None if provider_data is None else _provider_data_copy(provider_data)
+    return {"text": text, "tool_calls": calls, "usage": usage, "truncated": truncated, "provider_data": data}
 
 
 #: A model: any callable ``(messages, manifest) -> ModelReply``.  :func:`agentloop.run_async`

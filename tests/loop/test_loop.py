@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -579,6 +580,22 @@ class TestMisuse(TempDir):
         with self.assertRaises(TypeError):
             ToolCall("add", '{"a": 1}')  # type: ignore[arg-type]
         self.assertEqual(ModelReply("x", [ToolCall("a")]).tool_calls, (ToolCall("a", {}, ""),))
+        first, second = ToolCall("a"), ToolCall("a")
+        self.assertIsNot(first.arguments, second.arguments)  # the default: a dict of each call's own
+
+        @dataclasses.dataclass(frozen=True)
+        class Tagged(ModelReply):  # a dataclass subclass: its generated __init__ runs the same checks
+            tag: str = ""
+
+        @dataclasses.dataclass(frozen=True)
+        class NamedCall(ToolCall):
+            note: str = ""
+
+        with self.assertRaises(TypeError):
+            Tagged(None, tag="t")  # type: ignore[arg-type]
+        with self.assertRaises(TypeError):
+            NamedCall(1)  # type: ignore[arg-type]
+        self.assertEqual(Tagged("x", [NamedCall("a")], tag="t").tool_calls, (NamedCall("a"),))
 
 
 class TestHardening(TempDir):
@@ -602,8 +619,8 @@ class TestHardening(TempDir):
 
     def test_a_reply_that_bypassed_its_own_checks_is_a_model_error(self) -> None:
         class Sneaky(ModelReply):
-            def __post_init__(self) -> None:
-                pass
+            def __init__(self, text: Any, tool_calls: Any = ()) -> None:  # none of ModelReply's checks
+                self.__dict__.update(text=text, tool_calls=tool_calls, usage=None, truncated=False, provider_data=None)
 
         for reply, detail in [
             (Sneaky(None), "model reply text is NoneType, not a str"),  # type: ignore[arg-type]
