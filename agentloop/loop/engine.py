@@ -623,7 +623,7 @@ async def _run_calls(
                 _decided(result, verdict, gate)
             try:
                 # the value was encoded once, by its snapshot: the record is built around that text
-                assembled = tool_text(result, text)
+                assembled = tool_text(result, text, call.head_text)
                 marked = dict(result, value=placeholder(0)) if assembled is None and ok and text else None
                 record.append("tool", result, marked, [text], assembled)
             except UnrecordableError as exc:  # a result over max_record_bytes

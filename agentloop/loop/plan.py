@@ -20,11 +20,19 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..canonical import canonical_text, json_path, placeholder, snapshot
+from ..canonical import canonical_text, json_path, placeholder, snapshot, string_text
 from ..errors import UnrecordableError
 from ..messages import PROVIDER_DATA_DEPTH, Message, ModelReply
 
-__all__ = ["PlannedCall", "TurnPlan", "plan_turn", "plan_from_record", "ARGUMENTS_DEPTH", "RECORD_OVERHEAD"]
+__all__ = [
+    "PlannedCall",
+    "TurnPlan",
+    "plan_turn",
+    "plan_from_record",
+    "head_text",
+    "ARGUMENTS_DEPTH",
+    "RECORD_OVERHEAD",
+]
 
 #: How deep a call's arguments sit in their record (record > payload >
 #: tool_calls > call > arguments): :data:`~agentloop.canonical.MAX_DEPTH` bounds the whole record.
@@ -44,12 +52,21 @@ class PlannedCall:
     arguments: Optional[Dict[str, Any]]
     problem: str = ""
     arguments_text: str = field(default="", compare=False, repr=False)  # their RFC 8785 text
+    head_text: str = field(default="", compare=False, repr=False)  # '"id":ID,"name":NAME' (head_text), or ""
 
     def __init__(
-        self, id: str, name: str, arguments: Optional[Dict[str, Any]], problem: str = "", arguments_text: str = ""
+        self,
+        id: str,
+        name: str,
+        arguments: Optional[Dict[str, Any]],
+        problem: str = "",
+        arguments_text: str = "",
+        head_text: str = "",
     ) -> None:
         # the generated __init__ of a frozen dataclass, in one call instead of object.__setattr__ per field
-        self.__dict__.update(id=id, name=name, arguments=arguments, problem=problem, arguments_text=arguments_text)
+        self.__dict__.update(
+            id=id, name=name, arguments=arguments, problem=problem, arguments_text=arguments_text, head_text=head_text
+        )
 
     def recorded(self) -> Dict[str, Any]:
         """The call in the assistant record: ``{id, name, arguments}``, plus
@@ -134,8 +151,16 @@ def plan_turn(reply: ModelReply, step: int, max_record_bytes: int) -> TurnPlan:
         else:
             room -= _utf8_size(text) + len(call.name) + len(call_id)
             emitted.append(call.name + text)
-        calls.append(PlannedCall(call_id, call.name, arguments, problem, text))
+        calls.append(PlannedCall(call_id, call.name, arguments, problem, text, head_text(call_id, call.name)))
     return TurnPlan(reply.text, tuple(calls), "".join(emitted), data)
+
+
+def head_text(call_id: object, name: object) -> str:
+    """``"id":ID,"name":NAME``, the members an assistant record's call and its ``tool`` record
+    share (RFC 8785 section 3.2.3: in key order), encoded once for both; ``""`` unless both
+    are plain strings I-JSON allows (:func:`~agentloop.canonical.string_text`)."""
+    id_text, name_text = string_text(call_id), string_text(name)
+    return "" if id_text is None or name_text is None else '"id":%s,"name":%s' % (id_text, name_text)
 
 
 def plan_from_record(payload: Dict[str, Any]) -> TurnPlan:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, Dict, Optional, Sequence
 
 from ..canonical import MAX_SAFE_INTEGER, string_text
-from .plan import PlannedCall
+from .plan import PlannedCall, head_text
 
 __all__ = ["turn_text", "tool_text"]
 
@@ -45,10 +45,10 @@ def _calls_text(calls: Sequence[PlannedCall]) -> Optional[str]:
     by the plan)."""
     entries = []
     for call in calls:
-        call_id, name = string_text(call.id), string_text(call.name)
-        if call.arguments is None or not call.arguments_text or call_id is None or name is None:
+        head = call.head_text or head_text(call.id, call.name)
+        if call.arguments is None or not call.arguments_text or not head:
             return None
-        entries.append('{"arguments":%s,"id":%s,"name":%s}' % (call.arguments_text, call_id, name))
+        entries.append('{"arguments":%s,%s}' % (call.arguments_text, head))
     return "[%s]" % (",".join(entries),)
 
 
@@ -89,17 +89,20 @@ def turn_text(payload: Dict[str, Any], calls: Sequence[PlannedCall]) -> Optional
     )
 
 
-def tool_text(result: Dict[str, Any], value_text: str) -> Optional[str]:
+def tool_text(result: Dict[str, Any], value_text: str, head: str = "") -> Optional[str]:
     """The text of a ``tool`` record's payload ``{id, name, ok, step}`` plus ``value`` (its text
-    ``value_text``, when ``ok``) or ``error`` (a string); ``None`` for any other shape (an approval)."""
+    ``value_text``, when ``ok``) or ``error`` (a string); ``None`` for any other shape (an approval).
+    ``head``, when given, is the :func:`~agentloop.loop.plan.head_text` of the result's ``id`` and
+    ``name`` (the planned call's, made once)."""
     if len(result) != 5:
         return None
-    step, call_id, name = result["step"], string_text(result["id"]), string_text(result["name"])
-    if call_id is None or name is None or not _counts(step):
+    step = result["step"]
+    head = head or head_text(result["id"], result["name"])
+    if not head or not _counts(step):
         return None
     if result["ok"] is True and value_text and "value" in result:
-        return '{"id":%s,"name":%s,"ok":true,"step":%d,"value":%s}' % (call_id, name, step, value_text)
+        return '{%s,"ok":true,"step":%d,"value":%s}' % (head, step, value_text)
     error = string_text(result.get("error")) if result["ok"] is False else None
     if error is None:
         return None
-    return '{"error":%s,"id":%s,"name":%s,"ok":false,"step":%d}' % (error, call_id, name, step)
+    return '{"error":%s,%s,"ok":false,"step":%d}' % (error, head, step)

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional
 
 from agentloop.canonical import MAX_SAFE_INTEGER, canonical_text, parse_canonical, snapshot, string_text
 from agentloop.errors import UnrecordableError
-from agentloop.loop.plan import ARGUMENTS_DEPTH, PlannedCall
+from agentloop.loop.plan import ARGUMENTS_DEPTH, PlannedCall, head_text
 from agentloop.loop.records import tool_text, turn_text
 
 SEED = 8785
@@ -55,7 +55,9 @@ def _call(rng: random.Random) -> PlannedCall:
         copy, text = snapshot(arguments, "$", ARGUMENTS_DEPTH)
     except UnrecordableError:
         return PlannedCall(_string(rng), _string(rng), None, "unrecordable arguments: y")
-    return PlannedCall(_string(rng), _string(rng), copy, "", text)
+    call_id, name = _string(rng), _string(rng)
+    head = head_text(call_id, name) if rng.random() < 0.5 else ""  # as plan_turn makes it, or left to turn_text
+    return PlannedCall(call_id, name, copy, "", text, head)
 
 
 def _usage(rng: random.Random) -> Any:
@@ -126,7 +128,8 @@ class TestRecords(unittest.TestCase):
         assembled = 0
         for _ in range(3000):
             result, value_text = _tool(rng)
-            text = tool_text(result, value_text)
+            head = head_text(result["id"], result["name"]) if rng.random() < 0.5 else ""
+            text = tool_text(result, value_text, head)
             if text is not None:
                 assembled += 1
                 self.assertEqual(text, _exact(result), repr(result))
