@@ -569,11 +569,11 @@ class ValidateTests(unittest.TestCase):
 
     def test_the_fast_object_path_agrees_with_the_general_closures(self) -> None:
         # "allOf": [true] changes no verdict but turns the object fast path off.
-        text, count = {"type": "string", "description": "d"}, {"type": "integer"}
+        text, count, number = {"type": "string", "description": "d"}, {"type": "integer"}, {"type": "number"}
         objects: List[Dict[str, Any]] = [
             {"type": "object", "properties": {"text": text}, "required": ["text"], "additionalProperties": False},
             {"type": "object", "properties": {"text": text, "n": count}, "required": ["n"]},
-            {"type": "object", "properties": {"x": {"type": "number"}, "b": {"type": "boolean"}, "z": {"type": "null"}}},
+            {"type": "object", "properties": {"x": number, "b": {"type": "boolean"}, "z": {"type": "null"}}},
             {"type": "object", "properties": {}, "additionalProperties": True, "title": "t"},
             {"type": "object", "required": ["a", "b"], "additionalProperties": False},
         ]
