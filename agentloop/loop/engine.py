@@ -389,6 +389,7 @@ def _opened(r: _Run, resumed: Optional[Resumed]) -> Tuple[Spent, TranscriptWrite
         overwrite=options.overwrite,
         fsync=options.fsync,
         max_record_bytes=r.budgets.max_record_bytes,
+        tree=options.checkpoint is not None,  # only a checkpoint asks for the root: no tree kept without one
     )
     return Spent(started=r.started), writer
 

@@ -103,7 +103,9 @@ class TranscriptWriter:
     second writer is refused with
     :class:`~agentloop.errors.TranscriptLockedError` before it truncates
     anything.  It keeps the RFC 6962 root of the records written
-    (:attr:`root`) and writes a checkpoint whenever asked (:meth:`checkpoint`).
+    (:attr:`root`) and writes a checkpoint whenever asked (:meth:`checkpoint`);
+    with ``tree=False`` it keeps no tree (a run without a checkpoint: nothing
+    asks for its root) and has neither.
 
     No line may be longer than ``max_record_bytes`` (its newline included;
     a longer record raises ``UnrecordableError``).  The limit can never
@@ -122,9 +124,12 @@ class TranscriptWriter:
         overwrite: bool = False,
         fsync: bool = False,
         max_record_bytes: Optional[int] = MAX_RECORD_BYTES,  # None: MAX_RECORD_BYTES_LIMIT
+        tree: bool = True,
     ) -> None:
         if not isinstance(path, (str, bytes, os.PathLike)):
             raise WrongTypeError("a transcript path", "a str or an os.PathLike", path)
+        if not isinstance(tree, bool):
+            raise RunConfigError("tree", "must be True or False, got %s" % (type(tree).__name__,))
         self.path = os.fspath(path)
         self._fsync = fsync
         self._limit = _record_limit(max_record_bytes)
@@ -151,7 +156,7 @@ class TranscriptWriter:
         self._seq = 0
         self._head = GENESIS
         self._first = GENESIS
-        self._range = CompactRange()
+        self._range: Optional[CompactRange] = CompactRange() if tree else None
 
     def _open_old(self, overwrite: bool) -> int:
         """The file already at the path, opened and locked (it stays until the new one replaces it); -1 for none.
@@ -242,7 +247,8 @@ class TranscriptWriter:
             written += os.write(self._fd, line[written:])
         if self._fsync:
             os.fsync(self._fd)
-        self._range.append_data(line[:-1])  # RFC 6962 leaf: the line without its newline
+        if self._range is not None:
+            self._range.append_data(line[:-1])  # RFC 6962 leaf: the line without its newline
         if self._pending is not None and self._seq + 1 >= self._pending[2]:
             self._publish()
         if not self._seq:
@@ -253,7 +259,12 @@ class TranscriptWriter:
 
     @property
     def root(self) -> str:
-        """The hex RFC 6962 Merkle root over the record lines written so far."""
+        """The hex RFC 6962 Merkle root over the record lines written so far.
+
+        Raises :class:`~agentloop.errors.RunConfigError` for a writer made with ``tree=False``.
+        """
+        if self._range is None:
+            raise RunConfigError("tree", "this writer keeps no Merkle tree (tree=False): it has no root or checkpoint")
         return self._range.root().hex()
 
     def tree_head(self, key: Optional[bytes] = None, signer: SignerArg = None) -> Checkpoint:

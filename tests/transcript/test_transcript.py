@@ -183,6 +183,26 @@ class TestWriter(TempDir):
         with self.assertRaises(ValueError):
             out.sync()
 
+    def test_a_writer_without_its_tree_writes_the_same_bytes_and_refuses_a_root(self) -> None:
+        # tree=False: what run() makes without checkpoint= (nothing asks for the root)
+        for name, tree in (("kept.jsonl", True), ("none.jsonl", False)):
+            with TranscriptWriter(self.path(name), tree=tree) as out:
+                out.append("task", {"format": "agentloop/1"})
+                out.append("stop", {"reason": "no_tool_calls"})
+                if tree:
+                    self.assertEqual(len(out.root), 64)
+                else:
+                    with self.assertRaises(RunConfigError) as caught:
+                        out.root
+                    self.assertIn("tree=False", str(caught.exception))
+                    with self.assertRaises(RunConfigError):
+                        out.checkpoint(self.path("none.ckpt"))
+                    self.assertFalse(os.path.exists(self.path("none.ckpt")))
+        self.assertEqual(read_lines(self.path("kept.jsonl")), read_lines(self.path("none.jsonl")))
+        with self.assertRaises(RunConfigError):
+            TranscriptWriter(self.path("bad.jsonl"), tree=1)  # type: ignore[arg-type]
+        self.assertFalse(os.path.exists(self.path("bad.jsonl")))
+
     def test_append_after_close_raises(self) -> None:
         out = TranscriptWriter(self.path())
         out.close()
