@@ -120,6 +120,8 @@ class Job:
 def groups(calls: Sequence[PlannedCall], registry: ToolRegistry) -> List[List[int]]:
     """The positions of ``calls`` in run groups: consecutive parallel-safe calls together, any other
     call (serial, unknown, or of a tool that requires approval) alone."""
+    if len(calls) == 1:  # the common turn: one call, a group of its own whatever its tool
+        return [[0]]
     runs: List[List[int]] = []
     joinable = False
     for position, call in enumerate(calls):
