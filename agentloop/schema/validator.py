@@ -819,6 +819,19 @@ _SURE_TYPES: Dict[str, FrozenSet[type]] = {
 }
 
 
+def _sure_types(properties: object) -> Optional[Dict[str, FrozenSet[type]]]:
+    """Each property's :data:`_SURE_TYPES` when each is a bare ``{"type": T}`` (annotations aside), else ``None``."""
+    if type(properties) is not dict:
+        return None
+    sure: Dict[str, FrozenSet[type]] = {}
+    for name, child in properties.items():
+        kind = child.get("type") if type(child) is dict and _BARE_KEYS.issuperset(child) else None
+        if type(kind) is not str or kind not in _SURE_TYPES:
+            return None
+        sure[name] = _SURE_TYPES[kind]
+    return sure
+
+
 def _fast_object(schema: Mapping[str, Any], slow: Check) -> Optional[Check]:
     """One closure for the common tool-arguments schema, or ``None``: an object whose
     ``properties`` are each a bare ``{"type": T}`` (annotations aside), with ``required``
@@ -828,40 +841,37 @@ def _fast_object(schema: Mapping[str, Any], slow: Check) -> Optional[Check]:
     answered at once, valid; anything else goes to ``slow``, the general closures,
     which decide and report.  So the verdicts and messages are exactly those of ``slow``.
     """
-    properties, required = schema.get("properties", {}), schema.get("required", [])
-    extra = schema.get("additionalProperties", True)
+    required, extra = schema.get("required", []), schema.get("additionalProperties", True)
     if schema.get("type") != "object" or not _OBJECT_KEYS.issuperset(schema) or type(extra) is not bool:
         return None
-    if type(properties) is not dict or type(required) is not list:
+    sure = _sure_types(schema.get("properties", {}))
+    if sure is None or type(required) is not list:
         return None
-    sure: Dict[str, FrozenSet[type]] = {}
-    for name, child in properties.items():
-        if type(child) is not dict or not _BARE_KEYS.issuperset(child) or type(child.get("type")) is not str:
-            return None
-        if child["type"] not in _SURE_TYPES:
-            return None
-        sure[name] = _SURE_TYPES[child["type"]]
     needed = tuple(required)
     closed = extra is False
 
     def check_flat_object(v: Any, path: str, ctx: _Ctx, seen: Optional[Set[Any]]) -> bool:
-        if type(v) is dict and seen is None:
-            for key, item in v.items():
-                kinds = sure.get(key)
-                if kinds is None:
-                    if closed or type(key) is not str:
-                        break
-                elif type(item) not in kinds:
-                    break
-            else:
-                for name in needed:
-                    if name not in v:
-                        break
-                else:
-                    return True
+        if type(v) is dict and seen is None and _surely_valid(v, sure, closed, needed):
+            return True
         return slow(v, path, ctx, seen)
 
     return check_flat_object
+
+
+def _surely_valid(v: Dict[Any, Any], sure: Dict[str, FrozenSet[type]], closed: bool, needed: Tuple[str, ...]) -> bool:
+    """Whether each member of ``v`` is of a sure type for its property (or allowed, unnamed, when not
+    ``closed``) and each ``needed`` one is there: :func:`_fast_object`'s test."""
+    for key, item in v.items():
+        kinds = sure.get(key)
+        if kinds is None:
+            if closed or type(key) is not str:
+                return False
+        elif type(item) not in kinds:
+            return False
+    for name in needed:
+        if name not in v:
+            return False
+    return True
 
 
 def _all(checks: Sequence[Check]) -> Check:
