@@ -74,10 +74,16 @@ def turn_text(payload: Dict[str, Any], calls: Sequence[PlannedCall]) -> Optional
     if not _TURN_MEMBERS.issubset(payload) or not _TURN_OPTIONAL.issuperset(payload):
         return None
     step, tokens, total = payload["step"], payload["tokens"], payload["total_tokens"]
+    if type(step) is not int or type(tokens) is not int or type(total) is not int:  # _counts, inline
+        return None
+    if not (-MAX_SAFE_INTEGER <= step <= MAX_SAFE_INTEGER and -MAX_SAFE_INTEGER <= tokens <= MAX_SAFE_INTEGER):
+        return None
+    if not -MAX_SAFE_INTEGER <= total <= MAX_SAFE_INTEGER:
+        return None
     text = string_text(payload["text"])
     tail = _tail(payload) if len(payload) > len(_TURN_MEMBERS) else ""
     calls_text = _calls_text(calls)
-    if text is None or tail is None or calls_text is None or not _counts(step, tokens, total):
+    if text is None or tail is None or calls_text is None:
         return None
     return '{"step":%d,"text":%s,"tokens":%d,"tool_calls":%s,"total_tokens":%d%s}' % (
         step,

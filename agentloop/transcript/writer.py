@@ -236,19 +236,18 @@ class TranscriptWriter:
         """
         if self._fd is None:
             raise TranscriptClosedError(self.path)
-        digest, raw = record_line(kind, payload, self._head, self._seq, payload_text)
-        line = memoryview(raw)
+        digest, line = record_line(kind, payload, self._head, self._seq, payload_text)
         if len(line) > self._limit:
             raise UnrecordableError(
                 "$", "%s record of %d bytes exceeds max_record_bytes %d" % (_a(kind), len(line), self._limit)
             )
         written = os.write(self._fd, line)
         while written < len(line):  # a short write (a signal, a full pipe): the rest, until all of it is written
-            written += os.write(self._fd, line[written:])
+            written += os.write(self._fd, memoryview(line)[written:])
         if self._fsync:
             os.fsync(self._fd)
         if self._range is not None:
-            self._range.append_data(line[:-1])  # RFC 6962 leaf: the line without its newline
+            self._range.append_data(memoryview(line)[:-1])  # RFC 6962 leaf: the line without its newline
         if self._pending is not None and self._seq + 1 >= self._pending[2]:
             self._publish()
         if not self._seq:
