@@ -13,7 +13,9 @@ slows Python down, so it is not timed).
 
 Targets (issue 6): under 100 us per step, and the per-step cost at the
 largest N within 1.3x of the smallest; (issue 12) at most 60 us per step at
-N=200.  Then two baselines of the same run, interleaved with it so that the
+N=200.  Each run writes a new transcript, as ``run``'s defaults ask (removed
+after its timing), and no checkpoint, so the writer keeps no Merkle tree; the
+same run with ``checkpoint=`` is printed beside it.  Then two baselines of the same run, interleaved with it so that the
 machine's load falls on both alike: the same run with one reply object
 reused for every turn (issue 25: fresh replies within 1.1x of it), and with
 ``canonical._fast`` switched off, so every record, argument and result goes
@@ -91,11 +93,15 @@ def reused(messages: List[Dict[str, Any]], manifest: List[Dict[str, Any]]) -> Mo
     return REPLY
 
 
-def one_run(steps: int, folder: str, model: Any = fresh) -> float:
+def one_run(steps: int, folder: str, model: Any = fresh, checkpoint: bool = False) -> float:
+    """One run's seconds: a new transcript (run's default), removed after the timing; with ``checkpoint``,
+    its checkpoint written too (so the writer keeps the Merkle tree as it goes)."""
     path = os.path.join(folder, "loop-%d.jsonl" % steps)
+    extra: Dict[str, Any] = {"checkpoint": path + ".ckpt", "overwrite": True} if checkpoint else {}
     start = time.perf_counter()
-    result = run("bench", model, [TOOL], transcript=path, max_steps=steps, max_tokens=10**12, overwrite=True)
+    result = run("bench", model, [TOOL], transcript=path, max_steps=steps, max_tokens=10**12, **extra)
     elapsed = time.perf_counter() - start
+    os.unlink(path)
     assert result.steps == steps and result.stop_reason == "step_budget", result
     return elapsed
 
@@ -135,14 +141,17 @@ def main(argv: List[str]) -> int:
         # The baselines: runs with a reused reply and without the fast path, interleaved
         # with fresh-reply runs so that the machine's load falls on all alike; the best of each.
         n, fast, turn_text, tool_text = sizes[0], canonical._fast, engine.turn_text, engine.tool_text
-        with_fast, same_reply, without = [], [], []
+        with_fast, same_reply, without, anchored = [], [], [], []
         # this process's CPU time: less moved by others' load
-        cpu: Dict[str, List[float]] = {"fresh": [], "reused": [], "exact": []}
+        cpu: Dict[str, List[float]] = {"fresh": [], "reused": [], "exact": [], "checkpoint": []}
         for _ in range(args.repeat * 3):
             for name, model, wall in (("fresh", fresh, with_fast), ("reused", reused, same_reply)):
                 start = time.process_time()
                 wall.append(one_run(n, folder, model))
                 cpu[name].append(time.process_time() - start)
+            start = time.process_time()
+            anchored.append(one_run(n, folder, fresh, checkpoint=True))
+            cpu["checkpoint"].append(time.process_time() - start)
         for _ in range(args.repeat):
             canonical._fast = lambda value, depth: None  # type: ignore[assignment]
             engine.turn_text = engine.tool_text = lambda *given: None  # type: ignore[assignment]
@@ -160,6 +169,10 @@ def main(argv: List[str]) -> int:
         print(
             "  the same in CPU time of this process: %.1f and %.1f us/step: %.2fx"
             % (min(cpu["fresh"]) / n * 1e6, min(cpu["reused"]) / n * 1e6, min(cpu["fresh"]) / min(cpu["reused"]))
+        )
+        print(
+            "with checkpoint= at N=%d: %.1f us/step (the Merkle tree kept as it goes, the checkpoint written at "
+            "the end): %.2fx of %.1f without" % (n, min(anchored) / n * 1e6, min(anchored) / n * 1e6 / on, on)
         )
         print(
             "fast path at N=%d: %.1f us/step with it, %.1f without (exact encoder only): %.2fx" % (n, on, off, off / on)
