@@ -107,9 +107,12 @@ class ToolCall:
     ) -> None:
         # the generated __init__ of a frozen dataclass and its checks, in one call (not object.__setattr__ per field)
         self.__dict__.update(_call_fields(name, arguments, id, arguments_error))
+        if type(self) is not ToolCall:  # a subclass's own __post_init__, as the generated __init__ would call it
+            self.__post_init__()
 
     def __post_init__(self) -> None:
-        """The checks, for a dataclass subclass whose own generated ``__init__`` calls this."""
+        """The checks again: for a subclass, whose own ``__post_init__`` may call this (``__init__`` calls
+        a subclass's, and a dataclass subclass's generated ``__init__`` calls it instead of ``__init__``)."""
         for key, value in _call_fields(self.name, self.arguments, self.id, self.arguments_error).items():
             object.__setattr__(self, key, value)
 
@@ -257,9 +260,12 @@ class ModelReply:
     ) -> None:
         # the generated __init__ of a frozen dataclass and its checks, in one call (not object.__setattr__ per field)
         self.__dict__.update(_reply_fields(text, tool_calls, usage, truncated, provider_data))
+        if type(self) is not ModelReply:  # a subclass's own __post_init__, as the generated __init__ would call it
+            self.__post_init__()
 
     def __post_init__(self) -> None:
-        """The checks, for a dataclass subclass whose own generated ``__init__`` calls this."""
+        """The checks again: for a subclass, whose own ``__post_init__`` may call this (``__init__`` calls
+        a subclass's, and a dataclass subclass's generated ``__init__`` calls it instead of ``__init__``)."""
         fields = _reply_fields(self.text, self.tool_calls, self.usage, self.truncated, self.provider_data)
         for key, value in fields.items():
             object.__setattr__(self, key, value)
@@ -277,7 +283,7 @@ def _reply_fields(
         raise MessageError(
             "ModelReply.tool_calls", "must be a sequence of ToolCall, got %s" % (type(tool_calls).__name__,)
         )
-    calls = tuple(tool_calls)  # type: ignore[arg-type]  # an Iterable, checked above
+    calls: Tuple[Any, ...] = tuple(tool_calls)  # type: ignore[arg-type]  # an Iterable, checked above
     for call in calls:
         if not isinstance(call, ToolCall):
             raise MessageError("ModelReply.tool_calls", "must hold ToolCall, got %s" % (type(call).__name__,))

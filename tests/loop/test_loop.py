@@ -597,6 +597,23 @@ class TestMisuse(TempDir):
             NamedCall(1)  # type: ignore[arg-type]
         self.assertEqual(Tagged("x", [NamedCall("a")], tag="t").tool_calls, (NamedCall("a"),))
 
+        class Stripped(ModelReply):  # a plain subclass: its own __post_init__ runs, as with a generated __init__
+            def __post_init__(self) -> None:
+                super().__post_init__()
+                object.__setattr__(self, "text", self.text.strip())
+
+        class Strict(ToolCall):
+            def __post_init__(self) -> None:
+                if not self.id:
+                    raise ValueError("an id is required")
+
+        self.assertEqual(Stripped("  hi  ").text, "hi")
+        with self.assertRaises(TypeError):
+            Stripped(None)  # type: ignore[arg-type]
+        with self.assertRaises(ValueError):
+            Strict("a")
+        self.assertEqual(Strict("a", id="c").id, "c")
+
 
 class TestHardening(TempDir):
     """Cases found by attacking the loop as a hostile user would."""
