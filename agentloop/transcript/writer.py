@@ -246,6 +246,8 @@ class TranscriptWriter:
             written += os.write(self._fd, memoryview(line)[written:])
         if self._fsync:
             os.fsync(self._fd)
+            if not self._named and self._pending is None:  # a continuing writer's file: its name too, once
+                self._sync_name()
         if self._range is not None:
             self._range.append_data(memoryview(line)[:-1])  # RFC 6962 leaf: the line without its newline
         if self._pending is not None and self._seq + 1 >= self._pending[2]:
@@ -262,9 +264,13 @@ class TranscriptWriter:
 
         Raises :class:`~agentloop.errors.RunConfigError` for a writer made with ``tree=False``.
         """
+        return self._tree().root().hex()
+
+    def _tree(self) -> CompactRange:
+        """The Merkle tree kept; a writer made with ``tree=False`` raises ``RunConfigError``."""
         if self._range is None:
             raise RunConfigError("tree", "this writer keeps no Merkle tree (tree=False): it has no root or checkpoint")
-        return self._range.root().hex()
+        return self._range
 
     def tree_head(self, key: Optional[bytes] = None, signer: SignerArg = None) -> Checkpoint:
         """The checkpoint of the records written so far, signed by ``key`` and ``signer`` if given.
@@ -275,6 +281,7 @@ class TranscriptWriter:
         :class:`~agentloop.errors.TranscriptEmptyError` (a ``ValueError``) before the first record
         (record 0 names the run).
         """
+        self._tree()  # no tree, no checkpoint: refused first, as for an empty writer
         if not self._seq:
             raise TranscriptEmptyError(self.path)
         head = Checkpoint(self._first, self._seq, self.root, self._head)
@@ -308,8 +315,12 @@ class TranscriptWriter:
             raise TranscriptClosedError(self.path)
         os.fsync(self._fd)
         if self._pending is None and not self._named:
-            fsync_directory(os.path.dirname(os.path.abspath(self.path)))
-            self._named = True
+            self._sync_name()
+
+    def _sync_name(self) -> None:
+        """Make the file's name durable: its folder's ``fsync``."""
+        fsync_directory(os.path.dirname(os.path.abspath(self.path)))
+        self._named = True
 
     def close(self) -> None:
         """Close the file; further appends raise ``ValueError``.
@@ -337,8 +348,7 @@ class TranscriptWriter:
             raise TranscriptExistsError(self.path) from None
         self._pending = None
         if self._fsync:  # the name as durable as the records (flush: a process that dies keeps it)
-            fsync_directory(os.path.dirname(os.path.abspath(self.path)))
-            self._named = True
+            self._sync_name()
         if old >= 0:
             os.close(old)
 

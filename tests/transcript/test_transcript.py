@@ -180,6 +180,15 @@ class TestWriter(TempDir):
                 out.checkpoint(self.path("checked.ckpt"))
                 out.checkpoint(self.path("checked.ckpt"))
             self.assertEqual(len(folders), 1)  # write_atomic fsyncs the checkpoint's folder itself
+            for fsync, expected in ((False, 0), (True, 1)):  # a continuing writer (resume): the name, once
+                del folders[:]
+                lines = read_lines(self.path("flush.jsonl"))[:1]
+                self.write_bytes(b"".join(lines), "more.jsonl")
+                fd = os.open(self.path("more.jsonl"), os.O_WRONLY | os.O_APPEND)
+                with TranscriptWriter.continuing(self.path("more.jsonl"), fd, lines, fsync=fsync) as out:
+                    out.append("stop", stop)
+                    out.append("stop", stop)
+                self.assertEqual(len(folders), expected, fsync)
         with self.assertRaises(ValueError):
             out.sync()
 
@@ -187,6 +196,9 @@ class TestWriter(TempDir):
         # tree=False: what run() makes without checkpoint= (nothing asks for the root)
         for name, tree in (("kept.jsonl", True), ("none.jsonl", False)):
             with TranscriptWriter(self.path(name), tree=tree) as out:
+                if not tree:  # refused for the missing tree first, even before a record
+                    with self.assertRaises(RunConfigError):
+                        out.checkpoint(self.path("none.ckpt"))
                 out.append("task", {"format": "agentloop/1"})
                 out.append("stop", {"reason": "no_tool_calls"})
                 if tree:
