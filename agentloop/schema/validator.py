@@ -806,7 +806,8 @@ def _fast_leaf(schema: Mapping[str, Any], slow: Check, assert_formats: bool) -> 
     return None
 
 
-_OBJECT_KEYS = frozenset(("type", "properties", "required", "additionalProperties")) | _LEAF_ANNOTATIONS
+# ("$schema" names draft 2020-12, the one dialect compile_schema takes: no verdict changes with it)
+_OBJECT_KEYS = frozenset(("type", "properties", "required", "additionalProperties", "$schema")) | _LEAF_ANNOTATIONS
 _BARE_KEYS = frozenset(("type",)) | _LEAF_ANNOTATIONS
 #: The exact Python types a bare ``{"type": T}`` accepts for sure (a subclass, an integral float for
 #: "integer": the general closures decide).

@@ -576,6 +576,7 @@ class ValidateTests(unittest.TestCase):
             {"type": "object", "properties": {"x": number, "b": {"type": "boolean"}, "z": {"type": "null"}}},
             {"type": "object", "properties": {}, "additionalProperties": True, "title": "t"},
             {"type": "object", "required": ["a", "b"], "additionalProperties": False},
+            {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": {"n": count}},
         ]
         values: List[Any] = [
             {},
