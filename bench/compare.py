@@ -10,8 +10,9 @@ hashes its transcript, with ``run``'s defaults: a new file (removed after the
 timing), each record handed to the OS, no fsync.  smolagents keeps its memory
 in RAM and logs nothing (``verbosity_level -1``): its best case.  Each side
 runs in a subprocess (smolagents' of the given Python, since it is not a
-dependency; agentloop's of this one) and times its own run, the agent built
-and its module imported outside the timing.  Two figures:
+dependency; agentloop's of this one) and times its own run, its module
+imported outside the timing (smolagents' agent object is built outside it
+too; agentloop's ``run`` checks its tools and options inside).  Two figures:
 
 * **warm**: one process a side for the whole comparison, after a first run
   that is not counted (a service that runs many agents); each round runs

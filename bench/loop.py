@@ -97,11 +97,12 @@ def one_run(steps: int, folder: str, model: Any = fresh, checkpoint: bool = Fals
     """One run's seconds: a new transcript (run's default), removed after the timing; with ``checkpoint``,
     its checkpoint written too (so the writer keeps the Merkle tree as it goes)."""
     path = os.path.join(folder, "loop-%d.jsonl" % steps)
-    extra: Dict[str, Any] = {"checkpoint": path + ".ckpt", "overwrite": True} if checkpoint else {}
+    extra: Dict[str, Any] = {"checkpoint": path + ".ckpt"} if checkpoint else {}
     start = time.perf_counter()
     result = run("bench", model, [TOOL], transcript=path, max_steps=steps, max_tokens=10**12, **extra)
     elapsed = time.perf_counter() - start
-    os.unlink(path)
+    for name in [path] + list(extra.values()):
+        os.unlink(name)
     assert result.steps == steps and result.stop_reason == "step_budget", result
     return elapsed
 
