@@ -481,6 +481,10 @@ def _flat(value: Any, depth: int) -> Optional[Tuple[Dict[str, Any], str]]:
             return None
     if not "".join(value).isascii():
         return None
+    if len(value) == 1:  # one member: no sort, and the copy made above is in key order already
+        ((key, item),) = value.items()
+        text = _flat_member(item)
+        return None if text is None else (value, "{%s:%s}" % (_encode_string(key), text))
     members, copy = [], {}
     for key in sorted(value):
         item = value[key]
