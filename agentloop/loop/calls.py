@@ -62,6 +62,8 @@ __all__ = [
     "is_async_callable",
     "groups",
     "prepare",
+    "plain_tools",
+    "run_plain",
     "describe",
     "TIMEOUT_ERROR",
     "RESULT_DEPTH",
@@ -150,10 +152,42 @@ def prepare(call: PlannedCall, registry: ToolRegistry, default_timeout: Optional
     if error is not None:
         return False, "invalid arguments: %s" % (error,), ""
     timeout = tool.timeout if tool.timeout is not None else default_timeout
-    # The tool gets its own copy (read back from the recorded text: plain JSON, fast).
-    return Job(
-        tool, parse_canonical(call.arguments_text) if call.arguments_text else copy.deepcopy(call.arguments), timeout
-    )
+    return Job(tool, _own_arguments(call), timeout)
+
+
+def _own_arguments(call: PlannedCall) -> Dict[str, Any]:
+    """The tool's own copy of a call's arguments (read back from the recorded text: plain JSON, fast)."""
+    if call.arguments_text:
+        arguments: Dict[str, Any] = parse_canonical(call.arguments_text)
+        return arguments
+    assert call.arguments is not None  # a call that may run has its arguments
+    return copy.deepcopy(call.arguments)
+
+
+def plain_tools(registry: ToolRegistry, default_timeout: Optional[float]) -> Dict[str, Tool]:
+    """The tools, by name, whose lone call in a turn :class:`SyncRunner` runs as a plain function call in
+    the loop's thread, with nothing to decide or wait for: sync, ungated, without a ``CallContext`` and
+    without a timeout (their own or ``default_timeout``)."""
+    if default_timeout is not None:
+        return {}
+    plain = {}
+    for name in registry.names:
+        tool = registry.get(name)
+        if tool is not None and not tool.is_async and not tool.gated and tool.context is None and tool.timeout is None:
+            plain[name] = tool
+    return plain
+
+
+def run_plain(call: PlannedCall, tools: Dict[str, Tool]) -> Optional[Done]:
+    """The outcome of ``call`` when it calls one of ``tools`` (:func:`plain_tools`) and its arguments
+    pass their checks: run here, as :func:`prepare` and :meth:`SyncRunner.start` run a lone such call;
+    ``None``, nothing run, for any other call (it takes the general path)."""
+    if call.problem or call.arguments is None:
+        return None
+    tool = tools.get(call.name)
+    if tool is None or not tool.validator.is_valid(call.arguments):
+        return None
+    return _invoke(Job(tool, _own_arguments(call), None))
 
 
 def _recorded(name: str, value: Any) -> Done:

@@ -84,7 +84,20 @@ from typing import (
 
 from .approval import ApprovalRequest, Verdict, approval_policy, closed, judge, seal_closed
 from .budgets import Seconds, Spent
-from .calls import DEFAULT_MAX_WORKERS, AsyncRunner, Done, Job, Raised, Runner, SyncRunner, describe, groups, prepare
+from .calls import (
+    DEFAULT_MAX_WORKERS,
+    AsyncRunner,
+    Done,
+    Job,
+    Raised,
+    Runner,
+    SyncRunner,
+    describe,
+    groups,
+    plain_tools,
+    prepare,
+    run_plain,
+)
 from ..canonical import MAX_SAFE_INTEGER, canonical_text, canonical_text_spliced, check_string, json_path, placeholder
 from ..errors import UnrecordableError
 from .final import FINAL_RESULT
@@ -429,6 +442,8 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
             record.first, messages = resumed.first, resumed.messages
 
         stop, halt = _Ending(r, spent, record, out, messages).both()
+        # a lone call of these runs as a plain call (no coroutine, no runner) where SyncRunner would run it so
+        plain = plain_tools(r.registry, r.budgets.tool_timeout) if isinstance(runner, SyncRunner) else {}
 
         if resumed is not None and resumed.plan is not None:  # the turn a pause (or a crash) left unfinished
             ended = await _run_calls(
@@ -488,7 +503,11 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
             #    once its approver said so); every failure is a result the
             #    model sees, recorded in the model's order.
             spent.tool_calls += len(plan.calls)
-            ended = await _run_calls(r, runner, plan, spent.steps, record, messages, asked_by)
+            ended = (
+                None
+                if _ran_plainly(plain, plan, spent.steps, record, messages)
+                else await _run_calls(r, runner, plan, spent.steps, record, messages, asked_by)
+            )
             if ended is not None:
                 return halt(ended)
 
@@ -616,31 +635,7 @@ async def _run_calls(
             outcome = handle if type(handle) is tuple else await runner.wait(handle)  # a Done as it is: no await
             if isinstance(outcome, Raised):  # KeyboardInterrupt, SystemExit...: the records so far stand
                 raise outcome.exception
-            call = plan.calls[position]
-            ok, value, text = outcome
-            result: Dict[str, Any] = {"step": step, "id": call.id, "name": call.name, "ok": ok}
-            result["value" if ok else "error"] = value if ok else _bounded(value)
-            if verdict is not None or gate is not None:
-                _decided(result, verdict, gate)
-            try:
-                # the value was encoded once, by its snapshot: the record is built around that text
-                assembled = tool_text(result, text, call.head_text)
-                marked = dict(result, value=placeholder(0)) if assembled is None and ok and text else None
-                record.append("tool", result, marked, [text], assembled)
-            except UnrecordableError as exc:  # a result over max_record_bytes
-                ok, value, text = False, "tool %r returned an unrecordable result: %s" % (call.name, exc), ""
-                result = {"step": step, "id": call.id, "name": call.name, "ok": ok, "error": value}
-                _decided(result, verdict, gate)
-                record.append("tool", result)
-            messages.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": call.id,
-                    "name": call.name,
-                    "ok": ok,
-                    "content": text if ok else result["error"],
-                }
-            )
+            _record_outcome(record, step, plan.calls[position], outcome, verdict, gate, messages)
         if verdict is not None and verdict.decision == "terminate":
             call = plan.calls[group[0]]
             return _Halt(
@@ -655,6 +650,55 @@ async def _run_calls(
                 ),
             )
     return None
+
+
+def _ran_plainly(tools: Dict[str, Tool], plan: TurnPlan, step: int, record: _Recorder, messages: List[Message]) -> bool:
+    """Step 5 for a turn of one call that :func:`~agentloop.loop.calls.run_plain` runs (a plain tool, valid
+    arguments): run, and recorded as :func:`_run_calls` records it; ``False``, nothing done, for any other turn."""
+    if len(plan.calls) != 1:
+        return False
+    outcome = run_plain(plan.calls[0], tools)
+    if outcome is None:
+        return False
+    _record_outcome(record, step, plan.calls[0], outcome, None, None, messages)
+    return True
+
+
+def _record_outcome(
+    record: _Recorder,
+    step: int,
+    call: PlannedCall,
+    outcome: Done,
+    verdict: Optional[Verdict],
+    gate: Optional[bool],
+    messages: List[Message],
+) -> None:
+    """A call's ``tool`` record (with the gate's outcome) and the message the model sees of it; a result
+    over ``max_record_bytes`` is recorded as the call's failure."""
+    ok, value, text = outcome
+    result: Dict[str, Any] = {"step": step, "id": call.id, "name": call.name, "ok": ok}
+    result["value" if ok else "error"] = value if ok else _bounded(value)
+    if verdict is not None or gate is not None:
+        _decided(result, verdict, gate)
+    try:
+        # the value was encoded once, by its snapshot: the record is built around that text
+        assembled = tool_text(result, text, call.head_text)
+        marked = dict(result, value=placeholder(0)) if assembled is None and ok and text else None
+        record.append("tool", result, marked, [text], assembled)
+    except UnrecordableError as exc:  # a result over max_record_bytes
+        ok, value, text = False, "tool %r returned an unrecordable result: %s" % (call.name, exc), ""
+        result = {"step": step, "id": call.id, "name": call.name, "ok": ok, "error": value}
+        _decided(result, verdict, gate)
+        record.append("tool", result)
+    messages.append(
+        {
+            "role": "tool",
+            "tool_call_id": call.id,
+            "name": call.name,
+            "ok": ok,
+            "content": text if ok else result["error"],
+        }
+    )
 
 
 def _pause(
