@@ -42,7 +42,7 @@ import inspect
 import threading
 import types
 from dataclasses import dataclass
-from typing import Any, Awaitable, Dict, List, Optional, Sequence, Tuple, Union, cast
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple, Union, cast
 
 from ..canonical import json_path, parse_canonical, snapshot
 from ..errors import ToolFailure, UnrecordableError
@@ -305,6 +305,19 @@ class SyncRunner:
             self._async_model = is_async_callable(model)
         if self._async_model:
             return self._blocking(model(messages, manifest))
+        return self.ask_plainly(model, messages, manifest)
+
+    def plain_asker(self, model: Any) -> Optional[Callable[[Any, List[Message], List[Dict[str, Any]]], Any]]:
+        """:meth:`ask_plainly` when ``model`` is sync (the loop then calls it without a coroutine), else ``None``:
+        an async model, or one whose ``__call__`` cannot be read (:meth:`ask` raises that as the model's error)."""
+        try:
+            self._async_model = is_async_callable(model)
+        except Exception:
+            return None
+        return None if self._async_model else self.ask_plainly
+
+    def ask_plainly(self, model: Any, messages: List[Message], manifest: List[Dict[str, Any]]) -> Any:
+        """:meth:`ask` of a sync model, without a coroutine: its reply, called in this thread."""
         reply = model(messages, manifest)
         if isinstance(
             reply, types.CoroutineType

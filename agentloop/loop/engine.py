@@ -444,6 +444,8 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
         stop, halt = _Ending(r, spent, record, out, messages).both()
         # a lone call of these runs as a plain call (no coroutine, no runner) where SyncRunner would run it so
         plain = plain_tools(r.registry, r.budgets.tool_timeout) if isinstance(runner, SyncRunner) else {}
+        # and a sync model is called without a coroutine there
+        ask = runner.plain_asker(r.model) if isinstance(runner, SyncRunner) else None
 
         if resumed is not None and resumed.plan is not None:  # the turn a pause (or a crash) left unfinished
             ended = await _run_calls(
@@ -470,7 +472,11 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
                 else messages
             )
             try:
-                reply = await runner.ask(r.model, shown_messages, r.manifest)
+                reply = (
+                    await runner.ask(r.model, shown_messages, r.manifest)
+                    if ask is None
+                    else ask(r.model, shown_messages, r.manifest)
+                )
             except Exception as exc:
                 return stop("model_error", "model raised %s" % (describe(exc),), reading)
             problem = _reply_problem(reply)
