@@ -118,7 +118,7 @@ from ..messages import (
 from .options import Approver, OnRecord, RunOptions, RunOverrides
 from .plan import RECORD_OVERHEAD, PlannedCall, TurnPlan, plan_turn
 from .prices import add, amount_text, turn_cost
-from .records import tool_text, turn_text
+from .records import plain_turn_text, tool_text, turn_text
 from .start import _Run, prepare_run, read_clock
 from ..tools.context import CallContext
 from ..tools.registry import Tool, ToolRegistry
@@ -270,6 +270,14 @@ class _Recorder:
         if self.on_record is not None:
             return self._tell(kind, payload, payload_text)
         digest = self.out.append(kind, payload, payload_text)
+        if not self.first:  # record 0
+            self.first = digest
+        return digest
+
+    def append_text(self, kind: str, payload_text: str) -> str:
+        """:meth:`append` of a record given only as its payload's text, when there is no ``on_record``
+        to tell (the caller checks); return its hash."""
+        digest = self.out.append_text(kind, payload_text)
         if not self.first:  # record 0
             self.first = digest
         return digest
@@ -494,7 +502,7 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
             )
             cost, cost_problem = turn_cost(r.price, reply.usage) if r.price is not None else (None, "")
             try:
-                asked_by = _record_turn(record, plan, _turn_payload(plan, reply, spent, tokens, cost, reading))
+                asked_by = _record_turn(record, plan, reply, spent, tokens, cost, reading)
             except UnrecordableError as exc:  # only a reply over max_record_bytes
                 return stop("model_error", "model reply is not recordable: %s" % (exc,), reading)
             r.budgets.charge(spent, tokens, r.price is not None, cost, cost_problem)
@@ -518,9 +526,31 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
                 return halt(ended)
 
 
-def _record_turn(record: _Recorder, plan: TurnPlan, payload: Dict[str, Any]) -> str:
-    """Write a turn's assistant record, each call's arguments encoded once (by the plan): the payload's
-    text assembled around them, else built around them with placeholders; return its hash."""
+def _record_turn(
+    record: _Recorder,
+    plan: TurnPlan,
+    reply: ModelReply,
+    spent: Spent,
+    tokens: int,
+    cost: Optional[Decimal],
+    reading: Optional[Seconds],
+) -> str:
+    """Write a turn's assistant record (:func:`_turn_payload`), each call's arguments encoded once (by the
+    plan): the payload's text assembled around them, else built around them with placeholders; return its
+    hash.  The common turn's text (its five members only, nobody told of the record) is assembled from the
+    members themselves, without the payload dict."""
+    if (
+        record.on_record is None
+        and reading is None
+        and cost is None
+        and reply.usage is None
+        and not reply.truncated
+        and plan.provider_data is None
+    ):
+        text = plain_turn_text(spent.steps + 1, plan.text, tokens, plan.calls, spent.tokens + tokens)
+        if text is not None:
+            return record.append_text("assistant", text)
+    payload = _turn_payload(plan, reply, spent, tokens, cost, reading)
     assembled = turn_text(payload, plan.calls)
     if assembled is not None:
         return record.append("assistant", payload, assembled=assembled)

@@ -22,7 +22,7 @@ from typing import Any, Dict, Optional, Sequence
 from ..canonical import MAX_SAFE_INTEGER, string_text
 from .plan import PlannedCall, head_text
 
-__all__ = ["turn_text", "tool_text"]
+__all__ = ["turn_text", "plain_turn_text", "tool_text"]
 
 # The members of an assistant record that turn_text writes: always, and when the reply says so.
 _TURN_MEMBERS = frozenset(("step", "text", "tokens", "tool_calls", "total_tokens"))
@@ -73,21 +73,32 @@ def turn_text(payload: Dict[str, Any], calls: Sequence[PlannedCall]) -> Optional
     any other shape."""
     if not _TURN_MEMBERS.issubset(payload) or not _TURN_OPTIONAL.issuperset(payload):
         return None
-    step, tokens, total = payload["step"], payload["tokens"], payload["total_tokens"]
+    tail = _tail(payload) if len(payload) > len(_TURN_MEMBERS) else ""
+    if tail is None:
+        return None
+    return plain_turn_text(payload["step"], payload["text"], payload["tokens"], calls, payload["total_tokens"], tail)
+
+
+def plain_turn_text(
+    step: object, text: object, tokens: object, calls: Sequence[PlannedCall], total: object, tail: str = ""
+) -> Optional[str]:
+    """The text of an assistant record's payload of exactly ``{step, text, tokens, tool_calls, total_tokens}``
+    (its ``tool_calls`` are ``calls`` recorded), followed by ``tail`` (the text of its later members, from
+    :func:`_tail`); ``None`` when a member cannot be written so (a ``str`` subclass, a count beyond
+    +/-(2**53 - 1), a call whose arguments are kept out...): no payload dict to build for the common turn."""
     if type(step) is not int or type(tokens) is not int or type(total) is not int:  # _counts, inline
         return None
     if not (-MAX_SAFE_INTEGER <= step <= MAX_SAFE_INTEGER and -MAX_SAFE_INTEGER <= tokens <= MAX_SAFE_INTEGER):
         return None
     if not -MAX_SAFE_INTEGER <= total <= MAX_SAFE_INTEGER:
         return None
-    text = string_text(payload["text"])
-    tail = _tail(payload) if len(payload) > len(_TURN_MEMBERS) else ""
+    text_text = string_text(text)
     calls_text = _calls_text(calls)
-    if text is None or tail is None or calls_text is None:
+    if text_text is None or calls_text is None:
         return None
     return '{"step":%d,"text":%s,"tokens":%d,"tool_calls":%s,"total_tokens":%d%s}' % (
         step,
-        text,
+        text_text,
         tokens,
         calls_text,
         total,
