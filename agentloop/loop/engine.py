@@ -118,7 +118,7 @@ from ..messages import (
 from .options import Approver, OnRecord, RunOptions, RunOverrides
 from .plan import RECORD_OVERHEAD, PlannedCall, TurnPlan, plan_turn
 from .prices import add, amount_text, turn_cost
-from .records import plain_turn_text, tool_text, turn_text
+from .records import plain_tool_text, plain_turn_text, tool_text, turn_text
 from .start import _Run, prepare_run, read_clock
 from ..tools.context import CallContext
 from ..tools.registry import Tool, ToolRegistry
@@ -693,10 +693,21 @@ def _ran_plainly(tools: Dict[str, Tool], plan: TurnPlan, step: int, record: _Rec
     arguments): run, and recorded as :func:`_run_calls` records it; ``False``, nothing done, for any other turn."""
     if len(plan.calls) != 1:
         return False
-    outcome = run_plain(plan.calls[0], tools)
+    call = plan.calls[0]
+    outcome = run_plain(call, tools)
     if outcome is None:
         return False
-    _record_outcome(record, step, plan.calls[0], outcome, None, None, messages)
+    ok, _, text = outcome
+    assembled = plain_tool_text(call.head_text, step, text) if ok and text and record.on_record is None else None
+    if assembled is not None:
+        try:
+            record.append_text("tool", assembled)  # a value, recorded without its result dict: nobody is told
+        except UnrecordableError:  # a result over max_record_bytes, nothing written: as _record_outcome records it
+            assembled = None
+    if assembled is None:
+        _record_outcome(record, step, call, outcome, None, None, messages)
+        return True
+    messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "ok": True, "content": text})
     return True
 
 

@@ -22,7 +22,7 @@ from typing import Any, Dict, Optional, Sequence
 from ..canonical import MAX_SAFE_INTEGER, string_text
 from .plan import PlannedCall, head_text
 
-__all__ = ["turn_text", "plain_turn_text", "tool_text"]
+__all__ = ["turn_text", "plain_turn_text", "tool_text", "plain_tool_text"]
 
 # The members of an assistant record that turn_text writes: always, and when the reply says so.
 _TURN_MEMBERS = frozenset(("step", "text", "tokens", "tool_calls", "total_tokens"))
@@ -118,8 +118,17 @@ def tool_text(result: Dict[str, Any], value_text: str, head: str = "") -> Option
     if not head or not _counts(step):
         return None
     if result["ok"] is True and value_text and "value" in result:
-        return '{%s,"ok":true,"step":%d,"value":%s}' % (head, step, value_text)
+        return plain_tool_text(head, step, value_text)
     error = string_text(result.get("error")) if result["ok"] is False else None
     if error is None:
         return None
     return '{"error":%s,%s,"ok":false,"step":%d}' % (error, head, step)
+
+
+def plain_tool_text(head: str, step: int, value_text: str) -> Optional[str]:
+    """The text of a ``tool`` record's payload ``{id, name, ok: true, step, value}`` from its members' texts:
+    ``head`` (:func:`~agentloop.loop.plan.head_text`), the step and the value's text; ``None`` when ``head``
+    is ``""`` or the step is not a count a record may hold."""
+    if not head or type(step) is not int or not -MAX_SAFE_INTEGER <= step <= MAX_SAFE_INTEGER:
+        return None
+    return '{%s,"ok":true,"step":%d,"value":%s}' % (head, step, value_text)

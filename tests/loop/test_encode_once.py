@@ -225,12 +225,14 @@ class TestEncodeOnce(unittest.TestCase):
                 engine, "canonical_text_spliced", counting("spliced", engine.canonical_text_spliced)
             ), mock.patch.object(engine, "turn_text", counting("turn", engine.turn_text)), mock.patch.object(
                 engine, "plain_turn_text", counting("turn", engine.plain_turn_text)
-            ), mock.patch.object(engine, "tool_text", counting("tool", engine.tool_text)):
+            ), mock.patch.object(engine, "tool_text", counting("tool", engine.tool_text)), mock.patch.object(
+                engine, "plain_tool_text", counting("tool", engine.plain_tool_text)
+            ):
                 once = _run(self.folder, "once%d.jsonl" % case, script, results, limit)
-            # the common turn's text, assembled without a payload dict, is not written: every record encoded whole
+            # the common records' texts, assembled without a payload dict, are not written: every record encoded whole
             with mock.patch.object(engine._Recorder, "append", _whole), mock.patch.object(
                 engine, "plain_turn_text", lambda *args: None
-            ):
+            ), mock.patch.object(engine, "plain_tool_text", lambda *args: None):
                 whole = _run(self.folder, "whole%d.jsonl" % case, script, results, limit)
             self.assertEqual(once, whole, "case %d" % (case,))
             self.assertTrue(verify_file(os.path.join(self.folder, "once%d.jsonl" % case)).ok, case)
