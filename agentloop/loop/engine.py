@@ -244,6 +244,10 @@ def _unrecordable(reply: ModelReply) -> str:
     return ""
 
 
+#: The payload dict :meth:`_Recorder.append_text` hands the writer with a payload's text: never read.
+_NO_PAYLOAD: Dict[str, Any] = {}
+
+
 class _Recorder:
     """The transcript writer, plus ``on_record`` called with each record as written."""
 
@@ -277,7 +281,7 @@ class _Recorder:
     def append_text(self, kind: str, payload_text: str) -> str:
         """:meth:`append` of a record given only as its payload's text, when there is no ``on_record``
         to tell (the caller checks); return its hash."""
-        digest = self.out.append_text(kind, payload_text)
+        digest = self.out.append(kind, _NO_PAYLOAD, payload_text)  # (the payload is read from its text alone)
         if not self.first:  # record 0
             self.first = digest
         return digest

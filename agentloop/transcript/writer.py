@@ -258,29 +258,6 @@ class TranscriptWriter:
         self._head = digest
         return digest
 
-    def append_text(self, kind: str, payload_text: str) -> str:
-        """:meth:`append` of a record given by its payload's RFC 8785 text alone: return its hash.
-
-        The common record (a kind the loop writes, in a file already in place, no fsync, no tree) is
-        built and written here, in one call; any other goes through :meth:`append`.
-        """
-        kind_text = _KIND_TEXTS.get(kind) if type(kind) is str else None
-        if kind_text is None or not self._seq or self._fsync or self._range is not None or self._pending is not None:
-            return self.append(kind, {}, payload_text)
-        body = (
-            '{"kind":%s,"payload":%s,"prev":"%s","seq":%d}' % (kind_text, payload_text, self._head, self._seq)
-        ).encode("utf-8")
-        digest = hashlib.sha256(body).hexdigest()
-        line = _HEAD + digest.encode("ascii") + b'",' + body[1:] + b"\n"
-        if self._fd is None or len(line) > self._limit:
-            return self.append(kind, {}, payload_text)  # its error
-        written = os.write(self._fd, line)
-        while written < len(line):  # a short write: the rest, as append writes it
-            written += os.write(self._fd, memoryview(line)[written:])
-        self._seq += 1
-        self._head = digest
-        return digest
-
     @property
     def root(self) -> str:
         """The hex RFC 6962 Merkle root over the record lines written so far.

@@ -9,8 +9,9 @@ tool results and model arguments with floats of every range (``1e17`` and
 sort differently in UTF-16, lone surrogates, noncharacters, nesting at the
 limit, strings that are (or hold) the placeholders themselves, call ids that
 are placeholders, results too big for ``max_record_bytes`` -- are run twice,
-once as the loop writes and once with every record encoded whole, and the two
-transcripts must be the same bytes, and verify.  ``AGENTLOOP_ENCODE_ONCE_CASES=N``
+once as the loop writes and once with every record encoded whole (and every
+call and turn through the general path, none through the plain lane of a
+lone sync call), and the two transcripts must be the same bytes, and verify.  ``AGENTLOOP_ENCODE_ONCE_CASES=N``
 runs N random runs instead of the default 60.
 """
 
@@ -193,7 +194,7 @@ class TestEncodeOnce(unittest.TestCase):
         rng = random.Random(SEED)
         values = _Values(rng)
         names = random.Random(SEED + 1)  # its own stream: the values drawn are those of the seed
-        counts = {"spliced": 0, "turn": 0, "tool": 0}
+        counts = {"spliced": 0, "turn": 0, "tool": 0, "plain": 0}
         failed = too_big = usage = truncated = 0
 
         def counting(name: str, real: Any) -> Any:
@@ -227,12 +228,15 @@ class TestEncodeOnce(unittest.TestCase):
                 engine, "plain_turn_text", counting("turn", engine.plain_turn_text)
             ), mock.patch.object(engine, "tool_text", counting("tool", engine.tool_text)), mock.patch.object(
                 engine, "plain_tool_text", counting("tool", engine.plain_tool_text)
-            ):
+            ), mock.patch.object(engine, "run_plain", counting("plain", engine.run_plain)):
                 once = _run(self.folder, "once%d.jsonl" % case, script, results, limit)
-            # the common records' texts, assembled without a payload dict, are not written: every record encoded whole
+            # every record encoded whole, and every call and model turn through the general path (no plain lane:
+            # no tool run as a plain call, the model asked through its coroutine, no text without its payload dict)
             with mock.patch.object(engine._Recorder, "append", _whole), mock.patch.object(
                 engine, "plain_turn_text", lambda *args: None
-            ), mock.patch.object(engine, "plain_tool_text", lambda *args: None):
+            ), mock.patch.object(engine, "plain_tool_text", lambda *args: None), mock.patch.object(
+                engine, "plain_tools", lambda *args: {}
+            ), mock.patch.object(engine.SyncRunner, "plain_asker", lambda *args: None):
                 whole = _run(self.folder, "whole%d.jsonl" % case, script, results, limit)
             self.assertEqual(once, whole, "case %d" % (case,))
             self.assertTrue(verify_file(os.path.join(self.folder, "once%d.jsonl" % case)).ok, case)
@@ -243,6 +247,7 @@ class TestEncodeOnce(unittest.TestCase):
         self.assertGreater(counts["turn"], CASES, "assistant records assembled from their members' texts")
         self.assertGreater(counts["tool"], CASES * 2, "tool records assembled from their members' texts")
         self.assertGreater(counts["spliced"], CASES // 4, "records built around their values' texts")
+        self.assertGreater(counts["plain"], CASES // 10, "lone calls run as plain calls")
         self.assertGreater(usage, CASES // 3, "assistant records with usage")
         self.assertGreater(truncated, CASES // 6, "assistant records of truncated replies")
         self.assertGreater(failed, CASES // 4, "results that cannot be recorded: the same failure records")
