@@ -62,7 +62,6 @@ __all__ = [
     "is_async_callable",
     "groups",
     "prepare",
-    "plain_tools",
     "run_plain",
     "describe",
     "TIMEOUT_ERROR",
@@ -164,28 +163,18 @@ def _own_arguments(call: PlannedCall) -> Dict[str, Any]:
     return copy.deepcopy(call.arguments)
 
 
-def plain_tools(registry: ToolRegistry, default_timeout: Optional[float]) -> Dict[str, Tool]:
-    """The tools, by name, whose lone call in a turn :class:`SyncRunner` runs as a plain function call in
-    the loop's thread, with nothing to decide or wait for: sync, ungated, without a ``CallContext`` and
-    without a timeout (their own or ``default_timeout``)."""
-    if default_timeout is not None:
-        return {}
-    plain = {}
-    for name in registry.names:
-        tool = registry.get(name)
-        if tool is not None and not tool.is_async and not tool.gated and tool.context is None and tool.timeout is None:
-            plain[name] = tool
-    return plain
-
-
-def run_plain(call: PlannedCall, tools: Dict[str, Tool]) -> Optional[Done]:
-    """The outcome of ``call`` when it calls one of ``tools`` (:func:`plain_tools`) and its arguments
-    pass their checks: run here, as :func:`prepare` and :meth:`SyncRunner.start` run a lone such call;
+def run_plain(call: PlannedCall, registry: ToolRegistry, default_timeout: Optional[float]) -> Optional[Done]:
+    """The outcome of ``call``, a turn's lone call, when :class:`SyncRunner` would run it as a plain function
+    call in the loop's thread with nothing to decide or wait for: its tool sync, ungated, without a
+    ``CallContext`` or a timeout (its own or ``default_timeout``), its arguments passing their checks.  Run
+    here, as :func:`prepare` and :meth:`SyncRunner.start` run it, the tool read at this call as they read it;
     ``None``, nothing run, for any other call (it takes the general path)."""
-    if call.problem or call.arguments is None:
+    if call.problem or call.arguments is None or default_timeout is not None:
         return None
-    tool = tools.get(call.name)
-    if tool is None or not tool.validator.is_valid(call.arguments):
+    tool = registry.get(call.name)
+    if tool is None or tool.is_async or tool.gated or tool.context is not None or tool.timeout is not None:
+        return None
+    if not tool.validator.is_valid(call.arguments):
         return None
     return _invoke(Job(tool, _own_arguments(call), None))
 
@@ -307,14 +296,10 @@ class SyncRunner:
             return self._blocking(model(messages, manifest))
         return self.ask_plainly(model, messages, manifest)
 
-    def plain_asker(self, model: Any) -> Optional[Callable[[Any, List[Message], List[Dict[str, Any]]], Any]]:
-        """:meth:`ask_plainly` when ``model`` is sync (the loop then calls it without a coroutine), else ``None``:
-        an async model, or one whose ``__call__`` cannot be read (:meth:`ask` raises that as the model's error)."""
-        try:
-            self._async_model = is_async_callable(model)
-        except Exception:
-            return None
-        return None if self._async_model else self.ask_plainly
+    def plain_asker(self) -> Optional[Callable[[Any, List[Message], List[Dict[str, Any]]], Any]]:
+        """:meth:`ask_plainly` once :meth:`ask` has found the run's model sync at its first call (the loop then
+        calls it without a coroutine, as ``ask`` would call it), else ``None``: not asked yet, or async."""
+        return self.ask_plainly if self._async_model is False else None
 
     def ask_plainly(self, model: Any, messages: List[Message], manifest: List[Dict[str, Any]]) -> Any:
         """:meth:`ask` of a sync model, without a coroutine: its reply, called in this thread."""

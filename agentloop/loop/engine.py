@@ -66,6 +66,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from decimal import Decimal
+from types import MappingProxyType
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -94,7 +95,6 @@ from .calls import (
     SyncRunner,
     describe,
     groups,
-    plain_tools,
     prepare,
     run_plain,
 )
@@ -244,8 +244,9 @@ def _unrecordable(reply: ModelReply) -> str:
     return ""
 
 
-#: The payload dict :meth:`_Recorder.append_text` hands the writer with a payload's text: never read.
-_NO_PAYLOAD: Dict[str, Any] = {}
+#: The payload :meth:`_Recorder.append_text` hands the writer with a payload's text: the writer reads the
+#: text alone (:func:`~agentloop.transcript.writer.record_line`), and this can hold nothing.
+_NO_PAYLOAD: Mapping[str, Any] = MappingProxyType({})
 
 
 class _Recorder:
@@ -454,10 +455,10 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
             record.first, messages = resumed.first, resumed.messages
 
         stop, halt = _Ending(r, spent, record, out, messages).both()
-        # a lone call of these runs as a plain call (no coroutine, no runner) where SyncRunner would run it so
-        plain = plain_tools(r.registry, r.budgets.tool_timeout) if isinstance(runner, SyncRunner) else {}
-        # and a sync model is called without a coroutine there
-        ask = runner.plain_asker(r.model) if isinstance(runner, SyncRunner) else None
+        # Under SyncRunner, a lone call that it would run as a plain call runs so here (no coroutine, no
+        # runner), and a model its first ask found sync is called without a coroutine from then on.
+        plain = isinstance(runner, SyncRunner)
+        ask: Optional[PlainAsk] = None
 
         if resumed is not None and resumed.plan is not None:  # the turn a pause (or a crash) left unfinished
             ended = await _run_calls(
@@ -489,6 +490,7 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
                     if ask is None
                     else ask(r.model, shown_messages, r.manifest)
                 )
+                ask = _plain_asker(runner, ask)
             except Exception as exc:
                 return stop("model_error", "model raised %s" % (describe(exc),), reading)
             problem = _reply_problem(reply)
@@ -523,7 +525,7 @@ async def _loop(r: _Run, runner: Runner, resumed: Optional[Resumed] = None) -> R
             spent.tool_calls += len(plan.calls)
             ended = (
                 None
-                if _ran_plainly(plain, plan, spent.steps, record, messages)
+                if _ran_plainly(r, plain, plan, spent.steps, record, messages)
                 else await _run_calls(r, runner, plan, spent.steps, record, messages, asked_by)
             )
             if ended is not None:
@@ -692,13 +694,25 @@ async def _run_calls(
     return None
 
 
-def _ran_plainly(tools: Dict[str, Tool], plan: TurnPlan, step: int, record: _Recorder, messages: List[Message]) -> bool:
+#: :meth:`SyncRunner.ask_plainly`: a sync model's turn, asked without a coroutine.
+PlainAsk = Callable[[Any, List[Message], List[Dict[str, Any]]], Any]
+
+
+def _plain_asker(runner: Runner, ask: Optional[PlainAsk]) -> Optional[PlainAsk]:
+    """After a turn: how to ask the model from then on without a coroutine (``ask``, once found), ``None``
+    to await it (an :class:`AsyncRunner`, an async model)."""
+    if ask is not None or not isinstance(runner, SyncRunner):
+        return ask
+    return runner.plain_asker()
+
+
+def _ran_plainly(r: _Run, plain: bool, plan: TurnPlan, step: int, record: _Recorder, messages: List[Message]) -> bool:
     """Step 5 for a turn of one call that :func:`~agentloop.loop.calls.run_plain` runs (a plain tool, valid
     arguments): run, and recorded as :func:`_run_calls` records it; ``False``, nothing done, for any other turn."""
-    if len(plan.calls) != 1:
+    if not plain or len(plan.calls) != 1:
         return False
     call = plan.calls[0]
-    outcome = run_plain(call, tools)
+    outcome = run_plain(call, r.registry, r.budgets.tool_timeout)
     if outcome is None:
         return False
     ok, _, text = outcome

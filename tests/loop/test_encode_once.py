@@ -235,7 +235,7 @@ class TestEncodeOnce(unittest.TestCase):
             with mock.patch.object(engine._Recorder, "append", _whole), mock.patch.object(
                 engine, "plain_turn_text", lambda *args: None
             ), mock.patch.object(engine, "plain_tool_text", lambda *args: None), mock.patch.object(
-                engine, "plain_tools", lambda *args: {}
+                engine, "run_plain", lambda *args: None
             ), mock.patch.object(engine.SyncRunner, "plain_asker", lambda *args: None):
                 whole = _run(self.folder, "whole%d.jsonl" % case, script, results, limit)
             self.assertEqual(once, whole, "case %d" % (case,))
