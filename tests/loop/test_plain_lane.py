@@ -4,7 +4,7 @@ Under ``run`` a lone call that ``SyncRunner`` would run as a plain call runs
 so, a model found sync at its first turn is asked without a coroutine, and
 the common records are assembled without their payload dicts.  Each run here
 is made twice, with the lane and with it switched off
-(``calls.run_plain`` and ``SyncRunner.plain_asker`` answering ``None``), and
+(the engine's ``run_plain`` and ``SyncRunner.plain_asker`` answering ``None``), and
 must end the same: the same ``RunResult``, the same transcript bytes, the
 same messages shown to the model -- also when a tool changes another tool
 mid-run, or a resumed turn's tool changes the model.
